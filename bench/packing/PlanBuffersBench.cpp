@@ -1,0 +1,230 @@
+//===- PlanBuffersBench.cpp - Memory planner benchmark --------------------===//
+//
+// Plans every *.csv problem under the directories given on the command line
+// with each planner strategy and prints a markdown table: buffers, lower
+// bound, arena per strategy, best/LB and planning times, then per-strategy
+// summaries (problems at the bound, geometric mean of arena/LB). Every plan
+// is checked with verifyMemoryPlan; a failed check makes the exit status 1.
+//
+// Usage: plan-buffers-bench [--time-limit=SECONDS] [--seed=N]
+//                           [--random=N[,N...]] DIR...
+// --random adds synthetic DAG-like problems of N buffers (the shape used by
+// the unit tests) to the table, e.g. to time a 10,000-buffer plan.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/BufferTrace.h"
+#include "passes/MemoryPlanner.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace snug;
+
+namespace {
+
+const PlannerStrategy kStrategies[] = {
+    PlannerStrategy::None, PlannerStrategy::GreedySize,
+    PlannerStrategy::GreedyBreadth, PlannerStrategy::Search,
+    PlannerStrategy::Best};
+constexpr size_t kNumStrategies = 5;
+
+struct Problem {
+  std::string name;
+  std::vector<PlanBuffer> buffers;
+};
+
+struct Summary {
+  size_t atBound = 0;
+  double logRatioSum = 0;
+  double totalMs = 0;
+  double maxMs = 0;
+};
+
+/// splitmix64: portable, so the synthetic problems are the same everywhere.
+struct Random {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t x = (state += 0x9e3779b97f4a7c15ULL);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+  uint64_t below(uint64_t bound) { return next() % bound; }
+};
+
+/// A DAG-like activation trace: one buffer produced per step, most consumed
+/// within a few steps, some kept for skip connections, a few for long.
+std::vector<PlanBuffer> makeRandomProblem(size_t n, uint64_t seed) {
+  Random random{seed};
+  std::vector<PlanBuffer> buffers;
+  for (size_t i = 0; i < n; ++i) {
+    PlanBuffer buffer;
+    buffer.id = int64_t(i);
+    buffer.firstStep = int64_t(i);
+    uint64_t kind = random.below(100);
+    uint64_t life = kind < 70   ? 1 + random.below(8)
+                    : kind < 95 ? 1 + random.below(64)
+                                : 1 + random.below(std::max<size_t>(n / 8, 1));
+    buffer.lastStep = buffer.firstStep + int64_t(life) - 1;
+    // Log-uniform between 256 B and 4 MiB, in 256-byte units.
+    double exponent = 8 + 14 * double(random.below(1 << 20)) / (1 << 20);
+    buffer.bytes = (uint64_t(std::pow(2.0, exponent)) + 255) / 256 * 256;
+    buffer.alignment = 256;
+    buffers.push_back(buffer);
+  }
+  return buffers;
+}
+
+bool collectProblems(llvm::StringRef dir, std::vector<Problem> &problems) {
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec))
+    if (llvm::sys::path::extension(it->path()) == ".csv")
+      paths.push_back(it->path());
+  if (ec) {
+    llvm::errs() << dir << ": error: " << ec.message() << "\n";
+    return false;
+  }
+  std::sort(paths.begin(), paths.end());
+  for (const std::string &path : paths) {
+    llvm::Expected<std::vector<PlanBuffer>> buffers = readBufferTrace(path);
+    if (!buffers) {
+      llvm::errs() << llvm::toString(buffers.takeError()) << "\n";
+      return false;
+    }
+    problems.push_back(
+        {llvm::sys::path::filename(path).str(), std::move(*buffers)});
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  PlannerOptions base;
+  std::vector<std::string> dirs;
+  std::vector<size_t> randomSizes;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg.consume_front("--time-limit=")) {
+      if (arg.getAsDouble(base.timeLimitSeconds)) {
+        llvm::errs() << "error: bad --time-limit\n";
+        return 2;
+      }
+    } else if (arg.consume_front("--seed=")) {
+      if (arg.getAsInteger(10, base.seed)) {
+        llvm::errs() << "error: bad --seed\n";
+        return 2;
+      }
+    } else if (arg.consume_front("--random=")) {
+      llvm::SmallVector<llvm::StringRef, 4> sizes;
+      arg.split(sizes, ',');
+      for (llvm::StringRef size : sizes) {
+        size_t n = 0;
+        if (size.getAsInteger(10, n) || n == 0) {
+          llvm::errs() << "error: bad --random\n";
+          return 2;
+        }
+        randomSizes.push_back(n);
+      }
+    } else if (arg.startswith("-")) {
+      llvm::errs() << "usage: " << argv[0]
+                   << " [--time-limit=SECONDS] [--seed=N] [--random=N,...] "
+                      "DIR...\n";
+      return 2;
+    } else {
+      dirs.push_back(arg.str());
+    }
+  }
+
+  std::vector<Problem> problems;
+  for (const std::string &dir : dirs)
+    if (!collectProblems(dir, problems))
+      return 1;
+  for (size_t n : randomSizes)
+    problems.push_back({"random-" + std::to_string(n),
+                        makeRandomProblem(n, /*seed=*/n)});
+
+  llvm::outs() << "| trace | buffers | LB |";
+  for (PlannerStrategy strategy : kStrategies)
+    llvm::outs() << " " << getPlannerStrategyName(strategy) << " |";
+  llvm::outs() << " best/LB | winner | search ms | best ms |\n|---|--:|--:|";
+  for (size_t s = 0; s < kNumStrategies; ++s)
+    llvm::outs() << "--:|";
+  llvm::outs() << "--:|---|--:|--:|\n";
+
+  Summary summaries[kNumStrategies];
+  bool allValid = true;
+  for (const Problem &problem : problems) {
+    MemoryPlan plans[kNumStrategies];
+    for (size_t s = 0; s < kNumStrategies; ++s) {
+      PlannerOptions options = base;
+      options.strategy = kStrategies[s];
+      llvm::Expected<MemoryPlan> plan = planMemory(problem.buffers, options);
+      if (!plan) {
+        llvm::errs() << problem.name << ": " << llvm::toString(plan.takeError())
+                     << "\n";
+        return 1;
+      }
+      if (llvm::Error error = verifyMemoryPlan(problem.buffers, *plan)) {
+        llvm::errs() << problem.name << " ("
+                     << getPlannerStrategyName(kStrategies[s])
+                     << "): invalid plan: " << llvm::toString(std::move(error))
+                     << "\n";
+        allValid = false;
+      }
+      plans[s] = std::move(*plan);
+      Summary &summary = summaries[s];
+      uint64_t bound = plans[s].lowerBoundBytes;
+      summary.atBound += plans[s].arenaBytes == bound;
+      summary.logRatioSum +=
+          bound ? std::log(double(plans[s].arenaBytes) / double(bound)) : 0;
+      summary.totalMs += plans[s].planningMs;
+      summary.maxMs = std::max(summary.maxMs, plans[s].planningMs);
+    }
+    const MemoryPlan &best = plans[kNumStrategies - 1];
+    llvm::outs() << "| " << problem.name << " | " << problem.buffers.size()
+                 << " | " << best.lowerBoundBytes << " |";
+    for (const MemoryPlan &plan : plans)
+      llvm::outs() << " " << plan.arenaBytes << " |";
+    double ratio = best.lowerBoundBytes ? double(best.arenaBytes) /
+                                              double(best.lowerBoundBytes)
+                                        : 1.0;
+    llvm::outs() << " " << llvm::format("%.3f", ratio) << " | "
+                 << getPlannerStrategyName(best.strategy) << " | "
+                 << llvm::format("%.1f", plans[kNumStrategies - 2].planningMs)
+                 << " | " << llvm::format("%.1f", best.planningMs) << " |\n";
+  }
+
+  llvm::outs() << "\n| strategy | at LB | geomean arena/LB | total ms | max ms "
+                  "|\n|---|--:|--:|--:|--:|\n";
+  for (size_t s = 0; s < kNumStrategies; ++s) {
+    const Summary &summary = summaries[s];
+    double geomean =
+        problems.empty() ? 1.0 : std::exp(summary.logRatioSum / problems.size());
+    llvm::outs() << "| " << getPlannerStrategyName(kStrategies[s]) << " | "
+                 << summary.atBound << "/" << problems.size() << " | "
+                 << llvm::format("%.4f", geomean) << " | "
+                 << llvm::format("%.1f", summary.totalMs) << " | "
+                 << llvm::format("%.1f", summary.maxMs) << " |\n";
+  }
+  const Summary &best = summaries[kNumStrategies - 1];
+  llvm::outs() << "\nSummary (best): " << best.atBound << "/"
+               << problems.size() << " at LB, geometric mean arena/LB "
+               << llvm::format("%.4f", problems.empty()
+                                           ? 1.0
+                                           : std::exp(best.logRatioSum /
+                                                      problems.size()))
+               << "\n";
+  return allValid ? 0 : 1;
+}

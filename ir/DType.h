@@ -1,0 +1,34 @@
+//===- DType.h - Element types of snug tensors ------------------*- C++ -*-===//
+//
+// The element types a tensor can hold. The set mirrors the ONNX TensorProto
+// types snug supports; names are the short forms used in the textual IR
+// (f32, bf16, i64, bool, ...). Sizes are storage sizes in bytes; bool is one
+// byte, as in ONNX.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_IR_DTYPE_H
+#define SNUG_IR_DTYPE_H
+
+#include "llvm/ADT/Optional.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace snug {
+namespace ir {
+
+enum class DType : uint8_t { F32, F16, BF16, F64, I64, I32, I16, I8, U8, Bool };
+
+/// Short textual name ("f32", "bf16", "bool").
+llvm::StringRef getDTypeName(DType type);
+/// Inverse of getDTypeName; None for an unknown name.
+llvm::Optional<DType> parseDType(llvm::StringRef name);
+/// Storage size of one element in bytes.
+unsigned getDTypeSize(DType type);
+bool isFloatDType(DType type);
+bool isIntegerDType(DType type);
+
+} // namespace ir
+} // namespace snug
+
+#endif // SNUG_IR_DTYPE_H

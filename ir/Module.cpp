@@ -1,0 +1,256 @@
+//===- Module.cpp - Values, nodes and the module --------------------------===//
+//
+// Use lists are kept exact by funnelling every operand change through
+// Node::setOperand; destruction drops operands first so that no use list
+// ever points at a dead node.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+namespace snug {
+namespace ir {
+
+void Value::removeUse(Node *user, unsigned operandIndex) {
+  for (size_t i = 0; i < uses.size(); ++i) {
+    if (uses[i].user == user && uses[i].operandIndex == operandIndex) {
+      uses.erase(uses.begin() + i);
+      return;
+    }
+  }
+  llvm_unreachable("use list out of sync with operands");
+}
+
+//===----------------------------------------------------------------------===//
+// Node
+//===----------------------------------------------------------------------===//
+
+Node::~Node() { dropOperands(); }
+
+void Node::dropOperands() {
+  for (unsigned i = 0; i < operands.size(); ++i)
+    if (operands[i])
+      operands[i]->removeUse(this, i);
+  operands.clear();
+}
+
+void Node::setOperand(unsigned index, Value *value) {
+  if (operands[index])
+    operands[index]->removeUse(this, index);
+  operands[index] = value;
+  if (value)
+    value->uses.push_back({this, index});
+}
+
+void Node::setOperands(llvm::ArrayRef<Value *> values) {
+  dropOperands();
+  operands.assign(values.size(), nullptr);
+  for (unsigned i = 0; i < values.size(); ++i)
+    setOperand(i, values[i]);
+}
+
+llvm::SmallVector<Value *, 2> Node::getResults() const {
+  llvm::SmallVector<Value *, 2> values;
+  for (const std::unique_ptr<Value> &result : results)
+    values.push_back(result.get());
+  return values;
+}
+
+const Attribute *Node::getAttribute(llvm::StringRef attrName) const {
+  auto it = attributes.find(attrName.str());
+  return it == attributes.end() ? nullptr : &it->second;
+}
+
+void Node::setAttribute(llvm::StringRef attrName, Attribute value) {
+  attributes[attrName.str()] = std::move(value);
+}
+
+void Node::removeAttribute(llvm::StringRef attrName) {
+  attributes.erase(attrName.str());
+}
+
+std::string Node::describe() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (!name.empty()) {
+    os << "node '" << name << "'";
+  } else {
+    const auto &nodes = module->getNodes();
+    auto it = std::find_if(nodes.begin(), nodes.end(),
+                           [&](const auto &node) { return node.get() == this; });
+    os << "node #" << (it - nodes.begin());
+  }
+  os << " (" << opName << ")";
+  return os.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+Module::~Module() {
+  // Nodes reference each other's results: drop all operands before any
+  // node (and so any value) is destroyed.
+  for (std::unique_ptr<Node> &node : nodes)
+    node->dropOperands();
+}
+
+llvm::SmallVector<Value *, 4> Module::getInputs() const {
+  llvm::SmallVector<Value *, 4> inputs;
+  for (const std::unique_ptr<Value> &argument : arguments)
+    if (argument->isInput())
+      inputs.push_back(argument.get());
+  return inputs;
+}
+
+llvm::SmallVector<Value *, 8> Module::getWeights() const {
+  llvm::SmallVector<Value *, 8> weights;
+  for (const std::unique_ptr<Value> &argument : arguments)
+    if (argument->isWeight())
+      weights.push_back(argument.get());
+  return weights;
+}
+
+Value *Module::addInput(llvm::StringRef valueName, const TensorType &type) {
+  arguments.emplace_back(new Value(Value::Kind::Input, type, valueName));
+  return arguments.back().get();
+}
+
+Value *Module::addWeight(llvm::StringRef valueName, const TensorType &type,
+                         llvm::ArrayRef<uint8_t> bytes) {
+  assert(bytes.size() == type.getByteSize() && "weight bytes/type mismatch");
+  return addWeightAt(valueName, type, weightBlob.addOwned(bytes));
+}
+
+Value *Module::addWeightAt(llvm::StringRef valueName, const TensorType &type,
+                           uint64_t blobOffset) {
+  arguments.emplace_back(new Value(Value::Kind::Weight, type, valueName));
+  arguments.back()->weightOffset = blobOffset;
+  return arguments.back().get();
+}
+
+Value *Module::addElidedWeight(llvm::StringRef valueName,
+                               const TensorType &type) {
+  arguments.emplace_back(new Value(Value::Kind::Weight, type, valueName));
+  arguments.back()->weightElided = true;
+  return arguments.back().get();
+}
+
+llvm::ArrayRef<uint8_t> Module::getWeightData(const Value *weight) const {
+  assert(weight->isWeight() && !weight->isWeightElided());
+  return weightBlob.getBytes(weight->getWeightOffset(),
+                             weight->getType().getByteSize());
+}
+
+unsigned Module::eraseUnusedWeights() {
+  size_t before = arguments.size();
+  llvm::erase_if(arguments, [&](const std::unique_ptr<Value> &argument) {
+    return argument->isWeight() && !argument->hasUses() &&
+           !isOutput(argument.get());
+  });
+  return before - arguments.size();
+}
+
+Node *Module::createNode(llvm::StringRef opName,
+                         llvm::ArrayRef<Value *> operands,
+                         llvm::ArrayRef<TensorType> resultTypes,
+                         AttributeMap nodeAttributes) {
+  Node *node = new Node(this, opName);
+  node->setOperands(operands);
+  for (unsigned i = 0; i < resultTypes.size(); ++i) {
+    std::unique_ptr<Value> result(
+        new Value(Value::Kind::Result, resultTypes[i], ""));
+    result->definingNode = node;
+    result->resultIndex = i;
+    node->results.push_back(std::move(result));
+  }
+  node->attributes = std::move(nodeAttributes);
+  return node;
+}
+
+Node *Module::addNode(llvm::StringRef opName, llvm::ArrayRef<Value *> operands,
+                      llvm::ArrayRef<TensorType> resultTypes,
+                      AttributeMap nodeAttributes) {
+  return insertNode(nodes.size(), opName, operands, resultTypes,
+                    std::move(nodeAttributes));
+}
+
+Node *Module::insertNode(size_t index, llvm::StringRef opName,
+                         llvm::ArrayRef<Value *> operands,
+                         llvm::ArrayRef<TensorType> resultTypes,
+                         AttributeMap nodeAttributes) {
+  Node *node =
+      createNode(opName, operands, resultTypes, std::move(nodeAttributes));
+  nodes.insert(nodes.begin() + index, std::unique_ptr<Node>(node));
+  return node;
+}
+
+unsigned Module::eraseNodesIf(
+    llvm::function_ref<bool(const Node &)> shouldErase) {
+  llvm::SmallVector<Node *, 16> doomed;
+  for (std::unique_ptr<Node> &node : nodes)
+    if (shouldErase(*node))
+      doomed.push_back(node.get());
+  // Drop operands of all doomed nodes first: they may use each other.
+  for (Node *node : doomed)
+    node->dropOperands();
+  llvm::DenseSet<Node *> doomedSet(doomed.begin(), doomed.end());
+  llvm::erase_if(nodes, [&](const std::unique_ptr<Node> &node) {
+    if (!doomedSet.count(node.get()))
+      return false;
+    for (unsigned i = 0; i < node->getNumResults(); ++i)
+      assert(!node->getResult(i)->hasUses() && !isOutput(node->getResult(i)) &&
+             "erasing a node whose result is still used");
+    return true;
+  });
+  return doomed.size();
+}
+
+void Module::setSchedule(llvm::ArrayRef<Node *> order) {
+  assert(order.size() == nodes.size() && "schedule is not a permutation");
+  llvm::DenseMap<Node *, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i)
+    position[order[i]] = i;
+  std::vector<std::unique_ptr<Node>> reordered(nodes.size());
+  for (std::unique_ptr<Node> &node : nodes) {
+    auto it = position.find(node.get());
+    assert(it != position.end() && "schedule names a foreign node");
+    reordered[it->second] = std::move(node);
+  }
+  nodes = std::move(reordered);
+}
+
+bool Module::isOutput(const Value *value) const {
+  return llvm::is_contained(outputs, value);
+}
+
+void Module::replaceAllUsesWith(Value *from, Value *to) {
+  assert(from != to && "replacing a value with itself");
+  while (from->hasUses()) {
+    Value::Use use = from->getUses().back();
+    use.user->setOperand(use.operandIndex, to);
+  }
+  for (Value *&output : outputs)
+    if (output == from)
+      output = to;
+}
+
+const Attribute *Module::getAttribute(llvm::StringRef attrName) const {
+  auto it = attributes.find(attrName.str());
+  return it == attributes.end() ? nullptr : &it->second;
+}
+
+void Module::setAttribute(llvm::StringRef attrName, Attribute value) {
+  attributes[attrName.str()] = std::move(value);
+}
+
+void Module::removeAttribute(llvm::StringRef attrName) {
+  attributes.erase(attrName.str());
+}
+
+} // namespace ir
+} // namespace snug

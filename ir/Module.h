@@ -1,0 +1,222 @@
+//===- Module.h - Values, nodes and the module ------------------*- C++ -*-===//
+//
+// A Module is one function: arguments (graph inputs and weights), nodes in a
+// total order that is the schedule, and graph outputs. Values are SSA: each
+// is an argument or exactly one result of one node, and each keeps a list of
+// the node operands that use it so rewrites (replaceAllUsesWith, DCE) need no
+// whole-graph scan. Nodes own their results; the module owns arguments and
+// nodes. A node operand may be absent (ONNX's empty input name), held as
+// nullptr and printed as `_`.
+//
+// Plan annotations (an arena offset per value) live on values so the printer
+// and parser carry them through textual IR; the planner sets them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_IR_MODULE_H
+#define SNUG_IR_MODULE_H
+
+#include "ir/Attribute.h"
+#include "ir/TensorType.h"
+#include "ir/WeightBlob.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/Optional.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace snug {
+namespace ir {
+
+class Node;
+class Module;
+
+/// Sorted by name so that printing is deterministic.
+using AttributeMap = std::map<std::string, Attribute>;
+
+class Value {
+public:
+  enum class Kind { Input, Weight, Result };
+  struct Use {
+    Node *user;
+    unsigned operandIndex;
+  };
+
+  Kind getKind() const { return kind; }
+  bool isInput() const { return kind == Kind::Input; }
+  bool isWeight() const { return kind == Kind::Weight; }
+  bool isResult() const { return kind == Kind::Result; }
+
+  const TensorType &getType() const { return type; }
+  void setType(const TensorType &newType) { type = newType; }
+  /// Empty for an unnamed value (printed with a number).
+  llvm::StringRef getName() const { return name; }
+  void setName(llvm::StringRef newName) { name = newName.str(); }
+
+  /// For results: the node and the result's index in it.
+  Node *getDefiningNode() const { return definingNode; }
+  unsigned getResultIndex() const { return resultIndex; }
+
+  /// For weights: the range of the module's weight blob holding the data.
+  /// An elided weight (parsed from text that left its data out) has none.
+  uint64_t getWeightOffset() const { return weightOffset; }
+  bool isWeightElided() const { return weightElided; }
+
+  llvm::ArrayRef<Use> getUses() const { return uses; }
+  bool hasUses() const { return !uses.empty(); }
+
+  llvm::Optional<uint64_t> getArenaOffset() const { return arenaOffset; }
+  void setArenaOffset(llvm::Optional<uint64_t> offset) { arenaOffset = offset; }
+
+private:
+  friend class Node;
+  friend class Module;
+  Value(Kind kind, const TensorType &type, llvm::StringRef name)
+      : kind(kind), type(type), name(name.str()) {}
+  void removeUse(Node *user, unsigned operandIndex);
+
+  Kind kind;
+  TensorType type;
+  std::string name;
+  Node *definingNode = nullptr;
+  unsigned resultIndex = 0;
+  uint64_t weightOffset = 0;
+  bool weightElided = false;
+  llvm::SmallVector<Use, 2> uses;
+  llvm::Optional<uint64_t> arenaOffset;
+};
+
+class Node {
+public:
+  ~Node();
+  Node(const Node &) = delete;
+  Node &operator=(const Node &) = delete;
+
+  llvm::StringRef getOpName() const { return opName; }
+  /// The ONNX node name (for messages); may be empty.
+  llvm::StringRef getName() const { return name; }
+  void setName(llvm::StringRef newName) { name = newName.str(); }
+
+  llvm::ArrayRef<Value *> getOperands() const { return operands; }
+  unsigned getNumOperands() const { return operands.size(); }
+  /// nullptr for an absent optional operand.
+  Value *getOperand(unsigned index) const { return operands[index]; }
+  void setOperand(unsigned index, Value *value);
+  void setOperands(llvm::ArrayRef<Value *> values);
+
+  unsigned getNumResults() const { return results.size(); }
+  Value *getResult(unsigned index) const { return results[index].get(); }
+  llvm::SmallVector<Value *, 2> getResults() const;
+
+  const AttributeMap &getAttributes() const { return attributes; }
+  /// nullptr when absent.
+  const Attribute *getAttribute(llvm::StringRef attrName) const;
+  void setAttribute(llvm::StringRef attrName, Attribute value);
+  void removeAttribute(llvm::StringRef attrName);
+
+  /// "node 'conv1' (Conv)" or "node #3 (Conv)" for unnamed nodes: the
+  /// subject of every diagnostic about this node.
+  std::string describe() const;
+
+  Module *getModule() const { return module; }
+
+private:
+  friend class Module;
+  Node(Module *module, llvm::StringRef opName) : module(module), opName(opName.str()) {}
+  void dropOperands();
+
+  Module *module;
+  std::string opName;
+  std::string name;
+  llvm::SmallVector<Value *, 4> operands;
+  llvm::SmallVector<std::unique_ptr<Value>, 1> results;
+  AttributeMap attributes;
+};
+
+class Module {
+public:
+  Module() = default;
+  explicit Module(llvm::StringRef name) : name(name.str()) {}
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+  ~Module();
+
+  llvm::StringRef getName() const { return name; }
+  void setName(llvm::StringRef newName) { name = newName.str(); }
+
+  /// Graph inputs and weights, in signature order.
+  llvm::ArrayRef<std::unique_ptr<Value>> getArguments() const {
+    return arguments;
+  }
+  llvm::SmallVector<Value *, 4> getInputs() const;
+  llvm::SmallVector<Value *, 8> getWeights() const;
+  Value *addInput(llvm::StringRef valueName, const TensorType &type);
+  /// Copies `bytes` into the weight blob.
+  Value *addWeight(llvm::StringRef valueName, const TensorType &type,
+                   llvm::ArrayRef<uint8_t> bytes);
+  /// A weight whose bytes already are at [offset, offset + byte size) of the
+  /// blob (added with getWeightBlob().addMapped, say).
+  Value *addWeightAt(llvm::StringRef valueName, const TensorType &type,
+                     uint64_t blobOffset);
+  Value *addElidedWeight(llvm::StringRef valueName, const TensorType &type);
+  /// The bytes of a weight that is not elided.
+  llvm::ArrayRef<uint8_t> getWeightData(const Value *weight) const;
+  /// Removes arguments that are weights without uses and not outputs.
+  unsigned eraseUnusedWeights();
+
+  /// Nodes in schedule order.
+  llvm::ArrayRef<std::unique_ptr<Node>> getNodes() const { return nodes; }
+  /// Appends a node to the schedule.
+  Node *addNode(llvm::StringRef opName, llvm::ArrayRef<Value *> operands,
+                llvm::ArrayRef<TensorType> resultTypes,
+                AttributeMap attributes = {});
+  /// Inserts a node before position `index` of the schedule.
+  Node *insertNode(size_t index, llvm::StringRef opName,
+                   llvm::ArrayRef<Value *> operands,
+                   llvm::ArrayRef<TensorType> resultTypes,
+                   AttributeMap attributes = {});
+  /// Erases every node for which `shouldErase` holds, in one sweep. Their
+  /// results must have no uses left outside the erased set.
+  unsigned eraseNodesIf(llvm::function_ref<bool(const Node &)> shouldErase);
+  /// Reorders the schedule; `order` must be a permutation of the nodes.
+  void setSchedule(llvm::ArrayRef<Node *> order);
+
+  llvm::ArrayRef<Value *> getOutputs() const { return outputs; }
+  void setOutputs(llvm::ArrayRef<Value *> values) {
+    outputs.assign(values.begin(), values.end());
+  }
+  bool isOutput(const Value *value) const;
+
+  /// Points every use of `from` (operands and graph outputs) at `to`.
+  void replaceAllUsesWith(Value *from, Value *to);
+
+  const AttributeMap &getAttributes() const { return attributes; }
+  const Attribute *getAttribute(llvm::StringRef attrName) const;
+  void setAttribute(llvm::StringRef attrName, Attribute value);
+  void removeAttribute(llvm::StringRef attrName);
+
+  WeightBlob &getWeightBlob() { return weightBlob; }
+  const WeightBlob &getWeightBlob() const { return weightBlob; }
+
+private:
+  Node *createNode(llvm::StringRef opName, llvm::ArrayRef<Value *> operands,
+                   llvm::ArrayRef<TensorType> resultTypes,
+                   AttributeMap attributes);
+
+  std::string name = "main";
+  std::vector<std::unique_ptr<Value>> arguments;
+  std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<Value *> outputs;
+  AttributeMap attributes;
+  WeightBlob weightBlob;
+};
+
+} // namespace ir
+} // namespace snug
+
+#endif // SNUG_IR_MODULE_H

@@ -1,0 +1,189 @@
+//===- Verifier.cpp - Structural and type checks of a module --------------===//
+//
+// One walk over the schedule with the set of values defined so far. Type rules
+// beyond the op families belong to each op's shape function (the importer's),
+// not here: the verifier must accept any type a correct pass can produce.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Verifier.h"
+#include "ir/Module.h"
+#include "ir/OpInfo.h"
+#include "ir/Parser.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace snug {
+namespace ir {
+
+llvm::Optional<llvm::SmallVector<int64_t, 4>>
+broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  llvm::SmallVector<int64_t, 4> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t a = i < rank - lhs.size() ? 1 : lhs[i - (rank - lhs.size())];
+    int64_t b = i < rank - rhs.size() ? 1 : rhs[i - (rank - rhs.size())];
+    if (a != b && a != 1 && b != 1)
+      return llvm::None;
+    result[i] = a == 1 ? b : a;
+  }
+  return result;
+}
+
+namespace {
+class ModuleVerifier {
+public:
+  ModuleVerifier(const Module &module, const SourceLocations *locations)
+      : module(module), locations(locations) {}
+  llvm::Error verify();
+
+private:
+  void report(const Node *node, const llvm::Twine &message);
+  void verifyNode(const Node &node);
+  void verifyFamily(const Node &node, const OpInfo &info);
+  void checkName(const Value *value, const Node *node);
+
+  const Module &module;
+  const SourceLocations *locations;
+  llvm::DenseSet<const Value *> defined;
+  llvm::StringSet<> names;
+  std::string messages;
+  unsigned count = 0;
+};
+} // namespace
+
+void ModuleVerifier::report(const Node *node, const llvm::Twine &message) {
+  // A broken module can have thousands of errors; the first few say enough.
+  if (++count > 20)
+    return;
+  if (!messages.empty())
+    messages += '\n';
+  std::string prefix;
+  if (locations) {
+    auto it = node ? locations->nodes.find(node) : locations->nodes.end();
+    prefix = it != locations->nodes.end() ? it->second : locations->module;
+    prefix += ": ";
+  }
+  messages += prefix + "error: ";
+  if (node)
+    messages += node->describe() + ": ";
+  messages += message.str();
+}
+
+void ModuleVerifier::checkName(const Value *value, const Node *node) {
+  if (!value->getName().empty() && !names.insert(value->getName()).second)
+    report(node, "value name '%" + value->getName() + "' is defined twice");
+}
+
+static llvm::StringRef ordinal(unsigned count) {
+  return count == 1 ? "" : "s";
+}
+
+void ModuleVerifier::verifyFamily(const Node &node, const OpInfo &info) {
+  if (info.family == OpFamily::Other || node.getNumOperands() == 0 ||
+      node.getNumResults() == 0)
+    return;
+  const Value *first = node.getOperand(0);
+  const Value *result = node.getResult(0);
+  if (!first)
+    return report(&node, "operand 0 is required");
+  if (info.family == OpFamily::Unary) {
+    if (result->getType() != first->getType())
+      report(&node, "result type " + result->getType().str() +
+                        " differs from operand type " +
+                        first->getType().str());
+    return;
+  }
+  llvm::SmallVector<int64_t, 4> dims(first->getType().getDims().begin(),
+                                     first->getType().getDims().end());
+  for (unsigned i = 1; i < node.getNumOperands(); ++i) {
+    const Value *operand = node.getOperand(i);
+    if (!operand)
+      return report(&node, "operand " + llvm::Twine(i) + " is required");
+    if (operand->getType().getDType() != first->getType().getDType())
+      return report(&node, "operand " + llvm::Twine(i) + " has element type " +
+                               getDTypeName(operand->getType().getDType()) +
+                               ", operand 0 has " +
+                               getDTypeName(first->getType().getDType()));
+    auto broadcast = broadcastShapes(dims, operand->getType().getDims());
+    if (!broadcast)
+      return report(&node, "operand shapes do not broadcast: " +
+                               first->getType().str() + " and " +
+                               operand->getType().str());
+    dims = *broadcast;
+  }
+  DType dtype = info.family == OpFamily::Compare ? DType::Bool
+                                                 : first->getType().getDType();
+  TensorType expected(dtype, dims);
+  if (result->getType() != expected)
+    report(&node, "result type " + result->getType().str() + ", expected " +
+                      expected.str());
+}
+
+void ModuleVerifier::verifyNode(const Node &node) {
+  if (node.getModule() != &module)
+    report(&node, "belongs to another module");
+  for (unsigned i = 0; i < node.getNumOperands(); ++i) {
+    const Value *operand = node.getOperand(i);
+    if (operand && !defined.count(operand))
+      report(&node, "operand " + llvm::Twine(i) +
+                        " is not defined before this node in the schedule");
+  }
+  const OpInfo *info = lookupOp(node.getOpName());
+  if (!info) {
+    report(&node, "unknown op");
+  } else {
+    auto outside = [](int count, int low, int high) {
+      return count < low || (high >= 0 && count > high);
+    };
+    auto range = [](int low, int high) {
+      if (low == high)
+        return llvm::Twine(low).str();
+      if (high < 0)
+        return (llvm::Twine("at least ") + llvm::Twine(low)).str();
+      return (llvm::Twine(low) + " to " + llvm::Twine(high)).str();
+    };
+    int operands = node.getNumOperands(), results = node.getNumResults();
+    if (outside(operands, info->minOperands, info->maxOperands))
+      report(&node, "has " + llvm::Twine(operands) + " operand" +
+                        ordinal(operands) + ", expected " +
+                        range(info->minOperands, info->maxOperands));
+    else if (outside(results, info->minResults, info->maxResults))
+      report(&node, "has " + llvm::Twine(results) + " result" +
+                        ordinal(results) + ", expected " +
+                        range(info->minResults, info->maxResults));
+    else
+      verifyFamily(node, *info);
+  }
+  for (unsigned i = 0; i < node.getNumResults(); ++i) {
+    const Value *result = node.getResult(i);
+    checkName(result, &node);
+    defined.insert(result);
+  }
+}
+
+llvm::Error ModuleVerifier::verify() {
+  for (const std::unique_ptr<Value> &argument : module.getArguments()) {
+    checkName(argument.get(), nullptr);
+    defined.insert(argument.get());
+  }
+  for (const std::unique_ptr<Node> &node : module.getNodes())
+    verifyNode(*node);
+  for (size_t i = 0; i < module.getOutputs().size(); ++i)
+    if (!defined.count(module.getOutputs()[i]))
+      report(nullptr, "graph output " + llvm::Twine(i) +
+                          " is not defined in the function");
+  if (count > 20)
+    messages += "\n(" + llvm::Twine(count - 20).str() + " more errors)";
+  if (messages.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), messages);
+}
+
+llvm::Error verifyModule(const Module &module,
+                         const SourceLocations *locations) {
+  return ModuleVerifier(module, locations).verify();
+}
+
+} // namespace ir
+} // namespace snug

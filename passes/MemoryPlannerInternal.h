@@ -1,0 +1,133 @@
+//===- MemoryPlannerInternal.h - Planner internals --------------*- C++ -*-===//
+//
+// Shared between MemoryPlanner.cpp (validation, sweep, greedies, driver) and
+// MemoryPlannerSearch.cpp (the canonical search). Not part of the public API.
+//
+// A Problem holds only the buffers that occupy bytes ("items"), with sizes
+// already rounded up to their alignment. The sweep splits the step axis into
+// sections, the maximal sets of items live together (the cliques of the
+// interval graph), and into partitions, maximal runs of steps with something
+// live: items of different partitions never conflict, so every partition can
+// be packed on its own and the arena is the largest partition arena.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_PASSES_MEMORYPLANNERINTERNAL_H
+#define SNUG_PASSES_MEMORYPLANNERINTERNAL_H
+
+#include "passes/MemoryPlanner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace snug {
+namespace planner {
+
+/// A buffer that occupies bytes.
+struct Item {
+  uint64_t size;  ///< Footprint: bytes rounded up to align.
+  uint64_t align; ///< Power of two.
+  int64_t first;  ///< Closed live interval.
+  int64_t last;
+  int64_t id;     ///< Caller's id (tie-breaker).
+  uint32_t index; ///< Position in the caller's buffer list.
+};
+
+/// Items plus what one sweep over their intervals tells about them.
+struct Problem {
+  std::vector<Item> items;
+
+  /// Sum of live footprints in each section, and a step inside it.
+  std::vector<uint64_t> sectionTotal;
+  std::vector<int64_t> sectionStep;
+  /// Per item: the half-open range of sections it belongs to.
+  std::vector<uint32_t> secBegin, secEnd;
+
+  /// Per partition: its items (in sweep order) and section range.
+  std::vector<std::vector<uint32_t>> partItems;
+  std::vector<uint32_t> partSecBegin, partSecEnd;
+  std::vector<uint32_t> partOf;
+
+  /// Conflict graph in CSR form (items whose intervals intersect); empty
+  /// (hasAdjacency false) when it would be too large, and the greedies then
+  /// scan all placed items instead.
+  bool hasAdjacency = false;
+  std::vector<uint32_t> adjStart, adj;
+
+  uint64_t lowerBound = 0;
+  int64_t peakStep = -1;
+};
+
+/// Fills everything but items from items.
+void sweepProblem(Problem &problem);
+
+/// Per-item offsets of a packing and its arena.
+struct Packing {
+  std::vector<uint64_t> offsets;
+  uint64_t arena = 0;
+};
+
+/// Largest offset + size over the items of one partition.
+uint64_t partitionArena(const Problem &problem, const Packing &packing,
+                        uint32_t part);
+
+/// A deterministic work allowance with a wall-clock safety cap. Work units
+/// approximate time (one per buffer or section touched), so a budget ends a
+/// search at the same point on every run; the clock only matters when a
+/// slow (e.g. unoptimised) build would otherwise overrun the time limit.
+class WorkBudget {
+public:
+  WorkBudget(uint64_t work, std::chrono::steady_clock::time_point deadline)
+      : left(work), deadline(deadline) {}
+  /// Charges units of work; returns false once the budget is spent.
+  bool charge(uint64_t units) {
+    if (units >= left) {
+      left = 0;
+      return false;
+    }
+    left -= units;
+    if (++calls % 256 == 0 && std::chrono::steady_clock::now() >= deadline) {
+      left = 0;
+      timedOut = true;
+      return false;
+    }
+    return true;
+  }
+  bool exhausted() const { return left == 0; }
+  uint64_t remaining() const { return left; }
+  /// A budget of at most units, to be settled with settle().
+  WorkBudget split(uint64_t units) const {
+    return WorkBudget(std::min(units, left), deadline);
+  }
+  /// Charges what child, split off with given units, has used.
+  void settle(const WorkBudget &child, uint64_t given) {
+    uint64_t used = std::min(given, left) - child.left;
+    left = child.timedOut ? 0 : left - std::min(left, used);
+    timedOut |= child.timedOut;
+  }
+
+private:
+  uint64_t left;
+  std::chrono::steady_clock::time_point deadline;
+  uint64_t calls = 0;
+  bool timedOut = false;
+};
+
+/// Work units charged per second of the time limit. Calibrated on an
+/// optimised build so the work budget, not the clock, normally ends a search.
+constexpr double kWorkUnitsPerSecond = 6.0e7;
+
+/// Partitions larger than this are never searched: a node costs O(items)
+/// and the greedies are already close to the bound on such graphs.
+constexpr size_t kMaxSearchItems = 1500;
+
+/// Tries to lower best.arena with the canonical search, partition by
+/// partition, spending at most budget. best must be a valid packing.
+void improveBySearch(const Problem &problem, Packing &best, WorkBudget &budget,
+                     uint64_t seed);
+
+} // namespace planner
+} // namespace snug
+
+#endif // SNUG_PASSES_MEMORYPLANNERINTERNAL_H

@@ -1,0 +1,493 @@
+//===- MemoryPlannerSearch.cpp - Canonical packing search -----------------===//
+//
+// A budgeted exact search for packings that fit a given capacity, in the
+// style of MiniMalloc (Moffitt, ASPLOS 2023), and the capacity schedule that
+// drives it.
+//
+// The search only enumerates canonical packings: buffers are placed in
+// non-decreasing (offset, preorder index) order, each directly on top of the
+// highest already placed buffer it conflicts with. Every packing can be
+// pushed down into one of these, so nothing is lost, and the branching is
+// over which buffer comes next, not over offsets. Pruning:
+//  - dominance: a buffer whose lowest offset is at or above the lowest top
+//    any unplaced buffer could reach would leave a hole that buffer fits in;
+//  - inference: in every section, the floor (the lowest offset any unplaced
+//    member can still take) plus the unplaced members' total must fit;
+//  - decomposition: once no unplaced buffer spans a section boundary, the
+//    two sides are independent subproblems and are searched separately.
+// A static preorder (three rules, tried round-robin with doubling node
+// limits) breaks ties and orders the branches.
+//
+// The driver tries the lower bound first (most real problems reach it), then
+// bisects between it and the best arena found so far. It treats a search
+// that runs out of budget as a failure, so below the true optimum it can stop
+// short of it; it never returns anything worse than its input packing.
+//
+// All state lives in flat arrays with undo trails; nothing is allocated per
+// node except the branching order. A node costs O(unplaced buffers +
+// sections), which is why partitions above kMaxSearchItems are left to the
+// greedies.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/MemoryPlannerInternal.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+
+using namespace snug;
+using namespace snug::planner;
+
+namespace {
+
+constexpr uint64_t kUnplaced = std::numeric_limits<uint64_t>::max();
+
+enum class Outcome { Found, NotFound, Aborted };
+
+/// Static preorders: W = lifetime, A = area, T = the largest unplaced total
+/// among the buffer's sections; all descending, in the order given.
+enum class Preorder { WAT, TAW, TWA };
+constexpr Preorder kPreorders[] = {Preorder::WAT, Preorder::TAW,
+                                   Preorder::TWA};
+
+/// A branching candidate: a buffer (by preorder position) and its offset.
+struct Candidate {
+  uint64_t offset;
+  uint32_t pre;
+  bool operator<(const Candidate &other) const {
+    return offset != other.offset ? offset < other.offset : pre < other.pre;
+  }
+};
+
+/// A subproblem: unplaced buffers (in preorder) and the sections they span.
+struct Subproblem {
+  std::vector<uint32_t> items;
+  uint32_t secBegin, secEnd;
+};
+
+class CanonicalSearch {
+public:
+  CanonicalSearch(const Problem &problem, uint32_t part, uint64_t seed);
+
+  /// Looks for a packing of the partition into capacity bytes; on Found the
+  /// local offsets (parallel to the partition's item list) are in solution.
+  Outcome solve(uint64_t capacity, WorkBudget &budget);
+
+  const std::vector<uint64_t> &getSolution() const { return solution; }
+
+private:
+  Outcome solveOnce();
+  Outcome solveRanges(const std::vector<uint32_t> &candidates,
+                      std::vector<uint32_t> &cutpoints);
+  Outcome solveSubproblem(std::vector<uint32_t> items, uint32_t secBegin,
+                          uint32_t secEnd);
+  Outcome search(const Subproblem &sub, const std::vector<Candidate> &prev,
+                 uint64_t lastOffset, uint32_t lastPre);
+  Outcome decompose(const Subproblem &sub, const std::vector<Candidate> &order,
+                    uint64_t offset, uint32_t pre, uint32_t item);
+  void place(uint32_t item, uint64_t offset);
+  void unplace(uint32_t item, size_t minMark, size_t floorMark);
+  bool fits(const Subproblem &sub, uint64_t offset) const;
+
+  // The partition, with local item and section numbers.
+  size_t numItems = 0, numSections = 0;
+  std::vector<uint64_t> size, align, lifetime, tieKey;
+  std::vector<double> area;
+  std::vector<uint32_t> secLo, secHi;
+  std::vector<uint32_t> memberStart, members;   // section -> items
+  std::vector<uint32_t> overlapStart, overlaps; // item -> conflicting items
+  std::vector<uint64_t> initialTotal;
+  std::vector<uint32_t> initialCuts; // items spanning boundary s | s+1
+
+  // Search state, restored through the trails on backtracking.
+  uint64_t capacity = 0;
+  std::vector<uint64_t> offset, minOffset, floor, total;
+  std::vector<uint32_t> cuts;
+  std::vector<std::pair<uint32_t, uint64_t>> minTrail, floorTrail;
+  std::vector<uint32_t> stamp, affected;
+  uint32_t currentStamp = 0;
+  std::vector<uint64_t> solution;
+
+  Preorder preorder = Preorder::WAT;
+  uint64_t nodesLeft = 0, pendingWork = 0;
+  WorkBudget *budget = nullptr;
+  uint64_t seed;
+};
+
+} // namespace
+
+static uint64_t mix(uint64_t x) {
+  // splitmix64 finaliser: a seeded, platform-independent tie-break.
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+static uint64_t alignUp(uint64_t value, uint64_t align) {
+  return (value + align - 1) & ~(align - 1);
+}
+
+CanonicalSearch::CanonicalSearch(const Problem &problem, uint32_t part,
+                                 uint64_t seed)
+    : seed(seed) {
+  const std::vector<uint32_t> &partItems = problem.partItems[part];
+  uint32_t secBase = problem.partSecBegin[part];
+  numItems = partItems.size();
+  numSections = problem.partSecEnd[part] - secBase;
+  for (uint32_t local = 0; local < numItems; ++local) {
+    uint32_t global = partItems[local];
+    const Item &item = problem.items[global];
+    size.push_back(item.size);
+    align.push_back(item.align);
+    lifetime.push_back(uint64_t(item.last) - uint64_t(item.first) + 1);
+    area.push_back(double(item.size) * double(lifetime.back()));
+    tieKey.push_back(seed == 0 ? local : mix(seed ^ mix(item.index)));
+    secLo.push_back(problem.secBegin[global] - secBase);
+    secHi.push_back(problem.secEnd[global] - secBase);
+  }
+  // Section membership and per-section totals.
+  memberStart.assign(numSections + 1, 0);
+  initialTotal.assign(numSections, 0);
+  initialCuts.assign(numSections, 0);
+  for (uint32_t i = 0; i < numItems; ++i) {
+    for (uint32_t s = secLo[i]; s < secHi[i]; ++s) {
+      ++memberStart[s + 1];
+      initialTotal[s] += size[i];
+    }
+    for (uint32_t s = secLo[i]; s + 1 < secHi[i]; ++s)
+      ++initialCuts[s];
+  }
+  for (size_t s = 0; s < numSections; ++s)
+    memberStart[s + 1] += memberStart[s];
+  members.resize(memberStart[numSections]);
+  std::vector<uint32_t> fill(memberStart.begin(), memberStart.end() - 1);
+  for (uint32_t i = 0; i < numItems; ++i)
+    for (uint32_t s = secLo[i]; s < secHi[i]; ++s)
+      members[fill[s]++] = i;
+  // Two buffers conflict iff their section ranges intersect (every
+  // conflicting pair shares a section, and a section is a set of buffers
+  // live at one step).
+  std::vector<std::vector<uint32_t>> lists(numItems);
+  std::vector<uint32_t> byStart(numItems);
+  for (uint32_t i = 0; i < numItems; ++i)
+    byStart[i] = i;
+  std::sort(byStart.begin(), byStart.end(), [&](uint32_t a, uint32_t b) {
+    return secLo[a] != secLo[b] ? secLo[a] < secLo[b] : a < b;
+  });
+  for (size_t x = 0; x < numItems; ++x)
+    for (size_t y = x + 1; y < numItems && secLo[byStart[y]] < secHi[byStart[x]];
+         ++y) {
+      lists[byStart[x]].push_back(byStart[y]);
+      lists[byStart[y]].push_back(byStart[x]);
+    }
+  overlapStart.assign(numItems + 1, 0);
+  for (uint32_t i = 0; i < numItems; ++i) {
+    overlapStart[i + 1] = overlapStart[i] + lists[i].size();
+    overlaps.insert(overlaps.end(), lists[i].begin(), lists[i].end());
+  }
+  stamp.assign(numSections, 0);
+}
+
+Outcome CanonicalSearch::solve(uint64_t newCapacity, WorkBudget &newBudget) {
+  capacity = newCapacity;
+  budget = &newBudget;
+  for (uint64_t t : initialTotal)
+    if (t > capacity)
+      return Outcome::NotFound;
+  // Round robin over the preorders with doubling node limits: whichever
+  // preorder suits the instance finishes early, at most a constant factor
+  // after it would have alone.
+  uint64_t nodeLimit = std::max<uint64_t>(numItems, 16);
+  unsigned rotation = seed % 3;
+  while (true) {
+    nodeLimit *= 2;
+    for (unsigned k = 0; k < 3; ++k) {
+      preorder = kPreorders[(k + rotation) % 3];
+      nodesLeft = nodeLimit;
+      Outcome outcome = solveOnce();
+      if (outcome != Outcome::Aborted)
+        return outcome;
+      if (budget->exhausted())
+        return Outcome::Aborted;
+    }
+  }
+}
+
+Outcome CanonicalSearch::solveOnce() {
+  offset.assign(numItems, kUnplaced);
+  minOffset.assign(numItems, 0);
+  floor.assign(numSections, 0);
+  total = initialTotal;
+  cuts = initialCuts;
+  minTrail.clear();
+  floorTrail.clear();
+  solution.assign(numItems, 0);
+  pendingWork = 0;
+  std::vector<uint32_t> all(numItems), cutpoints;
+  for (uint32_t i = 0; i < numItems; ++i)
+    all[i] = i;
+  for (uint32_t s = 0; s + 1 < numSections; ++s)
+    if (cuts[s] == 0)
+      cutpoints.push_back(s + 1);
+  cutpoints.insert(cutpoints.begin(), 0);
+  cutpoints.push_back(numSections);
+  return solveRanges(all, cutpoints);
+}
+
+/// Solves the unplaced candidates as independent subproblems, one per range
+/// of sections between consecutive cutpoints.
+Outcome CanonicalSearch::solveRanges(const std::vector<uint32_t> &candidates,
+                                     std::vector<uint32_t> &cutpoints) {
+  for (size_t c = 1; c < cutpoints.size(); ++c) {
+    uint32_t lo = cutpoints[c - 1], hi = cutpoints[c];
+    std::vector<uint32_t> items;
+    for (uint32_t i : candidates)
+      if (offset[i] == kUnplaced && secLo[i] < hi && secHi[i] > lo)
+        items.push_back(i);
+    if (items.empty())
+      continue;
+    Outcome outcome = solveSubproblem(std::move(items), lo, hi);
+    if (outcome != Outcome::Found)
+      return outcome;
+  }
+  return Outcome::Found;
+}
+
+Outcome CanonicalSearch::solveSubproblem(std::vector<uint32_t> items,
+                                         uint32_t secBegin, uint32_t secEnd) {
+  std::vector<uint64_t> crowd(numItems, 0);
+  for (uint32_t i : items)
+    for (uint32_t s = secLo[i]; s < secHi[i]; ++s)
+      crowd[i] = std::max(crowd[i], total[s]);
+  auto key = [&](uint32_t i, char rule) -> double {
+    switch (rule) {
+    case 'W':
+      return double(lifetime[i]);
+    case 'A':
+      return area[i];
+    default:
+      return double(crowd[i]);
+    }
+  };
+  const char *rules = preorder == Preorder::WAT   ? "WAT"
+                      : preorder == Preorder::TAW ? "TAW"
+                                                  : "TWA";
+  std::sort(items.begin(), items.end(), [&](uint32_t a, uint32_t b) {
+    for (const char *rule = rules; *rule; ++rule) {
+      double ka = key(a, *rule), kb = key(b, *rule);
+      if (ka != kb)
+        return ka > kb;
+    }
+    return tieKey[a] != tieKey[b] ? tieKey[a] < tieKey[b] : a < b;
+  });
+  Subproblem sub{std::move(items), secBegin, secEnd};
+  std::vector<Candidate> order(sub.items.size());
+  for (uint32_t k = 0; k < order.size(); ++k)
+    order[k] = {0, k};
+  return search(sub, order, 0, 0);
+}
+
+Outcome CanonicalSearch::search(const Subproblem &sub,
+                                const std::vector<Candidate> &prev,
+                                uint64_t lastOffset, uint32_t lastPre) {
+  if (nodesLeft == 0)
+    return Outcome::Aborted;
+  --nodesLeft;
+  std::vector<Candidate> order;
+  order.reserve(prev.size());
+  for (const Candidate &candidate : prev) {
+    uint32_t i = sub.items[candidate.pre];
+    if (offset[i] == kUnplaced)
+      order.push_back({minOffset[i], candidate.pre});
+  }
+  pendingWork += prev.size() + (sub.secEnd - sub.secBegin);
+  if (!budget->charge(pendingWork))
+    return Outcome::Aborted;
+  pendingWork = 0;
+  if (order.empty()) {
+    for (uint32_t i : sub.items)
+      solution[i] = offset[i];
+    return Outcome::Found;
+  }
+  // The previous order is almost sorted (only conflicting buffers moved up),
+  // which insertion sort handles in near-linear time.
+  for (size_t k = 1; k < order.size(); ++k) {
+    Candidate value = order[k];
+    size_t j = k;
+    for (; j > 0 && value < order[j - 1]; --j)
+      order[j] = order[j - 1];
+    order[j] = value;
+  }
+  uint64_t minHeight = kUnplaced;
+  for (const Candidate &candidate : order)
+    minHeight =
+        std::min(minHeight, candidate.offset + size[sub.items[candidate.pre]]);
+  for (const Candidate &candidate : order) {
+    // Dominance: placing here would strand a hole below minHeight that the
+    // buffer defining minHeight fits in; the order is sorted, so stop.
+    if (candidate.offset >= minHeight)
+      break;
+    // Canonical order: offsets (then preorder positions) never decrease.
+    if (candidate.offset < lastOffset ||
+        (candidate.offset == lastOffset && candidate.pre < lastPre))
+      continue;
+    uint32_t i = sub.items[candidate.pre];
+    if (candidate.offset + size[i] > capacity)
+      continue;
+    size_t minMark = minTrail.size(), floorMark = floorTrail.size();
+    place(i, candidate.offset);
+    Outcome outcome = Outcome::NotFound;
+    if (fits(sub, candidate.offset))
+      outcome = decompose(sub, order, candidate.offset, candidate.pre, i);
+    unplace(i, minMark, floorMark);
+    if (outcome != Outcome::NotFound)
+      return outcome;
+  }
+  return Outcome::NotFound;
+}
+
+Outcome CanonicalSearch::decompose(const Subproblem &sub,
+                                   const std::vector<Candidate> &order,
+                                   uint64_t at, uint32_t pre, uint32_t item) {
+  solution[item] = at;
+  std::vector<uint32_t> cutpoints;
+  for (uint32_t s = secLo[item]; s + 1 < secHi[item]; ++s)
+    if (--cuts[s] == 0)
+      cutpoints.push_back(s + 1);
+  Outcome outcome;
+  if (cutpoints.empty()) {
+    outcome = search(sub, order, at, pre);
+  } else {
+    cutpoints.insert(cutpoints.begin(), sub.secBegin);
+    cutpoints.push_back(sub.secEnd);
+    outcome = solveRanges(sub.items, cutpoints);
+  }
+  for (uint32_t s = secLo[item]; s + 1 < secHi[item]; ++s)
+    ++cuts[s];
+  return outcome;
+}
+
+void CanonicalSearch::place(uint32_t item, uint64_t at) {
+  offset[item] = at;
+  uint64_t height = at + size[item];
+  ++currentStamp;
+  affected.clear();
+  for (uint32_t k = overlapStart[item]; k < overlapStart[item + 1]; ++k) {
+    uint32_t other = overlaps[k];
+    if (offset[other] != kUnplaced || minOffset[other] >= height)
+      continue;
+    minTrail.push_back({other, minOffset[other]});
+    minOffset[other] = alignUp(height, align[other]);
+    for (uint32_t s = secLo[other]; s < secHi[other]; ++s)
+      if (stamp[s] != currentStamp) {
+        stamp[s] = currentStamp;
+        affected.push_back(s);
+      }
+  }
+  for (uint32_t s = secLo[item]; s < secHi[item]; ++s) {
+    floorTrail.push_back({s, floor[s]});
+    floor[s] = height;
+    total[s] -= size[item];
+  }
+  // No unplaced member of a section can go below the lowest of their minimum
+  // offsets, which lifts the section's floor for the inference check.
+  pendingWork += overlapStart[item + 1] - overlapStart[item];
+  for (uint32_t s : affected) {
+    uint64_t lowest = kUnplaced;
+    for (uint32_t k = memberStart[s]; k < memberStart[s + 1]; ++k)
+      if (offset[members[k]] == kUnplaced)
+        lowest = std::min(lowest, minOffset[members[k]]);
+    pendingWork += memberStart[s + 1] - memberStart[s];
+    if (lowest != kUnplaced && floor[s] < lowest) {
+      floorTrail.push_back({s, floor[s]});
+      floor[s] = lowest;
+    }
+  }
+}
+
+void CanonicalSearch::unplace(uint32_t item, size_t minMark,
+                              size_t floorMark) {
+  while (floorTrail.size() > floorMark) {
+    floor[floorTrail.back().first] = floorTrail.back().second;
+    floorTrail.pop_back();
+  }
+  while (minTrail.size() > minMark) {
+    minOffset[minTrail.back().first] = minTrail.back().second;
+    minTrail.pop_back();
+  }
+  for (uint32_t s = secLo[item]; s < secHi[item]; ++s)
+    total[s] += size[item];
+  offset[item] = kUnplaced;
+}
+
+/// Inference: every later placement in this subproblem is at or above
+/// offset, so each section still needs max(offset, floor) + total bytes.
+bool CanonicalSearch::fits(const Subproblem &sub, uint64_t at) const {
+  for (uint32_t s = sub.secBegin; s < sub.secEnd; ++s)
+    if (total[s] != 0 && std::max(at, floor[s]) + total[s] > capacity)
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Capacity schedule
+//===----------------------------------------------------------------------===//
+
+void planner::improveBySearch(const Problem &problem, Packing &best,
+                              WorkBudget &budget, uint64_t seed) {
+  size_t numParts = problem.partItems.size();
+  std::vector<uint64_t> arena(numParts), failedAt(numParts, 0);
+  uint64_t lo = problem.lowerBound;
+  for (uint32_t part = 0; part < numParts; ++part) {
+    arena[part] = partitionArena(problem, best, part);
+    // Unsearchable partitions fix a floor for the whole arena.
+    if (problem.partItems[part].size() > kMaxSearchItems)
+      lo = std::max(lo, arena[part]);
+  }
+  if (best.arena == 0)
+    return;
+  uint64_t hi = best.arena - 1;
+  std::vector<std::unique_ptr<CanonicalSearch>> searches(numParts);
+  bool first = true;
+  while (lo <= hi && !budget.exhausted()) {
+    // The bound itself is the likeliest target, so it gets half the budget;
+    // bisection steps then get a third of what is left each.
+    uint64_t target = first ? lo : lo + (hi - lo) / 2;
+    uint64_t share = first ? budget.remaining() / 2 : budget.remaining() / 3;
+    share = std::max<uint64_t>(share, 1);
+    first = false;
+    WorkBudget attempt = budget.split(share);
+    bool feasible = true;
+    for (uint32_t part = 0; part < numParts && feasible; ++part) {
+      if (arena[part] <= target)
+        continue;
+      if (failedAt[part] >= target) {
+        feasible = false;
+        break;
+      }
+      if (!searches[part])
+        searches[part] =
+            std::make_unique<CanonicalSearch>(problem, part, seed);
+      Outcome outcome = searches[part]->solve(target, attempt);
+      if (outcome != Outcome::Found) {
+        failedAt[part] = target;
+        feasible = false;
+        break;
+      }
+      const std::vector<uint64_t> &local = searches[part]->getSolution();
+      const std::vector<uint32_t> &items = problem.partItems[part];
+      arena[part] = 0;
+      for (uint32_t k = 0; k < items.size(); ++k) {
+        best.offsets[items[k]] = local[k];
+        arena[part] = std::max(arena[part], local[k] + problem.items[items[k]].size);
+      }
+    }
+    budget.settle(attempt, share);
+    // Even a failed attempt may have shrunk some partitions.
+    best.arena = *std::max_element(arena.begin(), arena.end());
+    hi = std::min(hi, best.arena - 1);
+    if (!feasible)
+      lo = target + 1;
+  }
+}

@@ -1,0 +1,128 @@
+//===- ParserTest.cpp - Parsing, printing and parse errors ----------------===//
+#include "ir/Module.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+
+#include <gtest/gtest.h>
+
+using namespace snug::ir;
+
+static std::string print(const Module &module,
+                         const PrintOptions &options = {}) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printModule(module, os, options);
+  return os.str();
+}
+
+static std::string parseError(llvm::StringRef text) {
+  auto module = parseModule(text, "input.ir");
+  if (module)
+    return "<parsed>";
+  return toString(module.takeError());
+}
+
+TEST(ParserTest, RoundTripsCanonicalText) {
+  const char *text =
+      "func @mlp(%x: f32[1,4] {offset = 0}, %w: f32[4,4] weight, %b: f32[4] "
+      "weight = [1.0, -0.5, 0.25, nan]) -> (f32[1,4], i64[2]) attributes "
+      "{alignment = 256, arena = 512} {\n"
+      "  %0 = MatMul(%x, %w) : f32[1,4] {offset = 256}\n"
+      "  %sum = Add(%0, %b) : f32[1,4] loc(\"add/1\")\n"
+      "  %1 = Shape(%sum) {end = -1, start = 0} : i64[2]\n"
+      "  %2, %3 = Split(%sum, _) {axis = 1, mode = \"x\"} : f32[1,2], f32[1,2]\n"
+      "  %4 = Resize(%x, _, _, _) {coefficients = [0.5, 1.0], "
+      "modes = [\"a\"], t = dense<bool[2] [true, false]>} : f32[1,4]\n"
+      "  return %sum, %1\n"
+      "}\n";
+  auto module = parseModule(text, "input.ir");
+  ASSERT_TRUE(static_cast<bool>(module)) << toString(module.takeError());
+  EXPECT_EQ(print(**module), text);
+  EXPECT_TRUE((*module)->getWeights()[0]->isWeightElided());
+  EXPECT_FALSE((*module)->getWeights()[1]->isWeightElided());
+}
+
+TEST(ParserTest, RenumbersUnnamedValuesInDefinitionOrder) {
+  auto module = parseModule("func @f(%7: f32[2]) -> f32[2] {\n"
+                            "  %42 = Relu(%7) : f32[2]\n"
+                            "  %\"my value\" = Neg(%42) : f32[2]\n"
+                            "  return %\"my value\"\n}\n",
+                            "input.ir");
+  ASSERT_TRUE(static_cast<bool>(module)) << toString(module.takeError());
+  EXPECT_EQ(print(**module), "func @f(%0: f32[2]) -> f32[2] {\n"
+                             "  %1 = Relu(%0) : f32[2]\n"
+                             "  %\"my value\" = Neg(%1) : f32[2]\n"
+                             "  return %\"my value\"\n}\n");
+}
+
+TEST(ParserTest, ElidesLargeWeightsOnRequest) {
+  auto module = parseModule("func @f(%w: i64[3] weight = [1, 2, 3]) -> i64[3] "
+                            "{\n  return %w\n}\n",
+                            "input.ir");
+  ASSERT_TRUE(static_cast<bool>(module)) << toString(module.takeError());
+  PrintOptions options;
+  options.elideWeightsOver = 2;
+  EXPECT_EQ(print(**module, options),
+            "func @f(%w: i64[3] weight) -> i64[3] {\n  return %w\n}\n");
+}
+
+TEST(ParserTest, ErrorsCarryFileLineAndColumn) {
+  EXPECT_EQ(llvm::StringRef(parseError("func @f(%x: f32[2]) -> f32[2] {\n"
+                                       "  %0 = Relu(%y) : f32[2]\n"
+                                       "  return %0\n}\n"))
+                .split('\n')
+                .first,
+            "input.ir:2:13: error: use of undefined value '%y'");
+  EXPECT_EQ(llvm::StringRef(parseError("func @f(%x: f32[2]) -> f32[2] {\n"
+                                       "  %0 = Relu(%x) : f32[2]\n"
+                                       "  %0 = Relu(%x) : f32[2]\n"
+                                       "  return %0\n}\n"))
+                .split('\n')
+                .first,
+            "input.ir:3:3: error: redefinition of value '%0'");
+}
+
+TEST(ParserTest, RejectsMalformedInput) {
+  struct Case {
+    const char *text;
+    const char *message;
+  } cases[] = {
+      {"", "expected 'func'"},
+      {"func @f(%x: f32[2]) -> f32[2] {\n  %0 = Frobnicate(%x) : f32[2]\n",
+       "unknown op 'Frobnicate'"},
+      {"func @f(%x: q7[2]) -> f32[2] {", "unknown element type 'q7'"},
+      {"func @f(%x: f32[-1]) -> f32[2] {", "negative dimension -1"},
+      {"func @f(%x: f32[2]) -> f32[2] {\n  %0 = Relu(%x) : f32[2]\n",
+       "expected 'return'"},
+      {"func @f(%x: f32[2]) -> f32[2] {\n  return %x\n", "expected '}'"},
+      {"func @f(%w: f32[2] weight = [1.0]) -> f32[2] {",
+       "element list has 1 elements, type f32[2] has 2"},
+      {"func @f(%w: i8[1] weight = [300]) -> i8[1] {",
+       "value 300 out of range for i8"},
+      {"func @f(%x: f32[2]) -> f32[3] {\n  return %x\n}",
+       "return value 0 has type f32[2] but the signature declares f32[3]"},
+      {"func @f(%x: f32[2]) -> f32[2] {\n  %0 = Relu(%x) {a = 1, a = 2} : "
+       "f32[2]\n",
+       "duplicate attribute 'a'"},
+      {"func @f(%x: f32[2]) -> f32[2] {\n  %0, %1 = Relu(%x) : f32[2]\n",
+       "2 result names but 1 result types"},
+      {"func @f(%x: f32[2]) -> f32[2] {\n  %0 = Relu(%x) {a = [1, \"s\"]} : "
+       "f32[2]\n",
+       "list elements must all be of one kind"},
+      {"func @f(%x: f32[2]) -> f32[2] {\n  return %x\n} trailing",
+       "unexpected 'trailing'"},
+      {"func @f(%x: f32[2]) -> f32[2] {\n  %0 = Relu(%x) {s = \"open} : "
+       "f32[2]\n",
+       "expected an attribute value"},
+      {"func @f(%x: f32[99999999,99999999,99999999]) -> f32[2] {",
+       "is too large"},
+  };
+  for (const Case &c : cases) {
+    std::string error = parseError(c.text);
+    EXPECT_NE(error.find(c.message), std::string::npos)
+        << "input:\n"
+        << c.text << "\nerror:\n"
+        << error;
+    EXPECT_EQ(error.rfind("input.ir:", 0), 0u) << error;
+  }
+}

@@ -1,0 +1,164 @@
+//===- SnugOpt.cpp - Textual IR through a pass pipeline -------------------===//
+//
+// snug-opt reads textual IR (a file or stdin), verifies it, runs the
+// --passes pipeline and prints the result: the tool behind the lit tests.
+// With --split-input-file each `// -----` chunk is a separate module, its
+// messages carrying the line numbers of the whole file; every chunk runs even
+// after one fails. Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
+// left a module that does not verify).
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Module.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "passes/PassManager.h"
+#include "passes/Passes.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/FileSystem.h"
+
+using namespace snug;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("snug-opt options");
+static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input.ir>"),
+                                      cl::init("-"), cl::cat(category));
+static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
+                                       cl::value_desc("path"), cl::init("-"),
+                                       cl::cat(category));
+static cl::opt<std::string>
+    pipeline("passes", cl::desc("Pass pipeline, e.g. dce"),
+             cl::value_desc("pipeline"), cl::init(""), cl::cat(category));
+static cl::opt<bool> splitInputFile(
+    "split-input-file",
+    cl::desc("Treat each '// -----' chunk of the input as its own module"),
+    cl::cat(category));
+static cl::list<std::string>
+    printIrAfter("print-ir-after", cl::desc("Print IR after the named pass"),
+                 cl::value_desc("pass"), cl::cat(category));
+static cl::opt<bool> printIrAfterAll("print-ir-after-all",
+                                     cl::desc("Print IR after every pass"),
+                                     cl::cat(category));
+static cl::opt<bool> timePasses("time-passes",
+                                cl::desc("Print the time each pass takes"),
+                                cl::cat(category));
+static cl::opt<bool> passStatistics("pass-statistics",
+                                    cl::desc("Print per-pass statistics"),
+                                    cl::cat(category));
+static cl::opt<bool> verifyEach(
+    "verify-each", cl::desc("Verify the module after every pass"),
+    cl::init(PassManagerOptions::defaultVerifyEach()), cl::cat(category));
+static cl::opt<int64_t> elideWeightsOver(
+    "elide-weights-over",
+    cl::desc("Print weights with more elements than this without data"),
+    cl::init(16), cl::cat(category));
+static cl::opt<bool> listPasses("list-passes",
+                                cl::desc("List the registered passes"),
+                                cl::cat(category));
+
+namespace {
+enum class Outcome { Ok, UserError, InternalError };
+} // namespace
+
+static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
+                            llvm::raw_ostream &os) {
+  ir::SourceLocations locations;
+  auto module = ir::parseModule(text, inputPath, &locations, firstLine);
+  if (!module) {
+    llvm::errs() << toString(module.takeError()) << '\n';
+    return Outcome::UserError;
+  }
+  if (llvm::Error error = ir::verifyModule(**module, &locations)) {
+    llvm::errs() << toString(std::move(error)) << '\n';
+    return Outcome::UserError;
+  }
+  PassManagerOptions options;
+  options.verifyEach = verifyEach;
+  options.printIrAfter = printIrAfter;
+  options.printIrAfterAll = printIrAfterAll;
+  options.timePasses = timePasses;
+  options.statistics = passStatistics;
+  options.printOptions.elideWeightsOver = elideWeightsOver;
+  PassManager passManager(options);
+  if (llvm::Error error = passManager.addPipeline(pipeline)) {
+    llvm::errs() << "error: " << toString(std::move(error)) << '\n';
+    return Outcome::UserError;
+  }
+  if (llvm::Error error = passManager.run(**module)) {
+    std::string message = toString(std::move(error));
+    llvm::errs() << "error: " << message << '\n';
+    return llvm::StringRef(message).contains("does not verify after pass")
+               ? Outcome::InternalError
+               : Outcome::UserError;
+  }
+  ir::printModule(**module, os, options.printOptions);
+  return Outcome::Ok;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "snug-opt: run passes over snug textual IR\n");
+  if (listPasses) {
+    printRegisteredPasses(llvm::outs());
+    return 0;
+  }
+  auto input = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
+  if (!input) {
+    llvm::errs() << "error: cannot read '" << inputPath
+                 << "': " << input.getError().message() << '\n';
+    return 1;
+  }
+  std::error_code errorCode;
+  llvm::ToolOutputFile output(outputPath, errorCode, llvm::sys::fs::OF_None);
+  if (errorCode) {
+    llvm::errs() << "error: cannot write '" << outputPath
+                 << "': " << errorCode.message() << '\n';
+    return 1;
+  }
+
+  llvm::StringRef text = (*input)->getBuffer();
+  Outcome worst = Outcome::Ok;
+  unsigned line = 1;
+  bool first = true;
+  while (true) {
+    llvm::StringRef chunk = text;
+    size_t separator = llvm::StringRef::npos;
+    if (splitInputFile) {
+      // A separator is a line that is exactly "// -----".
+      for (size_t at = text.find("// -----"); at != llvm::StringRef::npos;
+           at = text.find("// -----", at + 1)) {
+        bool lineStart = at == 0 || text[at - 1] == '\n';
+        size_t end = text.find('\n', at);
+        llvm::StringRef rest = text.slice(at + 8, end).trim();
+        if (lineStart && rest.empty()) {
+          separator = at;
+          break;
+        }
+      }
+      chunk = text.substr(0, separator);
+    }
+    if (!first)
+      output.os() << "// -----\n";
+    first = false;
+    Outcome outcome = processChunk(chunk, line, output.os());
+    if (outcome > worst)
+      worst = outcome;
+    if (separator == llvm::StringRef::npos)
+      break;
+    line += chunk.count('\n');
+    text = text.substr(separator);
+    size_t newline = text.find('\n');
+    if (newline == llvm::StringRef::npos)
+      break;
+    text = text.substr(newline + 1);
+    ++line;
+  }
+  output.keep();
+  return static_cast<int>(worst);
+}
