@@ -66,6 +66,12 @@ private:
   void skipSpaceAndComments();
   Token lexNumber(const char *start);
   Token lexString(const char *start);
+  Token malformedString(const char *start) {
+    Token token = make(TokenKind::Invalid, start);
+    token.text = "malformed string literal (unterminated, or an escape other "
+                 "than \\\", \\\\ or \\XX)";
+    return token;
+  }
 
   const char *current;
   const char *end;
@@ -181,10 +187,10 @@ Token Lexer::lexString(const char *start) {
       current += 2;
       continue;
     }
-    return make(TokenKind::Invalid, start);
+    return malformedString(start);
   }
   if (current == end || *current != '"')
-    return make(TokenKind::Invalid, start);
+    return malformedString(start);
   ++current;
   Token token = make(TokenKind::String, start);
   token.text = std::move(text);
@@ -251,8 +257,13 @@ bool Parser::emitError(const char *location, const llvm::Twine &message) {
   if (!errorText.empty())
     return true;
   llvm::raw_string_ostream os(errorText);
-  sourceMgr.PrintMessage(os, llvm::SMLoc::getFromPointer(location),
-                         llvm::SourceMgr::DK_Error, message);
+  // A malformed token explains itself better than what was expected there.
+  if (token.kind == TokenKind::Invalid && !token.text.empty())
+    sourceMgr.PrintMessage(os, llvm::SMLoc::getFromPointer(token.location),
+                           llvm::SourceMgr::DK_Error, token.text);
+  else
+    sourceMgr.PrintMessage(os, llvm::SMLoc::getFromPointer(location),
+                           llvm::SourceMgr::DK_Error, message);
   os.flush();
   // SourceMgr ends with a newline; llvm::Error text conventionally does not.
   while (!errorText.empty() && errorText.back() == '\n')

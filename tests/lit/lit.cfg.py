@@ -9,6 +9,8 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".ir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py"]
+# Scratch files (%t) go to the build tree, never the source tree.
+config.test_exec_root = os.environ.get("SNUG_LIT_EXEC_ROOT", "/tmp/snug-lit")
 
 tools_dir = os.environ.get("SNUG_TOOLS_DIR")
 if not tools_dir:
@@ -20,4 +22,5 @@ for name in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "SNUG_SHARED_DIR"]:
     if name in os.environ:
         config.environment[name] = os.environ[name]
 config.substitutions.append(("%tests", os.path.dirname(os.path.dirname(__file__))))
+config.substitutions.append(("%expect-exit", os.environ.get("SNUG_PYTHON", "python3") + " " + os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools", "expect-exit.py")))
 config.substitutions.append(("%python", os.environ.get("SNUG_PYTHON", "python3")))

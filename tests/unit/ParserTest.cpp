@@ -113,7 +113,7 @@ TEST(ParserTest, RejectsMalformedInput) {
        "unexpected 'trailing'"},
       {"func @f(%x: f32[2]) -> f32[2] {\n  %0 = Relu(%x) {s = \"open} : "
        "f32[2]\n",
-       "expected an attribute value"},
+       "malformed string literal"},
       {"func @f(%x: f32[99999999,99999999,99999999]) -> f32[2] {",
        "is too large"},
   };

@@ -15,6 +15,7 @@
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
 
+#include "llvm/Pass.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -43,9 +44,6 @@ static cl::list<std::string>
 static cl::opt<bool> printIrAfterAll("print-ir-after-all",
                                      cl::desc("Print IR after every pass"),
                                      cl::cat(category));
-static cl::opt<bool> timePasses("time-passes",
-                                cl::desc("Print the time each pass takes"),
-                                cl::cat(category));
 static cl::opt<bool> passStatistics("pass-statistics",
                                     cl::desc("Print per-pass statistics"),
                                     cl::cat(category));
@@ -80,7 +78,8 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
   options.verifyEach = verifyEach;
   options.printIrAfter = printIrAfter;
   options.printIrAfterAll = printIrAfterAll;
-  options.timePasses = timePasses;
+  // libLLVM already owns the --time-passes flag; snug reads its value.
+  options.timePasses = llvm::TimePassesIsEnabled;
   options.statistics = passStatistics;
   options.printOptions.elideWeightsOver = elideWeightsOver;
   PassManager passManager(options);
@@ -102,6 +101,11 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::HideUnrelatedOptions(category);
+  if (auto *option = cl::getRegisteredOptions().lookup("time-passes")) {
+    option->setDescription("Print the time each pass takes");
+    option->setHiddenFlag(cl::NotHidden);
+    option->addCategory(category);
+  }
   cl::ParseCommandLineOptions(argc, argv,
                               "snug-opt: run passes over snug textual IR\n");
   if (listPasses) {
