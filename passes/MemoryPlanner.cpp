@@ -175,13 +175,14 @@ void planner::sweepProblem(Problem &problem) {
   problem.partOf.assign(n, 0);
   std::vector<Event> events = makeEvents(problem.items);
 
-  // A section is emitted at the first end after some start: only then is the
-  // live set a maximal clique, and every pair of conflicting items shares at
-  // least one emitted section.
+  // A section is the live set at each step where something ends, emitted
+  // before the first end there. Every pair of conflicting items shares one
+  // (at the first end after both started). Besides the maximal cliques this
+  // keeps their shrinking tails, which the search's inference check uses.
   uint64_t live = 0;
   size_t activeCount = 0;
-  bool startedSinceSection = false;
-  int64_t lastStart = 0;
+  bool emittedHere = false;
+  int64_t lastStart = 0, lastEmit = 0;
   for (const Event &event : events) {
     const Item &item = problem.items[event.item];
     if (!event.isEnd) {
@@ -196,17 +197,20 @@ void planner::sweepProblem(Problem &problem) {
       ++activeCount;
       live += item.size;
       lastStart = event.step;
-      startedSinceSection = true;
       continue;
     }
-    if (startedSinceSection) {
+    if (!emittedHere || lastEmit != event.step) {
+      // The live set is constant from the later of the last start and the
+      // previous emission onwards; a new maximum always follows a start.
+      int64_t since = emittedHere ? std::max(lastStart, lastEmit + 1) : lastStart;
       problem.sectionTotal.push_back(live);
-      problem.sectionStep.push_back(lastStart);
+      problem.sectionStep.push_back(since);
       if (live > problem.lowerBound) {
         problem.lowerBound = live;
-        problem.peakStep = lastStart;
+        problem.peakStep = since;
       }
-      startedSinceSection = false;
+      emittedHere = true;
+      lastEmit = event.step;
     }
     problem.secEnd[event.item] = problem.sectionTotal.size();
     --activeCount;

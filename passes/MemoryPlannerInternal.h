@@ -116,7 +116,7 @@ private:
 
 /// Work units charged per second of the time limit. Calibrated on an
 /// optimised build so the work budget, not the clock, normally ends a search.
-constexpr double kWorkUnitsPerSecond = 6.0e7;
+constexpr double kWorkUnitsPerSecond = 3.0e8;
 
 /// Partitions larger than this are never searched: a node costs O(items)
 /// and the greedies are already close to the bound on such graphs.

@@ -34,6 +34,10 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#ifdef SNUG_PLANNER_TRACE
+#include <cstdio>
+#include <cstdlib>
+#endif
 
 using namespace snug;
 using namespace snug::planner;
@@ -43,6 +47,11 @@ namespace {
 constexpr uint64_t kUnplaced = std::numeric_limits<uint64_t>::max();
 
 enum class Outcome { Found, NotFound, Aborted };
+
+/// Fixed work charged per search node and per candidate examined, on top of
+/// the per-element counts, so that work tracks time on small subproblems.
+constexpr uint64_t kNodeWork = 64;
+constexpr uint64_t kCandidateWork = 8;
 
 /// Static preorders: W = lifetime, A = area, T = the largest unplaced total
 /// among the buffer's sections; all descending, in the order given.
@@ -85,9 +94,10 @@ private:
                  uint64_t lastOffset, uint32_t lastPre);
   Outcome decompose(const Subproblem &sub, const std::vector<Candidate> &order,
                     uint64_t offset, uint32_t pre, uint32_t item);
-  void place(uint32_t item, uint64_t offset);
+  bool place(uint32_t item, uint64_t offset);
   void unplace(uint32_t item, size_t minMark, size_t floorMark);
-  bool fits(const Subproblem &sub, uint64_t offset) const;
+  bool quickFits(const Subproblem &sub, uint32_t item, uint64_t offset);
+  bool fits(const Subproblem &sub, uint64_t offset);
 
   // The partition, with local item and section numbers.
   size_t numItems = 0, numSections = 0;
@@ -104,8 +114,7 @@ private:
   std::vector<uint64_t> offset, minOffset, floor, total;
   std::vector<uint32_t> cuts;
   std::vector<std::pair<uint32_t, uint64_t>> minTrail, floorTrail;
-  std::vector<uint32_t> stamp, affected;
-  uint32_t currentStamp = 0;
+  std::vector<uint32_t> witness; // a member per section, see fits()
   std::vector<uint64_t> solution;
 
   Preorder preorder = Preorder::WAT;
@@ -186,7 +195,9 @@ CanonicalSearch::CanonicalSearch(const Problem &problem, uint32_t part,
     overlapStart[i + 1] = overlapStart[i] + lists[i].size();
     overlaps.insert(overlaps.end(), lists[i].begin(), lists[i].end());
   }
-  stamp.assign(numSections, 0);
+  witness.assign(numSections, 0);
+  for (uint32_t s = 0; s < numSections; ++s)
+    witness[s] = members[memberStart[s]];
 }
 
 Outcome CanonicalSearch::solve(uint64_t newCapacity, WorkBudget &newBudget) {
@@ -206,6 +217,12 @@ Outcome CanonicalSearch::solve(uint64_t newCapacity, WorkBudget &newBudget) {
       preorder = kPreorders[(k + rotation) % 3];
       nodesLeft = nodeLimit;
       Outcome outcome = solveOnce();
+#ifdef SNUG_PLANNER_TRACE
+      if (getenv("TRACE_NODES")) fprintf(stderr, "  cap=%llu pre=%d limit=%llu used=%llu outcome=%d work_left=%llu\n",
+              (unsigned long long)capacity, int(preorder), (unsigned long long)nodeLimit,
+              (unsigned long long)(nodeLimit - nodesLeft), int(outcome),
+              (unsigned long long)budget->remaining());
+#endif
       if (outcome != Outcome::Aborted)
         return outcome;
       if (budget->exhausted())
@@ -301,7 +318,7 @@ Outcome CanonicalSearch::search(const Subproblem &sub,
     if (offset[i] == kUnplaced)
       order.push_back({minOffset[i], candidate.pre});
   }
-  pendingWork += prev.size() + (sub.secEnd - sub.secBegin);
+  pendingWork += kNodeWork + prev.size();
   if (!budget->charge(pendingWork))
     return Outcome::Aborted;
   pendingWork = 0;
@@ -318,6 +335,7 @@ Outcome CanonicalSearch::search(const Subproblem &sub,
     for (; j > 0 && value < order[j - 1]; --j)
       order[j] = order[j - 1];
     order[j] = value;
+    pendingWork += k - j;
   }
   uint64_t minHeight = kUnplaced;
   for (const Candidate &candidate : order)
@@ -333,16 +351,21 @@ Outcome CanonicalSearch::search(const Subproblem &sub,
         (candidate.offset == lastOffset && candidate.pre < lastPre))
       continue;
     uint32_t i = sub.items[candidate.pre];
-    if (candidate.offset + size[i] > capacity)
+    if (candidate.offset + size[i] > capacity ||
+        !quickFits(sub, i, candidate.offset))
       continue;
     size_t minMark = minTrail.size(), floorMark = floorTrail.size();
-    place(i, candidate.offset);
+    bool hatless = place(i, candidate.offset);
     Outcome outcome = Outcome::NotFound;
     if (fits(sub, candidate.offset))
       outcome = decompose(sub, order, candidate.offset, candidate.pre, i);
     unplace(i, minMark, floorMark);
     if (outcome != Outcome::NotFound)
       return outcome;
+    // A buffer that conflicts with no unplaced buffer constrains nobody: if
+    // the rest fails with it placed at its lowest offset, it fails anyway.
+    if (hatless)
+      break;
   }
   return Outcome::NotFound;
 }
@@ -368,42 +391,30 @@ Outcome CanonicalSearch::decompose(const Subproblem &sub,
   return outcome;
 }
 
-void CanonicalSearch::place(uint32_t item, uint64_t at) {
+/// Places item at offset; returns true if no unplaced buffer conflicts
+/// with it.
+bool CanonicalSearch::place(uint32_t item, uint64_t at) {
   offset[item] = at;
   uint64_t height = at + size[item];
-  ++currentStamp;
-  affected.clear();
+  bool hatless = true;
   for (uint32_t k = overlapStart[item]; k < overlapStart[item + 1]; ++k) {
     uint32_t other = overlaps[k];
-    if (offset[other] != kUnplaced || minOffset[other] >= height)
+    if (offset[other] != kUnplaced)
+      continue;
+    hatless = false;
+    if (minOffset[other] >= height)
       continue;
     minTrail.push_back({other, minOffset[other]});
     minOffset[other] = alignUp(height, align[other]);
-    for (uint32_t s = secLo[other]; s < secHi[other]; ++s)
-      if (stamp[s] != currentStamp) {
-        stamp[s] = currentStamp;
-        affected.push_back(s);
-      }
   }
   for (uint32_t s = secLo[item]; s < secHi[item]; ++s) {
     floorTrail.push_back({s, floor[s]});
     floor[s] = height;
     total[s] -= size[item];
   }
-  // No unplaced member of a section can go below the lowest of their minimum
-  // offsets, which lifts the section's floor for the inference check.
-  pendingWork += overlapStart[item + 1] - overlapStart[item];
-  for (uint32_t s : affected) {
-    uint64_t lowest = kUnplaced;
-    for (uint32_t k = memberStart[s]; k < memberStart[s + 1]; ++k)
-      if (offset[members[k]] == kUnplaced)
-        lowest = std::min(lowest, minOffset[members[k]]);
-    pendingWork += memberStart[s + 1] - memberStart[s];
-    if (lowest != kUnplaced && floor[s] < lowest) {
-      floorTrail.push_back({s, floor[s]});
-      floor[s] = lowest;
-    }
-  }
+  pendingWork += overlapStart[item + 1] - overlapStart[item] +
+                 (secHi[item] - secLo[item]);
+  return hatless;
 }
 
 void CanonicalSearch::unplace(uint32_t item, size_t minMark,
@@ -421,12 +432,59 @@ void CanonicalSearch::unplace(uint32_t item, size_t minMark,
   offset[item] = kUnplaced;
 }
 
-/// Inference: every later placement in this subproblem is at or above
-/// offset, so each section still needs max(offset, floor) + total bytes.
-bool CanonicalSearch::fits(const Subproblem &sub, uint64_t at) const {
-  for (uint32_t s = sub.secBegin; s < sub.secEnd; ++s)
-    if (total[s] != 0 && std::max(at, floor[s]) + total[s] > capacity)
+/// The inference check of fits() for item at offset, evaluated before
+/// placing it and without the floors its placement would lift: most
+/// candidates fail here, at a fraction of the cost of place().
+bool CanonicalSearch::quickFits(const Subproblem &sub, uint32_t item,
+                                uint64_t at) {
+  uint64_t height = at + size[item];
+  for (uint32_t s = sub.secBegin; s < sub.secEnd; ++s) {
+    bool inside = s >= secLo[item] && s < secHi[item];
+    uint64_t rest = total[s] - (inside ? size[item] : 0);
+    if (rest != 0 && (inside ? height : std::max(at, floor[s])) + rest >
+                         capacity) {
+      pendingWork += kCandidateWork + (s - sub.secBegin);
       return false;
+    }
+  }
+  pendingWork += kCandidateWork + (sub.secEnd - sub.secBegin);
+  return true;
+}
+
+/// Inference: every later placement in this subproblem is at or above
+/// offset, and no unplaced member of a section can go below the lowest of
+/// their minimum offsets, so each section still needs
+/// max(offset, floor, lowest minimum offset) + total bytes. The last member
+/// found low enough is remembered per section, which usually settles the
+/// scan in one probe.
+bool CanonicalSearch::fits(const Subproblem &sub, uint64_t at) {
+  for (uint32_t s = sub.secBegin; s < sub.secEnd; ++s) {
+    if (total[s] == 0)
+      continue;
+    uint64_t threshold = total[s] > capacity ? 0 : capacity - total[s];
+    if (total[s] > capacity || at > threshold || floor[s] > threshold) {
+      pendingWork += s - sub.secBegin;
+      return false;
+    }
+    uint32_t w = witness[s];
+    if (offset[w] == kUnplaced && minOffset[w] <= threshold)
+      continue;
+    bool low = false;
+    for (uint32_t k = memberStart[s]; k < memberStart[s + 1]; ++k) {
+      uint32_t j = members[k];
+      if (offset[j] == kUnplaced && minOffset[j] <= threshold) {
+        witness[s] = j;
+        low = true;
+        pendingWork += k - memberStart[s];
+        break;
+      }
+    }
+    if (!low) {
+      pendingWork += s - sub.secBegin + memberStart[s + 1] - memberStart[s];
+      return false;
+    }
+  }
+  pendingWork += sub.secEnd - sub.secBegin;
   return true;
 }
 
@@ -448,13 +506,31 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
   if (best.arena == 0)
     return;
   uint64_t hi = best.arena - 1;
+#ifdef SNUG_PLANNER_TRACE
+  auto traceStart = std::chrono::steady_clock::now();
+  uint64_t traceBudget = budget.remaining();
+  struct Done {
+    std::chrono::steady_clock::time_point t0;
+    uint64_t b0;
+    WorkBudget &b;
+    ~Done() {
+      double ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+      fprintf(stderr, "TRACE work=%llu ms=%.1f ns/unit=%.3f\n",
+              (unsigned long long)(b0 - b.remaining()), ms,
+              ms * 1e6 / double(b0 - b.remaining() + 1));
+    }
+  } done{traceStart, traceBudget, budget};
+#endif
   std::vector<std::unique_ptr<CanonicalSearch>> searches(numParts);
   bool first = true;
   while (lo <= hi && !budget.exhausted()) {
-    // The bound itself is the likeliest target, so it gets half the budget;
-    // bisection steps then get a third of what is left each.
+    // The bound itself is the likeliest target, so it gets most of the
+    // budget; bisection steps then get a third of what is left each.
     uint64_t target = first ? lo : lo + (hi - lo) / 2;
-    uint64_t share = first ? budget.remaining() / 2 : budget.remaining() / 3;
+    uint64_t share =
+        first ? budget.remaining() / 5 * 3 : budget.remaining() / 3;
     share = std::max<uint64_t>(share, 1);
     first = false;
     WorkBudget attempt = budget.split(share);

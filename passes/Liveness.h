@@ -1,0 +1,79 @@
+//===- Liveness.h - Buffers and their live intervals ------------*- C++ -*-===//
+//
+// Turns a scheduled module into the planner's problem: which values share a
+// buffer, where inside it each sits, and the closed step interval over which
+// each buffer must keep its bytes. Node i of the schedule runs at step i; a
+// node's operands and results are live at its step together (a kernel reads
+// while it writes). Graph inputs are live from step 0, graph outputs to the
+// last step. Weights live in the weights section and have no buffer.
+//
+// Three rules let values share memory, each lowering the lower bound itself:
+//  - views: Reshape, Flatten, Squeeze, Unsqueeze and Identity results are
+//    their operand's bytes (row-major data does not move);
+//  - in place: an elementwise node writes its result over an operand of the
+//    same type whose buffer dies at that node (never a graph input or
+//    output, whose bytes belong to the caller);
+//  - concat in place: when every operand of a Concat is one contiguous block
+//    of its result (all dims before the axis are 1), producers write straight
+//    into their slice and the copy disappears.
+// Each rule can be turned off (LivenessOptions) to measure what it saves.
+// This file decides sharing only; offsets are MemoryPlanner's business.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_PASSES_LIVENESS_H
+#define SNUG_PASSES_LIVENESS_H
+
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <vector>
+
+namespace snug {
+
+struct LivenessOptions {
+  bool views = true;
+  bool inPlace = true;
+  bool concatInPlace = true;
+};
+
+/// A set of values stored in one block of the arena.
+struct LiveBuffer {
+  /// Bytes of the block: max over members of offsetInBuffer + bytes.
+  uint64_t bytes = 0;
+  int64_t firstStep = 0;
+  int64_t lastStep = 0;
+  /// The value whose definition created the buffer, then the others.
+  llvm::SmallVector<const ir::Value *, 2> values;
+  /// Why members joined: "view", "in-place", "concat" (parallel to values;
+  /// the first entry is "").
+  llvm::SmallVector<const char *, 2> reasons;
+};
+
+struct ValueStorage {
+  unsigned buffer = 0;
+  uint64_t offsetInBuffer = 0;
+};
+
+struct LivenessInfo {
+  std::vector<LiveBuffer> buffers;
+  /// Every graph input and node result; weights are absent.
+  llvm::DenseMap<const ir::Value *, ValueStorage> storage;
+  /// Steps run from 0 to numSteps - 1 (at least 1).
+  int64_t numSteps = 1;
+  /// Per value: the step that defines it and the last step that needs it.
+  llvm::DenseMap<const ir::Value *, std::pair<int64_t, int64_t>> intervals;
+};
+
+LivenessInfo computeLiveness(const ir::Module &module,
+                             const LivenessOptions &options = {});
+
+/// Ops whose kernel may write its result over an operand of the same type.
+bool isElementwiseOp(llvm::StringRef opName);
+/// Ops whose result is the operand's bytes unchanged.
+bool isViewOp(llvm::StringRef opName);
+
+} // namespace snug
+
+#endif // SNUG_PASSES_LIVENESS_H

@@ -1,0 +1,705 @@
+//===- ShapeFunctions.cpp - Elementwise, data movement and shape ops ------===//
+//
+// Shape functions of the elementwise families and the data-movement ops
+// (Reshape, Slice, Gather, ...), the lookup table over all ops, and the
+// attribute helpers. The neural-network ops (convolution, pooling,
+// normalization, matrix products, reductions) live in ShapeFunctionsNN.cpp.
+// Every function assumes snug's canonical form: shape-determining parameters
+// are attributes, already resolved by the importer (no 0 or -1 in a Reshape
+// shape, no negative axes).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/ShapeFunctions.h"
+#include "passes/ShapeFunctionsInternal.h"
+
+#include "ir/Verifier.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace snug {
+
+using ir::DType;
+using ir::TensorType;
+
+llvm::Error shapeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 message.str());
+}
+
+int64_t getIntAttr(const ir::AttributeMap &attributes, llvm::StringRef name,
+                   int64_t defaultValue) {
+  auto it = attributes.find(name.str());
+  if (it == attributes.end() || it->second.getKind() != ir::Attribute::Kind::Int)
+    return defaultValue;
+  return it->second.getInt();
+}
+
+float getFloatAttr(const ir::AttributeMap &attributes, llvm::StringRef name,
+                   float defaultValue) {
+  auto it = attributes.find(name.str());
+  if (it == attributes.end())
+    return defaultValue;
+  if (it->second.getKind() == ir::Attribute::Kind::Float)
+    return it->second.getFloat();
+  if (it->second.getKind() == ir::Attribute::Kind::Int)
+    return static_cast<float>(it->second.getInt());
+  return defaultValue;
+}
+
+llvm::StringRef getStringAttr(const ir::AttributeMap &attributes,
+                              llvm::StringRef name,
+                              llvm::StringRef defaultValue) {
+  auto it = attributes.find(name.str());
+  if (it == attributes.end() ||
+      it->second.getKind() != ir::Attribute::Kind::String)
+    return defaultValue;
+  return it->second.getString();
+}
+
+llvm::Optional<llvm::SmallVector<int64_t, 4>>
+getIntsAttr(const ir::AttributeMap &attributes, llvm::StringRef name) {
+  auto it = attributes.find(name.str());
+  if (it == attributes.end())
+    return llvm::None;
+  if (it->second.getKind() == ir::Attribute::Kind::Int)
+    return llvm::SmallVector<int64_t, 4>{it->second.getInt()};
+  if (it->second.getKind() != ir::Attribute::Kind::Ints)
+    return llvm::None;
+  auto values = it->second.getInts();
+  return llvm::SmallVector<int64_t, 4>(values.begin(), values.end());
+}
+
+llvm::Optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return llvm::None;
+  return axis < 0 ? axis + rank : axis;
+}
+
+llvm::SmallVector<int64_t, 4> getStrides(llvm::ArrayRef<int64_t> dims) {
+  llvm::SmallVector<int64_t, 4> strides(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * dims[i + 1];
+  return strides;
+}
+
+std::string dimsString(llvm::ArrayRef<int64_t> dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+llvm::Expected<const TensorType *> requireOperand(const ShapeQuery &query,
+                                                  unsigned index) {
+  if (index >= query.operands.size() || !query.operands[index])
+    return shapeError("operand " + llvm::Twine(index) + " is required");
+  return query.operands[index];
+}
+
+llvm::Expected<llvm::SmallVector<int64_t, 4>>
+requireInts(const ShapeQuery &query, llvm::StringRef name) {
+  auto values = getIntsAttr(query.attributes, name);
+  if (!values)
+    return shapeError("attribute '" + name + "' (ints) is required");
+  return *values;
+}
+
+llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
+                                    llvm::StringRef name, int64_t rank,
+                                    int64_t defaultValue) {
+  int64_t axis = getIntAttr(query.attributes, name, defaultValue);
+  auto normalized = normalizeAxis(axis, rank);
+  if (!normalized)
+    return shapeError(name + " " + llvm::Twine(axis) + " is out of range for rank " +
+                      llvm::Twine(rank));
+  return *normalized;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise families
+//===----------------------------------------------------------------------===//
+
+static llvm::Expected<ResultTypes> inferUnary(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  ResultTypes results{**input};
+  return results;
+}
+
+static llvm::Expected<llvm::SmallVector<int64_t, 4>>
+broadcastOperands(const ShapeQuery &query, unsigned first, bool sameDType) {
+  auto base = requireOperand(query, first);
+  if (!base)
+    return base.takeError();
+  llvm::SmallVector<int64_t, 4> dims((*base)->getDims().begin(),
+                                     (*base)->getDims().end());
+  for (unsigned i = first + 1; i < query.operands.size(); ++i) {
+    auto operand = requireOperand(query, i);
+    if (!operand)
+      return operand.takeError();
+    if (sameDType && (*operand)->getDType() != (*base)->getDType())
+      return shapeError("operand " + llvm::Twine(i) + " has element type " +
+                        ir::getDTypeName((*operand)->getDType()) +
+                        ", operand " + llvm::Twine(first) + " has " +
+                        ir::getDTypeName((*base)->getDType()));
+    auto broadcast = ir::broadcastShapes(dims, (*operand)->getDims());
+    if (!broadcast)
+      return shapeError("operand shapes do not broadcast: " + dimsString(dims) +
+                        " and " + (*operand)->str());
+    dims = *broadcast;
+  }
+  return dims;
+}
+
+static llvm::Expected<ResultTypes> inferBroadcast(const ShapeQuery &query) {
+  auto dims = broadcastOperands(query, 0, true);
+  if (!dims)
+    return dims.takeError();
+  return ResultTypes{TensorType(query.operands[0]->getDType(), *dims)};
+}
+
+static llvm::Expected<ResultTypes> inferCompare(const ShapeQuery &query) {
+  auto dims = broadcastOperands(query, 0, true);
+  if (!dims)
+    return dims.takeError();
+  return ResultTypes{TensorType(DType::Bool, *dims)};
+}
+
+static llvm::Expected<ResultTypes> inferPow(const ShapeQuery &query) {
+  auto dims = broadcastOperands(query, 0, false);
+  if (!dims)
+    return dims.takeError();
+  return ResultTypes{TensorType(query.operands[0]->getDType(), *dims)};
+}
+
+static llvm::Expected<ResultTypes> inferWhere(const ShapeQuery &query) {
+  auto condition = requireOperand(query, 0);
+  if (!condition)
+    return condition.takeError();
+  if ((*condition)->getDType() != DType::Bool)
+    return shapeError("condition has element type " +
+                      ir::getDTypeName((*condition)->getDType()) +
+                      ", expected bool");
+  auto dims = broadcastOperands(query, 1, true);
+  if (!dims)
+    return dims.takeError();
+  auto all = ir::broadcastShapes(*dims, (*condition)->getDims());
+  if (!all)
+    return shapeError("condition " + (*condition)->str() +
+                      " does not broadcast with " + dimsString(*dims));
+  return ResultTypes{TensorType(query.operands[1]->getDType(), *all)};
+}
+
+static llvm::Expected<ResultTypes> inferCast(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  llvm::StringRef to = getStringAttr(query.attributes, "to", "");
+  auto dtype = ir::parseDType(to);
+  if (!dtype)
+    return shapeError("attribute 'to' is '" + to +
+                      "', expected an element type name such as \"f32\"");
+  return ResultTypes{TensorType(*dtype, (*input)->getDims())};
+}
+
+//===----------------------------------------------------------------------===//
+// Shape computation and data movement
+//===----------------------------------------------------------------------===//
+
+static llvm::Expected<ResultTypes> inferShape(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  int64_t rank = (*input)->getRank();
+  int64_t start = getIntAttr(query.attributes, "start", 0);
+  int64_t end = getIntAttr(query.attributes, "end", rank);
+  if (start < 0 || end > rank || start > end)
+    return shapeError("start " + llvm::Twine(start) + " and end " +
+                      llvm::Twine(end) + " do not fit rank " +
+                      llvm::Twine(rank));
+  return ResultTypes{TensorType(DType::I64, {end - start})};
+}
+
+static llvm::Expected<ResultTypes> inferSize(const ShapeQuery &query) {
+  if (auto input = requireOperand(query, 0); !input)
+    return input.takeError();
+  return ResultTypes{TensorType(DType::I64, {})};
+}
+
+static llvm::Expected<ResultTypes> inferReshape(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto shape = requireInts(query, "shape");
+  if (!shape)
+    return shape.takeError();
+  int64_t count = 1;
+  for (int64_t dim : *shape) {
+    if (dim < 0)
+      return shapeError("shape " + dimsString(*shape) +
+                        " is not resolved (negative dim)");
+    count *= dim;
+  }
+  if (count != (*input)->getNumElements())
+    return shapeError("cannot reshape " + (*input)->str() + " (" +
+                      llvm::Twine((*input)->getNumElements()) +
+                      " elements) to " + dimsString(*shape));
+  return ResultTypes{TensorType((*input)->getDType(), *shape)};
+}
+
+static llvm::Expected<ResultTypes> inferFlatten(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  llvm::ArrayRef<int64_t> dims = (*input)->getDims();
+  int64_t axis = getIntAttr(query.attributes, "axis", 1);
+  if (axis < 0)
+    axis += dims.size();
+  if (axis < 0 || axis > static_cast<int64_t>(dims.size()))
+    return shapeError("axis out of range for " + (*input)->str());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i)
+    (i < axis ? outer : inner) *= dims[i];
+  return ResultTypes{TensorType((*input)->getDType(), {outer, inner})};
+}
+
+static llvm::Expected<ResultTypes> inferTranspose(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  int64_t rank = (*input)->getRank();
+  llvm::SmallVector<int64_t, 4> perm;
+  if (auto given = getIntsAttr(query.attributes, "perm")) {
+    perm = *given;
+  } else {
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  }
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return shapeError("perm " + dimsString(perm) + " does not match rank " +
+                      llvm::Twine(rank));
+  llvm::SmallVector<bool, 4> seen(rank, false);
+  llvm::SmallVector<int64_t, 4> dims;
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= rank || seen[axis])
+      return shapeError("perm " + dimsString(perm) + " is not a permutation");
+    seen[axis] = true;
+    dims.push_back((*input)->getDims()[axis]);
+  }
+  return ResultTypes{TensorType((*input)->getDType(), dims)};
+}
+
+static llvm::Expected<ResultTypes> inferConcat(const ShapeQuery &query) {
+  auto first = requireOperand(query, 0);
+  if (!first)
+    return first.takeError();
+  int64_t rank = (*first)->getRank();
+  auto axis = requireAxis(query, "axis", rank, 0);
+  if (!axis)
+    return axis.takeError();
+  llvm::SmallVector<int64_t, 4> dims((*first)->getDims().begin(),
+                                     (*first)->getDims().end());
+  for (unsigned i = 1; i < query.operands.size(); ++i) {
+    auto operand = requireOperand(query, i);
+    if (!operand)
+      return operand.takeError();
+    const TensorType &type = **operand;
+    bool same = type.getRank() == rank && type.getDType() == (*first)->getDType();
+    for (int64_t d = 0; same && d < rank; ++d)
+      same = d == *axis || type.getDims()[d] == dims[d];
+    if (!same)
+      return shapeError("operand " + llvm::Twine(i) + " " + type.str() +
+                        " does not concatenate with " + (*first)->str() +
+                        " on axis " + llvm::Twine(*axis));
+    dims[*axis] += type.getDims()[*axis];
+  }
+  return ResultTypes{TensorType((*first)->getDType(), dims)};
+}
+
+static llvm::Expected<ResultTypes> inferGather(const ShapeQuery &query) {
+  auto data = requireOperand(query, 0);
+  auto indices = requireOperand(query, 1);
+  if (!data)
+    return data.takeError();
+  if (!indices)
+    return indices.takeError();
+  if (!ir::isIntegerDType((*indices)->getDType()))
+    return shapeError("indices have element type " +
+                      ir::getDTypeName((*indices)->getDType()));
+  int64_t rank = (*data)->getRank();
+  auto axis = requireAxis(query, "axis", rank, 0);
+  if (!axis)
+    return axis.takeError();
+  llvm::ArrayRef<int64_t> dims = (*data)->getDims();
+  llvm::SmallVector<int64_t, 4> result(dims.begin(), dims.begin() + *axis);
+  result.append((*indices)->getDims().begin(), (*indices)->getDims().end());
+  result.append(dims.begin() + *axis + 1, dims.end());
+  return ResultTypes{TensorType((*data)->getDType(), result)};
+}
+
+static llvm::Expected<ResultTypes> inferSqueeze(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  llvm::ArrayRef<int64_t> dims = (*input)->getDims();
+  auto axes = requireInts(query, "axes");
+  if (!axes)
+    return axes.takeError();
+  llvm::SmallVector<bool, 4> drop(dims.size(), false);
+  for (int64_t axis : *axes) {
+    auto normalized = normalizeAxis(axis, dims.size());
+    if (!normalized || dims[*normalized] != 1)
+      return shapeError("cannot squeeze axis " + llvm::Twine(axis) + " of " +
+                        (*input)->str());
+    drop[*normalized] = true;
+  }
+  llvm::SmallVector<int64_t, 4> result;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (!drop[i])
+      result.push_back(dims[i]);
+  return ResultTypes{TensorType((*input)->getDType(), result)};
+}
+
+static llvm::Expected<ResultTypes> inferUnsqueeze(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto axes = requireInts(query, "axes");
+  if (!axes)
+    return axes.takeError();
+  int64_t rank = (*input)->getRank() + axes->size();
+  llvm::SmallVector<bool, 8> inserted(rank, false);
+  for (int64_t axis : *axes) {
+    auto normalized = normalizeAxis(axis, rank);
+    if (!normalized || inserted[*normalized])
+      return shapeError("axes " + dimsString(*axes) + " are invalid for " +
+                        (*input)->str());
+    inserted[*normalized] = true;
+  }
+  llvm::SmallVector<int64_t, 4> result;
+  size_t next = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    result.push_back(inserted[i] ? 1 : (*input)->getDims()[next++]);
+  return ResultTypes{TensorType((*input)->getDType(), result)};
+}
+
+static llvm::Expected<ResultTypes> inferSlice(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto starts = requireInts(query, "starts");
+  auto ends = requireInts(query, "ends");
+  auto axes = requireInts(query, "axes");
+  auto steps = requireInts(query, "steps");
+  for (auto *values : {&starts, &ends, &axes, &steps})
+    if (!*values)
+      return values->takeError();
+  size_t count = starts->size();
+  if (ends->size() != count || axes->size() != count || steps->size() != count)
+    return shapeError("starts, ends, axes and steps differ in length");
+  llvm::SmallVector<int64_t, 4> dims((*input)->getDims().begin(),
+                                     (*input)->getDims().end());
+  for (size_t i = 0; i < count; ++i) {
+    int64_t axis = (*axes)[i], step = (*steps)[i];
+    if (axis < 0 || axis >= static_cast<int64_t>(dims.size()) || step == 0)
+      return shapeError("slice axis " + llvm::Twine(axis) + " or step " +
+                        llvm::Twine(step) + " is invalid for " +
+                        (*input)->str());
+    int64_t start = (*starts)[i], end = (*ends)[i];
+    int64_t length = step > 0 ? (end - start + step - 1) / step
+                              : (start - end + (-step) - 1) / (-step);
+    dims[axis] = std::max<int64_t>(0, length);
+  }
+  return ResultTypes{TensorType((*input)->getDType(), dims)};
+}
+
+static llvm::Expected<ResultTypes> inferSplit(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto axis = requireAxis(query, "axis", (*input)->getRank(), 0);
+  if (!axis)
+    return axis.takeError();
+  auto split = requireInts(query, "split");
+  if (!split)
+    return split.takeError();
+  if (split->size() != query.numResults)
+    return shapeError("split has " + llvm::Twine(split->size()) +
+                      " parts but the node has " +
+                      llvm::Twine(query.numResults) + " results");
+  int64_t total = 0;
+  ResultTypes results;
+  for (int64_t part : *split) {
+    llvm::SmallVector<int64_t, 4> dims((*input)->getDims().begin(),
+                                       (*input)->getDims().end());
+    dims[*axis] = part;
+    total += part;
+    results.push_back(TensorType((*input)->getDType(), dims));
+  }
+  if (total != (*input)->getDims()[*axis])
+    return shapeError("split " + dimsString(*split) + " does not add up to dim " +
+                      llvm::Twine((*input)->getDims()[*axis]));
+  return results;
+}
+
+static llvm::Expected<ResultTypes> inferExpand(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto shape = requireInts(query, "shape");
+  if (!shape)
+    return shape.takeError();
+  auto dims = ir::broadcastShapes((*input)->getDims(), *shape);
+  if (!dims)
+    return shapeError("cannot expand " + (*input)->str() + " to " +
+                      dimsString(*shape));
+  return ResultTypes{TensorType((*input)->getDType(), *dims)};
+}
+
+static llvm::Expected<ResultTypes> inferTile(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto repeats = requireInts(query, "repeats");
+  if (!repeats)
+    return repeats.takeError();
+  if (repeats->size() != (*input)->getRank())
+    return shapeError("repeats " + dimsString(*repeats) +
+                      " do not match rank " + llvm::Twine((*input)->getRank()));
+  llvm::SmallVector<int64_t, 4> dims;
+  for (unsigned i = 0; i < repeats->size(); ++i)
+    dims.push_back((*input)->getDims()[i] * (*repeats)[i]);
+  return ResultTypes{TensorType((*input)->getDType(), dims)};
+}
+
+static llvm::Expected<ResultTypes> inferPad(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto pads = requireInts(query, "pads");
+  if (!pads)
+    return pads.takeError();
+  unsigned rank = (*input)->getRank();
+  if (pads->size() != 2 * rank)
+    return shapeError("pads " + dimsString(*pads) + " need " +
+                      llvm::Twine(2 * rank) + " values for " + (*input)->str());
+  llvm::SmallVector<int64_t, 4> dims;
+  for (unsigned i = 0; i < rank; ++i) {
+    int64_t dim = (*input)->getDims()[i] + (*pads)[i] + (*pads)[i + rank];
+    if (dim < 0)
+      return shapeError("pads " + dimsString(*pads) + " make a negative dim");
+    dims.push_back(dim);
+  }
+  return ResultTypes{TensorType((*input)->getDType(), dims)};
+}
+
+static llvm::Expected<ResultTypes> inferResize(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto sizes = requireInts(query, "sizes");
+  if (!sizes)
+    return sizes.takeError();
+  if (sizes->size() != (*input)->getRank())
+    return shapeError("sizes " + dimsString(*sizes) + " do not match " +
+                      (*input)->str());
+  return ResultTypes{TensorType((*input)->getDType(), *sizes)};
+}
+
+static llvm::Expected<ResultTypes> inferDepthToSpace(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  int64_t block = getIntAttr(query.attributes, "blocksize", 0);
+  llvm::ArrayRef<int64_t> dims = (*input)->getDims();
+  if (dims.size() != 4 || block <= 0)
+    return shapeError("expects a 4-d input and a positive blocksize");
+  bool toSpace = query.opName == "DepthToSpace";
+  if (toSpace ? dims[1] % (block * block) : (dims[2] % block || dims[3] % block))
+    return shapeError((*input)->str() + " does not divide by blocksize " +
+                      llvm::Twine(block));
+  llvm::SmallVector<int64_t, 4> result =
+      toSpace ? llvm::SmallVector<int64_t, 4>{dims[0], dims[1] / (block * block),
+                                              dims[2] * block, dims[3] * block}
+              : llvm::SmallVector<int64_t, 4>{dims[0], dims[1] * block * block,
+                                              dims[2] / block, dims[3] / block};
+  return ResultTypes{TensorType((*input)->getDType(), result)};
+}
+
+static llvm::Expected<ResultTypes> inferConstant(const ShapeQuery &query) {
+  auto it = query.attributes.find("value");
+  if (it == query.attributes.end() ||
+      it->second.getKind() != ir::Attribute::Kind::Tensor)
+    return shapeError("attribute 'value' (tensor) is required");
+  return ResultTypes{it->second.getTensorType()};
+}
+
+/// Integer elements of operand `index` when it is known data.
+static llvm::Optional<llvm::SmallVector<int64_t, 4>>
+readIntOperand(const ShapeQuery &query, unsigned index) {
+  if (index >= query.operandData.size() || !query.operandData[index] ||
+      !query.operands[index])
+    return llvm::None;
+  const TensorType &type = *query.operands[index];
+  llvm::ArrayRef<uint8_t> bytes = *query.operandData[index];
+  llvm::SmallVector<int64_t, 4> values;
+  for (int64_t i = 0; i < type.getNumElements(); ++i) {
+    if (type.getDType() == DType::I64) {
+      int64_t value;
+      std::memcpy(&value, bytes.data() + 8 * i, 8);
+      values.push_back(value);
+    } else if (type.getDType() == DType::I32) {
+      int32_t value;
+      std::memcpy(&value, bytes.data() + 4 * i, 4);
+      values.push_back(value);
+    } else {
+      return llvm::None;
+    }
+  }
+  return values;
+}
+
+static llvm::Expected<ResultTypes>
+inferConstantOfShape(const ShapeQuery &query) {
+  auto shape = readIntOperand(query, 0);
+  if (!shape)
+    return shapeError("the shape operand must be an i64 weight with data");
+  DType dtype = DType::F32;
+  auto it = query.attributes.find("value");
+  if (it != query.attributes.end() &&
+      it->second.getKind() == ir::Attribute::Kind::Tensor)
+    dtype = it->second.getTensorType().getDType();
+  return ResultTypes{TensorType(dtype, *shape)};
+}
+
+static llvm::Expected<ResultTypes> inferRange(const ShapeQuery &query) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (i >= query.operandData.size() || !query.operandData[i])
+      return shapeError("start, limit and delta must be weights with data");
+  const TensorType &type = *query.operands[0];
+  auto read = [&](unsigned index) -> double {
+    llvm::ArrayRef<uint8_t> bytes = *query.operandData[index];
+    switch (type.getDType()) {
+    case DType::F32: { float v; std::memcpy(&v, bytes.data(), 4); return v; }
+    case DType::F64: { double v; std::memcpy(&v, bytes.data(), 8); return v; }
+    case DType::I32: { int32_t v; std::memcpy(&v, bytes.data(), 4); return v; }
+    case DType::I64: { int64_t v; std::memcpy(&v, bytes.data(), 8); return v; }
+    default: return 0;
+    }
+  };
+  double start = read(0), limit = read(1), delta = read(2);
+  if (delta == 0)
+    return shapeError("delta is zero");
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  return ResultTypes{TensorType(type.getDType(), {count})};
+}
+
+static llvm::Expected<ResultTypes> inferDropout(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  ResultTypes results{**input};
+  if (query.numResults > 1)
+    results.push_back(TensorType(DType::Bool, (*input)->getDims()));
+  return results;
+}
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+static const llvm::StringMap<ShapeFunctionPtr> &getShapeFunctions() {
+  static const llvm::StringMap<ShapeFunctionPtr> table = [] {
+    llvm::StringMap<ShapeFunctionPtr> map;
+    for (const char *op :
+         {"Abs", "Ceil", "Clip", "Cos", "Elu", "Erf", "Exp", "Floor", "Gelu",
+          "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Log",
+          "LogSoftmax", "Neg", "Not", "Reciprocal", "Relu", "Round",
+          "Sigmoid", "Sign", "Sin", "Softmax", "Softplus", "Sqrt", "Tanh",
+          "BatchNormalization", "InstanceNormalization", "LRN", "PRelu",
+          "Selu", "Mish", "Softsign", "Tan", "Atan", "Asin", "Acos",
+          "ThresholdedRelu", "Celu", "HardMax", "Hardmax"})
+      map[op] = inferUnary;
+    for (const char *op : {"Add", "And", "Div", "Max", "Min", "Mul", "Or",
+                           "Sub", "Sum", "Mean", "Mod", "Xor"})
+      map[op] = inferBroadcast;
+    for (const char *op :
+         {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"})
+      map[op] = inferCompare;
+    map["Pow"] = inferPow;
+    map["Where"] = inferWhere;
+    map["Cast"] = inferCast;
+    map["Shape"] = inferShape;
+    map["Size"] = inferSize;
+    map["Reshape"] = inferReshape;
+    map["Flatten"] = inferFlatten;
+    map["Transpose"] = inferTranspose;
+    map["Concat"] = inferConcat;
+    map["Gather"] = inferGather;
+    map["Squeeze"] = inferSqueeze;
+    map["Unsqueeze"] = inferUnsqueeze;
+    map["Slice"] = inferSlice;
+    map["Split"] = inferSplit;
+    map["Expand"] = inferExpand;
+    map["Tile"] = inferTile;
+    map["Pad"] = inferPad;
+    map["Resize"] = inferResize;
+    map["DepthToSpace"] = inferDepthToSpace;
+    map["SpaceToDepth"] = inferDepthToSpace;
+    map["Constant"] = inferConstant;
+    map["ConstantOfShape"] = inferConstantOfShape;
+    map["Range"] = inferRange;
+    map["Dropout"] = inferDropout;
+    registerNNShapeFunctions(map);
+    return map;
+  }();
+  return table;
+}
+
+bool hasShapeFunction(llvm::StringRef opName) {
+  return getShapeFunctions().count(opName);
+}
+
+llvm::Expected<ResultTypes> inferResultTypes(const ShapeQuery &query) {
+  auto it = getShapeFunctions().find(query.opName);
+  if (it == getShapeFunctions().end())
+    return shapeError("snug has no shape function for op '" + query.opName +
+                      "'");
+  auto results = it->second(query);
+  if (!results)
+    return results.takeError();
+  for (const TensorType &type : *results)
+    for (int64_t dim : type.getDims())
+      if (dim < 0)
+        return shapeError("result type " + type.str() + " has a negative dim");
+  if (results->size() < query.numResults)
+    return shapeError("the node has " + llvm::Twine(query.numResults) +
+                      " results, the op defines " +
+                      llvm::Twine(results->size()));
+  results->resize(query.numResults);
+  return results;
+}
+
+llvm::Expected<ResultTypes> inferResultTypes(const ir::Node &node) {
+  llvm::SmallVector<const TensorType *, 4> operands;
+  llvm::SmallVector<llvm::Optional<llvm::ArrayRef<uint8_t>>, 4> data;
+  for (const ir::Value *operand : node.getOperands()) {
+    operands.push_back(operand ? &operand->getType() : nullptr);
+    if (operand && operand->isWeight() && !operand->isWeightElided())
+      data.push_back(node.getModule()->getWeightData(operand));
+    else
+      data.push_back(llvm::None);
+  }
+  ShapeQuery query{node.getOpName(), operands, node.getAttributes(),
+                   node.getNumResults(), data};
+  auto results = inferResultTypes(query);
+  if (!results)
+    return shapeError(node.describe() + ": " + toString(results.takeError()));
+  return results;
+}
+
+} // namespace snug

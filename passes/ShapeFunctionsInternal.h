@@ -1,0 +1,32 @@
+//===- ShapeFunctionsInternal.h - Helpers shared by shape files -*- C++ -*-===//
+//
+// Private to ShapeFunctions.cpp and ShapeFunctionsNN.cpp: error and operand
+// helpers, and the hook that adds the neural-network ops to the table.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_PASSES_SHAPEFUNCTIONSINTERNAL_H
+#define SNUG_PASSES_SHAPEFUNCTIONSINTERNAL_H
+
+#include "passes/ShapeFunctions.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+
+namespace snug {
+
+llvm::Error shapeError(const llvm::Twine &message);
+llvm::Expected<const ir::TensorType *> requireOperand(const ShapeQuery &query,
+                                                      unsigned index);
+llvm::Expected<llvm::SmallVector<int64_t, 4>>
+requireInts(const ShapeQuery &query, llvm::StringRef name);
+llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
+                                    llvm::StringRef name, int64_t rank,
+                                    int64_t defaultValue);
+
+using ShapeFunctionPtr = llvm::Expected<ResultTypes> (*)(const ShapeQuery &);
+void registerNNShapeFunctions(llvm::StringMap<ShapeFunctionPtr> &map);
+
+} // namespace snug
+
+#endif // SNUG_PASSES_SHAPEFUNCTIONSINTERNAL_H

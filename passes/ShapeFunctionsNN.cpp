@@ -1,0 +1,316 @@
+//===- ShapeFunctionsNN.cpp - Convolution, pooling, matmul, reductions ----===//
+//
+// Shape functions of the neural-network ops. Canonical form: Conv,
+// ConvTranspose and the pools carry explicit kernel_shape, strides, pads
+// (begin values then end values), dilations and group (auto_pad resolved by
+// the importer); Gemm carries transA/transB; reductions carry explicit,
+// non-negative `axes` and `keepdims`.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/ShapeFunctionsInternal.h"
+
+#include "ir/Verifier.h"
+
+namespace snug {
+
+using ir::DType;
+using ir::TensorType;
+
+namespace {
+/// The spatial attributes of a convolution or pool over `spatial` dims.
+struct Window {
+  llvm::SmallVector<int64_t, 4> kernel, strides, pads, dilations;
+};
+} // namespace
+
+static llvm::Expected<Window> readWindow(const ShapeQuery &query,
+                                         size_t spatial) {
+  Window window;
+  auto kernel = requireInts(query, "kernel_shape");
+  if (!kernel)
+    return kernel.takeError();
+  window.kernel = *kernel;
+  window.strides = getIntsAttr(query.attributes, "strides")
+                       .getValueOr(llvm::SmallVector<int64_t, 4>(spatial, 1));
+  window.dilations = getIntsAttr(query.attributes, "dilations")
+                         .getValueOr(llvm::SmallVector<int64_t, 4>(spatial, 1));
+  window.pads = getIntsAttr(query.attributes, "pads")
+                    .getValueOr(llvm::SmallVector<int64_t, 4>(2 * spatial, 0));
+  if (window.kernel.size() != spatial || window.strides.size() != spatial ||
+      window.dilations.size() != spatial || window.pads.size() != 2 * spatial)
+    return shapeError("kernel_shape " + dimsString(window.kernel) +
+                      ", strides " + dimsString(window.strides) +
+                      ", dilations " + dimsString(window.dilations) +
+                      " and pads " + dimsString(window.pads) + " do not fit " +
+                      llvm::Twine(spatial) + " spatial dims");
+  for (size_t i = 0; i < spatial; ++i)
+    if (window.kernel[i] <= 0 || window.strides[i] <= 0 ||
+        window.dilations[i] <= 0)
+      return shapeError("kernel_shape, strides and dilations must be positive");
+  return window;
+}
+
+static llvm::Expected<ResultTypes> inferConv(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  auto weight = requireOperand(query, 1);
+  if (!input)
+    return input.takeError();
+  if (!weight)
+    return weight.takeError();
+  llvm::ArrayRef<int64_t> x = (*input)->getDims(), w = (*weight)->getDims();
+  if (x.size() < 3 || w.size() != x.size())
+    return shapeError("input " + (*input)->str() + " and weight " +
+                      (*weight)->str() + " do not fit a convolution");
+  size_t spatial = x.size() - 2;
+  auto window = readWindow(query, spatial);
+  if (!window)
+    return window.takeError();
+  int64_t group = getIntAttr(query.attributes, "group", 1);
+  if (group <= 0 || x[1] != w[1] * group || w[0] % group)
+    return shapeError("input channels " + llvm::Twine(x[1]) + ", weight " +
+                      (*weight)->str() + " and group " + llvm::Twine(group) +
+                      " disagree");
+  if (query.operands.size() > 2 && query.operands[2] &&
+      query.operands[2]->getDims() != llvm::ArrayRef<int64_t>(w[0]))
+    return shapeError("bias " + query.operands[2]->str() + " does not match " +
+                      llvm::Twine(w[0]) + " output channels");
+  llvm::SmallVector<int64_t, 4> dims{x[0], w[0]};
+  for (size_t i = 0; i < spatial; ++i) {
+    if (w[i + 2] != window->kernel[i])
+      return shapeError("kernel_shape " + dimsString(window->kernel) +
+                        " disagrees with weight " + (*weight)->str());
+    int64_t extent = window->dilations[i] * (window->kernel[i] - 1) + 1;
+    int64_t padded = x[i + 2] + window->pads[i] + window->pads[i + spatial];
+    if (padded < extent)
+      return shapeError("kernel larger than the padded input " +
+                        (*input)->str());
+    dims.push_back((padded - extent) / window->strides[i] + 1);
+  }
+  return ResultTypes{TensorType((*input)->getDType(), dims)};
+}
+
+static llvm::Expected<ResultTypes> inferConvTranspose(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  auto weight = requireOperand(query, 1);
+  if (!input)
+    return input.takeError();
+  if (!weight)
+    return weight.takeError();
+  llvm::ArrayRef<int64_t> x = (*input)->getDims(), w = (*weight)->getDims();
+  if (x.size() < 3 || w.size() != x.size() || x[1] != w[0])
+    return shapeError("input " + (*input)->str() + " and weight " +
+                      (*weight)->str() + " do not fit a transposed convolution");
+  size_t spatial = x.size() - 2;
+  auto window = readWindow(query, spatial);
+  if (!window)
+    return window.takeError();
+  int64_t group = getIntAttr(query.attributes, "group", 1);
+  auto outputPadding =
+      getIntsAttr(query.attributes, "output_padding")
+          .getValueOr(llvm::SmallVector<int64_t, 4>(spatial, 0));
+  if (outputPadding.size() != spatial)
+    return shapeError("output_padding does not fit the spatial dims");
+  llvm::SmallVector<int64_t, 4> dims{x[0], w[1] * group};
+  for (size_t i = 0; i < spatial; ++i)
+    dims.push_back(window->strides[i] * (x[i + 2] - 1) + outputPadding[i] +
+                   (window->kernel[i] - 1) * window->dilations[i] + 1 -
+                   window->pads[i] - window->pads[i + spatial]);
+  return ResultTypes{TensorType((*input)->getDType(), dims)};
+}
+
+static llvm::Expected<ResultTypes> inferPool(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  llvm::ArrayRef<int64_t> x = (*input)->getDims();
+  if (x.size() < 3)
+    return shapeError("input " + (*input)->str() + " has no spatial dims");
+  size_t spatial = x.size() - 2;
+  auto window = readWindow(query, spatial);
+  if (!window)
+    return window.takeError();
+  bool ceilMode = getIntAttr(query.attributes, "ceil_mode", 0);
+  llvm::SmallVector<int64_t, 4> dims{x[0], x[1]};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t extent = window->dilations[i] * (window->kernel[i] - 1) + 1;
+    int64_t padded = x[i + 2] + window->pads[i] + window->pads[i + spatial];
+    if (padded < extent)
+      return shapeError("window larger than the padded input " +
+                        (*input)->str());
+    int64_t stride = window->strides[i];
+    int64_t out = ceilMode ? (padded - extent + stride - 1) / stride + 1
+                           : (padded - extent) / stride + 1;
+    // A ceil-mode window must start inside the input or its begin padding.
+    if (ceilMode && (out - 1) * stride >= x[i + 2] + window->pads[i])
+      --out;
+    dims.push_back(out);
+  }
+  ResultTypes results{TensorType((*input)->getDType(), dims)};
+  if (query.numResults > 1)
+    results.push_back(TensorType(DType::I64, dims));
+  return results;
+}
+
+static llvm::Expected<ResultTypes> inferGlobalPool(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  llvm::SmallVector<int64_t, 4> dims((*input)->getDims().begin(),
+                                     (*input)->getDims().end());
+  if (dims.size() < 3)
+    return shapeError("input " + (*input)->str() + " has no spatial dims");
+  for (size_t i = 2; i < dims.size(); ++i)
+    dims[i] = 1;
+  return ResultTypes{TensorType((*input)->getDType(), dims)};
+}
+
+static llvm::Expected<ResultTypes> inferMatMul(const ShapeQuery &query) {
+  auto lhs = requireOperand(query, 0);
+  auto rhs = requireOperand(query, 1);
+  if (!lhs)
+    return lhs.takeError();
+  if (!rhs)
+    return rhs.takeError();
+  llvm::SmallVector<int64_t, 4> a((*lhs)->getDims().begin(),
+                                  (*lhs)->getDims().end());
+  llvm::SmallVector<int64_t, 4> b((*rhs)->getDims().begin(),
+                                  (*rhs)->getDims().end());
+  if (a.empty() || b.empty())
+    return shapeError("MatMul operands must not be scalars");
+  if ((*lhs)->getDType() != (*rhs)->getDType())
+    return shapeError("operands differ in element type: " + (*lhs)->str() +
+                      " and " + (*rhs)->str());
+  bool vectorA = a.size() == 1, vectorB = b.size() == 1;
+  if (vectorA)
+    a.insert(a.begin(), 1);
+  if (vectorB)
+    b.push_back(1);
+  if (a.back() != b[b.size() - 2])
+    return shapeError("inner dims differ: " + (*lhs)->str() + " and " +
+                      (*rhs)->str());
+  auto batch = ir::broadcastShapes(llvm::makeArrayRef(a).drop_back(2),
+                                   llvm::makeArrayRef(b).drop_back(2));
+  if (!batch)
+    return shapeError("batch dims do not broadcast: " + (*lhs)->str() +
+                      " and " + (*rhs)->str());
+  llvm::SmallVector<int64_t, 4> dims = *batch;
+  if (!vectorA)
+    dims.push_back(a[a.size() - 2]);
+  if (!vectorB)
+    dims.push_back(b.back());
+  return ResultTypes{TensorType((*lhs)->getDType(), dims)};
+}
+
+static llvm::Expected<ResultTypes> inferGemm(const ShapeQuery &query) {
+  auto lhs = requireOperand(query, 0);
+  auto rhs = requireOperand(query, 1);
+  if (!lhs)
+    return lhs.takeError();
+  if (!rhs)
+    return rhs.takeError();
+  if ((*lhs)->getRank() != 2 || (*rhs)->getRank() != 2)
+    return shapeError("Gemm operands must be matrices: " + (*lhs)->str() +
+                      " and " + (*rhs)->str());
+  bool transA = getIntAttr(query.attributes, "transA", 0);
+  bool transB = getIntAttr(query.attributes, "transB", 0);
+  int64_t m = (*lhs)->getDims()[transA ? 1 : 0];
+  int64_t k = (*lhs)->getDims()[transA ? 0 : 1];
+  int64_t kb = (*rhs)->getDims()[transB ? 1 : 0];
+  int64_t n = (*rhs)->getDims()[transB ? 0 : 1];
+  if (k != kb)
+    return shapeError("inner dims differ: " + (*lhs)->str() + " and " +
+                      (*rhs)->str());
+  if (query.operands.size() > 2 && query.operands[2]) {
+    auto bias = ir::broadcastShapes({m, n}, query.operands[2]->getDims());
+    if (!bias || *bias != llvm::SmallVector<int64_t, 4>{m, n})
+      return shapeError("C " + query.operands[2]->str() +
+                        " does not broadcast to [" + llvm::Twine(m) + "," +
+                        llvm::Twine(n) + "]");
+  }
+  return ResultTypes{TensorType((*lhs)->getDType(), {m, n})};
+}
+
+static llvm::Expected<ResultTypes>
+inferLayerNormalization(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto axis = requireAxis(query, "axis", (*input)->getRank(), -1);
+  if (!axis)
+    return axis.takeError();
+  ResultTypes results{**input};
+  llvm::SmallVector<int64_t, 4> dims((*input)->getDims().begin(),
+                                     (*input)->getDims().end());
+  for (size_t i = *axis; i < dims.size(); ++i)
+    dims[i] = 1;
+  results.push_back(TensorType(DType::F32, dims));
+  results.push_back(TensorType(DType::F32, dims));
+  return results;
+}
+
+static llvm::Expected<ResultTypes> inferReduce(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto axes = requireInts(query, "axes");
+  if (!axes)
+    return axes.takeError();
+  bool keepDims = getIntAttr(query.attributes, "keepdims", 1);
+  llvm::ArrayRef<int64_t> dims = (*input)->getDims();
+  llvm::SmallVector<bool, 4> reduced(dims.size(), false);
+  for (int64_t axis : *axes) {
+    auto normalized = normalizeAxis(axis, dims.size());
+    if (!normalized)
+      return shapeError("axes " + dimsString(*axes) + " out of range for " +
+                        (*input)->str());
+    reduced[*normalized] = true;
+  }
+  llvm::SmallVector<int64_t, 4> result;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!reduced[i])
+      result.push_back(dims[i]);
+    else if (keepDims)
+      result.push_back(1);
+  }
+  DType dtype = query.opName.startswith("Arg") ? DType::I64
+                                               : (*input)->getDType();
+  return ResultTypes{TensorType(dtype, result)};
+}
+
+static llvm::Expected<ResultTypes> inferArgReduce(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto axis = requireAxis(query, "axis", (*input)->getRank(), 0);
+  if (!axis)
+    return axis.takeError();
+  llvm::SmallVector<int64_t, 4> dims((*input)->getDims().begin(),
+                                     (*input)->getDims().end());
+  if (getIntAttr(query.attributes, "keepdims", 1))
+    dims[*axis] = 1;
+  else
+    dims.erase(dims.begin() + *axis);
+  return ResultTypes{TensorType(DType::I64, dims)};
+}
+
+void registerNNShapeFunctions(llvm::StringMap<ShapeFunctionPtr> &map) {
+  map["Conv"] = inferConv;
+  map["ConvTranspose"] = inferConvTranspose;
+  map["MaxPool"] = inferPool;
+  map["AveragePool"] = inferPool;
+  map["LpPool"] = inferPool;
+  map["GlobalAveragePool"] = inferGlobalPool;
+  map["GlobalMaxPool"] = inferGlobalPool;
+  map["MatMul"] = inferMatMul;
+  map["Gemm"] = inferGemm;
+  map["LayerNormalization"] = inferLayerNormalization;
+  for (const char *op : {"ReduceL1", "ReduceL2", "ReduceLogSum",
+                         "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+                         "ReduceMin", "ReduceProd", "ReduceSum",
+                         "ReduceSumSquare"})
+    map[op] = inferReduce;
+  map["ArgMax"] = inferArgReduce;
+  map["ArgMin"] = inferArgReduce;
+}
+
+} // namespace snug

@@ -1,0 +1,132 @@
+//===- VerifyPlan.cpp - Check the arena plan recorded in a module ---------===//
+//
+// Re-derives liveness from the schedule and checks the offsets that the
+// module carries (from plan-memory, or written by hand in textual IR)
+// against it with verifyMemoryPlan: every offset aligned, every value inside
+// the module's `arena`, and no two values live at the same step overlapping
+// in address unless a sharing rule (view, in-place, concat slice) puts them
+// there. A value whose offset does not follow its sharing rule is checked as
+// a buffer of its own, so a wrong alias shows up as an overlap. Changes
+// nothing. plan-memory verifies its own plans; this pass is for plans that
+// come from elsewhere and for `--verify-plan` in release builds.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Module.h"
+#include "passes/Liveness.h"
+#include "passes/MemoryPlanner.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace snug {
+namespace {
+class VerifyPlan : public Pass {
+public:
+  llvm::StringRef getName() const override { return "verify-plan"; }
+  llvm::Expected<bool> run(ir::Module &module) override;
+};
+} // namespace
+
+static std::string describeValue(const ir::Value *value) {
+  if (!value->getName().empty())
+    return "'%" + value->getName().str() + "'";
+  if (value->isResult())
+    return "result " + std::to_string(value->getResultIndex()) + " of " +
+           value->getDefiningNode()->describe();
+  return "an unnamed input";
+}
+
+static llvm::Error planError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
+  const ir::Attribute *arena = module.getAttribute("arena");
+  if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
+    return planError("the module has no plan (no 'arena' attribute); run "
+                     "plan-memory first");
+  const ir::Attribute *alignmentAttr = module.getAttribute("alignment");
+  uint64_t alignment =
+      alignmentAttr && alignmentAttr->getKind() == ir::Attribute::Kind::Int
+          ? alignmentAttr->getInt()
+          : 1;
+  LivenessInfo liveness = computeLiveness(module);
+
+  std::vector<PlanBuffer> buffers;
+  std::vector<const ir::Value *> owners;
+  MemoryPlan plan;
+  plan.arenaBytes = arena->getInt();
+  for (const LiveBuffer &live : liveness.buffers) {
+    const ir::Value *root = live.values.front();
+    if (!root->getArenaOffset())
+      return planError("value " + describeValue(root) +
+                       " has no arena offset");
+    uint64_t base = *root->getArenaOffset() -
+                    liveness.storage.lookup(root).offsetInBuffer;
+    PlanBuffer group;
+    group.id = buffers.size();
+    group.alignment = alignment;
+    group.firstStep = liveness.intervals.lookup(root).first;
+    group.lastStep = liveness.intervals.lookup(root).second;
+    group.bytes = liveness.storage.lookup(root).offsetInBuffer +
+                  root->getType().getByteSize();
+    for (const ir::Value *value : live.values) {
+      if (!value->getArenaOffset())
+        return planError("value " + describeValue(value) +
+                         " has no arena offset");
+      uint64_t inBuffer = liveness.storage.lookup(value).offsetInBuffer;
+      auto interval = liveness.intervals.lookup(value);
+      if (*value->getArenaOffset() == base + inBuffer) {
+        group.firstStep = std::min(group.firstStep, interval.first);
+        group.lastStep = std::max(group.lastStep, interval.second);
+        group.bytes =
+            std::max(group.bytes, inBuffer + value->getType().getByteSize());
+        continue;
+      }
+      // Off its sharing rule: its own buffer, aligned only to one byte since
+      // slices of a Concat need not be aligned.
+      PlanBuffer alone;
+      alone.id = buffers.size() + 1;
+      alone.bytes = value->getType().getByteSize();
+      alone.firstStep = interval.first;
+      alone.lastStep = interval.second;
+      buffers.push_back(alone);
+      owners.push_back(value);
+      plan.offsets.push_back(*value->getArenaOffset());
+    }
+    group.id = buffers.size();
+    buffers.push_back(group);
+    owners.push_back(root);
+    plan.offsets.push_back(base);
+  }
+  for (size_t i = 0; i < buffers.size(); ++i)
+    buffers[i].id = i;
+  if (llvm::Error error = verifyMemoryPlan(buffers, plan)) {
+    // Name values, not buffer ids, in what the user sees.
+    std::string message = toString(std::move(error));
+    std::string named;
+    llvm::raw_string_ostream os(named);
+    os << message << "\n  buffers:";
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (llvm::any_of(
+              std::initializer_list<std::string>{"buffer ", "buffers ",
+                                                 "and "},
+              [&](const std::string &lead) {
+                return message.find(lead + std::to_string(i) + " ") !=
+                       std::string::npos;
+              }))
+        os << "\n    buffer " << i << " = " << describeValue(owners[i])
+           << " at offset " << plan.offsets[i] << ", " << buffers[i].bytes
+           << " bytes, live [" << buffers[i].firstStep << ", "
+           << buffers[i].lastStep << "]";
+    return planError("the memory plan is invalid: " + os.str());
+  }
+  addStatistic("buffers-checked", buffers.size());
+  return false;
+}
+
+std::unique_ptr<Pass> createVerifyPlanPass() {
+  return std::make_unique<VerifyPlan>();
+}
+
+} // namespace snug
