@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
+#include <memory>
 
 namespace snug {
 
@@ -40,6 +41,37 @@ bool isElementwiseOp(llvm::StringRef opName) {
 }
 
 namespace {
+/// Live bytes per step under range additions, with the maximum at hand: a
+/// segment tree with lazy propagation.
+class StepProfile {
+public:
+  explicit StepProfile(int64_t steps) : size(steps), tree(4 * steps, 0),
+                                         lazy(4 * steps, 0) {}
+  void add(int64_t first, int64_t last, int64_t delta) {
+    if (first <= last && delta != 0)
+      add(1, 0, size - 1, first, last, delta);
+  }
+  int64_t max() const { return tree[1]; }
+
+private:
+  void add(size_t node, int64_t low, int64_t high, int64_t first,
+           int64_t last, int64_t delta) {
+    if (last < low || high < first)
+      return;
+    if (first <= low && high <= last) {
+      tree[node] += delta;
+      lazy[node] += delta;
+      return;
+    }
+    int64_t mid = (low + high) / 2;
+    add(2 * node, low, mid, first, last, delta);
+    add(2 * node + 1, mid + 1, high, first, last, delta);
+    tree[node] = lazy[node] + std::max(tree[2 * node], tree[2 * node + 1]);
+  }
+  int64_t size;
+  std::vector<int64_t> tree, lazy;
+};
+
 class LivenessBuilder {
 public:
   LivenessBuilder(const ir::Module &module, const LivenessOptions &options)
@@ -51,14 +83,25 @@ private:
   unsigned newBuffer(const ir::Value *value);
   void join(const ir::Value *value, unsigned buffer, uint64_t offset,
             const char *reason);
+  bool tryJoin(const ir::Value *value, unsigned buffer, uint64_t offset,
+               const char *reason);
   bool isCallerOwned(unsigned buffer) const;
   bool tryView(const ir::Node &node);
   bool tryInPlace(const ir::Node &node, int64_t step);
   void tryConcatInPlace(const ir::Node &node);
 
+  uint64_t footprint(uint64_t bytes) const {
+    uint64_t alignment = std::max<uint64_t>(1, options.alignment);
+    return (bytes + alignment - 1) / alignment * alignment;
+  }
+
   const ir::Module &module;
   const LivenessOptions &options;
   LivenessInfo info;
+  /// An upper bound of the live footprint per step under the sharing taken
+  /// so far, and the bound it must stay under (the unshared lower bound).
+  std::unique_ptr<StepProfile> profile;
+  int64_t profileLimit = 0;
 };
 } // namespace
 
@@ -111,6 +154,37 @@ void LivenessBuilder::join(const ir::Value *value, unsigned index,
   info.storage[value] = {index, offset};
 }
 
+/// Joins `value` to a buffer unless that could raise the bound: a buffer
+/// larger than the value (a Concat result holding slices) stretched over the
+/// value's steps can hold more than the value did alone.
+bool LivenessBuilder::tryJoin(const ir::Value *value, unsigned index,
+                              uint64_t offset, const char *reason) {
+  if (profile) {
+    const LiveBuffer &target = info.buffers[index];
+    auto interval = info.intervals.lookup(value);
+    uint64_t bytes =
+        std::max(target.bytes, offset + value->getType().getByteSize());
+    int64_t first = std::min(target.firstStep, interval.first);
+    int64_t last = std::max(target.lastStep, interval.second);
+    int64_t before = footprint(target.bytes);
+    int64_t after = footprint(bytes);
+    int64_t own = footprint(value->getType().getByteSize());
+    auto apply = [&](int64_t sign) {
+      profile->add(target.firstStep, target.lastStep, sign * (after - before));
+      profile->add(first, target.firstStep - 1, sign * after);
+      profile->add(target.lastStep + 1, last, sign * after);
+      profile->add(interval.first, interval.second, -sign * own);
+    };
+    apply(1);
+    if (profile->max() > profileLimit) {
+      apply(-1);
+      return false;
+    }
+  }
+  join(value, index, offset, reason);
+  return true;
+}
+
 bool LivenessBuilder::isCallerOwned(unsigned index) const {
   for (const ir::Value *value : info.buffers[index].values)
     if (value->isInput() || module.isOutput(value))
@@ -128,8 +202,8 @@ bool LivenessBuilder::tryView(const ir::Node &node) {
   if (it == info.storage.end() ||
       operand->getType().getByteSize() != result->getType().getByteSize())
     return false;
-  join(result, it->second.buffer, it->second.offsetInBuffer, "view");
-  return true;
+  return tryJoin(result, it->second.buffer, it->second.offsetInBuffer,
+                 "view");
 }
 
 bool LivenessBuilder::tryInPlace(const ir::Node &node, int64_t step) {
@@ -155,8 +229,9 @@ bool LivenessBuilder::tryInPlace(const ir::Node &node, int64_t step) {
         });
     if (sharedWithOtherOperand)
       continue;
-    join(result, it->second.buffer, it->second.offsetInBuffer, "in-place");
-    return true;
+    if (tryJoin(result, it->second.buffer, it->second.offsetInBuffer,
+                "in-place"))
+      return true;
   }
   return false;
 }
@@ -178,6 +253,11 @@ void LivenessBuilder::tryConcatInPlace(const ir::Node &node) {
     if (dims[d] != 1)
       return;
   unsigned resultBuffer = info.storage[result].buffer;
+  struct Candidate {
+    const ir::Value *operand;
+    uint64_t offset;
+  };
+  llvm::SmallVector<Candidate, 8> candidates;
   uint64_t offset = 0;
   for (unsigned i = 0; i < node.getNumOperands(); ++i) {
     const ir::Value *operand = node.getOperand(i);
@@ -189,20 +269,38 @@ void LivenessBuilder::tryConcatInPlace(const ir::Node &node) {
                  info.buffers[it->second.buffer].values.size() == 1;
     bool repeated = llvm::count(node.getOperands(), operand) > 1;
     if (alone && operand->isResult() && !module.isOutput(operand) &&
-        !repeated && bytes > 0) {
-      // The operand's own buffer is left empty; the result's takes it over.
-      LiveBuffer &old = info.buffers[it->second.buffer];
-      old.values.clear();
-      old.reasons.clear();
-      old.bytes = 0;
-      join(operand, resultBuffer, offset, "concat");
-    }
+        !repeated && bytes > 0)
+      candidates.push_back({operand, offset});
     offset += bytes;
+  }
+  // Latest-defined operands first: they extend the result's life least.
+  llvm::stable_sort(candidates, [&](const Candidate &a, const Candidate &b) {
+    return info.intervals.lookup(a.operand).first >
+           info.intervals.lookup(b.operand).first;
+  });
+  for (const Candidate &candidate : candidates) {
+    unsigned own = info.storage[candidate.operand].buffer;
+    if (!tryJoin(candidate.operand, resultBuffer, candidate.offset, "concat"))
+      continue;
+    // The operand's own buffer is left empty; the result's took it over.
+    LiveBuffer &old = info.buffers[own];
+    old.values.clear();
+    old.reasons.clear();
+    old.bytes = 0;
   }
 }
 
 LivenessInfo LivenessBuilder::build() {
   computeIntervals();
+  if (options.concatInPlace) {
+    // Views and in place never raise any step's bytes, so the unshared
+    // profile stays an upper bound until a concat changes it.
+    profile = std::make_unique<StepProfile>(info.numSteps);
+    for (const auto &entry : info.intervals)
+      profile->add(entry.second.first, entry.second.second,
+                   footprint(entry.first->getType().getByteSize()));
+    profileLimit = profile->max();
+  }
   for (const ir::Value *input : module.getInputs())
     newBuffer(input);
   auto nodes = module.getNodes();

@@ -15,7 +15,10 @@
 //    output, whose bytes belong to the caller);
 //  - concat in place: when every operand of a Concat is one contiguous block
 //    of its result (all dims before the axis are 1), producers write straight
-//    into their slice and the copy disappears.
+//    into their slice and the copy disappears. The whole result then lives
+//    from its first operand's definition, which can cost more than it saves,
+//    so an operand is only taken in when a running upper bound of the live
+//    bytes per step stays within the bound without sharing.
 // Each rule can be turned off (LivenessOptions) to measure what it saves.
 // This file decides sharing only; offsets are MemoryPlanner's business.
 //
@@ -36,6 +39,9 @@ struct LivenessOptions {
   bool views = true;
   bool inPlace = true;
   bool concatInPlace = true;
+  /// Footprints round up to this when concat in place checks that it does
+  /// not raise the bound (the planner's alignment).
+  uint64_t alignment = 1;
 };
 
 /// A set of values stored in one block of the arena.

@@ -403,19 +403,47 @@ static Packing runBump(const Problem &problem) {
   return packing;
 }
 
-/// Takes, partition by partition, whichever packing is smaller there. Valid
-/// because partitions never conflict.
-static Packing combinePerPartition(const Problem &problem, const Packing &a,
-                                   const Packing &b) {
-  Packing result = a;
+/// Bump allocation restarted at 0 in every partition: the search's
+/// fallback, which keeps Search and Best within noReuseBytes even where
+/// alignment padding makes the greedies overshoot it.
+static Packing runBumpPerPartition(const Problem &problem) {
+  Packing packing;
+  packing.offsets.assign(problem.items.size(), 0);
+  for (const std::vector<uint32_t> &part : problem.partItems) {
+    std::vector<uint32_t> order = part;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return problem.items[a].align > problem.items[b].align;
+    });
+    uint64_t top = 0;
+    for (uint32_t i : order) {
+      packing.offsets[i] = top;
+      top += problem.items[i].size;
+    }
+    packing.arena = std::max(packing.arena, top);
+  }
+  return packing;
+}
+
+/// Takes, partition by partition, the smallest of the packings there (the
+/// first on ties). Valid because partitions never conflict.
+static Packing
+combinePerPartition(const Problem &problem,
+                    std::initializer_list<const Packing *> packings) {
+  Packing result = **packings.begin();
   result.arena = 0;
   for (uint32_t part = 0; part < problem.partItems.size(); ++part) {
-    uint64_t arenaA = partitionArena(problem, a, part);
-    uint64_t arenaB = partitionArena(problem, b, part);
-    if (arenaB < arenaA)
-      for (uint32_t i : problem.partItems[part])
-        result.offsets[i] = b.offsets[i];
-    result.arena = std::max(result.arena, std::min(arenaA, arenaB));
+    const Packing *best = nullptr;
+    uint64_t bestArena = 0;
+    for (const Packing *packing : packings) {
+      uint64_t arena = partitionArena(problem, *packing, part);
+      if (!best || arena < bestArena) {
+        best = packing;
+        bestArena = arena;
+      }
+    }
+    for (uint32_t i : problem.partItems[part])
+      result.offsets[i] = best->offsets[i];
+    result.arena = std::max(result.arena, bestArena);
   }
   return result;
 }
@@ -488,7 +516,8 @@ snug::planMemory(llvm::ArrayRef<PlanBuffer> buffers,
       packing = std::move(greedy);
       break;
     }
-    packing = combinePerPartition(problem, bySize, byBreadth);
+    Packing bump = runBumpPerPartition(problem);
+    packing = combinePerPartition(problem, {&bySize, &byBreadth, &bump});
     double seconds = std::max(0.0, options.timeLimitSeconds);
     auto deadline =
         start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(

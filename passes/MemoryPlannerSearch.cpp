@@ -37,6 +37,7 @@
 #ifdef SNUG_PLANNER_TRACE
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #endif
 
 using namespace snug;
@@ -63,6 +64,7 @@ constexpr Preorder kPreorders[] = {Preorder::WAT, Preorder::TAW,
 struct Candidate {
   uint64_t offset;
   uint32_t pre;
+  uint32_t item; // sub.items[pre], cached: the order is rebuilt every node
   bool operator<(const Candidate &other) const {
     return offset != other.offset ? offset < other.offset : pre < other.pre;
   }
@@ -96,7 +98,6 @@ private:
                     uint64_t offset, uint32_t pre, uint32_t item);
   bool place(uint32_t item, uint64_t offset);
   void unplace(uint32_t item, size_t minMark, size_t floorMark);
-  bool quickFits(const Subproblem &sub, uint32_t item, uint64_t offset);
   bool fits(const Subproblem &sub, uint64_t offset);
 
   // The partition, with local item and section numbers.
@@ -301,7 +302,7 @@ Outcome CanonicalSearch::solveSubproblem(std::vector<uint32_t> items,
   Subproblem sub{std::move(items), secBegin, secEnd};
   std::vector<Candidate> order(sub.items.size());
   for (uint32_t k = 0; k < order.size(); ++k)
-    order[k] = {0, k};
+    order[k] = {0, k, sub.items[k]};
   return search(sub, order, 0, 0);
 }
 
@@ -311,14 +312,14 @@ Outcome CanonicalSearch::search(const Subproblem &sub,
   if (nodesLeft == 0)
     return Outcome::Aborted;
   --nodesLeft;
-  std::vector<Candidate> order;
-  order.reserve(prev.size());
-  for (const Candidate &candidate : prev) {
-    uint32_t i = sub.items[candidate.pre];
-    if (offset[i] == kUnplaced)
-      order.push_back({minOffset[i], candidate.pre});
-  }
-  pendingWork += kNodeWork + prev.size();
+  std::vector<Candidate> order(prev.size());
+  size_t count = 0;
+  for (const Candidate &candidate : prev)
+    if (offset[candidate.item] == kUnplaced)
+      order[count++] = {minOffset[candidate.item], candidate.pre,
+                        candidate.item};
+  order.resize(count);
+  pendingWork += kNodeWork + 2 * prev.size();
   if (!budget->charge(pendingWork))
     return Outcome::Aborted;
   pendingWork = 0;
@@ -337,10 +338,13 @@ Outcome CanonicalSearch::search(const Subproblem &sub,
     order[j] = value;
     pendingWork += k - j;
   }
+  uint64_t crowded = 0;
+  for (uint32_t s = sub.secBegin; s < sub.secEnd; ++s)
+    crowded = std::max(crowded, total[s]);
+  pendingWork += sub.secEnd - sub.secBegin;
   uint64_t minHeight = kUnplaced;
   for (const Candidate &candidate : order)
-    minHeight =
-        std::min(minHeight, candidate.offset + size[sub.items[candidate.pre]]);
+    minHeight = std::min(minHeight, candidate.offset + size[candidate.item]);
   for (const Candidate &candidate : order) {
     // Dominance: placing here would strand a hole below minHeight that the
     // buffer defining minHeight fits in; the order is sorted, so stop.
@@ -350,10 +354,15 @@ Outcome CanonicalSearch::search(const Subproblem &sub,
     if (candidate.offset < lastOffset ||
         (candidate.offset == lastOffset && candidate.pre < lastPre))
       continue;
-    uint32_t i = sub.items[candidate.pre];
-    if (candidate.offset + size[i] > capacity ||
-        !quickFits(sub, i, candidate.offset))
+    // Every later buffer of the subproblem goes at or above this offset, so
+    // the most crowded section must fit above it. (Floors are already known
+    // to fit: the parent's fits() checked them.)
+    if (candidate.offset + crowded > capacity)
+      break;
+    uint32_t i = candidate.item;
+    if (candidate.offset + size[i] > capacity)
       continue;
+    pendingWork += kCandidateWork;
     size_t minMark = minTrail.size(), floorMark = floorTrail.size();
     bool hatless = place(i, candidate.offset);
     Outcome outcome = Outcome::NotFound;
@@ -432,25 +441,6 @@ void CanonicalSearch::unplace(uint32_t item, size_t minMark,
   offset[item] = kUnplaced;
 }
 
-/// The inference check of fits() for item at offset, evaluated before
-/// placing it and without the floors its placement would lift: most
-/// candidates fail here, at a fraction of the cost of place().
-bool CanonicalSearch::quickFits(const Subproblem &sub, uint32_t item,
-                                uint64_t at) {
-  uint64_t height = at + size[item];
-  for (uint32_t s = sub.secBegin; s < sub.secEnd; ++s) {
-    bool inside = s >= secLo[item] && s < secHi[item];
-    uint64_t rest = total[s] - (inside ? size[item] : 0);
-    if (rest != 0 && (inside ? height : std::max(at, floor[s])) + rest >
-                         capacity) {
-      pendingWork += kCandidateWork + (s - sub.secBegin);
-      return false;
-    }
-  }
-  pendingWork += kCandidateWork + (sub.secEnd - sub.secBegin);
-  return true;
-}
-
 /// Inference: every later placement in this subproblem is at or above
 /// offset, and no unplaced member of a section can go below the lowest of
 /// their minimum offsets, so each section still needs
@@ -507,16 +497,14 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
     return;
   uint64_t hi = best.arena - 1;
 #ifdef SNUG_PLANNER_TRACE
-  auto traceStart = std::chrono::steady_clock::now();
+  auto traceStart = std::clock();
   uint64_t traceBudget = budget.remaining();
   struct Done {
-    std::chrono::steady_clock::time_point t0;
+    std::clock_t t0;
     uint64_t b0;
     WorkBudget &b;
     ~Done() {
-      double ms = std::chrono::duration<double, std::milli>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+      double ms = double(std::clock() - t0) * 1000.0 / CLOCKS_PER_SEC;
       fprintf(stderr, "TRACE work=%llu ms=%.1f ns/unit=%.3f\n",
               (unsigned long long)(b0 - b.remaining()), ms,
               ms * 1e6 / double(b0 - b.remaining() + 1));

@@ -44,7 +44,9 @@ llvm::Expected<MemoryPlan> planModuleMemory(ir::Module &module,
   if (!llvm::isPowerOf2_64(options.alignment))
     return planError("alignment " + llvm::Twine(options.alignment) +
                      " is not a power of two");
-  LivenessInfo liveness = computeLiveness(module, options.sharing);
+  LivenessOptions sharing = options.sharing;
+  sharing.alignment = options.alignment;
+  LivenessInfo liveness = computeLiveness(module, sharing);
   std::vector<PlanBuffer> buffers = getPlanBuffers(liveness, options.alignment);
   llvm::Expected<MemoryPlan> plan = planMemory(buffers, options.planner);
   if (!plan)
@@ -77,6 +79,15 @@ llvm::Expected<MemoryPlan> planModuleMemory(ir::Module &module,
   module.setAttribute("peak_step", ir::Attribute::getInt(plan->peakStep));
   module.setAttribute("planner", ir::Attribute::getString(
                                      getPlannerStrategyName(plan->strategy)));
+  // verify-plan must derive the same sharing to check these offsets.
+  std::vector<std::string> rules;
+  if (sharing.concatInPlace)
+    rules.push_back("concat");
+  if (sharing.inPlace)
+    rules.push_back("in-place");
+  if (sharing.views)
+    rules.push_back("views");
+  module.setAttribute("sharing", ir::Attribute::getStrings(rules));
   return plan;
 }
 

@@ -205,9 +205,12 @@ static Order depthFirstSchedule(const ir::Module &module, const Graph &graph) {
 
 static uint64_t lowerBoundOf(ir::Module &module, const Order &order) {
   module.setSchedule(order);
+  // The bound plan-memory will see with its default alignment and sharing.
   PlanMemoryOptions defaults;
+  LivenessOptions sharing = defaults.sharing;
+  sharing.alignment = defaults.alignment;
   return computeLowerBound(
-      getPlanBuffers(computeLiveness(module), defaults.alignment));
+      getPlanBuffers(computeLiveness(module, sharing), defaults.alignment));
 }
 
 llvm::Expected<bool> Schedule::run(ir::Module &module) {

@@ -50,7 +50,18 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
       alignmentAttr && alignmentAttr->getKind() == ir::Attribute::Kind::Int
           ? alignmentAttr->getInt()
           : 1;
-  LivenessInfo liveness = computeLiveness(module);
+  LivenessOptions sharing;
+  sharing.alignment = alignment;
+  if (const ir::Attribute *rules = module.getAttribute("sharing")) {
+    if (rules->getKind() != ir::Attribute::Kind::Strings)
+      return planError("the module attribute 'sharing' must be a list of "
+                       "strings");
+    llvm::ArrayRef<std::string> names = rules->getStrings();
+    sharing.views = llvm::is_contained(names, "views");
+    sharing.inPlace = llvm::is_contained(names, "in-place");
+    sharing.concatInPlace = llvm::is_contained(names, "concat");
+  }
+  LivenessInfo liveness = computeLiveness(module, sharing);
 
   std::vector<PlanBuffer> buffers;
   std::vector<const ir::Value *> owners;
