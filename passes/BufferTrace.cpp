@@ -26,11 +26,11 @@ const char *const kColumnNames[NumColumns] = {"id", "lower", "upper", "size",
 
 static llvm::Error lineError(llvm::StringRef fileName, size_t line,
                              const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s",
-                                 (fileName + ":" + llvm::Twine(line) +
-                                  ": error: " + message)
-                                     .str()
-                                     .c_str());
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(), "%s",
+      (fileName + ":" + llvm::Twine(line) + ": error: " + message)
+          .str()
+          .c_str());
 }
 
 llvm::Expected<std::vector<PlanBuffer>>
@@ -110,8 +110,7 @@ snug::parseBufferTrace(llvm::StringRef text, llvm::StringRef fileName) {
     if (values[Lower] >= values[Upper])
       return lineError(fileName, where,
                        "lower " + llvm::Twine(values[Lower]) +
-                           " is not below upper " +
-                           llvm::Twine(values[Upper]) +
+                           " is not below upper " + llvm::Twine(values[Upper]) +
                            " (the interval [lower, upper) is empty)");
     int64_t id = int64_t(values[Id]);
     auto inserted = lineOfId.insert({id, where});

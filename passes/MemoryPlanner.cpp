@@ -202,7 +202,8 @@ void planner::sweepProblem(Problem &problem) {
     if (!emittedHere || lastEmit != event.step) {
       // The live set is constant from the later of the last start and the
       // previous emission onwards; a new maximum always follows a start.
-      int64_t since = emittedHere ? std::max(lastStart, lastEmit + 1) : lastStart;
+      int64_t since =
+          emittedHere ? std::max(lastStart, lastEmit + 1) : lastStart;
       problem.sectionTotal.push_back(live);
       problem.sectionStep.push_back(since);
       if (live > problem.lowerBound) {
@@ -229,9 +230,8 @@ uint64_t snug::computeLowerBound(llvm::ArrayRef<PlanBuffer> buffers,
     if (buffer.bytes == 0 || buffer.firstStep > buffer.lastStep ||
         !isPowerOfTwo(buffer.alignment))
       continue;
-    items.push_back({alignUp(buffer.bytes, buffer.alignment),
-                     buffer.alignment, buffer.firstStep, buffer.lastStep,
-                     buffer.id, i});
+    items.push_back({alignUp(buffer.bytes, buffer.alignment), buffer.alignment,
+                     buffer.firstStep, buffer.lastStep, buffer.id, i});
   }
   uint64_t live = 0, best = 0;
   int64_t bestStep = -1;
@@ -251,8 +251,8 @@ uint64_t snug::computeLowerBound(llvm::ArrayRef<PlanBuffer> buffers,
   return best;
 }
 
-uint64_t planner::partitionArena(const Problem &problem,
-                                 const Packing &packing, uint32_t part) {
+uint64_t planner::partitionArena(const Problem &problem, const Packing &packing,
+                                 uint32_t part) {
   uint64_t arena = 0;
   for (uint32_t i : problem.partItems[part])
     arena = std::max(arena, packing.offsets[i] + problem.items[i].size);
@@ -270,9 +270,8 @@ enum class Fit { Best, First };
 /// Picks an offset for an item given the byte ranges of the conflicting items
 /// already placed (sorted here). Best fit takes the smallest hole that holds
 /// the item (lowest on ties), first fit the lowest; both fall back to the top.
-static uint64_t
-pickOffset(std::vector<std::pair<uint64_t, uint64_t>> &busy, uint64_t size,
-           uint64_t align, Fit fit) {
+static uint64_t pickOffset(std::vector<std::pair<uint64_t, uint64_t>> &busy,
+                           uint64_t size, uint64_t align, Fit fit) {
   std::sort(busy.begin(), busy.end());
   uint64_t top = 0;
   uint64_t bestOffset = 0, bestHole = std::numeric_limits<uint64_t>::max();
@@ -452,9 +451,8 @@ combinePerPartition(const Problem &problem,
 // Driver
 //===----------------------------------------------------------------------===//
 
-llvm::Expected<MemoryPlan>
-snug::planMemory(llvm::ArrayRef<PlanBuffer> buffers,
-                 const PlannerOptions &options) {
+llvm::Expected<MemoryPlan> snug::planMemory(llvm::ArrayRef<PlanBuffer> buffers,
+                                            const PlannerOptions &options) {
   auto start = std::chrono::steady_clock::now();
   MemoryPlan plan;
   plan.offsets.assign(buffers.size(), 0);
@@ -477,7 +475,8 @@ snug::planMemory(llvm::ArrayRef<PlanBuffer> buffers,
     if (buffer.bytes == 0)
       continue;
     if (buffer.bytes > kMaxTotalBytes || buffer.alignment > kMaxTotalBytes ||
-        alignUp(buffer.bytes, buffer.alignment) > kMaxTotalBytes - plan.noReuseBytes)
+        alignUp(buffer.bytes, buffer.alignment) >
+            kMaxTotalBytes - plan.noReuseBytes)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "buffer %lld: %llu bytes overflow the arena (the sizes must sum "
@@ -518,7 +517,8 @@ snug::planMemory(llvm::ArrayRef<PlanBuffer> buffers,
     }
     Packing bump = runBumpPerPartition(problem);
     packing = combinePerPartition(problem, {&bySize, &byBreadth, &bump});
-    double seconds = std::max(0.0, options.timeLimitSeconds);
+    // Clamped so that the conversions below cannot overflow.
+    double seconds = std::min(std::max(0.0, options.timeLimitSeconds), 1e6);
     auto deadline =
         start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(seconds));
@@ -576,11 +576,10 @@ llvm::Error snug::verifyMemoryPlan(llvm::ArrayRef<PlanBuffer> buffers,
                   " has an empty live interval");
     if (!isPowerOfTwo(buffer.alignment))
       return fail("buffer " + describe(buffer, offset) + " has alignment " +
-                  std::to_string(buffer.alignment) +
-                  ", not a power of two");
+                  std::to_string(buffer.alignment) + ", not a power of two");
     if (offset % buffer.alignment != 0)
-      return fail("buffer " + describe(buffer, offset) +
-                  " is not aligned to " + std::to_string(buffer.alignment));
+      return fail("buffer " + describe(buffer, offset) + " is not aligned to " +
+                  std::to_string(buffer.alignment));
     if (buffer.bytes == 0)
       continue;
     if (offset > plan.arenaBytes || plan.arenaBytes - offset < buffer.bytes)

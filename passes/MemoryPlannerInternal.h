@@ -116,11 +116,11 @@ private:
 
 /// Work units charged per second of the time limit. Calibrated on an
 /// optimised build so the work budget, not the clock, normally ends a search.
-constexpr double kWorkUnitsPerSecond = 3.0e8;
+constexpr double kWorkUnitsPerSecond = 2.5e8;
 
 /// Partitions larger than this are never searched: a node costs O(items)
 /// and the greedies are already close to the bound on such graphs.
-constexpr size_t kMaxSearchItems = 1500;
+constexpr size_t kMaxSearchItems = 1000;
 
 /// Tries to lower best.arena with the canonical search, partition by
 /// partition, spending at most budget. best must be a valid packing.

@@ -34,11 +34,6 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
-#ifdef SNUG_PLANNER_TRACE
-#include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#endif
 
 using namespace snug;
 using namespace snug::planner;
@@ -57,8 +52,7 @@ constexpr uint64_t kCandidateWork = 8;
 /// Static preorders: W = lifetime, A = area, T = the largest unplaced total
 /// among the buffer's sections; all descending, in the order given.
 enum class Preorder { WAT, TAW, TWA };
-constexpr Preorder kPreorders[] = {Preorder::WAT, Preorder::TAW,
-                                   Preorder::TWA};
+constexpr Preorder kPreorders[] = {Preorder::WAT, Preorder::TAW, Preorder::TWA};
 
 /// A branching candidate: a buffer (by preorder position) and its offset.
 struct Candidate {
@@ -186,8 +180,8 @@ CanonicalSearch::CanonicalSearch(const Problem &problem, uint32_t part,
     return secLo[a] != secLo[b] ? secLo[a] < secLo[b] : a < b;
   });
   for (size_t x = 0; x < numItems; ++x)
-    for (size_t y = x + 1; y < numItems && secLo[byStart[y]] < secHi[byStart[x]];
-         ++y) {
+    for (size_t y = x + 1;
+         y < numItems && secLo[byStart[y]] < secHi[byStart[x]]; ++y) {
       lists[byStart[x]].push_back(byStart[y]);
       lists[byStart[y]].push_back(byStart[x]);
     }
@@ -218,12 +212,6 @@ Outcome CanonicalSearch::solve(uint64_t newCapacity, WorkBudget &newBudget) {
       preorder = kPreorders[(k + rotation) % 3];
       nodesLeft = nodeLimit;
       Outcome outcome = solveOnce();
-#ifdef SNUG_PLANNER_TRACE
-      if (getenv("TRACE_NODES")) fprintf(stderr, "  cap=%llu pre=%d limit=%llu used=%llu outcome=%d work_left=%llu\n",
-              (unsigned long long)capacity, int(preorder), (unsigned long long)nodeLimit,
-              (unsigned long long)(nodeLimit - nodesLeft), int(outcome),
-              (unsigned long long)budget->remaining());
-#endif
       if (outcome != Outcome::Aborted)
         return outcome;
       if (budget->exhausted())
@@ -421,13 +409,12 @@ bool CanonicalSearch::place(uint32_t item, uint64_t at) {
     floor[s] = height;
     total[s] -= size[item];
   }
-  pendingWork += overlapStart[item + 1] - overlapStart[item] +
-                 (secHi[item] - secLo[item]);
+  pendingWork +=
+      overlapStart[item + 1] - overlapStart[item] + (secHi[item] - secLo[item]);
   return hatless;
 }
 
-void CanonicalSearch::unplace(uint32_t item, size_t minMark,
-                              size_t floorMark) {
+void CanonicalSearch::unplace(uint32_t item, size_t minMark, size_t floorMark) {
   while (floorTrail.size() > floorMark) {
     floor[floorTrail.back().first] = floorTrail.back().second;
     floorTrail.pop_back();
@@ -496,21 +483,6 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
   if (best.arena == 0)
     return;
   uint64_t hi = best.arena - 1;
-#ifdef SNUG_PLANNER_TRACE
-  auto traceStart = std::clock();
-  uint64_t traceBudget = budget.remaining();
-  struct Done {
-    std::clock_t t0;
-    uint64_t b0;
-    WorkBudget &b;
-    ~Done() {
-      double ms = double(std::clock() - t0) * 1000.0 / CLOCKS_PER_SEC;
-      fprintf(stderr, "TRACE work=%llu ms=%.1f ns/unit=%.3f\n",
-              (unsigned long long)(b0 - b.remaining()), ms,
-              ms * 1e6 / double(b0 - b.remaining() + 1));
-    }
-  } done{traceStart, traceBudget, budget};
-#endif
   std::vector<std::unique_ptr<CanonicalSearch>> searches(numParts);
   bool first = true;
   while (lo <= hi && !budget.exhausted()) {
@@ -531,8 +503,7 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
         break;
       }
       if (!searches[part])
-        searches[part] =
-            std::make_unique<CanonicalSearch>(problem, part, seed);
+        searches[part] = std::make_unique<CanonicalSearch>(problem, part, seed);
       Outcome outcome = searches[part]->solve(target, attempt);
       if (outcome != Outcome::Found) {
         failedAt[part] = target;
@@ -544,7 +515,8 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
       arena[part] = 0;
       for (uint32_t k = 0; k < items.size(); ++k) {
         best.offsets[items[k]] = local[k];
-        arena[part] = std::max(arena[part], local[k] + problem.items[items[k]].size);
+        arena[part] =
+            std::max(arena[part], local[k] + problem.items[items[k]].size);
       }
     }
     budget.settle(attempt, share);

@@ -39,6 +39,28 @@ static llvm::Error planError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+llvm::Expected<LivenessOptions>
+getRecordedSharing(const ir::Module &module) {
+  LivenessOptions sharing;
+  if (const ir::Attribute *alignment = module.getAttribute("alignment")) {
+    if (alignment->getKind() != ir::Attribute::Kind::Int ||
+        !llvm::isPowerOf2_64(alignment->getInt()))
+      return planError("the module attribute 'alignment' must be a power of "
+                       "two");
+    sharing.alignment = alignment->getInt();
+  }
+  if (const ir::Attribute *rules = module.getAttribute("sharing")) {
+    if (rules->getKind() != ir::Attribute::Kind::Strings)
+      return planError("the module attribute 'sharing' must be a list of "
+                       "strings");
+    llvm::ArrayRef<std::string> names = rules->getStrings();
+    sharing.views = llvm::is_contained(names, "views");
+    sharing.inPlace = llvm::is_contained(names, "in-place");
+    sharing.concatInPlace = llvm::is_contained(names, "concat");
+  }
+  return sharing;
+}
+
 llvm::Expected<MemoryPlan> planModuleMemory(ir::Module &module,
                                             const PlanMemoryOptions &options) {
   if (!llvm::isPowerOf2_64(options.alignment))

@@ -25,6 +25,11 @@ struct PlanMemoryOptions {
 std::vector<PlanBuffer> getPlanBuffers(const LivenessInfo &liveness,
                                        uint64_t alignment);
 
+/// The sharing rules and alignment a planned module records (its `sharing`
+/// and `alignment` attributes); all rules when it records none. Errors on a
+/// malformed attribute.
+llvm::Expected<LivenessOptions> getRecordedSharing(const ir::Module &module);
+
 /// Plans `module` and records the plan on it: every input and node result
 /// gets its arena offset; the module gets the attributes alignment, arena,
 /// lower_bound, lower_bound_unshared (the bound with no views, in-place or

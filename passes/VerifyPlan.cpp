@@ -14,6 +14,7 @@
 #include "ir/Module.h"
 #include "passes/Liveness.h"
 #include "passes/MemoryPlanner.h"
+#include "passes/PlanMemory.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -45,23 +46,11 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
   if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
     return planError("the module has no plan (no 'arena' attribute); run "
                      "plan-memory first");
-  const ir::Attribute *alignmentAttr = module.getAttribute("alignment");
-  uint64_t alignment =
-      alignmentAttr && alignmentAttr->getKind() == ir::Attribute::Kind::Int
-          ? alignmentAttr->getInt()
-          : 1;
-  LivenessOptions sharing;
-  sharing.alignment = alignment;
-  if (const ir::Attribute *rules = module.getAttribute("sharing")) {
-    if (rules->getKind() != ir::Attribute::Kind::Strings)
-      return planError("the module attribute 'sharing' must be a list of "
-                       "strings");
-    llvm::ArrayRef<std::string> names = rules->getStrings();
-    sharing.views = llvm::is_contained(names, "views");
-    sharing.inPlace = llvm::is_contained(names, "in-place");
-    sharing.concatInPlace = llvm::is_contained(names, "concat");
-  }
-  LivenessInfo liveness = computeLiveness(module, sharing);
+  llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
+  if (!sharing)
+    return sharing.takeError();
+  uint64_t alignment = sharing->alignment;
+  LivenessInfo liveness = computeLiveness(module, *sharing);
 
   std::vector<PlanBuffer> buffers;
   std::vector<const ir::Value *> owners;

@@ -152,8 +152,8 @@ int main(int argc, char **argv) {
     if (!collectProblems(dir, problems))
       return 1;
   for (size_t n : randomSizes)
-    problems.push_back({"random-" + std::to_string(n),
-                        makeRandomProblem(n, /*seed=*/n)});
+    problems.push_back(
+        {"random-" + std::to_string(n), makeRandomProblem(n, /*seed=*/n)});
 
   llvm::outs() << "| trace | buffers | LB |";
   for (PlannerStrategy strategy : kStrategies)
@@ -197,9 +197,9 @@ int main(int argc, char **argv) {
                  << " | " << best.lowerBoundBytes << " |";
     for (const MemoryPlan &plan : plans)
       llvm::outs() << " " << plan.arenaBytes << " |";
-    double ratio = best.lowerBoundBytes ? double(best.arenaBytes) /
-                                              double(best.lowerBoundBytes)
-                                        : 1.0;
+    double ratio = best.lowerBoundBytes
+                       ? double(best.arenaBytes) / double(best.lowerBoundBytes)
+                       : 1.0;
     llvm::outs() << " " << llvm::format("%.3f", ratio) << " | "
                  << getPlannerStrategyName(best.strategy) << " | "
                  << llvm::format("%.1f", plans[kNumStrategies - 2].planningMs)
@@ -210,8 +210,9 @@ int main(int argc, char **argv) {
                   "|\n|---|--:|--:|--:|--:|\n";
   for (size_t s = 0; s < kNumStrategies; ++s) {
     const Summary &summary = summaries[s];
-    double geomean =
-        problems.empty() ? 1.0 : std::exp(summary.logRatioSum / problems.size());
+    double geomean = problems.empty()
+                         ? 1.0
+                         : std::exp(summary.logRatioSum / problems.size());
     llvm::outs() << "| " << getPlannerStrategyName(kStrategies[s]) << " | "
                  << summary.atBound << "/" << problems.size() << " | "
                  << llvm::format("%.4f", geomean) << " | "
@@ -219,8 +220,8 @@ int main(int argc, char **argv) {
                  << llvm::format("%.1f", summary.maxMs) << " |\n";
   }
   const Summary &best = summaries[kNumStrategies - 1];
-  llvm::outs() << "\nSummary (best): " << best.atBound << "/"
-               << problems.size() << " at LB, geometric mean arena/LB "
+  llvm::outs() << "\nSummary (best): " << best.atBound << "/" << problems.size()
+               << " at LB, geometric mean arena/LB "
                << llvm::format("%.4f", problems.empty()
                                            ? 1.0
                                            : std::exp(best.logRatioSum /

@@ -4,10 +4,12 @@
 // --passes pipeline and prints the result: the tool behind the lit tests.
 // With --split-input-file each `// -----` chunk is a separate module, its
 // messages carrying the line numbers of the whole file; every chunk runs even
-// after one fails. Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
+// after one fails. With --emit-bundle=PATH the module after the passes (it
+// must carry a memory plan) is also written as a .snug bundle. Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
 // left a module that does not verify).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/bundle/BundleWriter.h"
 #include "ir/Module.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
@@ -54,6 +56,10 @@ static cl::opt<int64_t> elideWeightsOver(
     "elide-weights-over",
     cl::desc("Print weights with more elements than this without data"),
     cl::init(16), cl::cat(category));
+static cl::opt<std::string> emitBundle(
+    "emit-bundle",
+    cl::desc("Write the planned module after the passes as a .snug bundle"),
+    cl::value_desc("path"), cl::init(""), cl::cat(category));
 static cl::opt<bool> listPasses("list-passes",
                                 cl::desc("List the registered passes"),
                                 cl::cat(category));
@@ -94,6 +100,15 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
                ? Outcome::InternalError
                : Outcome::UserError;
   }
+  if (!emitBundle.empty()) {
+    BundleOptions bundleOptions;
+    bundleOptions.pipeline = pipeline;
+    bundleOptions.compilerVersion = SNUG_VERSION;
+    if (llvm::Error error = writeBundle(**module, emitBundle, bundleOptions)) {
+      llvm::errs() << "error: " << toString(std::move(error)) << '\n';
+      return Outcome::UserError;
+    }
+  }
   ir::printModule(**module, os, options.printOptions);
   return Outcome::Ok;
 }
@@ -126,6 +141,11 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (splitInputFile && !emitBundle.empty()) {
+    llvm::errs() << "error: --emit-bundle takes one module; it cannot be "
+                    "combined with --split-input-file\n";
+    return 1;
+  }
   llvm::StringRef text = (*input)->getBuffer();
   Outcome worst = Outcome::Ok;
   unsigned line = 1;

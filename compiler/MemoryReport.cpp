@@ -1,0 +1,197 @@
+//===- MemoryReport.cpp - What a planned module needs on the device -------===//
+//
+// Reads the plan back from the module (offsets and attributes written by
+// plan-memory) and re-derives liveness with the recorded sharing rules to
+// list what is live at the peak step. Pretty output is for people; JSON
+// (keys fixed, documented in README.md) is for scripts.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/MemoryReport.h"
+#include "passes/PlanMemory.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace snug {
+
+static constexpr uint64_t weightAlignment = 64;
+
+uint64_t computeWeightsBytes(const ir::Module &module) {
+  uint64_t total = 0;
+  for (const ir::Value *weight : module.getWeights())
+    if (weight->hasUses() || module.isOutput(weight))
+      total = llvm::alignTo(total, weightAlignment) +
+              weight->getType().getByteSize();
+  return total;
+}
+
+static llvm::Error reportError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static uint64_t getIntAttribute(const ir::Module &module, llvm::StringRef name) {
+  const ir::Attribute *attr = module.getAttribute(name);
+  return attr && attr->getKind() == ir::Attribute::Kind::Int ? attr->getInt()
+                                                             : 0;
+}
+
+static std::string nameOf(const ir::Value *value) {
+  if (!value->getName().empty())
+    return value->getName().str();
+  if (value->isResult() && !value->getDefiningNode()->getName().empty())
+    return value->getDefiningNode()->getName().str() +
+           (value->getDefiningNode()->getNumResults() > 1
+                ? ":" + std::to_string(value->getResultIndex())
+                : "");
+  return "(unnamed)";
+}
+
+llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
+                                               llvm::StringRef modelName,
+                                               double planningMs) {
+  if (!module.getAttribute("arena"))
+    return reportError("the module has no memory plan; the pipeline must "
+                       "end with plan-memory");
+  MemoryReport report;
+  report.model = modelName.str();
+  report.weightsBytes = computeWeightsBytes(module);
+  report.arenaBytes = getIntAttribute(module, "arena");
+  report.lowerBoundBytes = getIntAttribute(module, "lower_bound");
+  report.lowerBoundUnsharedBytes =
+      getIntAttribute(module, "lower_bound_unshared");
+  report.noReuseBytes = getIntAttribute(module, "no_reuse");
+  report.alignment = getIntAttribute(module, "alignment");
+  const ir::Attribute *peak = module.getAttribute("peak_step");
+  report.peakStep =
+      peak && peak->getKind() == ir::Attribute::Kind::Int ? peak->getInt() : -1;
+  const ir::Attribute *planner = module.getAttribute("planner");
+  if (planner && planner->getKind() == ir::Attribute::Kind::String)
+    report.planner = planner->getString().str();
+  report.planningMs = planningMs;
+  report.numNodes = module.getNodes().size();
+  for (const ir::Value *input : module.getInputs())
+    report.ioBytes += input->getType().getByteSize();
+  for (const ir::Value *output : module.getOutputs())
+    report.ioBytes += output->getType().getByteSize();
+  // Host execution allocates nothing beyond weights and arena; the CUDA
+  // executor's module images join here when it exists.
+  report.runtimeBytes = 0;
+  report.predictedPeakBytes =
+      report.weightsBytes + report.arenaBytes + report.runtimeBytes;
+
+  llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
+  if (!sharing)
+    return sharing.takeError();
+  LivenessInfo liveness = computeLiveness(module, *sharing);
+  for (const LiveBuffer &buffer : liveness.buffers) {
+    if (buffer.firstStep > report.peakStep || buffer.lastStep < report.peakStep)
+      continue;
+    // A buffer counts once: name it after its first member, listing the
+    // others that share it.
+    LiveTensor tensor;
+    tensor.bytes = llvm::alignTo(buffer.bytes, std::max<uint64_t>(
+                                                   1, report.alignment));
+    const ir::Value *root = buffer.values.front();
+    tensor.name = nameOf(root);
+    tensor.op = root->isInput() ? "input"
+                                : root->getDefiningNode()->getOpName().str();
+    for (size_t i = 1; i < buffer.values.size(); ++i) {
+      auto interval = liveness.intervals.lookup(buffer.values[i]);
+      if (interval.first <= report.peakStep && report.peakStep <= interval.second)
+        tensor.name += ", " + nameOf(buffer.values[i]) + " (" +
+                       buffer.reasons[i] + ")";
+    }
+    report.liveAtPeak.push_back(std::move(tensor));
+  }
+  llvm::stable_sort(report.liveAtPeak,
+                    [](const LiveTensor &a, const LiveTensor &b) {
+                      return a.bytes > b.bytes;
+                    });
+  return report;
+}
+
+static std::string formatBytes(uint64_t bytes) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (bytes >= (uint64_t(1) << 30))
+    os << llvm::format("%.2f GiB", bytes / double(uint64_t(1) << 30));
+  else if (bytes >= (uint64_t(1) << 20))
+    os << llvm::format("%.2f MiB", bytes / double(uint64_t(1) << 20));
+  else if (bytes >= 1024)
+    os << llvm::format("%.2f KiB", bytes / 1024.0);
+  else
+    os << bytes << " B";
+  return os.str();
+}
+
+void printMemoryReportPretty(const MemoryReport &report,
+                             llvm::raw_ostream &os) {
+  auto row = [&](llvm::StringRef label, uint64_t bytes, llvm::StringRef note) {
+    os << llvm::format("  %-16s %14llu B  %12s", label.str().c_str(),
+                       (unsigned long long)bytes, formatBytes(bytes).c_str());
+    if (!note.empty())
+      os << "  " << note;
+    os << '\n';
+  };
+  os << "memory report: " << report.model << " (" << report.numNodes
+     << " nodes, planner " << report.planner << ", "
+     << llvm::format("%.1f", report.planningMs) << " ms)\n";
+  row("weights", report.weightsBytes, "");
+  row("arena", report.arenaBytes, "intermediates, inputs and outputs");
+  row("workspace", report.workspaceBytes, "inside the arena");
+  row("io", report.ioBytes, "inside the arena");
+  row("runtime", report.runtimeBytes, "");
+  row("predicted peak", report.predictedPeakBytes,
+      "weights + arena + runtime (CUDA context not included)");
+  os << "  lower bound      " << report.lowerBoundBytes << " B ("
+     << report.lowerBoundUnsharedBytes
+     << " B before views, in-place and concat sharing); no reuse "
+     << report.noReuseBytes << " B\n";
+  double fragmentation =
+      report.lowerBoundBytes
+          ? double(report.arenaBytes) / double(report.lowerBoundBytes) - 1
+          : 0.0;
+  os << llvm::format("  fragmentation    %.2f%% (arena / lower bound - 1)\n",
+                     100 * fragmentation);
+  os << "  peak at step " << report.peakStep << ", live there:\n";
+  size_t shown = 0;
+  for (const LiveTensor &tensor : report.liveAtPeak) {
+    if (++shown > 10) {
+      os << "    ... " << report.liveAtPeak.size() - 10 << " more\n";
+      break;
+    }
+    os << llvm::format("    %12llu B  %-20s ", (unsigned long long)tensor.bytes,
+                       tensor.op.c_str())
+       << tensor.name << '\n';
+  }
+}
+
+void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
+  llvm::json::Array live;
+  for (const LiveTensor &tensor : report.liveAtPeak)
+    live.push_back(llvm::json::Object{{"name", tensor.name},
+                                      {"op", tensor.op},
+                                      {"bytes", int64_t(tensor.bytes)}});
+  llvm::json::Object object{
+      {"model", report.model},
+      {"weights_bytes", int64_t(report.weightsBytes)},
+      {"arena_bytes", int64_t(report.arenaBytes)},
+      {"lower_bound_bytes", int64_t(report.lowerBoundBytes)},
+      {"lower_bound_unshared_bytes", int64_t(report.lowerBoundUnsharedBytes)},
+      {"no_reuse_bytes", int64_t(report.noReuseBytes)},
+      {"workspace_bytes", int64_t(report.workspaceBytes)},
+      {"io_bytes", int64_t(report.ioBytes)},
+      {"runtime_bytes", int64_t(report.runtimeBytes)},
+      {"predicted_peak_bytes", int64_t(report.predictedPeakBytes)},
+      {"alignment", int64_t(report.alignment)},
+      {"peak_step", report.peakStep},
+      {"live_at_peak", std::move(live)},
+      {"planner", report.planner},
+      {"planning_ms", report.planningMs},
+      {"nodes", int64_t(report.numNodes)},
+  };
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << '\n';
+}
+
+} // namespace snug

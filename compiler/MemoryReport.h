@@ -1,0 +1,70 @@
+//===- MemoryReport.h - What a planned module needs on the device -*- C++ -*-===//
+//
+// The predicted peak device memory of a planned module, as every
+// `snugc compile` and `snugc plan` prints it:
+//   weights   device bytes of the weights the plan reads (weights section)
+//   arena     one allocation for every intermediate value, graph inputs and
+//             outputs included (io lives in the arena by default)
+//   workspace kernel and library scratch, planned inside the arena (shown
+//             for reference; not added twice)
+//   runtime   module images and library handles snug allocates
+// predicted peak = weights + arena + runtime. The CUDA context is outside
+// any program's control and is not part of the figure.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_MEMORYREPORT_H
+#define SNUG_COMPILER_MEMORYREPORT_H
+
+#include "ir/Module.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace snug {
+
+struct LiveTensor {
+  std::string name;
+  std::string op;
+  uint64_t bytes = 0;
+};
+
+struct MemoryReport {
+  std::string model;
+  uint64_t weightsBytes = 0;
+  uint64_t arenaBytes = 0;
+  uint64_t lowerBoundBytes = 0;
+  /// The bound with no views, in-place or concat sharing.
+  uint64_t lowerBoundUnsharedBytes = 0;
+  uint64_t noReuseBytes = 0;
+  uint64_t workspaceBytes = 0;
+  uint64_t ioBytes = 0;
+  uint64_t runtimeBytes = 0;
+  uint64_t predictedPeakBytes = 0;
+  uint64_t alignment = 0;
+  int64_t peakStep = -1;
+  /// Values live at the peak step, largest first.
+  std::vector<LiveTensor> liveAtPeak;
+  std::string planner;
+  double planningMs = 0;
+  size_t numNodes = 0;
+};
+
+/// Builds the report of a module that plan-memory has planned.
+llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
+                                               llvm::StringRef modelName,
+                                               double planningMs);
+
+void printMemoryReportPretty(const MemoryReport &report,
+                             llvm::raw_ostream &os);
+void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os);
+
+/// Device bytes of the weights a module's nodes read, laid out as the
+/// weights section lays them out (each weight on a 64-byte boundary).
+uint64_t computeWeightsBytes(const ir::Module &module);
+
+} // namespace snug
+
+#endif // SNUG_COMPILER_MEMORYREPORT_H

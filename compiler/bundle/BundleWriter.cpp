@@ -1,0 +1,319 @@
+//===- BundleWriter.cpp - Writing a planned module as a .snug bundle ------===//
+//
+// Builds each section in memory with a little-endian byte sink, lays the
+// sections out on 64-byte boundaries after the header and section table, and
+// hashes the whole file except the hash field (FNV-1a 64). Writing goes
+// through llvm::FileOutputBuffer, which writes a temporary and renames it on
+// commit.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/bundle/BundleWriter.h"
+
+#include "runtime/BundleFormat.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FileOutputBuffer.h"
+
+#include <cstring>
+
+namespace snug {
+
+using namespace bundle;
+
+namespace {
+
+class Sink {
+public:
+  std::vector<uint8_t> bytes;
+
+  void u8(uint8_t v) { bytes.push_back(v); }
+  void u16(uint16_t v) { u8(v & 0xff), u8(v >> 8); }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i)
+      u8(uint8_t(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i)
+      u8(uint8_t(v >> (8 * i)));
+  }
+  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
+  void f32(float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    u32(bits);
+  }
+  void string(llvm::StringRef s) {
+    u32(uint32_t(s.size()));
+    bytes.insert(bytes.end(), s.begin(), s.end());
+  }
+  void raw(llvm::ArrayRef<uint8_t> data) {
+    bytes.insert(bytes.end(), data.begin(), data.end());
+  }
+};
+
+uint8_t dtypeCode(ir::DType type) {
+  switch (type) {
+  case ir::DType::F32: return DTypeF32;
+  case ir::DType::F16: return DTypeF16;
+  case ir::DType::BF16: return DTypeBF16;
+  case ir::DType::F64: return DTypeF64;
+  case ir::DType::I64: return DTypeI64;
+  case ir::DType::I32: return DTypeI32;
+  case ir::DType::I16: return DTypeI16;
+  case ir::DType::I8: return DTypeI8;
+  case ir::DType::U8: return DTypeU8;
+  case ir::DType::Bool: return DTypeBool;
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 message.str());
+}
+
+std::string describeValue(const ir::Value *value) {
+  if (!value->getName().empty())
+    return "value '" + value->getName().str() + "'";
+  if (const ir::Node *node = value->getDefiningNode())
+    return "result " + std::to_string(value->getResultIndex()) + " of " +
+           node->describe();
+  return "an unnamed value";
+}
+
+class Writer {
+public:
+  Writer(const ir::Module &module, const BundleOptions &options)
+      : module(module), options(options) {}
+  llvm::Expected<std::vector<uint8_t>> run();
+
+private:
+  llvm::Error layOutWeights();
+  llvm::Error writeLocation(Sink &sink, const ir::Value *value);
+  void writeAttribute(Sink &sink, const ir::Attribute &attr);
+
+  const ir::Module &module;
+  const BundleOptions &options;
+  uint64_t arenaSize = 0;
+  llvm::DenseMap<const ir::Value *, uint64_t> weightOffsets;
+  Sink weights;
+};
+
+llvm::Error Writer::layOutWeights() {
+  // Only the weights the plan reads (or returns), in argument order.
+  llvm::DenseMap<const ir::Value *, bool> used;
+  for (const auto &node : module.getNodes())
+    for (const ir::Value *operand : node->getOperands())
+      if (operand && operand->isWeight())
+        used[operand] = true;
+  for (const ir::Value *output : module.getOutputs())
+    if (output->isWeight())
+      used[output] = true;
+  for (const ir::Value *weight : module.getWeights()) {
+    if (!used.count(weight))
+      continue;
+    if (weight->isWeightElided())
+      return makeError("weight " + describeValue(weight) +
+                       " has no data (elided); a bundle needs every weight");
+    llvm::ArrayRef<uint8_t> data = module.getWeightData(weight);
+    weights.bytes.resize(alignTo(weights.bytes.size(), kWeightAlignment), 0);
+    weightOffsets[weight] = weights.bytes.size();
+    weights.raw(data);
+  }
+  weights.bytes.resize(alignTo(weights.bytes.size(), kWeightAlignment), 0);
+  return llvm::Error::success();
+}
+
+llvm::Error Writer::writeLocation(Sink &sink, const ir::Value *value) {
+  if (!value) {
+    sink.u8(Absent), sink.u8(0), sink.u16(0), sink.u32(0), sink.u64(0);
+    return llvm::Error::success();
+  }
+  const ir::TensorType &type = value->getType();
+  uint64_t offset;
+  uint8_t kind;
+  if (value->isWeight()) {
+    kind = Weight;
+    offset = weightOffsets.lookup(value);
+  } else {
+    kind = Arena;
+    if (!value->getArenaOffset())
+      return makeError(describeValue(value) +
+                       " has no arena offset (run plan-memory first)");
+    offset = *value->getArenaOffset();
+    if (offset > arenaSize || type.getByteSize() > arenaSize - offset)
+      return makeError(describeValue(value) + " (" +
+                       llvm::Twine(type.getByteSize()) + " bytes at offset " +
+                       llvm::Twine(offset) + ") lies outside the arena of " +
+                       llvm::Twine(arenaSize) + " bytes");
+  }
+  sink.u8(kind), sink.u8(dtypeCode(type.getDType())), sink.u16(0);
+  sink.u32(type.getRank());
+  for (int64_t dim : type.getDims())
+    sink.i64(dim);
+  sink.u64(offset);
+  return llvm::Error::success();
+}
+
+void Writer::writeAttribute(Sink &sink, const ir::Attribute &attr) {
+  using Kind = ir::Attribute::Kind;
+  switch (attr.getKind()) {
+  case Kind::Int:
+    sink.u8(AttrInt), sink.i64(attr.getInt());
+    return;
+  case Kind::Float:
+    sink.u8(AttrFloat), sink.f32(attr.getFloat());
+    return;
+  case Kind::String:
+    sink.u8(AttrString), sink.string(attr.getString());
+    return;
+  case Kind::Ints:
+    sink.u8(AttrInts), sink.u32(attr.getInts().size());
+    for (int64_t v : attr.getInts())
+      sink.i64(v);
+    return;
+  case Kind::Floats:
+    sink.u8(AttrFloats), sink.u32(attr.getFloats().size());
+    for (float v : attr.getFloats())
+      sink.f32(v);
+    return;
+  case Kind::Strings:
+    sink.u8(AttrStrings), sink.u32(attr.getStrings().size());
+    for (const std::string &v : attr.getStrings())
+      sink.string(v);
+    return;
+  case Kind::Tensor: {
+    const ir::TensorType &type = attr.getTensorType();
+    sink.u8(AttrTensor), sink.u8(dtypeCode(type.getDType()));
+    sink.u32(type.getRank());
+    for (int64_t dim : type.getDims())
+      sink.i64(dim);
+    sink.u64(attr.getTensorBytes().size());
+    sink.raw(attr.getTensorBytes());
+    return;
+  }
+  }
+}
+
+llvm::Expected<std::vector<uint8_t>> Writer::run() {
+  const ir::Attribute *arena = module.getAttribute("arena");
+  if (!arena || arena->getKind() != ir::Attribute::Kind::Int ||
+      arena->getInt() < 0)
+    return makeError("module '" + module.getName() +
+                     "' has no memory plan (no 'arena' attribute); run "
+                     "plan-memory before writing a bundle");
+  arenaSize = uint64_t(arena->getInt());
+  auto intAttr = [&](llvm::StringRef name, uint64_t fallback) {
+    const ir::Attribute *attr = module.getAttribute(name);
+    return attr && attr->getKind() == ir::Attribute::Kind::Int &&
+                   attr->getInt() > 0
+               ? uint64_t(attr->getInt())
+               : fallback;
+  };
+  if (llvm::Error error = layOutWeights())
+    return llvm::Error(std::move(error));
+
+  Sink manifest;
+  manifest.string(options.compilerVersion);
+  manifest.string(options.pipeline);
+  manifest.string(module.getName());
+  manifest.u64(arenaSize);
+  manifest.u64(intAttr("alignment", 64));
+  manifest.u64(weights.bytes.size());
+  manifest.u64(intAttr("lower_bound", 0));
+  auto inputs = module.getInputs();
+  manifest.u32(inputs.size());
+  for (const ir::Value *input : inputs) {
+    manifest.string(input->getName());
+    if (llvm::Error error = writeLocation(manifest, input))
+      return llvm::Error(std::move(error));
+  }
+  manifest.u32(module.getOutputs().size());
+  for (size_t i = 0; i < module.getOutputs().size(); ++i) {
+    const ir::Value *output = module.getOutputs()[i];
+    // An unnamed output is called output_N, as in ONNX test data.
+    manifest.string(output->getName().empty()
+                        ? "output_" + std::to_string(i)
+                        : output->getName().str());
+    if (llvm::Error error = writeLocation(manifest, output))
+      return llvm::Error(std::move(error));
+  }
+
+  Sink plan;
+  plan.u32(module.getNodes().size());
+  for (const auto &node : module.getNodes()) {
+    plan.string(node->getOpName());
+    plan.string(node->getName());
+    plan.u32(node->getAttributes().size());
+    for (const auto &entry : node->getAttributes()) {
+      plan.string(entry.first);
+      writeAttribute(plan, entry.second);
+    }
+    plan.u32(node->getNumOperands());
+    for (const ir::Value *operand : node->getOperands())
+      if (llvm::Error error = writeLocation(plan, operand))
+        return llvm::Error(std::move(error));
+    plan.u32(node->getNumResults());
+    for (unsigned i = 0; i < node->getNumResults(); ++i)
+      if (llvm::Error error = writeLocation(plan, node->getResult(i)))
+        return llvm::Error(std::move(error));
+  }
+
+  struct Entry {
+    uint32_t kind;
+    const std::vector<uint8_t> *bytes;
+  } sections[] = {{Manifest, &manifest.bytes},
+                  {Weights, &weights.bytes},
+                  {HostPlan, &plan.bytes}};
+  const uint32_t count = sizeof sections / sizeof sections[0];
+  Sink file;
+  file.raw(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(kMagic), 8));
+  file.u32(kBundleVersion);
+  file.u32(count);
+  file.u64(0); // file size, patched below
+  file.u64(0); // hash, patched below
+  uint64_t offset = alignTo(kHeaderSize + count * kSectionEntrySize,
+                            kSectionAlignment);
+  for (const Entry &entry : sections) {
+    file.u32(entry.kind), file.u32(0), file.u64(offset);
+    file.u64(entry.bytes->size());
+    offset = alignTo(offset + entry.bytes->size(), kSectionAlignment);
+  }
+  for (const Entry &entry : sections) {
+    file.bytes.resize(alignTo(file.bytes.size(), kSectionAlignment), 0);
+    file.raw(*entry.bytes);
+  }
+  uint64_t size = file.bytes.size();
+  for (int i = 0; i < 8; ++i)
+    file.bytes[16 + i] = uint8_t(size >> (8 * i));
+  uint64_t hash = bundleHash(file.bytes.data(), size);
+  for (int i = 0; i < 8; ++i)
+    file.bytes[24 + i] = uint8_t(hash >> (8 * i));
+  return std::move(file.bytes);
+}
+
+} // namespace
+
+llvm::Expected<std::vector<uint8_t>>
+serializeBundle(const ir::Module &module, const BundleOptions &options) {
+  return Writer(module, options).run();
+}
+
+llvm::Error writeBundle(const ir::Module &module, llvm::StringRef path,
+                        const BundleOptions &options) {
+  auto bytes = serializeBundle(module, options);
+  if (!bytes)
+    return bytes.takeError();
+  auto buffer = llvm::FileOutputBuffer::create(path, bytes->size());
+  if (!buffer)
+    return makeError("cannot write bundle '" + path +
+                     "': " + toString(buffer.takeError()));
+  std::memcpy((*buffer)->getBufferStart(), bytes->data(), bytes->size());
+  if (llvm::Error error = (*buffer)->commit())
+    return makeError("cannot write bundle '" + path +
+                     "': " + toString(std::move(error)));
+  return llvm::Error::success();
+}
+
+} // namespace snug

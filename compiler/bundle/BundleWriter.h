@@ -1,0 +1,47 @@
+//===- BundleWriter.h - Writing a planned module as a .snug bundle -*- C++ -*-===//
+//
+// Serializes a module that carries a memory plan (module attribute `arena`,
+// an arena offset on every graph input and node result) into the version-1
+// bundle format of runtime/BundleFormat.h: manifest, the weights the plan
+// uses, and the host plan. The file is written to a temporary beside `path`
+// and renamed into place, so an error never leaves a half-written bundle.
+// The same module and options give a byte-identical file (no timestamps,
+// weights in argument order, attributes sorted).
+//
+// Not done here: checking that the plan does not overlap live buffers (the
+// planner's verifier does that); the device plan and kernel images (the CUDA
+// emitter will add those sections).
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_BUNDLE_BUNDLEWRITER_H
+#define SNUG_COMPILER_BUNDLE_BUNDLEWRITER_H
+
+#include "ir/Module.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace snug {
+
+struct BundleOptions {
+  /// The pass pipeline that produced the module (recorded in the manifest).
+  std::string pipeline;
+  /// The compiler's version string (recorded in the manifest).
+  std::string compilerVersion;
+};
+
+/// The bundle bytes of `module`; an error when the module has no plan, a
+/// value lacks an offset, a location lies outside the arena, or a used
+/// weight is elided.
+llvm::Expected<std::vector<uint8_t>>
+serializeBundle(const ir::Module &module, const BundleOptions &options);
+
+/// serializeBundle, then an atomic write to `path`.
+llvm::Error writeBundle(const ir::Module &module, llvm::StringRef path,
+                        const BundleOptions &options);
+
+} // namespace snug
+
+#endif // SNUG_COMPILER_BUNDLE_BUNDLEWRITER_H

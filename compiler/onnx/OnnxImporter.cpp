@@ -1,0 +1,750 @@
+//===- OnnxImporter.cpp - ONNX models into static snug IR -----------------===//
+//
+// The driver: load the ModelProto, check the opset, scan the whole graph
+// (unsupported ops, undefined inputs, duplicate outputs, cycles) and report
+// every finding of a kind at once, bind the graph inputs' dims, read the
+// initializers, then import the nodes in a topological order (models are
+// usually sorted already; a sorted order is computed anyway, which is also
+// the cycle check). Each node goes through its op's normalizer
+// (OnnxOps.cpp), which emits canonical snug nodes typed by the shape
+// functions. Finally the graph outputs are checked against what the model
+// declares and the import pipeline runs.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/OnnxInternal.h"
+
+#include "ir/Verifier.h"
+#include "passes/ConstantEval.h"
+#include "passes/PassManager.h"
+#include "passes/ShapeFunctions.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <deque>
+#include <map>
+
+namespace snug {
+
+char UnsupportedOpsError::ID = 0;
+
+void UnsupportedOpsError::log(llvm::raw_ostream &os) const {
+  // Group nodes by (op, domain, opset), in order of first appearance.
+  llvm::MapVector<std::string, std::vector<std::string>,
+                  std::map<std::string, unsigned>>
+      groups;
+  for (const UnsupportedOp &op : ops) {
+    std::string key = op.opType + " (domain " + op.domain + ", opset " +
+                      std::to_string(op.opset) + ")";
+    groups[key].push_back(op.nodeName.empty() ? "<unnamed>" : op.nodeName);
+  }
+  os << path << ": error: " << ops.size() << " node"
+     << (ops.size() == 1 ? " uses an op" : "s use ops")
+     << " snug does not support:";
+  for (const auto &group : groups) {
+    os << "\n  " << group.first << ": " << group.second.size() << " node"
+       << (group.second.size() == 1 ? "" : "s") << " (";
+    for (size_t i = 0; i < group.second.size() && i < 5; ++i)
+      os << (i ? ", " : "") << "'" << group.second[i] << "'";
+    if (group.second.size() > 5)
+      os << ", ...";
+    os << ")";
+  }
+}
+
+llvm::Expected<InputBinding> parseInputBinding(llvm::StringRef text) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "bad --input '" + text.str() + "': " +
+                                       why.str() +
+                                       " (expected NAME:DIMS[xDTYPE], e.g. "
+                                       "x:1x3x224x224 or x:1x3x224x224xf16)");
+  };
+  size_t colon = text.rfind(':');
+  if (colon == llvm::StringRef::npos || colon == 0)
+    return fail("no NAME: before the dims");
+  InputBinding binding;
+  binding.name = text.substr(0, colon).str();
+  llvm::StringRef rest = text.substr(colon + 1);
+  if (rest.empty())
+    return binding; // a scalar
+  llvm::SmallVector<llvm::StringRef, 6> parts;
+  rest.split(parts, 'x');
+  for (size_t i = 0; i < parts.size(); ++i) {
+    llvm::StringRef part = parts[i];
+    if (i + 1 == parts.size() && !part.empty() && !llvm::isDigit(part[0])) {
+      binding.dtype = ir::parseDType(part);
+      if (!binding.dtype)
+        return fail("unknown element type '" + part + "'");
+      continue;
+    }
+    int64_t dim;
+    if (part.getAsInteger(10, dim))
+      return fail("'" + part + "' is not a dim");
+    if (dim <= 0)
+      return fail("dim " + llvm::Twine(dim) + " is not positive");
+    binding.dims.push_back(dim);
+  }
+  return binding;
+}
+
+llvm::Error parseDimBinding(llvm::StringRef text, ImportOptions &options) {
+  auto [symbol, value] = text.split('=');
+  int64_t dim;
+  if (symbol.empty() || value.getAsInteger(10, dim) || dim <= 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "bad --dim '" + text.str() +
+            "': expected SYMBOL=N with N a positive integer, e.g. batch=8");
+  options.dims[symbol] = dim;
+  return llvm::Error::success();
+}
+
+namespace onnx_import {
+
+//===----------------------------------------------------------------------===//
+// Attribute readers
+//===----------------------------------------------------------------------===//
+
+const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
+                                     llvm::StringRef name) {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+int64_t attrInt(const onnx::NodeProto &node, llvm::StringRef name,
+                int64_t defaultValue) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr ? attr->i() : defaultValue;
+}
+
+float attrFloat(const onnx::NodeProto &node, llvm::StringRef name,
+                float defaultValue) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr ? attr->f() : defaultValue;
+}
+
+std::string attrString(const onnx::NodeProto &node, llvm::StringRef name,
+                       llvm::StringRef defaultValue) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  return attr ? attr->s() : defaultValue.str();
+}
+
+llvm::Optional<llvm::SmallVector<int64_t, 4>>
+attrInts(const onnx::NodeProto &node, llvm::StringRef name) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  if (!attr)
+    return llvm::None;
+  return llvm::SmallVector<int64_t, 4>(attr->ints().begin(),
+                                       attr->ints().end());
+}
+
+llvm::Optional<llvm::SmallVector<float, 4>>
+attrFloats(const onnx::NodeProto &node, llvm::StringRef name) {
+  const onnx::AttributeProto *attr = findAttr(node, name);
+  if (!attr)
+    return llvm::None;
+  return llvm::SmallVector<float, 4>(attr->floats().begin(),
+                                     attr->floats().end());
+}
+
+//===----------------------------------------------------------------------===//
+// Importer
+//===----------------------------------------------------------------------===//
+
+llvm::Error Importer::error(const llvm::Twine &message) const {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 path + ": error: " + message.str());
+}
+
+std::string Importer::describe(const onnx::NodeProto &node) const {
+  std::string name = node.name().empty()
+                         ? (node.output_size() ? "<output " + node.output(0) + ">"
+                                               : std::string("<unnamed>"))
+                         : node.name();
+  return "node '" + name + "' (" + node.op_type() + ")";
+}
+
+llvm::Error Importer::error(const onnx::NodeProto &node,
+                            const llvm::Twine &message) const {
+  return error(describe(node) + ": " + message);
+}
+
+llvm::Expected<ir::Value *> Importer::getInput(const onnx::NodeProto &node,
+                                               unsigned index) {
+  if (index >= static_cast<unsigned>(node.input_size()) ||
+      node.input(index).empty())
+    return nullptr;
+  const std::string &name = node.input(index);
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  auto dropped = droppedOutputs.find(name);
+  if (dropped != droppedOutputs.end())
+    return error(node, "input '" + name + "' is an output of " +
+                           dropped->second +
+                           " that snug does not compute (a training-mode or "
+                           "optional output)");
+  return error(node, "input '" + name + "' is not defined");
+}
+
+llvm::Expected<llvm::Optional<llvm::ArrayRef<uint8_t>>>
+Importer::getConstant(ir::Value *value) {
+  using Result = llvm::Optional<llvm::ArrayRef<uint8_t>>;
+  if (!value || value->isInput() || notConstant.count(value))
+    return Result();
+  if (value->isWeight())
+    return value->isWeightElided() ? Result()
+                                   : Result(module.getWeightData(value));
+  auto cached = constants.find(value);
+  if (cached != constants.end())
+    return Result(llvm::makeArrayRef(cached->second));
+  ir::Node *node = value->getDefiningNode();
+  if (!canEvaluate(node->getOpName())) {
+    notConstant.insert(value);
+    return Result();
+  }
+  llvm::SmallVector<OperandData, 4> operands;
+  for (unsigned i = 0; i < node->getNumOperands(); ++i) {
+    ir::Value *operand = node->getOperand(i);
+    if (!operand || !needsOperandData(node->getOpName(), i)) {
+      operands.push_back(llvm::None);
+      continue;
+    }
+    auto data = getConstant(operand);
+    if (!data)
+      return data.takeError();
+    if (!*data) {
+      notConstant.insert(value);
+      return Result();
+    }
+    operands.push_back(**data);
+  }
+  auto results = evaluateNode(*node, operands);
+  if (!results)
+    return error(toString(results.takeError()));
+  if (!*results) {
+    notConstant.insert(value);
+    return Result();
+  }
+  for (unsigned i = 0; i < node->getNumResults(); ++i)
+    constants[node->getResult(i)] = std::move((**results)[i]);
+  return Result(llvm::makeArrayRef(constants[value]));
+}
+
+llvm::Expected<llvm::SmallVector<int64_t, 4>>
+Importer::getConstantInts(const onnx::NodeProto &node, unsigned index,
+                          llvm::StringRef what) {
+  auto input = getInput(node, index);
+  if (!input)
+    return input.takeError();
+  if (!*input)
+    return error(node, what + " (input " + llvm::Twine(index) +
+                           ") is required");
+  auto data = getConstant(*input);
+  if (!data)
+    return data.takeError();
+  if (!*data)
+    return error(node, what + " '" + node.input(index) +
+                           "' is not a constant; snug needs it known at "
+                           "compile time (bind the inputs' dims)");
+  auto values = readIntegers((*input)->getType(), **data);
+  if (!values)
+    return error(node, what + " '" + node.input(index) +
+                           "' is not an integer tensor");
+  return *values;
+}
+
+llvm::Expected<llvm::SmallVector<double, 4>>
+Importer::getConstantFloats(const onnx::NodeProto &node, unsigned index,
+                            llvm::StringRef what) {
+  auto input = getInput(node, index);
+  if (!input)
+    return input.takeError();
+  if (!*input)
+    return error(node, what + " (input " + llvm::Twine(index) +
+                           ") is required");
+  auto data = getConstant(*input);
+  if (!data)
+    return data.takeError();
+  if (!*data)
+    return error(node, what + " '" + node.input(index) +
+                           "' is not a constant; snug needs it known at "
+                           "compile time");
+  llvm::SmallVector<double, 4> values;
+  const ir::TensorType &type = (*input)->getType();
+  for (int64_t i = 0; i < type.getNumElements(); ++i)
+    values.push_back(readElementAsDouble(type.getDType(), (*data)->data(), i));
+  return values;
+}
+
+llvm::Expected<llvm::SmallVector<ir::Value *, 2>>
+Importer::emit(const onnx::NodeProto &node, llvm::StringRef opName,
+               llvm::ArrayRef<ir::Value *> operands,
+               ir::AttributeMap attributes, unsigned numResults,
+               llvm::StringRef suffix) {
+  llvm::SmallVector<const ir::TensorType *, 4> types;
+  llvm::SmallVector<OperandData, 4> data;
+  for (ir::Value *operand : operands) {
+    types.push_back(operand ? &operand->getType() : nullptr);
+    data.push_back(operand && operand->isWeight() && !operand->isWeightElided()
+                       ? OperandData(module.getWeightData(operand))
+                       : OperandData());
+  }
+  ShapeQuery query{opName, types, attributes, numResults, data};
+  auto resultTypes = inferResultTypes(query);
+  if (!resultTypes)
+    return error(node, toString(resultTypes.takeError()));
+  ir::Node *created =
+      module.addNode(opName, operands, *resultTypes, std::move(attributes));
+  if (!node.name().empty())
+    created->setName(node.name() + suffix.str());
+  return created->getResults();
+}
+
+void Importer::bindOutputs(const onnx::NodeProto &node,
+                           llvm::ArrayRef<ir::Value *> results) {
+  for (int i = 0; i < node.output_size(); ++i) {
+    const std::string &name = node.output(i);
+    if (name.empty())
+      continue;
+    if (static_cast<size_t>(i) < results.size()) {
+      results[i]->setName(name);
+      values[name] = results[i];
+    } else {
+      droppedOutputs[name] = describe(node);
+    }
+  }
+}
+
+llvm::Error Importer::emitAndBind(const onnx::NodeProto &node,
+                                  llvm::StringRef opName,
+                                  llvm::ArrayRef<ir::Value *> operands,
+                                  ir::AttributeMap attributes,
+                                  unsigned numResults) {
+  auto results = emit(node, opName, operands, std::move(attributes),
+                      numResults);
+  if (!results)
+    return results.takeError();
+  bindOutputs(node, *results);
+  return llvm::Error::success();
+}
+
+void Importer::bindConstant(const onnx::NodeProto &node,
+                            const ir::TensorType &type,
+                            llvm::ArrayRef<uint8_t> bytes) {
+  ir::Value *weight = module.addWeight(node.output(0), type, bytes);
+  values[node.output(0)] = weight;
+}
+
+} // namespace onnx_import
+
+using namespace onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Loading and checking the model
+//===----------------------------------------------------------------------===//
+
+namespace {
+class TextErrorCollector : public google::protobuf::io::ErrorCollector {
+public:
+  void AddError(int line, int column, const std::string &message) override {
+    if (first.empty())
+      first = std::to_string(line + 1) + ":" + std::to_string(column + 1) +
+              ": " + message;
+  }
+  std::string first;
+};
+} // namespace
+
+static bool isTextFormat(llvm::StringRef path) {
+  return path.endswith(".onnxtxt") || path.endswith(".textproto") ||
+         path.endswith(".pbtxt") || path.endswith(".prototxt");
+}
+
+static llvm::Error loadModel(llvm::StringRef path, onnx::ModelProto &model) {
+  auto fail = [&](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path.str() + ": error: " + message.str());
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail("cannot read the model: " + buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  if (bytes.empty())
+    return fail("the model file is empty");
+  if (isTextFormat(path)) {
+    google::protobuf::TextFormat::Parser parser;
+    TextErrorCollector errors;
+    parser.RecordErrorsTo(&errors);
+    if (!parser.ParseFromString(bytes.str(), &model))
+      return fail("not a text-format ONNX ModelProto: " + errors.first);
+    return llvm::Error::success();
+  }
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
+    return fail("the model is larger than 2 GiB; keep weights in external "
+                "data files");
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()),
+      static_cast<int>(bytes.size()));
+  stream.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
+    return fail("not a binary ONNX ModelProto (truncated or corrupt "
+                "protobuf)");
+  return llvm::Error::success();
+}
+
+static constexpr int64_t minOpset = 7, maxOpset = 21;
+
+static bool isDefaultDomain(llvm::StringRef domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+namespace {
+struct ModelScan {
+  int64_t opset = 0;
+  llvm::StringMap<int64_t> domainOpsets;
+  std::vector<int> order; // node indices in a topological order
+};
+} // namespace
+
+static llvm::Expected<ModelScan> scanModel(const Importer &importer,
+                                           const onnx::ModelProto &model) {
+  ModelScan scan;
+  bool hasDefault = false;
+  for (const onnx::OperatorSetIdProto &entry : model.opset_import()) {
+    scan.domainOpsets[entry.domain()] = entry.version();
+    if (isDefaultDomain(entry.domain())) {
+      scan.opset = entry.version();
+      hasDefault = true;
+    }
+  }
+  if (!model.has_graph())
+    return importer.error("the model has no graph (an empty or foreign "
+                          "protobuf?)");
+  if (!hasDefault)
+    return importer.error("the model imports no opset of the default ONNX "
+                          "domain");
+  if (scan.opset > maxOpset)
+    return importer.error("the model needs opset " + llvm::Twine(scan.opset) +
+                          " of the default domain, newer than snug supports (" +
+                          llvm::Twine(minOpset) + " to " +
+                          llvm::Twine(maxOpset) + ")");
+  if (scan.opset < minOpset)
+    return importer.error("the model uses opset " + llvm::Twine(scan.opset) +
+                          " of the default domain, older than snug supports (" +
+                          llvm::Twine(minOpset) + " to " +
+                          llvm::Twine(maxOpset) + ")");
+
+  const onnx::GraphProto &graph = model.graph();
+  std::vector<UnsupportedOp> unsupported;
+  for (const onnx::NodeProto &node : graph.node()) {
+    bool known = isDefaultDomain(node.domain()) &&
+                 lookupOpImporter(node.op_type()) != nullptr;
+    if (!known) {
+      std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
+      auto it = scan.domainOpsets.find(node.domain());
+      int64_t version = it == scan.domainOpsets.end() ? 0 : it->second;
+      unsupported.push_back({node.op_type(), domain, version, node.name()});
+    }
+  }
+  if (!unsupported.empty())
+    return llvm::make_error<UnsupportedOpsError>(importer.path,
+                                                 std::move(unsupported));
+
+  // Who defines each name; every input must have a definer.
+  llvm::StringSet<> available;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    available.insert(input.name());
+  for (const onnx::TensorProto &initializer : graph.initializer())
+    available.insert(initializer.name());
+  llvm::StringMap<int> producer;
+  std::string problems;
+  unsigned problemCount = 0;
+  auto report = [&](const std::string &message) {
+    if (++problemCount <= 20)
+      problems += (problems.empty() ? "" : "\n") + importer.path +
+                  ": error: " + message;
+  };
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &output : graph.node(i).output()) {
+      if (output.empty())
+        continue;
+      if (available.count(output) || !producer.insert({output, i}).second)
+        report(importer.describe(graph.node(i)) + ": output '" + output +
+               "' is defined more than once");
+    }
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &input : node.input())
+      if (!input.empty() && !available.count(input) && !producer.count(input))
+        report(importer.describe(node) + ": input '" + input +
+               "' is not defined by any node, initializer or graph input");
+  for (const onnx::ValueInfoProto &output : graph.output())
+    if (!available.count(output.name()) && !producer.count(output.name()))
+      report("graph output '" + output.name() + "' is not defined");
+  if (problemCount) {
+    if (problemCount > 20)
+      problems += "\n(" + std::to_string(problemCount - 20) + " more errors)";
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), problems);
+  }
+
+  // Kahn's algorithm; what is left over lies on or behind a cycle.
+  std::vector<int> pending(graph.node_size(), 0);
+  llvm::StringMap<std::vector<int>> consumers;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    llvm::StringSet<> seen;
+    for (const std::string &input : graph.node(i).input())
+      if (!input.empty() && producer.count(input) &&
+          seen.insert(input).second) {
+        ++pending[i];
+        consumers[input].push_back(i);
+      }
+  }
+  std::deque<int> ready;
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (!pending[i])
+      ready.push_back(i);
+  while (!ready.empty()) {
+    int index = ready.front();
+    ready.pop_front();
+    scan.order.push_back(index);
+    for (const std::string &output : graph.node(index).output()) {
+      auto it = consumers.find(output);
+      if (it == consumers.end())
+        continue;
+      for (int consumer : it->second)
+        if (--pending[consumer] == 0)
+          ready.push_back(consumer);
+    }
+  }
+  if (scan.order.size() != static_cast<size_t>(graph.node_size())) {
+    std::string names;
+    unsigned listed = 0;
+    for (int i = 0; i < graph.node_size(); ++i)
+      if (pending[i] && listed++ < 8)
+        names += (names.empty() ? "" : ", ") + importer.describe(graph.node(i));
+    return importer.error("the graph has a cycle through " + names);
+  }
+  return scan;
+}
+
+/// The bound type of a graph input.
+static llvm::Expected<ir::TensorType>
+bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
+              const ImportOptions &options) {
+  std::string subject = "graph input '" + input.name() + "'";
+  if (!input.type().has_tensor_type())
+    return importer.error(subject + " is not a tensor");
+  const onnx::TypeProto::Tensor &tensor = input.type().tensor_type();
+  auto dtype = convertDType(tensor.elem_type());
+  if (!dtype)
+    return importer.error(subject + " has element type " +
+                          onnxDTypeName(tensor.elem_type()) +
+                          ", which snug does not support");
+  const InputBinding *binding = nullptr;
+  for (const InputBinding &candidate : options.inputs)
+    if (candidate.name == input.name())
+      binding = &candidate;
+  if (binding) {
+    if (binding->dtype && *binding->dtype != *dtype)
+      return importer.error(subject + " has element type " +
+                            ir::getDTypeName(*dtype) + ", --input says " +
+                            ir::getDTypeName(*binding->dtype));
+    if (tensor.has_shape()) {
+      const auto &dims = tensor.shape().dim();
+      if (dims.size() != static_cast<int>(binding->dims.size()))
+        return importer.error(subject + " has rank " +
+                              llvm::Twine(dims.size()) + ", --input gives " +
+                              llvm::Twine(binding->dims.size()) + " dims");
+      for (int i = 0; i < dims.size(); ++i)
+        if (dims[i].has_dim_value() && dims[i].dim_value() > 0 &&
+            dims[i].dim_value() != binding->dims[i])
+          return importer.error(subject + " dim " + llvm::Twine(i) + " is " +
+                                llvm::Twine(dims[i].dim_value()) +
+                                ", --input says " +
+                                llvm::Twine(binding->dims[i]));
+    }
+    return ir::TensorType(*dtype, binding->dims);
+  }
+  if (!tensor.has_shape())
+    return importer.error(subject + " has no shape; give one with --input " +
+                          input.name() + ":DIMS");
+  llvm::SmallVector<int64_t, 4> dims;
+  for (int i = 0; i < tensor.shape().dim_size(); ++i) {
+    const onnx::TensorShapeProto::Dimension &dim = tensor.shape().dim(i);
+    if (dim.has_dim_value()) {
+      if (dim.dim_value() <= 0)
+        return importer.error(subject + " dim " + llvm::Twine(i) + " is " +
+                              llvm::Twine(dim.dim_value()) +
+                              "; snug needs positive dims");
+      dims.push_back(dim.dim_value());
+      continue;
+    }
+    if (dim.has_dim_param() && !dim.dim_param().empty()) {
+      auto bound = options.dims.find(dim.dim_param());
+      if (bound == options.dims.end())
+        return importer.error(subject + " dim " + llvm::Twine(i) +
+                              " is symbolic ('" + dim.dim_param() +
+                              "') and unbound: give --dim " + dim.dim_param() +
+                              "=N or --input " + input.name() + ":DIMS");
+      dims.push_back(bound->second);
+      continue;
+    }
+    return importer.error(subject + " dim " + llvm::Twine(i) +
+                          " has no size: give --input " + input.name() +
+                          ":DIMS");
+  }
+  return ir::TensorType(*dtype, dims);
+}
+
+/// Checks a graph output's type against what the model declares.
+static llvm::Error checkOutput(const Importer &importer,
+                               const onnx::ValueInfoProto &output,
+                               const ir::Value *value) {
+  if (!output.type().has_tensor_type())
+    return llvm::Error::success();
+  const onnx::TypeProto::Tensor &tensor = output.type().tensor_type();
+  const ir::TensorType &type = value->getType();
+  auto dtype = convertDType(tensor.elem_type());
+  if (tensor.elem_type() != 0 && dtype && *dtype != type.getDType())
+    return importer.error("graph output '" + output.name() + "' has type " +
+                          type.str() + ", the model declares element type " +
+                          ir::getDTypeName(*dtype));
+  if (!tensor.has_shape())
+    return llvm::Error::success();
+  const auto &dims = tensor.shape().dim();
+  bool matches = dims.size() == static_cast<int>(type.getRank());
+  for (int i = 0; matches && i < dims.size(); ++i)
+    matches = !dims[i].has_dim_value() ||
+              dims[i].dim_value() == type.getDims()[i];
+  if (matches)
+    return llvm::Error::success();
+  std::string declared = "[";
+  for (int i = 0; i < dims.size(); ++i)
+    declared += (i ? "," : "") + (dims[i].has_dim_value()
+                                      ? std::to_string(dims[i].dim_value())
+                                      : dims[i].dim_param().empty()
+                                            ? std::string("?")
+                                            : dims[i].dim_param());
+  return importer.error("graph output '" + output.name() + "' has type " +
+                        type.str() + ", the model declares " + declared + "]");
+}
+
+static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
+                               const ModelScan &scan,
+                               const ImportOptions &options) {
+  onnx::GraphProto &graph = *model.mutable_graph();
+  ir::Module &module = importer.module;
+  module.setName(graph.name().empty() ? "main" : graph.name());
+
+  llvm::StringSet<> initializerNames;
+  for (const onnx::TensorProto &initializer : graph.initializer())
+    initializerNames.insert(initializer.name());
+  llvm::StringSet<> graphInputs;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    if (!initializerNames.count(input.name()))
+      graphInputs.insert(input.name());
+  for (const InputBinding &binding : options.inputs)
+    if (!graphInputs.count(binding.name))
+      return importer.error("--input names '" + binding.name +
+                            "', which is not a graph input of the model");
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (initializerNames.count(input.name()))
+      continue;
+    auto frozen = options.frozenInputs.find(input.name());
+    if (frozen != options.frozenInputs.end()) {
+      const auto &[type, bytes] = frozen->second;
+      if (bytes.size() != type.getByteSize())
+        return importer.error("frozen input '" + input.name() + "' has " +
+                              llvm::Twine(bytes.size()) + " bytes, type " +
+                              type.str() + " needs " +
+                              llvm::Twine(type.getByteSize()));
+      importer.values[input.name()] =
+          module.addWeight(input.name(), type, bytes);
+      continue;
+    }
+    auto type = bindInputType(importer, input, options);
+    if (!type)
+      return type.takeError();
+    importer.values[input.name()] = module.addInput(input.name(), *type);
+  }
+
+  for (onnx::TensorProto &initializer : *graph.mutable_initializer()) {
+    auto weight = importer.importTensor(
+        initializer, initializer.name(),
+        "initializer '" + initializer.name() + "'");
+    if (!weight)
+      return weight.takeError();
+    importer.values[initializer.name()] = *weight;
+  }
+
+  for (int index : scan.order) {
+    onnx::NodeProto &node = *graph.mutable_node(index);
+    OpImporter importOp = lookupOpImporter(node.op_type());
+    assert(importOp && "unsupported ops are rejected by the scan");
+    if (llvm::Error error = importOp(importer, node))
+      return error;
+  }
+
+  llvm::SmallVector<ir::Value *, 4> outputs;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    auto it = importer.values.find(output.name());
+    if (it == importer.values.end())
+      return importer.error("graph output '" + output.name() +
+                            "' is not computed (a dropped optional output?)");
+    if (llvm::Error error = checkOutput(importer, output, it->second))
+      return error;
+    outputs.push_back(it->second);
+  }
+  module.setOutputs(outputs);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<ir::Module>>
+importOnnxModelWithoutPipeline(llvm::StringRef path,
+                               const ImportOptions &options) {
+  onnx::ModelProto model;
+  if (llvm::Error error = loadModel(path, model))
+    return error;
+  auto module = std::make_unique<ir::Module>();
+  Importer probe(path.str(), *module, 0);
+  auto scan = scanModel(probe, model);
+  if (!scan)
+    return scan.takeError();
+  Importer importer(path.str(), *module, scan->opset);
+  if (llvm::Error error = importGraph(importer, model, *scan, options))
+    return error;
+  if (llvm::Error error = ir::verifyModule(*module))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path.str() + ": internal error: the imported module does not "
+                     "verify:\n" + toString(std::move(error)));
+  return module;
+}
+
+llvm::Expected<std::unique_ptr<ir::Module>>
+importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
+  auto module = importOnnxModelWithoutPipeline(path, options);
+  if (!module)
+    return module.takeError();
+  PassManager passManager;
+  if (llvm::Error error = passManager.addPipeline(options.pipeline))
+    return error;
+  if (llvm::Error error = passManager.run(**module))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path.str() + ": error: " +
+                                       toString(std::move(error)));
+  (*module)->eraseUnusedWeights();
+  return module;
+}
+
+} // namespace snug

@@ -1,0 +1,146 @@
+//===- OnnxImporter.h - ONNX models into static snug IR ---------*- C++ -*-===//
+//
+// Reads an ONNX ModelProto (binary .onnx, or protobuf text format for files
+// ending .onnxtxt, .textproto or .pbtxt), binds every symbolic dimension,
+// normalizes each node of the default domain (opsets 7 to 21) into one
+// canonical snug form, types every value with the shape functions
+// (passes/ShapeFunctions.h) and runs the import pipeline (default
+// "fold-constants,dce"). Initializers, and graph inputs that are also
+// initializers, become weights; raw_data is moved, not copied, and external
+// data is mmap-ed (WeightBlob::addMapped), so a weight is never held twice.
+// Constant nodes become weights.
+//
+// Before building anything the importer checks the whole graph and reports
+// every problem of a kind at once: all unsupported ops (type, domain, opset,
+// node names) in one UnsupportedOpsError; undefined inputs and cycles with the
+// nodes involved. Messages start with the model's path.
+//
+// Input bindings: `NAME:DIMS[xDTYPE]`, DIMS being `x`-separated positive
+// integers and DTYPE a snug element type name, e.g. `x:1x3x224x224` or
+// `x:1x3x224x224xf16` (the dtype must match the model's); a scalar is
+// `NAME:` with nothing after the colon. `SYMBOL=N` binds a symbolic dim
+// everywhere it appears. An input whose dims are neither in the model nor
+// bound is an error naming the input and the dim.
+//
+// Canonical forms (what snug keeps, whatever the opset; "attr" = attribute):
+//   Shape parameters are attributes, resolved and non-negative:
+//   Reshape(x) {shape}: the exact result dims (no 0 or -1).
+//   Expand(x) {shape}: the result dims after broadcasting.
+//   Tile(x) {repeats}. Squeeze(x) {axes}, Unsqueeze(x) {axes}: sorted,
+//   non-negative (Unsqueeze's relative to the result rank); Squeeze without
+//   axes gets the unit dims. Split(x) {axis, split}: sizes always given.
+//   Slice(x) {starts, ends, axes, steps}: all four, axes non-negative, starts
+//   and ends clamped to the dim as ONNX defines (a negative step may end at
+//   -1, meaning "through index 0").
+//   Reduce*(x) {axes, keepdims}: axes explicit and sorted (all axes when the
+//   model gives none); noop_with_empty_axes with no axes becomes Identity.
+//   ArgMax/ArgMin {axis, keepdims, select_last_index}.
+//   Pad(x) {pads, mode, value}: pads (begins then ends, may be negative) for
+//   every axis; value a float. Clip(x) {min, max}: floats, each optional.
+//   Resize(x) {mode = "nearest"|"linear", coordinate_transformation_mode,
+//   nearest_mode, cubic_coeff_a, scales, sizes}: sizes are the result dims,
+//   scales the per-axis factors; Upsample becomes Resize (asymmetric, floor).
+//   Softmax/LogSoftmax {axis}: opset-13 meaning (one axis); older models
+//   whose axis is not the last are rewritten as Reshape, Softmax, Reshape.
+//   Flatten, Concat, Gather {axis}: non-negative. Transpose {perm}: always.
+//   Cast {to}: a snug dtype name string ("f16"). Shape {start, end} only when
+//   not the whole shape.
+//   Conv/ConvTranspose {kernel_shape, strides, pads, dilations, group}
+//   (+ output_padding for ConvTranspose): auto_pad and output_shape resolved
+//   into pads. MaxPool {kernel_shape, strides, pads, dilations, ceil_mode},
+//   AveragePool {kernel_shape, strides, pads, ceil_mode, count_include_pad}.
+//   Gemm {alpha, beta, transA, transB}. BatchNormalization {epsilon}, one
+//   result (inference).
+//   LeakyRelu {alpha}, HardSigmoid {alpha, beta}, Elu {alpha}, Gelu
+//   {approximate}, LRN {size, alpha, beta, bias}: defaults made explicit.
+//   Dropout(x): one operand; a second result (the mask, all true) only when
+//   the model names it; training mode must be a constant false.
+//   fold-constants removes a mask-less Dropout like Identity.
+//   LayerNormalization {axis, epsilon}: Mean and InvStdDev results only when
+//   the model names them.
+//   Range and ConstantOfShape are folded into weights at import.
+//   Other ops keep their ONNX operands and attributes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_ONNX_ONNXIMPORTER_H
+#define SNUG_COMPILER_ONNX_ONNXIMPORTER_H
+
+#include "ir/Module.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace snug {
+
+/// One `--input NAME:DIMS[xDTYPE]` binding.
+struct InputBinding {
+  std::string name;
+  std::vector<int64_t> dims;
+  llvm::Optional<ir::DType> dtype;
+};
+
+struct ImportOptions {
+  std::vector<InputBinding> inputs;
+  /// `--dim SYMBOL=N` bindings.
+  llvm::StringMap<int64_t> dims;
+  /// Graph inputs to treat as constants (weights) with these contents, as
+  /// if they were initializers: for tests that feed shape parameters
+  /// (Reshape's shape, Slice's starts) as inputs.
+  std::map<std::string, std::pair<ir::TensorType, std::vector<uint8_t>>>
+      frozenInputs;
+  /// Pass pipeline run after import ("" runs none).
+  std::string pipeline = "fold-constants,dce";
+  /// Passes to leave out of the pipeline, and the pass manager's other
+  /// options, are the caller's: see importOnnxModel's PassManager overload.
+};
+
+/// Parses `NAME:DIMS[xDTYPE]`; the error says what is wrong.
+llvm::Expected<InputBinding> parseInputBinding(llvm::StringRef text);
+/// Parses `SYMBOL=N` into `options.dims`.
+llvm::Error parseDimBinding(llvm::StringRef text, ImportOptions &options);
+
+/// One node of an op snug does not import.
+struct UnsupportedOp {
+  std::string opType;
+  std::string domain;
+  int64_t opset = 0;
+  std::string nodeName;
+};
+
+/// The error for a model with unsupported ops: all of them, in graph order.
+class UnsupportedOpsError : public llvm::ErrorInfo<UnsupportedOpsError> {
+public:
+  static char ID;
+  UnsupportedOpsError(std::string path, std::vector<UnsupportedOp> ops)
+      : path(std::move(path)), ops(std::move(ops)) {}
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+  const std::vector<UnsupportedOp> &getOps() const { return ops; }
+
+private:
+  std::string path;
+  std::vector<UnsupportedOp> ops;
+};
+
+/// Reads the model at `path`, imports it into static IR and runs
+/// `options.pipeline` with default pass-manager options.
+llvm::Expected<std::unique_ptr<ir::Module>>
+importOnnxModel(llvm::StringRef path, const ImportOptions &options);
+
+/// The import alone: no pipeline, so the module still holds the shape
+/// subgraphs the importer read (fold-constants removes them). Callers that
+/// run their own PassManager (snugc) use this.
+llvm::Expected<std::unique_ptr<ir::Module>>
+importOnnxModelWithoutPipeline(llvm::StringRef path,
+                               const ImportOptions &options);
+
+} // namespace snug
+
+#endif // SNUG_COMPILER_ONNX_ONNXIMPORTER_H

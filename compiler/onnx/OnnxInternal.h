@@ -1,0 +1,137 @@
+//===- OnnxInternal.h - The importer's shared state -------------*- C++ -*-===//
+//
+// Private to compiler/onnx: the Importer (the module being built, the value
+// map, on-demand constants, error helpers) that OnnxImporter.cpp drives and
+// whose per-op normalizers live in OnnxOps.cpp, and the weight reader of
+// OnnxWeights.cpp. ONNX protobuf types appear only here and in those files.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_ONNX_ONNXINTERNAL_H
+#define SNUG_COMPILER_ONNX_ONNXINTERNAL_H
+
+#include "compiler/onnx/OnnxImporter.h"
+
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <map>
+#include <memory>
+
+#ifndef ONNX_ML
+#define ONNX_ML 1
+#endif
+#include "onnx/onnx_pb.h"
+
+namespace snug {
+namespace onnx_import {
+
+/// The snug dtype of an ONNX TensorProto data type; None if unsupported.
+llvm::Optional<ir::DType> convertDType(int onnxType);
+/// "FLOAT", "STRING", ... for messages.
+std::string onnxDTypeName(int onnxType);
+
+class Importer {
+public:
+  Importer(std::string path, ir::Module &module, int64_t opset)
+      : path(std::move(path)), module(module), opset(opset) {}
+
+  const std::string path;
+  ir::Module &module;
+  const int64_t opset;
+  /// ONNX value name to snug value.
+  llvm::StringMap<ir::Value *> values;
+  /// Outputs of ONNX nodes that snug does not compute (training outputs of
+  /// BatchNormalization, Dropout's mask, ...), with the producing node.
+  llvm::StringMap<std::string> droppedOutputs;
+
+  /// `path: error: message`.
+  llvm::Error error(const llvm::Twine &message) const;
+  /// `path: error: node 'name' (Op): message`.
+  llvm::Error error(const onnx::NodeProto &node,
+                    const llvm::Twine &message) const;
+  std::string describe(const onnx::NodeProto &node) const;
+
+  /// The snug value of input `index` of `node`; nullptr when absent (an
+  /// empty name or past the end).
+  llvm::Expected<ir::Value *> getInput(const onnx::NodeProto &node,
+                                       unsigned index);
+
+  /// The data of `value` when it is a weight or computable from weights
+  /// and static shapes (evaluated on demand and cached); None otherwise.
+  llvm::Expected<llvm::Optional<llvm::ArrayRef<uint8_t>>>
+  getConstant(ir::Value *value);
+  /// Input `index` of `node` as integers; an error naming the node and
+  /// `what` unless it is a constant integer tensor.
+  llvm::Expected<llvm::SmallVector<int64_t, 4>>
+  getConstantInts(const onnx::NodeProto &node, unsigned index,
+                  llvm::StringRef what);
+  /// Input `index` as floats (for Resize scales, Clip bounds, Pad value).
+  llvm::Expected<llvm::SmallVector<double, 4>>
+  getConstantFloats(const onnx::NodeProto &node, unsigned index,
+                    llvm::StringRef what);
+
+  /// Types and appends a node; names it after the ONNX node plus `suffix`.
+  llvm::Expected<llvm::SmallVector<ir::Value *, 2>>
+  emit(const onnx::NodeProto &node, llvm::StringRef opName,
+       llvm::ArrayRef<ir::Value *> operands, ir::AttributeMap attributes,
+       unsigned numResults = 1, llvm::StringRef suffix = "");
+  /// Binds the ONNX node's outputs to `results` in order; outputs past the
+  /// end of `results` are recorded as dropped.
+  void bindOutputs(const onnx::NodeProto &node,
+                   llvm::ArrayRef<ir::Value *> results);
+  /// emit + bindOutputs.
+  llvm::Error emitAndBind(const onnx::NodeProto &node, llvm::StringRef opName,
+                          llvm::ArrayRef<ir::Value *> operands,
+                          ir::AttributeMap attributes,
+                          unsigned numResults = 1);
+  /// A new weight holding `bytes`, bound to the node's output 0.
+  void bindConstant(const onnx::NodeProto &node, const ir::TensorType &type,
+                    llvm::ArrayRef<uint8_t> bytes);
+
+  /// Reads an initializer or tensor attribute into a weight named `name`;
+  /// moves raw_data out of `tensor` rather than copying it.
+  llvm::Expected<ir::Value *> importTensor(onnx::TensorProto &tensor,
+                                           llvm::StringRef name,
+                                           llvm::StringRef context);
+  /// The type and bytes of a (small) tensor attribute.
+  llvm::Expected<std::pair<ir::TensorType, std::vector<uint8_t>>>
+  readTensorBytes(onnx::TensorProto &tensor, llvm::StringRef context);
+
+private:
+  llvm::Expected<std::shared_ptr<llvm::MemoryBuffer>>
+  openExternal(llvm::StringRef location, llvm::StringRef context);
+
+  llvm::DenseMap<const ir::Value *, std::vector<uint8_t>> constants;
+  llvm::DenseSet<const ir::Value *> notConstant;
+  std::map<std::string, std::shared_ptr<llvm::MemoryBuffer>> externalFiles;
+};
+
+/// Attribute readers over a NodeProto.
+const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
+                                     llvm::StringRef name);
+int64_t attrInt(const onnx::NodeProto &node, llvm::StringRef name,
+                int64_t defaultValue);
+float attrFloat(const onnx::NodeProto &node, llvm::StringRef name,
+                float defaultValue);
+std::string attrString(const onnx::NodeProto &node, llvm::StringRef name,
+                       llvm::StringRef defaultValue);
+llvm::Optional<llvm::SmallVector<int64_t, 4>>
+attrInts(const onnx::NodeProto &node, llvm::StringRef name);
+llvm::Optional<llvm::SmallVector<float, 4>>
+attrFloats(const onnx::NodeProto &node, llvm::StringRef name);
+
+/// The normalizer of one op: reads the ONNX node, emits canonical snug
+/// nodes and binds the node's outputs.
+using OpImporter = llvm::Error (*)(Importer &, onnx::NodeProto &);
+/// nullptr when snug does not import `opType` of the default domain.
+OpImporter lookupOpImporter(llvm::StringRef opType);
+
+} // namespace onnx_import
+} // namespace snug
+
+#endif // SNUG_COMPILER_ONNX_ONNXINTERNAL_H

@@ -1,0 +1,240 @@
+//===- OnnxWeights.cpp - TensorProto data into the weight blob ------------===//
+//
+// Reads the data of an initializer or tensor attribute from wherever the
+// model keeps it: raw_data (moved into a buffer the blob shares, no copy),
+// the typed repeated fields (float_data, int32_data for the narrow types and
+// f16/bf16 bit patterns, int64_data, double_data: converted once), or an
+// external file (data_location EXTERNAL, location relative to the model's
+// directory, optional offset and length), mapped once per file and shared by
+// all its tensors. Every path checks that the byte count matches the shape,
+// and names the model, the tensor and what disagrees.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/OnnxInternal.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+namespace snug {
+namespace onnx_import {
+
+using ir::DType;
+
+llvm::Optional<DType> convertDType(int onnxType) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT: return DType::F32;
+  case onnx::TensorProto::FLOAT16: return DType::F16;
+  case onnx::TensorProto::BFLOAT16: return DType::BF16;
+  case onnx::TensorProto::DOUBLE: return DType::F64;
+  case onnx::TensorProto::INT64: return DType::I64;
+  case onnx::TensorProto::INT32: return DType::I32;
+  case onnx::TensorProto::INT16: return DType::I16;
+  case onnx::TensorProto::INT8: return DType::I8;
+  case onnx::TensorProto::UINT8: return DType::U8;
+  case onnx::TensorProto::BOOL: return DType::Bool;
+  default: return llvm::None;
+  }
+}
+
+std::string onnxDTypeName(int onnxType) {
+  if (onnx::TensorProto_DataType_IsValid(onnxType))
+    return onnx::TensorProto_DataType_Name(
+        static_cast<onnx::TensorProto_DataType>(onnxType));
+  return "type " + std::to_string(onnxType);
+}
+
+namespace {
+/// A MemoryBuffer that owns a string (a tensor's raw_data, swapped out of
+/// the parsed model), so the weight blob can share it like a mapped file.
+class StringBuffer : public llvm::MemoryBuffer {
+public:
+  explicit StringBuffer(std::string &&bytes) : bytes(std::move(bytes)) {
+    init(this->bytes.data(), this->bytes.data() + this->bytes.size(),
+         /*RequiresNullTerminator=*/false);
+  }
+  BufferKind getBufferKind() const override { return MemoryBuffer_Malloc; }
+
+private:
+  std::string bytes;
+};
+} // namespace
+
+llvm::Expected<std::shared_ptr<llvm::MemoryBuffer>>
+Importer::openExternal(llvm::StringRef location, llvm::StringRef context) {
+  if (llvm::sys::path::is_absolute(location) || location.contains(".."))
+    return error(context + ": external data location '" + location +
+                 "' must be a relative path inside the model's directory");
+  llvm::SmallString<256> file = llvm::sys::path::parent_path(path);
+  llvm::sys::path::append(file, location);
+  auto found = externalFiles.find(file.str().str());
+  if (found != externalFiles.end())
+    return found->second;
+  auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return error(context + ": cannot open external data file '" + file +
+                 "': " + buffer.getError().message());
+  std::shared_ptr<llvm::MemoryBuffer> shared = std::move(*buffer);
+  externalFiles[file.str().str()] = shared;
+  return shared;
+}
+
+/// The type of `tensor`, checked.
+static llvm::Expected<ir::TensorType>
+readTensorType(const Importer &importer, const onnx::TensorProto &tensor,
+               llvm::StringRef context) {
+  auto dtype = convertDType(tensor.data_type());
+  if (!dtype)
+    return importer.error(context + ": element type " +
+                          onnxDTypeName(tensor.data_type()) +
+                          " is not supported");
+  llvm::SmallVector<int64_t, 4> dims;
+  for (int64_t dim : tensor.dims()) {
+    if (dim < 0)
+      return importer.error(context + ": dim " + llvm::Twine(dim) +
+                            " is negative");
+    dims.push_back(dim);
+  }
+  return ir::TensorType(*dtype, dims);
+}
+
+/// Converts the typed repeated field of `tensor` to little-endian bytes.
+static llvm::Expected<std::vector<uint8_t>>
+readTypedData(const Importer &importer, const onnx::TensorProto &tensor,
+              const ir::TensorType &type, llvm::StringRef context) {
+  int64_t count = type.getNumElements();
+  std::vector<uint8_t> bytes(type.getByteSize());
+  auto mismatch = [&](llvm::StringRef field, int64_t have) {
+    return importer.error(context + ": " + field + " has " +
+                          llvm::Twine(have) + " elements, shape " +
+                          type.str() + " needs " + llvm::Twine(count));
+  };
+  switch (type.getDType()) {
+  case DType::F32:
+    if (tensor.float_data_size() != count)
+      return mismatch("float_data", tensor.float_data_size());
+    std::memcpy(bytes.data(), tensor.float_data().data(), bytes.size());
+    return bytes;
+  case DType::F64:
+    if (tensor.double_data_size() != count)
+      return mismatch("double_data", tensor.double_data_size());
+    std::memcpy(bytes.data(), tensor.double_data().data(), bytes.size());
+    return bytes;
+  case DType::I64:
+    if (tensor.int64_data_size() != count)
+      return mismatch("int64_data", tensor.int64_data_size());
+    std::memcpy(bytes.data(), tensor.int64_data().data(), bytes.size());
+    return bytes;
+  default:
+    break;
+  }
+  if (tensor.int32_data_size() != count)
+    return mismatch("int32_data", tensor.int32_data_size());
+  unsigned size = ir::getDTypeSize(type.getDType());
+  for (int64_t i = 0; i < count; ++i) {
+    int32_t value = tensor.int32_data(i);
+    // Little-endian narrowing: the low `size` bytes (f16/bf16 bit patterns,
+    // int16, int8, uint8, bool).
+    uint8_t raw[4];
+    std::memcpy(raw, &value, 4);
+    std::memcpy(bytes.data() + i * size, raw, size);
+  }
+  return bytes;
+}
+
+static bool isExternal(const onnx::TensorProto &tensor) {
+  return tensor.data_location() == onnx::TensorProto::EXTERNAL;
+}
+
+llvm::Expected<ir::Value *> Importer::importTensor(onnx::TensorProto &tensor,
+                                                   llvm::StringRef name,
+                                                   llvm::StringRef context) {
+  auto type = readTensorType(*this, tensor, context);
+  if (!type)
+    return type.takeError();
+  uint64_t expected = type->getByteSize();
+  ir::WeightBlob &blob = module.getWeightBlob();
+
+  if (isExternal(tensor)) {
+    std::string location;
+    uint64_t offset = 0;
+    llvm::Optional<uint64_t> length;
+    for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
+      uint64_t number = 0;
+      if (entry.key() == "location") {
+        location = entry.value();
+      } else if (entry.key() == "offset" || entry.key() == "length") {
+        if (llvm::StringRef(entry.value()).getAsInteger(10, number))
+          return error(context + ": external data " + entry.key() + " '" +
+                       entry.value() + "' is not a number");
+        if (entry.key() == "offset")
+          offset = number;
+        else
+          length = number;
+      }
+    }
+    if (location.empty())
+      return error(context + ": external data has no location");
+    auto file = openExternal(location, context);
+    if (!file)
+      return file.takeError();
+    uint64_t fileSize = (*file)->getBufferSize();
+    uint64_t size = length.getValueOr(offset <= fileSize ? fileSize - offset : 0);
+    if (offset > fileSize || size > fileSize - offset)
+      return error(context + ": external data [" + llvm::Twine(offset) + ", " +
+                   llvm::Twine(offset + size) + ") lies outside '" + location +
+                   "' (" + llvm::Twine(fileSize) + " bytes)");
+    if (size != expected)
+      return error(context + ": external data holds " + llvm::Twine(size) +
+                   " bytes, shape " + type->str() + " needs " +
+                   llvm::Twine(expected));
+    uint64_t at = blob.addMapped(*file, offset, size);
+    return module.addWeightAt(name, *type, at);
+  }
+
+  if (tensor.has_raw_data()) {
+    if (tensor.raw_data().size() != expected)
+      return error(context + ": raw_data holds " +
+                   llvm::Twine(tensor.raw_data().size()) + " bytes, shape " +
+                   type->str() + " needs " + llvm::Twine(expected));
+    std::string bytes;
+    bytes.swap(*tensor.mutable_raw_data());
+    auto buffer = std::make_shared<StringBuffer>(std::move(bytes));
+    uint64_t at = blob.addMapped(buffer, 0, expected);
+    return module.addWeightAt(name, *type, at);
+  }
+
+  auto bytes = readTypedData(*this, tensor, *type, context);
+  if (!bytes)
+    return bytes.takeError();
+  return module.addWeight(name, *type, *bytes);
+}
+
+llvm::Expected<std::pair<ir::TensorType, std::vector<uint8_t>>>
+Importer::readTensorBytes(onnx::TensorProto &tensor, llvm::StringRef context) {
+  auto type = readTensorType(*this, tensor, context);
+  if (!type)
+    return type.takeError();
+  if (isExternal(tensor))
+    return error(context + ": external data in an attribute is not supported");
+  if (tensor.has_raw_data()) {
+    if (tensor.raw_data().size() != type->getByteSize())
+      return error(context + ": raw_data holds " +
+                   llvm::Twine(tensor.raw_data().size()) + " bytes, shape " +
+                   type->str() + " needs " +
+                   llvm::Twine(type->getByteSize()));
+    const auto *begin =
+        reinterpret_cast<const uint8_t *>(tensor.raw_data().data());
+    return std::make_pair(
+        *type, std::vector<uint8_t>(begin, begin + tensor.raw_data().size()));
+  }
+  auto bytes = readTypedData(*this, tensor, *type, context);
+  if (!bytes)
+    return bytes.takeError();
+  return std::make_pair(*type, std::move(*bytes));
+}
+
+} // namespace onnx_import
+} // namespace snug

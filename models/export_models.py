@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Exports snug's model zoo to ONNX, with reference data from onnxruntime.
+
+Run with the project venv (torch 1.13 from Debian, onnx, onnxruntime):
+
+    .venv/bin/python models/export_models.py [--out DIR] [--models a,b]
+        [--opsets 13,17] [--force]
+
+Each model and opset lands in DIR/<model>-opset<N>/ in the ONNX backend-test
+layout: model.onnx, test_data_set_0/input_<i>.pb and output_<i>.pb (outputs
+computed by onnxruntime on the exported model), plus inputs.txt with the
+input bindings snugc needs (`--dim batch=1`). DIR defaults to
+$SNUG_MODEL_CACHE or <repo>/.cache/models (git-ignored). Existing exports
+are kept unless --force. Weights are random (fixed seeds): the zoo tests the
+compiler, not accuracy.
+
+Every model is exported with a symbolic batch dim named `batch` (so that
+importing exercises --dim binding and the shape-arithmetic folding), and
+exported in a temporary directory renamed into place, so parallel test runs
+never see half a model.
+
+Sizes are kept small where the architecture allows (time on a 2-core CI):
+  vit_small  torchvision VisionTransformer, image 224, patch 16, 4 layers,
+             6 heads, hidden 384, mlp 1536 (ViT-S/16 width, a third the depth)
+  bert_small torch.nn.TransformerEncoder, 2 layers, d_model 256, 4 heads,
+             seq 128, vocab 1000, key-padding attention mask input; exported
+             with grad enabled (torch 1.13 cannot export its fused fast path)
+  gpt2_small a GPT-2 style decoder written out: token + position embedding,
+             2 blocks of pre-LayerNorm causal attention (MatMul, masked
+             Softmax) and GELU MLP, d_model 256, 4 heads, seq 128, vocab 1000
+The torchvision CNNs are the standard configurations.
+
+    models/export_models.py --default   writes the tiny committed demo model
+                                        to models/default/
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEQ = 128
+
+
+def default_cache():
+    return os.environ.get("SNUG_MODEL_CACHE",
+                          os.path.join(REPO, ".cache", "models"))
+
+
+# --------------------------------------------------------------------------
+# Models: each returns (module, [(name, example tensor, dynamic axes)], outputs)
+# --------------------------------------------------------------------------
+
+def image_model(builder):
+    import torch
+
+    def build():
+        model = builder()
+        x = torch.randn(1, 3, 224, 224)
+        return model, [("input", x, {0: "batch"})], ["output"]
+    return build
+
+
+def torchvision_models():
+    import torchvision.models as tvm
+    return {
+        "resnet50": image_model(lambda: tvm.resnet50()),
+        "mobilenet_v2": image_model(lambda: tvm.mobilenet_v2()),
+        "mobilenet_v3_small": image_model(lambda: tvm.mobilenet_v3_small()),
+        "efficientnet_b0": image_model(lambda: tvm.efficientnet_b0()),
+        "squeezenet1_1": image_model(lambda: tvm.squeezenet1_1()),
+        "vit_small": image_model(lambda: tvm.VisionTransformer(
+            image_size=224, patch_size=16, num_layers=4, num_heads=6,
+            hidden_dim=384, mlp_dim=1536)),
+    }
+
+
+def build_bert():
+    import torch
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def __init__(self, vocab=1000, d_model=256, heads=4, layers=2):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, d_model)
+            self.position = nn.Parameter(torch.randn(1, SEQ, d_model) * 0.02)
+            layer = nn.TransformerEncoderLayer(
+                d_model, heads, dim_feedforward=4 * d_model, dropout=0.1,
+                activation="gelu", batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, layers)
+            self.norm = nn.LayerNorm(d_model)
+
+        def forward(self, input_ids, attention_mask):
+            x = self.embed(input_ids) + self.position
+            # attention_mask: 1 for real tokens, 0 for padding (BERT's sense).
+            x = self.encoder(x, src_key_padding_mask=attention_mask == 0)
+            return self.norm(x)
+
+    ids = torch.randint(0, 1000, (1, SEQ))
+    mask = torch.ones(1, SEQ, dtype=torch.int64)
+    mask[:, SEQ - 16:] = 0
+    return Encoder(), [("input_ids", ids, {0: "batch"}),
+                       ("attention_mask", mask, {0: "batch"})], ["hidden"]
+
+
+def build_gpt2():
+    import math
+    import torch
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self, d_model, heads):
+            super().__init__()
+            self.heads = heads
+            self.ln1 = nn.LayerNorm(d_model)
+            self.qkv = nn.Linear(d_model, 3 * d_model)
+            self.proj = nn.Linear(d_model, d_model)
+            self.ln2 = nn.LayerNorm(d_model)
+            self.fc = nn.Linear(d_model, 4 * d_model)
+            self.out = nn.Linear(4 * d_model, d_model)
+            self.register_buffer(
+                "causal", torch.tril(torch.ones(SEQ, SEQ, dtype=torch.bool)))
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+            shape = (b, t, self.heads, c // self.heads)
+            q = q.view(shape).transpose(1, 2)
+            k = k.view(shape).transpose(1, 2)
+            v = v.view(shape).transpose(1, 2)
+            scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+            scores = scores.masked_fill(~self.causal[:t, :t], float("-inf"))
+            attn = torch.softmax(scores, dim=-1)
+            y = torch.matmul(attn, v).transpose(1, 2).reshape(b, t, c)
+            x = x + self.proj(y)
+            return x + self.out(nn.functional.gelu(self.fc(self.ln2(x))))
+
+    class Decoder(nn.Module):
+        def __init__(self, vocab=1000, d_model=256, heads=4, layers=2):
+            super().__init__()
+            self.wte = nn.Embedding(vocab, d_model)
+            self.wpe = nn.Embedding(SEQ, d_model)
+            self.blocks = nn.ModuleList(Block(d_model, heads) for _ in range(layers))
+            self.ln = nn.LayerNorm(d_model)
+            self.head = nn.Linear(d_model, vocab, bias=False)
+
+        def forward(self, input_ids):
+            positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+            x = self.wte(input_ids) + self.wpe(positions)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.ln(x))
+
+    ids = torch.randint(0, 1000, (1, SEQ))
+    return Decoder(), [("input_ids", ids, {0: "batch"})], ["logits"]
+
+
+def build_default():
+    """The demo model: a small real CNN on 1x3x32x32 (well under 5 MB)."""
+    import torch
+    import torch.nn as nn
+
+    class TinyNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(
+                nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+                nn.AdaptiveAvgPool2d(1))
+            self.classifier = nn.Linear(64, 10)
+
+        def forward(self, x):
+            return torch.softmax(self.classifier(torch.flatten(self.features(x), 1)), 1)
+
+    return TinyNet(), [("input", torch.randn(1, 3, 32, 32), {})], ["probabilities"]
+
+
+def all_models():
+    models = dict(torchvision_models())
+    models["bert_small"] = build_bert
+    models["gpt2_small"] = build_gpt2
+    return models
+
+
+# --------------------------------------------------------------------------
+# Export
+# --------------------------------------------------------------------------
+
+def write_tensor(path, array, name):
+    from onnx import numpy_helper
+    tensor = numpy_helper.from_array(array, name)
+    with open(path, "wb") as f:
+        f.write(tensor.SerializeToString())
+
+
+def export(name, build, opset, out_dir, seed=0):
+    import torch
+    import onnxruntime as ort
+
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    model, inputs, output_names = build()
+    model.eval()
+    tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=os.path.dirname(out_dir))
+    os.chmod(tmp, 0o755)
+    try:
+        path = os.path.join(tmp, "model.onnx")
+        args = tuple(tensor for _, tensor, _ in inputs)
+        dynamic = {n: axes for n, _, axes in inputs if axes}
+        if dynamic:
+            for out in output_names:
+                dynamic[out] = {0: "batch"}
+        # Grad stays enabled: torch 1.13's TransformerEncoder fast path
+        # (taken under no_grad in eval mode) has no ONNX export.
+        torch.onnx.export(model, args, path, opset_version=opset,
+                          input_names=[n for n, _, _ in inputs],
+                          output_names=output_names,
+                          dynamic_axes=dynamic or None,
+                          do_constant_folding=True)
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = {n: t.detach().numpy() for n, t, _ in inputs}
+        outputs = session.run(None, feeds)
+        data = os.path.join(tmp, "test_data_set_0")
+        os.makedirs(data)
+        for i, (n, _, _) in enumerate(inputs):
+            write_tensor(os.path.join(data, f"input_{i}.pb"), feeds[n], n)
+        for i, (n, value) in enumerate(zip(output_names, outputs)):
+            write_tensor(os.path.join(data, f"output_{i}.pb"), value, n)
+        with open(os.path.join(tmp, "inputs.txt"), "w") as f:
+            f.write("--dim batch=1\n" if dynamic else "")
+        if os.path.exists(out_dir):
+            shutil.rmtree(out_dir)
+        os.rename(tmp, out_dir)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=default_cache())
+    parser.add_argument("--models", default="all",
+                        help="comma-separated names, or 'all'")
+    parser.add_argument("--opsets", default="13,17")
+    parser.add_argument("--force", action="store_true")
+    parser.add_argument("--default", action="store_true",
+                        help="write the demo model to models/default/")
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+
+    if args.default:
+        out = os.path.join(REPO, "models", "default")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        export("default", build_default, 13, out)
+        print(f"wrote {out}")
+        return 0
+
+    models = all_models()
+    if args.list:
+        print("\n".join(models))
+        return 0
+    names = list(models) if args.models == "all" else args.models.split(",")
+    unknown = [n for n in names if n not in models]
+    if unknown:
+        print(f"error: unknown models: {', '.join(unknown)}; known: "
+              f"{', '.join(models)}", file=sys.stderr)
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+    for name in names:
+        for opset in (int(o) for o in args.opsets.split(",")):
+            out = os.path.join(args.out, f"{name}-opset{opset}")
+            if os.path.exists(os.path.join(out, "model.onnx")) and not args.force:
+                print(f"{out}: present")
+                continue
+            export(name, models[name], opset, out)
+            print(f"{out}: exported")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

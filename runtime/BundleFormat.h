@@ -1,0 +1,141 @@
+//===- BundleFormat.h - The .snug file layout, version 1 --------*- C++ -*-===//
+//
+// Constants and codes shared by the bundle writer (compiler/bundle) and the
+// bundle reader (runtime). Header-only and free of LLVM so both sides include
+// it. Everything is little-endian.
+//
+//   header (32 bytes)
+//     0  char[8]  magic "SNUGBNDL"
+//     8  u32      format version (kBundleVersion)
+//     12 u32      section count
+//     16 u64      file size
+//     24 u64      plan hash: FNV-1a 64 over the whole file except this
+//                 field (bytes [0, 24) then [32, file size))
+//   section table (count x 24 bytes): u32 kind, u32 flags, u64 offset, u64 size
+//   sections, each starting on a 64-byte boundary of the file:
+//     Manifest   names, dtypes, dims and locations of inputs/outputs; arena
+//                size and alignment; weights size; pipeline; snug version
+//     Weights    raw weight bytes, each weight on a 64-byte boundary of the
+//                section (so an mmap of the file gives aligned weights)
+//     HostPlan   ops in schedule order: name, attributes, operand and result
+//                locations (absent | arena offset | weights offset)
+//     DevicePlan, KernelImages: reserved for the CUDA executor; a reader that
+//                does not use a section kind skips it.
+//
+// The encoding inside Manifest and HostPlan is a flat stream: u8/u32/u64/i64/
+// f32 little-endian, a string is u32 length + bytes (no terminator), a list is
+// u32 count + elements. A location is u8 kind, u8 dtype, u16 zero, u32 rank,
+// rank x i64 dims, u64 offset. An attribute is string name, u8 kind, value.
+//
+// Dtype codes are ONNX's TensorProto.DataType numbers, so the C API, the .pb
+// reader of snug-run and the bundle agree without a table.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_RUNTIME_BUNDLEFORMAT_H
+#define SNUG_RUNTIME_BUNDLEFORMAT_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace snug {
+namespace bundle {
+
+constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'B', 'N', 'D', 'L'};
+constexpr uint32_t kBundleVersion = 1;
+constexpr uint64_t kHeaderSize = 32;
+constexpr uint64_t kSectionEntrySize = 24;
+constexpr uint64_t kHashOffset = 24;
+constexpr uint64_t kSectionAlignment = 64;
+constexpr uint64_t kWeightAlignment = 64;
+/// Sanity limits the reader enforces (a bundle past them is corrupt).
+constexpr uint32_t kMaxSections = 64;
+constexpr uint32_t kMaxRank = 16;
+
+enum SectionKind : uint32_t {
+  Manifest = 1,
+  Weights = 2,
+  HostPlan = 3,
+  DevicePlan = 4,   // reserved: CUDA launch plan
+  KernelImages = 5, // reserved: cubin per arch + PTX
+};
+
+enum LocationKind : uint8_t { Absent = 0, Arena = 1, Weight = 2 };
+
+enum AttrKind : uint8_t {
+  AttrInt = 1,
+  AttrFloat = 2,
+  AttrString = 3,
+  AttrInts = 4,
+  AttrFloats = 5,
+  AttrStrings = 6,
+  AttrTensor = 7,
+};
+
+/// ONNX TensorProto.DataType numbers.
+enum DTypeCode : uint8_t {
+  DTypeF32 = 1,
+  DTypeU8 = 2,
+  DTypeI8 = 3,
+  DTypeI16 = 5,
+  DTypeI32 = 6,
+  DTypeI64 = 7,
+  DTypeBool = 9,
+  DTypeF16 = 10,
+  DTypeF64 = 11,
+  DTypeBF16 = 16,
+};
+
+/// Bytes per element, 0 for a code that is not a snug dtype.
+inline unsigned dtypeSize(uint8_t code) {
+  switch (code) {
+  case DTypeF32: case DTypeI32: return 4;
+  case DTypeU8: case DTypeI8: case DTypeBool: return 1;
+  case DTypeI16: case DTypeF16: case DTypeBF16: return 2;
+  case DTypeI64: case DTypeF64: return 8;
+  default: return 0;
+  }
+}
+
+inline const char *dtypeName(uint8_t code) {
+  switch (code) {
+  case DTypeF32: return "f32";
+  case DTypeU8: return "u8";
+  case DTypeI8: return "i8";
+  case DTypeI16: return "i16";
+  case DTypeI32: return "i32";
+  case DTypeI64: return "i64";
+  case DTypeBool: return "bool";
+  case DTypeF16: return "f16";
+  case DTypeF64: return "f64";
+  case DTypeBF16: return "bf16";
+  default: return "?";
+  }
+}
+
+constexpr uint64_t kFnvOffset = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+/// FNV-1a 64 of `size` bytes, continuing from `hash`.
+inline uint64_t fnv1a(const uint8_t *data, size_t size,
+                      uint64_t hash = kFnvOffset) {
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= data[i];
+    hash *= kFnvPrime;
+  }
+  return hash;
+}
+
+/// The plan hash of a whole bundle of `size` >= 32 bytes.
+inline uint64_t bundleHash(const uint8_t *data, size_t size) {
+  return fnv1a(data + kHashOffset + 8, size - kHashOffset - 8,
+               fnv1a(data, kHashOffset));
+}
+
+inline uint64_t alignTo(uint64_t value, uint64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+} // namespace bundle
+} // namespace snug
+
+#endif // SNUG_RUNTIME_BUNDLEFORMAT_H

@@ -1,0 +1,111 @@
+//===- BundleReader.h - Reading and checking a .snug bundle -----*- C++ -*-===//
+//
+// Reads a version-1 bundle (runtime/BundleFormat.h) into memory and checks it
+// completely before anything runs: magic, version, file size, hash, section
+// table, and that every location of the manifest and the host plan lies inside
+// the arena or the weights section. A bundle that passes can be executed
+// without further bounds checks on locations. Errors name the file.
+//
+// Not done here: whether the host has a kernel for each op (the executor
+// checks that when the bundle is loaded through the C API), whether the plan
+// overlaps live buffers (that is the planner's verifier's job).
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_RUNTIME_BUNDLEREADER_H
+#define SNUG_RUNTIME_BUNDLEREADER_H
+
+#include "runtime/BundleFormat.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace snug {
+namespace rt {
+
+/// Where a tensor of the plan lives.
+struct Location {
+  uint8_t kind = bundle::Absent; // bundle::LocationKind
+  uint8_t dtype = 0;             // bundle::DTypeCode
+  std::vector<int64_t> dims;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  int64_t numElements = 0;
+
+  bool isPresent() const { return kind != bundle::Absent; }
+};
+
+struct Attr {
+  uint8_t kind = bundle::AttrInt; // bundle::AttrKind
+  int64_t i = 0;
+  float f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::vector<std::string> strings;
+  // Tensor: dtype, dims and bytes.
+  uint8_t tensorDType = 0;
+  std::vector<int64_t> tensorDims;
+  std::vector<uint8_t> tensorBytes;
+};
+
+struct PlanOp {
+  std::string opName;
+  std::string nodeName;
+  std::vector<std::pair<std::string, Attr>> attributes; // sorted by name
+  std::vector<Location> operands;
+  std::vector<Location> results;
+
+  const Attr *getAttr(const std::string &name) const;
+  /// "node 'conv1' (Conv)" or "op #3 (Conv)".
+  std::string describe(size_t index) const;
+};
+
+struct TensorDesc {
+  std::string name;
+  Location location;
+};
+
+/// A loaded bundle. The file's bytes stay in memory (64-byte aligned) for the
+/// weights; everything else is decoded.
+class Bundle {
+public:
+  std::string path;
+  uint32_t version = 0;
+  uint64_t planHash = 0;
+  std::string compilerVersion;
+  std::string pipeline;
+  std::string moduleName;
+  uint64_t arenaSize = 0;
+  uint64_t alignment = 0;
+  uint64_t weightsSize = 0;
+  uint64_t lowerBound = 0;
+  std::vector<TensorDesc> inputs;
+  std::vector<TensorDesc> outputs;
+  std::vector<PlanOp> ops;
+
+  const uint8_t *getWeights() const { return weights; }
+
+private:
+  friend Status parseBundle(const uint8_t *, size_t, const std::string &,
+                            std::unique_ptr<Bundle> &);
+  struct FreeDeleter {
+    void operator()(uint8_t *p) const;
+  };
+  std::unique_ptr<uint8_t, FreeDeleter> storage;
+  const uint8_t *weights = nullptr;
+};
+
+/// Reads and checks the bundle at `path`.
+Status readBundle(const std::string &path, std::unique_ptr<Bundle> &out);
+/// Checks and decodes `size` bytes; `name` names them in messages. Copies
+/// the bytes (the result does not refer to `data`).
+Status parseBundle(const uint8_t *data, size_t size, const std::string &name,
+                   std::unique_ptr<Bundle> &out);
+
+} // namespace rt
+} // namespace snug
+
+#endif // SNUG_RUNTIME_BUNDLEREADER_H

@@ -1,0 +1,107 @@
+//===- HostExecutor.cpp - Running a host plan in one host arena -----------===//
+#include "runtime/host/HostExecutor.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace snug {
+namespace rt {
+
+Status checkHostSupport(const Bundle &bundle) {
+  for (size_t i = 0; i < bundle.ops.size(); ++i)
+    if (!findHostKernel(bundle.ops[i].opName))
+      return Status(SNUG_ERROR_UNSUPPORTED,
+                    "bundle '" + bundle.path + "': " +
+                        bundle.ops[i].describe(i) +
+                        ": op '" + bundle.ops[i].opName +
+                        "' has no host kernel");
+  return Status::ok();
+}
+
+Status HostExecutor::create(const Bundle &bundle, void *callerArena,
+                            uint64_t arenaBytes, bool poison,
+                            std::unique_ptr<HostExecutor> &out) {
+  if (Status s = checkHostSupport(bundle))
+    return s;
+  std::unique_ptr<HostExecutor> executor(new HostExecutor(bundle));
+  executor->poison = poison;
+  uint64_t alignment = std::min<uint64_t>(bundle.alignment ? bundle.alignment : 1, 64);
+  if (callerArena) {
+    if (arenaBytes < bundle.arenaSize)
+      return invalidArgument("caller arena of " + std::to_string(arenaBytes) +
+                             " bytes is smaller than the " +
+                             std::to_string(bundle.arenaSize) +
+                             " bytes the plan of '" + bundle.path +
+                             "' needs");
+    if (reinterpret_cast<uintptr_t>(callerArena) % alignment)
+      return invalidArgument("caller arena is not aligned to " +
+                             std::to_string(alignment) + " bytes");
+    executor->arena = static_cast<uint8_t *>(callerArena);
+  } else {
+    uint64_t bytes = bundle::alignTo(std::max<uint64_t>(bundle.arenaSize, 1), 64);
+    executor->arena = static_cast<uint8_t *>(std::aligned_alloc(64, bytes));
+    if (!executor->arena)
+      return Status(SNUG_ERROR_OUT_OF_MEMORY,
+                    "cannot allocate a host arena of " +
+                        std::to_string(bundle.arenaSize) + " bytes");
+    executor->ownsArena = true;
+  }
+  // Bind every location once; the reader checked they lie in bounds.
+  uint8_t *weights = const_cast<uint8_t *>(bundle.getWeights());
+  auto bind = [&](const Location &location) {
+    TensorView view;
+    if (!location.isPresent())
+      return view;
+    view.present = true;
+    view.data = (location.kind == bundle::Arena ? executor->arena : weights) +
+                location.offset;
+    view.dtype = location.dtype;
+    view.dims = &location.dims;
+    view.numElements = location.numElements;
+    view.bytes = location.bytes;
+    return view;
+  };
+  for (size_t i = 0; i < bundle.ops.size(); ++i) {
+    const PlanOp &op = bundle.ops[i];
+    BoundOp bound{findHostKernel(op.opName), KernelContext(op, i)};
+    for (const Location &operand : op.operands)
+      bound.context.inputs.push_back(bind(operand));
+    for (const Location &result : op.results)
+      bound.context.outputs.push_back(bind(result));
+    executor->ops.push_back(std::move(bound));
+  }
+  // Poison ranges: the arena minus the inputs' ranges.
+  std::vector<std::pair<uint64_t, uint64_t>> inputs;
+  for (const TensorDesc &input : bundle.inputs)
+    inputs.push_back({input.location.offset,
+                      input.location.offset + input.location.bytes});
+  std::sort(inputs.begin(), inputs.end());
+  uint64_t at = 0;
+  for (const auto &range : inputs) {
+    if (range.first > at)
+      executor->poisonRanges.push_back({at, range.first});
+    at = std::max(at, range.second);
+  }
+  if (at < bundle.arenaSize)
+    executor->poisonRanges.push_back({at, bundle.arenaSize});
+  out = std::move(executor);
+  return Status::ok();
+}
+
+HostExecutor::~HostExecutor() {
+  if (ownsArena)
+    std::free(arena);
+}
+
+Status HostExecutor::run() {
+  if (poison)
+    for (const auto &range : poisonRanges)
+      std::memset(arena + range.first, 0xff, range.second - range.first);
+  for (BoundOp &op : ops)
+    if (Status s = op.kernel(op.context))
+      return s;
+  return Status::ok();
+}
+
+} // namespace rt
+} // namespace snug

@@ -1,0 +1,62 @@
+//===- HostExecutor.h - Running a host plan in one host arena ---*- C++ -*-===//
+//
+// The host executor runs a bundle's host plan with the reference kernels. It
+// allocates one arena of exactly the planned size (64-byte aligned) or
+// borrows the caller's, binds every operand and result to its planned place
+// (arena offset or weights offset) once, at creation, and then only calls
+// kernels: a run allocates nothing in the arena's stead and touches no byte
+// outside the planned locations. It is the oracle on machines without a
+// GPU, not a fast path.
+//
+// With poisoning on, every run first fills the arena with 0xFF bytes (NaN in
+// every float type, -1 in the integers) except where the graph inputs are,
+// so a kernel that reads memory the plan never wrote shows up as NaN.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_RUNTIME_HOST_HOSTEXECUTOR_H
+#define SNUG_RUNTIME_HOST_HOSTEXECUTOR_H
+
+#include "runtime/BundleReader.h"
+#include "runtime/host/Kernels.h"
+
+#include <memory>
+#include <vector>
+
+namespace snug {
+namespace rt {
+
+/// Checks that the host has a kernel for every op of the plan; the error
+/// names the first op without one.
+Status checkHostSupport(const Bundle &bundle);
+
+class HostExecutor {
+public:
+  /// `arena` may be null (allocate) or a caller buffer of `arenaBytes`.
+  static Status create(const Bundle &bundle, void *arena, uint64_t arenaBytes,
+                       bool poison, std::unique_ptr<HostExecutor> &out);
+  ~HostExecutor();
+
+  Status run();
+  uint8_t *getArena() { return arena; }
+  void setPoison(bool enabled) { poison = enabled; }
+
+private:
+  HostExecutor(const Bundle &bundle) : bundle(bundle) {}
+  struct BoundOp {
+    Kernel kernel;
+    KernelContext context;
+  };
+
+  const Bundle &bundle;
+  uint8_t *arena = nullptr;
+  bool ownsArena = false;
+  bool poison = false;
+  std::vector<BoundOp> ops;
+  /// Arena ranges outside every input: what poisoning fills.
+  std::vector<std::pair<uint64_t, uint64_t>> poisonRanges;
+};
+
+} // namespace rt
+} // namespace snug
+
+#endif // SNUG_RUNTIME_HOST_HOSTEXECUTOR_H

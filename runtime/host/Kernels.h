@@ -1,0 +1,181 @@
+//===- Kernels.h - Host reference kernels: context and helpers --*- C++ -*-===//
+//
+// A host kernel reads its operands and writes its results at the locations
+// the plan gives (pointers into the one arena or the weights section) and
+// nowhere else. Kernels are reference code: clear loops, f32 computed
+// directly, f16/bf16/f64 converted to float or double and stored with
+// round-to-nearest-even (ir/Float16.h). A result may alias an operand exactly
+// when the planner placed it in place (elementwise ops, view copies); every
+// kernel below is written so that this is safe: elementwise loops read
+// element i of every operand before writing element i, copies use memmove or
+// skip when source and destination coincide. Other ops are never aliased by
+// the planner.
+//
+// Kernels are registered by family (one file each) into a table by op name.
+// Parameters come from attributes in snug's canonical form (see
+// compiler/onnx/OnnxImporter.h); where the canonical form keeps an ONNX input
+// as an operand, it is a weight and the kernel reads it like any operand.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_RUNTIME_HOST_KERNELS_H
+#define SNUG_RUNTIME_HOST_KERNELS_H
+
+#include "runtime/BundleReader.h"
+
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace snug {
+namespace rt {
+
+/// An operand or result of one op: where it is and what it holds.
+struct TensorView {
+  uint8_t *data = nullptr; // nullptr for an absent operand
+  uint8_t dtype = 0;
+  const std::vector<int64_t> *dims = nullptr;
+  int64_t numElements = 0;
+  uint64_t bytes = 0;
+
+  bool present = false;
+
+  unsigned getRank() const { return dims ? unsigned(dims->size()) : 0; }
+  int64_t dim(unsigned i) const { return (*dims)[i]; }
+  unsigned elementSize() const { return bundle::dtypeSize(dtype); }
+};
+
+class KernelContext {
+public:
+  KernelContext(const PlanOp &op, size_t index) : op(op), index(index) {}
+
+  const PlanOp &op;
+  size_t index;
+  std::vector<TensorView> inputs;
+  std::vector<TensorView> outputs;
+
+  size_t numInputs() const { return inputs.size(); }
+  bool hasInput(size_t i) const { return i < inputs.size() && inputs[i].present; }
+  const TensorView &in(size_t i) const { return inputs[i]; }
+  const TensorView &out(size_t i) const { return outputs[i]; }
+
+  int64_t getInt(const char *name, int64_t fallback) const;
+  float getFloat(const char *name, float fallback) const;
+  std::string getString(const char *name, const std::string &fallback) const;
+  /// nullptr when absent.
+  const std::vector<int64_t> *getInts(const char *name) const;
+  const std::vector<float> *getFloats(const char *name) const;
+  const Attr *getAttr(const char *name) const { return op.getAttr(name); }
+
+  /// A runtime error naming the op: "node 'x' (Conv): message".
+  Status error(const std::string &message) const;
+  /// Checks operand/result counts (inputs present up to `minInputs`).
+  Status expect(size_t minInputs, size_t minOutputs) const;
+};
+
+using Kernel = Status (*)(KernelContext &);
+using KernelTable = std::unordered_map<std::string, Kernel>;
+
+/// The kernel for `opName`, nullptr when the host has none.
+Kernel findHostKernel(const std::string &opName);
+/// Names of every op with a host kernel, sorted.
+std::vector<std::string> listHostKernels();
+
+void registerElementwiseKernels(KernelTable &table);
+void registerNormalizeKernels(KernelTable &table);
+void registerConvKernels(KernelTable &table);
+void registerLinalgKernels(KernelTable &table);
+void registerDataMovementKernels(KernelTable &table);
+
+//===----------------------------------------------------------------------===//
+// Element access
+//===----------------------------------------------------------------------===//
+
+bool isFloatCode(uint8_t dtype);
+/// Element `i` as a double (bool as 0/1, integers exactly up to 2^53).
+double loadDouble(const uint8_t *base, uint8_t dtype, int64_t i);
+/// Stores `value` rounded to the dtype (f16/bf16 round to nearest even,
+/// integers truncate toward zero, NaN to an integer stores 0).
+void storeDouble(uint8_t *base, uint8_t dtype, int64_t i, double value);
+/// Element `i` of an integer or bool tensor as int64 (floats truncate).
+int64_t loadInt(const uint8_t *base, uint8_t dtype, int64_t i);
+void storeInt(uint8_t *base, uint8_t dtype, int64_t i, int64_t value);
+
+/// A float array view of an operand: the operand itself when it is an
+/// aligned f32 tensor, a converted copy otherwise.
+class FloatInput {
+public:
+  explicit FloatInput(const TensorView &view);
+  const float *data() const { return pointer; }
+  float operator[](int64_t i) const { return pointer[i]; }
+
+private:
+  std::vector<float> copy;
+  const float *pointer = nullptr;
+};
+
+/// A float array to write a result through; finish() stores it into the
+/// result's dtype when it was not written in place.
+class FloatOutput {
+public:
+  explicit FloatOutput(const TensorView &view);
+  float *data() { return pointer; }
+  float &operator[](int64_t i) { return pointer[i]; }
+  void finish();
+
+private:
+  const TensorView &view;
+  std::vector<float> copy;
+  float *pointer = nullptr;
+};
+
+/// Row-major strides (in elements).
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &dims);
+
+/// Walks the elements of `outDims` and, for each, the matching element of
+/// each input broadcast to it (numpy rules; inputs right-aligned).
+class Broadcast {
+public:
+  Broadcast(const std::vector<int64_t> &outDims,
+            const std::vector<const std::vector<int64_t> *> &inputDims);
+  /// False when some input does not broadcast to outDims.
+  bool isValid() const { return valid; }
+  template <typename F> void forEach(F f) const {
+    int64_t total = 1;
+    for (int64_t d : outDims)
+      total *= d;
+    if (total == 0)
+      return;
+    size_t rank = outDims.size(), count = strides.size();
+    std::vector<int64_t> counter(rank, 0), offsets(count, 0);
+    for (int64_t index = 0; index < total; ++index) {
+      f(index, offsets.data());
+      for (size_t d = rank; d-- > 0;) {
+        if (++counter[d] < outDims[d]) {
+          for (size_t k = 0; k < count; ++k)
+            offsets[k] += strides[k][d];
+          break;
+        }
+        for (size_t k = 0; k < count; ++k)
+          offsets[k] -= strides[k][d] * (outDims[d] - 1);
+        counter[d] = 0;
+      }
+    }
+  }
+
+private:
+  std::vector<int64_t> outDims;
+  std::vector<std::vector<int64_t>> strides; // per input, 0 where broadcast
+  bool valid = true;
+};
+
+/// memmove unless source and destination coincide.
+inline void copyBytes(uint8_t *dst, const uint8_t *src, uint64_t bytes) {
+  if (dst != src && bytes)
+    std::memmove(dst, src, bytes);
+}
+
+} // namespace rt
+} // namespace snug
+
+#endif // SNUG_RUNTIME_HOST_KERNELS_H

@@ -1,0 +1,586 @@
+//===- DataMovementKernels.cpp - Views, copies, gathers, resizes, casts ---===//
+//
+// Byte-level kernels: they move elements of any dtype without looking at
+// them (except Cast, Pad's constant and Resize's interpolation). View ops
+// (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) copy bytes and
+// skip the copy when the planner put the result on the operand. Concat skips
+// an operand that already sits at its slice of the result. Parameters are
+// canonical attributes: Slice starts/ends/axes/steps resolved (in range, no
+// negative axes), Pad `pads` (+ `mode`, constant from `value` or operand 2),
+// Resize `sizes` (+ optional `scales`), Expand/Reshape `shape`, Tile
+// `repeats`, Split `split`, Cast `to` (a dtype name such as "f32").
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/host/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace snug {
+namespace rt {
+
+using namespace bundle;
+
+namespace {
+
+Status viewKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  if (x.bytes != y.bytes)
+    return ctx.error("operand and result differ in size");
+  copyBytes(y.data, x.data, y.bytes);
+  return Status::ok();
+}
+
+/// Inference-mode Dropout: the identity, and an all-true mask if asked.
+Status dropoutKernel(KernelContext &ctx) {
+  if (ctx.hasInput(2) && ctx.in(2).numElements &&
+      loadInt(ctx.in(2).data, ctx.in(2).dtype, 0))
+    return ctx.error("training_mode is not supported");
+  if (Status s = viewKernel(ctx))
+    return s;
+  if (ctx.outputs.size() > 1 && ctx.out(1).present)
+    for (int64_t i = 0; i < ctx.out(1).numElements; ++i)
+      storeInt(ctx.out(1).data, ctx.out(1).dtype, i, 1);
+  return Status::ok();
+}
+
+Status transposeKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  size_t rank = x.getRank();
+  std::vector<int64_t> perm;
+  if (const std::vector<int64_t> *given = ctx.getInts("perm"))
+    perm = *given;
+  else
+    for (size_t i = rank; i-- > 0;)
+      perm.push_back(int64_t(i));
+  if (perm.size() != rank || y.getRank() != rank)
+    return ctx.error("perm does not match the rank");
+  std::vector<int64_t> inStrides = stridesOf(*x.dims);
+  std::vector<int64_t> permuted(rank);
+  std::vector<bool> seen(rank, false);
+  for (size_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= int64_t(rank) || seen[perm[d]] ||
+        y.dim(d) != x.dim(perm[d]))
+      return ctx.error("perm is not a permutation matching the result");
+    seen[perm[d]] = true;
+    permuted[d] = inStrides[perm[d]];
+  }
+  // Walk the result in order; `permuted` gives the input stride of each dim.
+  std::vector<int64_t> counter(rank, 0);
+  unsigned size = y.elementSize();
+  int64_t src = 0;
+  for (int64_t i = 0; i < y.numElements; ++i) {
+    std::memcpy(y.data + i * size, x.data + src * size, size);
+    for (size_t d = rank; d-- > 0;) {
+      if (++counter[d] < y.dim(d)) {
+        src += permuted[d];
+        break;
+      }
+      src -= permuted[d] * (y.dim(d) - 1);
+      counter[d] = 0;
+    }
+  }
+  return Status::ok();
+}
+
+int64_t axisAttr(const KernelContext &ctx, int64_t rank, int64_t fallback) {
+  int64_t axis = ctx.getInt("axis", fallback);
+  return axis < 0 ? axis + rank : axis;
+}
+
+Status concatKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &y = ctx.out(0);
+  int64_t rank = y.getRank();
+  int64_t axis = axisAttr(ctx, rank, 0);
+  if (axis < 0 || axis >= rank)
+    return ctx.error("axis out of range");
+  int64_t outer = 1, inner = y.elementSize();
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < axis)
+      outer *= y.dim(d);
+    else if (d > axis)
+      inner *= y.dim(d);
+  int64_t total = 0;
+  for (const TensorView &x : ctx.inputs)
+    if (!x.present || x.getRank() != uint64_t(rank))
+      return ctx.error("operands must be present and of the result's rank");
+    else
+      total += x.dim(axis);
+  if (total != y.dim(axis))
+    return ctx.error("operands do not add up to the result along the axis");
+  int64_t rowBytes = y.dim(axis) * inner, at = 0;
+  for (const TensorView &x : ctx.inputs) {
+    int64_t chunk = x.dim(axis) * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      copyBytes(y.data + o * rowBytes + at, x.data + o * chunk, chunk);
+    at += chunk;
+  }
+  return Status::ok();
+}
+
+Status splitKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0);
+  int64_t rank = x.getRank();
+  int64_t axis = axisAttr(ctx, rank, 0);
+  if (axis < 0 || axis >= rank)
+    return ctx.error("axis out of range");
+  int64_t outer = 1, inner = x.elementSize();
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < axis)
+      outer *= x.dim(d);
+    else if (d > axis)
+      inner *= x.dim(d);
+  int64_t rowBytes = x.dim(axis) * inner, at = 0;
+  for (const TensorView &y : ctx.outputs) {
+    if (y.getRank() != uint64_t(rank))
+      return ctx.error("results must have the operand's rank");
+    int64_t chunk = y.dim(axis) * inner;
+    if (at + chunk > rowBytes)
+      return ctx.error("results exceed the operand along the axis");
+    for (int64_t o = 0; o < outer; ++o)
+      copyBytes(y.data + o * chunk, x.data + o * rowBytes + at, chunk);
+    at += chunk;
+  }
+  return Status::ok();
+}
+
+/// Visits every element of `dims` with its multi-index.
+template <typename F> void forEachIndex(const std::vector<int64_t> &dims, F f) {
+  int64_t total = 1;
+  for (int64_t d : dims)
+    total *= d;
+  std::vector<int64_t> index(dims.size(), 0);
+  for (int64_t i = 0; i < total; ++i) {
+    f(i, index);
+    for (size_t d = dims.size(); d-- > 0;) {
+      if (++index[d] < dims[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+Status sliceKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  size_t rank = x.getRank();
+  if (y.getRank() != rank)
+    return ctx.error("result rank differs from the operand's");
+  const std::vector<int64_t> *starts = ctx.getInts("starts");
+  const std::vector<int64_t> *axes = ctx.getInts("axes");
+  const std::vector<int64_t> *steps = ctx.getInts("steps");
+  std::vector<int64_t> start(rank, 0), step(rank, 1);
+  if (starts) {
+    for (size_t i = 0; i < starts->size(); ++i) {
+      int64_t axis = axes && i < axes->size() ? (*axes)[i] : int64_t(i);
+      if (axis < 0)
+        axis += rank;
+      if (axis < 0 || axis >= int64_t(rank))
+        return ctx.error("slice axis out of range");
+      start[axis] = (*starts)[i];
+      step[axis] = steps && i < steps->size() ? (*steps)[i] : 1;
+    }
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t last = start[d] + (y.dim(d) - 1) * step[d];
+    if (y.dim(d) > 0 && (start[d] < 0 || start[d] >= x.dim(d) || last < 0 ||
+                         last >= x.dim(d)))
+      return ctx.error("slice of dim " + std::to_string(d) +
+                       " reads outside the operand");
+  }
+  std::vector<int64_t> strides = stridesOf(*x.dims);
+  unsigned size = y.elementSize();
+  forEachIndex(*y.dims, [&](int64_t i, const std::vector<int64_t> &index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < rank; ++d)
+      src += (start[d] + index[d] * step[d]) * strides[d];
+    std::memcpy(y.data + i * size, x.data + src * size, size);
+  });
+  return Status::ok();
+}
+
+Status gatherKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(2, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &indices = ctx.in(1), &y = ctx.out(0);
+  int64_t rank = x.getRank();
+  int64_t axis = axisAttr(ctx, rank, 0);
+  if (axis < 0 || axis >= rank)
+    return ctx.error("axis out of range");
+  int64_t outer = 1, inner = x.elementSize();
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < axis)
+      outer *= x.dim(d);
+    else if (d > axis)
+      inner *= x.dim(d);
+  int64_t n = x.dim(axis), count = indices.numElements;
+  if (y.bytes != uint64_t(outer * count * inner))
+    return ctx.error("result size does not match the gather");
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t index = loadInt(indices.data, indices.dtype, k);
+    if (index < 0)
+      index += n;
+    if (index < 0 || index >= n)
+      return ctx.error("index " + std::to_string(index) +
+                       " out of range for dim " + std::to_string(n));
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(y.data + (o * count + k) * inner,
+                  x.data + (o * n + index) * inner, inner);
+  }
+  return Status::ok();
+}
+
+Status padKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  int64_t rank = x.getRank();
+  const std::vector<int64_t> *pads = ctx.getInts("pads");
+  std::vector<int64_t> padsFromOperand;
+  if (!pads && ctx.hasInput(1)) {
+    for (int64_t i = 0; i < ctx.in(1).numElements; ++i)
+      padsFromOperand.push_back(loadInt(ctx.in(1).data, ctx.in(1).dtype, i));
+    pads = &padsFromOperand;
+  }
+  if (!pads || int64_t(pads->size()) != 2 * rank || y.getRank() != x.getRank())
+    return ctx.error("pads must hold 2 x rank values");
+  for (int64_t d = 0; d < rank; ++d)
+    if (y.dim(d) != x.dim(d) + (*pads)[d] + (*pads)[rank + d])
+      return ctx.error("result dims do not match the pads");
+  std::string mode = ctx.getString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    return ctx.error("unsupported mode '" + mode + "'");
+  double value = ctx.getFloat("value", 0.0f);
+  if (ctx.hasInput(2) && ctx.in(2).numElements)
+    value = loadDouble(ctx.in(2).data, ctx.in(2).dtype, 0);
+  std::vector<uint8_t> constant(y.elementSize());
+  storeDouble(constant.data(), y.dtype, 0, value);
+  std::vector<int64_t> strides = stridesOf(*x.dims);
+  unsigned size = y.elementSize();
+  bool empty = x.numElements == 0;
+  if (empty && mode != "constant")
+    return ctx.error("cannot " + mode + "-pad an empty tensor");
+  forEachIndex(*y.dims, [&](int64_t i, const std::vector<int64_t> &index) {
+    int64_t src = 0;
+    bool outside = false;
+    for (int64_t d = 0; d < rank && !outside; ++d) {
+      int64_t n = x.dim(d), at = index[d] - (*pads)[d];
+      if (at < 0 || at >= n) {
+        if (mode == "constant") {
+          outside = true;
+        } else if (mode == "edge") {
+          at = at < 0 ? 0 : n - 1;
+        } else if (mode == "wrap") {
+          at = ((at % n) + n) % n;
+        } else { // reflect (no edge repeat)
+          int64_t period = n > 1 ? 2 * (n - 1) : 1;
+          at = ((at % period) + period) % period;
+          if (at >= n)
+            at = period - at;
+        }
+      }
+      src += at * strides[d];
+    }
+    const uint8_t *from = outside ? constant.data() : x.data + src * size;
+    std::memcpy(y.data + i * size, from, size);
+  });
+  return Status::ok();
+}
+
+/// The input coordinate of output coordinate `o` along one axis.
+double resizeSource(const std::string &mode, double o, double scale,
+                    int64_t inSize, int64_t outSize) {
+  if (mode == "asymmetric")
+    return o / scale;
+  if (mode == "align_corners")
+    return outSize == 1 ? 0.0
+                        : o * double(inSize - 1) / double(outSize - 1);
+  if (mode == "pytorch_half_pixel")
+    return outSize > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "tf_half_pixel_for_nearest")
+    return (o + 0.5) / scale;
+  return (o + 0.5) / scale - 0.5; // half_pixel
+}
+
+int64_t nearestIndex(const std::string &mode, double x) {
+  if (mode == "floor")
+    return int64_t(std::floor(x));
+  if (mode == "ceil")
+    return int64_t(std::ceil(x));
+  double f = std::floor(x);
+  if (x - f == 0.5)
+    return int64_t(mode == "round_prefer_ceil" ? f + 1 : f);
+  return int64_t(std::round(x));
+}
+
+Status resizeKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  size_t rank = x.getRank();
+  if (y.getRank() != rank)
+    return ctx.error("result rank differs from the operand's");
+  std::string mode = ctx.getString("mode", "nearest");
+  std::string transform =
+      ctx.getString("coordinate_transformation_mode", "half_pixel");
+  std::string nearest = ctx.getString("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear")
+    return ctx.error("mode '" + mode + "' is not supported");
+  if (transform == "tf_crop_and_resize")
+    return ctx.error("tf_crop_and_resize is not supported");
+  if (ctx.getInt("antialias", 0))
+    return ctx.error("antialias is not supported");
+  std::vector<double> scales(rank);
+  const std::vector<float> *given = ctx.getFloats("scales");
+  for (size_t d = 0; d < rank; ++d)
+    scales[d] = given && given->size() == rank
+                    ? double((*given)[d])
+                    : (x.dim(d) ? double(y.dim(d)) / double(x.dim(d)) : 1.0);
+  // Per axis and output coordinate: two source indices and the weight of the
+  // second (nearest uses only the first).
+  std::vector<std::vector<int64_t>> low(rank), high(rank);
+  std::vector<std::vector<double>> weight(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t n = x.dim(d);
+    for (int64_t o = 0; o < y.dim(d); ++o) {
+      double src = resizeSource(transform, double(o), scales[d], n, y.dim(d));
+      if (x.dim(d) == y.dim(d) && scales[d] == 1.0)
+        src = double(o);
+      if (mode == "nearest") {
+        int64_t i = std::min(std::max<int64_t>(nearestIndex(nearest, src), 0), n - 1);
+        low[d].push_back(i), high[d].push_back(i), weight[d].push_back(0.0);
+      } else {
+        src = std::min(std::max(src, 0.0), double(n - 1));
+        int64_t i0 = int64_t(std::floor(src));
+        int64_t i1 = std::min(i0 + 1, n - 1);
+        low[d].push_back(i0), high[d].push_back(i1);
+        weight[d].push_back(src - double(i0));
+      }
+    }
+  }
+  std::vector<int64_t> strides = stridesOf(*x.dims);
+  unsigned size = y.elementSize();
+  if (x.numElements == 0 && y.numElements)
+    return ctx.error("cannot resize an empty tensor");
+  forEachIndex(*y.dims, [&](int64_t i, const std::vector<int64_t> &index) {
+    if (mode == "nearest") {
+      int64_t src = 0;
+      for (size_t d = 0; d < rank; ++d)
+        src += low[d][index[d]] * strides[d];
+      std::memcpy(y.data + i * size, x.data + src * size, size);
+      return;
+    }
+    double acc = 0;
+    for (uint64_t corner = 0; corner < (uint64_t(1) << rank); ++corner) {
+      double w = 1;
+      int64_t src = 0;
+      for (size_t d = 0; d < rank && w != 0; ++d) {
+        bool second = (corner >> d) & 1;
+        double wd = weight[d][index[d]];
+        w *= second ? wd : 1.0 - wd;
+        src += (second ? high[d][index[d]] : low[d][index[d]]) * strides[d];
+      }
+      if (w != 0)
+        acc += w * loadDouble(x.data, x.dtype, src);
+    }
+    storeDouble(y.data, y.dtype, i, acc);
+  });
+  return Status::ok();
+}
+
+Status expandKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  Broadcast walk(*y.dims, {x.dims});
+  if (!walk.isValid())
+    return ctx.error("operand does not broadcast to the result");
+  unsigned size = y.elementSize();
+  walk.forEach([&](int64_t i, const int64_t *offsets) {
+    std::memmove(y.data + i * size, x.data + offsets[0] * size, size);
+  });
+  return Status::ok();
+}
+
+Status tileKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  size_t rank = x.getRank();
+  if (y.getRank() != rank)
+    return ctx.error("result rank differs from the operand's");
+  for (size_t d = 0; d < rank; ++d)
+    if (x.dim(d) == 0 ? y.dim(d) != 0 : y.dim(d) % x.dim(d))
+      return ctx.error("result dims are not multiples of the operand's");
+  std::vector<int64_t> strides = stridesOf(*x.dims);
+  unsigned size = y.elementSize();
+  forEachIndex(*y.dims, [&](int64_t i, const std::vector<int64_t> &index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < rank; ++d)
+      src += (index[d] % x.dim(d)) * strides[d];
+    std::memcpy(y.data + i * size, x.data + src * size, size);
+  });
+  return Status::ok();
+}
+
+Status castKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  if (x.numElements != y.numElements)
+    return ctx.error("operand and result differ in size");
+  if (x.dtype == y.dtype) {
+    copyBytes(y.data, x.data, y.bytes);
+    return Status::ok();
+  }
+  // Element i is read before it is written, so an in-place cast is safe
+  // forwards when the result's elements are not wider.
+  bool floatMath = isFloatCode(x.dtype) || isFloatCode(y.dtype);
+  // A widening cast in place must run backwards.
+  bool backwards = y.data == x.data && y.elementSize() > x.elementSize();
+  for (int64_t k = 0; k < y.numElements; ++k) {
+    int64_t i = backwards ? y.numElements - 1 - k : k;
+    if (floatMath)
+      storeDouble(y.data, y.dtype, i, loadDouble(x.data, x.dtype, i));
+    else
+      storeInt(y.data, y.dtype, i, loadInt(x.data, x.dtype, i));
+  }
+  return Status::ok();
+}
+
+Status depthToSpace(KernelContext &ctx, bool toSpace) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  int64_t b = ctx.getInt("blocksize", 0);
+  if (x.getRank() != 4 || y.getRank() != 4 || b <= 0)
+    return ctx.error("expects 4-d tensors and a positive blocksize");
+  bool crd = ctx.getString("mode", "DCR") == "CRD";
+  // Work in terms of the space-side tensor (N, C, H*b, W*b) and the
+  // depth-side tensor (N, C*b*b, H, W).
+  const TensorView &depth = toSpace ? x : y, &space = toSpace ? y : x;
+  int64_t n = space.dim(0), c = space.dim(1), h = depth.dim(2), w = depth.dim(3);
+  if (depth.dim(1) != c * b * b || space.dim(2) != h * b || space.dim(3) != w * b)
+    return ctx.error("shapes do not match the blocksize");
+  unsigned size = y.elementSize();
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ic = 0; ic < c; ++ic)
+      for (int64_t i = 0; i < b; ++i)
+        for (int64_t j = 0; j < b; ++j) {
+          int64_t dc = crd ? (ic * b + i) * b + j : (i * b + j) * c + ic;
+          for (int64_t ih = 0; ih < h; ++ih)
+            for (int64_t iw = 0; iw < w; ++iw) {
+              int64_t d = ((in * depth.dim(1) + dc) * h + ih) * w + iw;
+              int64_t s = ((in * c + ic) * h * b + ih * b + i) * w * b + iw * b + j;
+              int64_t from = toSpace ? d : s, to = toSpace ? s : d;
+              std::memcpy(y.data + to * size, x.data + from * size, size);
+            }
+        }
+  return Status::ok();
+}
+
+Status depthToSpaceKernel(KernelContext &ctx) { return depthToSpace(ctx, true); }
+Status spaceToDepthKernel(KernelContext &ctx) { return depthToSpace(ctx, false); }
+
+Status shapeKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  int64_t rank = x.getRank();
+  int64_t start = ctx.getInt("start", 0), end = ctx.getInt("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::min(std::max<int64_t>(start, 0), rank);
+  end = std::min(std::max<int64_t>(end, 0), rank);
+  if (y.numElements != std::max<int64_t>(end - start, 0))
+    return ctx.error("result size does not match start and end");
+  for (int64_t d = start; d < end; ++d)
+    storeInt(y.data, y.dtype, d - start, x.dim(d));
+  return Status::ok();
+}
+
+Status sizeKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  storeInt(ctx.out(0).data, ctx.out(0).dtype, 0, ctx.in(0).numElements);
+  return Status::ok();
+}
+
+/// Fills the result with the one element of tensor attribute `value`
+/// (ConstantOfShape; default f32 zero), or copies it whole (Constant).
+Status constantKernel(KernelContext &ctx) {
+  const TensorView &y = ctx.out(0);
+  const Attr *value = ctx.getAttr("value");
+  if (ctx.op.opName == "Constant") {
+    if (!value || value->kind != AttrTensor || value->tensorDType != y.dtype ||
+        value->tensorBytes.size() != y.bytes)
+      return ctx.error("tensor attribute 'value' must match the result");
+    copyBytes(y.data, value->tensorBytes.data(), y.bytes);
+    return Status::ok();
+  }
+  double fill = 0;
+  if (value && value->kind == AttrTensor && !value->tensorBytes.empty())
+    fill = loadDouble(value->tensorBytes.data(), value->tensorDType, 0);
+  for (int64_t i = 0; i < y.numElements; ++i)
+    storeDouble(y.data, y.dtype, i, fill);
+  return Status::ok();
+}
+
+Status rangeKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(3, 1))
+    return s;
+  const TensorView &y = ctx.out(0);
+  double start = loadDouble(ctx.in(0).data, ctx.in(0).dtype, 0);
+  double delta = loadDouble(ctx.in(2).data, ctx.in(2).dtype, 0);
+  if (isFloatCode(y.dtype)) {
+    for (int64_t i = 0; i < y.numElements; ++i)
+      storeDouble(y.data, y.dtype, i, start + double(i) * delta);
+  } else {
+    int64_t s = loadInt(ctx.in(0).data, ctx.in(0).dtype, 0);
+    int64_t d = loadInt(ctx.in(2).data, ctx.in(2).dtype, 0);
+    for (int64_t i = 0; i < y.numElements; ++i)
+      storeInt(y.data, y.dtype, i, s + i * d);
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+void registerDataMovementKernels(KernelTable &t) {
+  for (const char *view :
+       {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
+    t[view] = viewKernel;
+  t["Dropout"] = dropoutKernel;
+  t["Transpose"] = transposeKernel;
+  t["Concat"] = concatKernel;
+  t["Split"] = splitKernel;
+  t["Slice"] = sliceKernel;
+  t["Gather"] = gatherKernel;
+  t["Pad"] = padKernel;
+  t["Resize"] = resizeKernel;
+  t["Expand"] = expandKernel;
+  t["Tile"] = tileKernel;
+  t["Cast"] = castKernel;
+  t["snug.cast"] = castKernel;
+  t["DepthToSpace"] = depthToSpaceKernel;
+  t["SpaceToDepth"] = spaceToDepthKernel;
+  t["Shape"] = shapeKernel;
+  t["Size"] = sizeKernel;
+  t["Constant"] = constantKernel;
+  t["ConstantOfShape"] = constantKernel;
+  t["Range"] = rangeKernel;
+}
+
+} // namespace rt
+} // namespace snug

@@ -1,0 +1,139 @@
+/*===- snug.h - The snug runtime C API ---------------------------*- C -*-===*
+ *
+ * Load a compiled bundle (.snug), describe its inputs and outputs, create a
+ * session on a device, copy inputs in, run, copy outputs out. A session owns
+ * (or borrows, when the caller passes one) exactly one arena of the planned
+ * size; every intermediate tensor and, by default, every graph input and
+ * output lives at a fixed offset inside it. Nothing is allocated during a run.
+ *
+ * Errors: every call returns a snug_status; the message of the last failed
+ * call on this thread is snug_last_error() (valid until the next failing
+ * call on the thread). Handles are not thread-safe: one thread per session.
+ *
+ * Inputs: the plan may reuse an input's memory once the input is dead, so
+ * every input must be set (snug_session_set_input, or written through
+ * snug_session_input_data) before each run; run fails otherwise.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef SNUG_SNUG_H
+#define SNUG_SNUG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SNUG_API_VERSION 1
+
+typedef enum snug_status {
+  SNUG_OK = 0,
+  SNUG_ERROR_INVALID_ARGUMENT = 1, /* null handle, bad index, wrong size */
+  SNUG_ERROR_IO = 2,               /* cannot open or read a file */
+  SNUG_ERROR_INVALID_BUNDLE = 3,   /* corrupt, truncated, hash mismatch */
+  SNUG_ERROR_UNSUPPORTED = 4,      /* newer format, op without a kernel */
+  SNUG_ERROR_OUT_OF_MEMORY = 5,
+  SNUG_ERROR_NO_DEVICE = 6,        /* CUDA executor or device unavailable */
+  SNUG_ERROR_RUNTIME = 7,          /* a kernel failed during a run */
+  SNUG_ERROR_INPUT_NOT_SET = 8
+} snug_status;
+
+/* ONNX TensorProto.DataType numbers. */
+typedef enum snug_dtype {
+  SNUG_DTYPE_F32 = 1,
+  SNUG_DTYPE_U8 = 2,
+  SNUG_DTYPE_I8 = 3,
+  SNUG_DTYPE_I16 = 5,
+  SNUG_DTYPE_I32 = 6,
+  SNUG_DTYPE_I64 = 7,
+  SNUG_DTYPE_BOOL = 9,
+  SNUG_DTYPE_F16 = 10,
+  SNUG_DTYPE_F64 = 11,
+  SNUG_DTYPE_BF16 = 16
+} snug_dtype;
+
+typedef enum snug_device { SNUG_DEVICE_HOST = 0, SNUG_DEVICE_CUDA = 1 } snug_device;
+
+typedef struct snug_bundle snug_bundle;
+typedef struct snug_session snug_session;
+
+#define SNUG_MAX_RANK 16
+
+typedef struct snug_tensor_info {
+  const char *name;  /* owned by the bundle */
+  snug_dtype dtype;
+  uint32_t rank;
+  int64_t dims[SNUG_MAX_RANK];
+  uint64_t bytes;
+  uint64_t arena_offset; /* where the tensor lives in the arena */
+} snug_tensor_info;
+
+typedef struct snug_sizes {
+  uint64_t arena;     /* bytes of the one arena (inputs and outputs inside) */
+  uint64_t alignment; /* the plan's alignment of arena offsets */
+  uint64_t weights;   /* bytes of the weights section */
+  uint64_t io;        /* bytes of all inputs and outputs (inside the arena) */
+  uint64_t lower_bound; /* the planner's lower bound for the arena (0: none) */
+} snug_sizes;
+
+typedef struct snug_session_options {
+  snug_device device;
+  /* Optional caller-owned arena: at least snug_sizes.arena bytes, aligned to
+     min(alignment, 64). NULL: the session allocates its own. */
+  void *arena;
+  uint64_t arena_bytes;
+  /* Host only: fill the arena with a NaN pattern (0xFF bytes) before each
+     run, except the inputs, so a read of never-written memory shows. */
+  int poison;
+} snug_session_options;
+
+/* Message of the last failed call on this thread ("" when none). */
+const char *snug_last_error(void);
+const char *snug_status_name(snug_status status);
+/* "0.1.0"; the runtime's version. */
+const char *snug_version(void);
+
+snug_status snug_bundle_load(const char *path, snug_bundle **bundle);
+void snug_bundle_destroy(snug_bundle *bundle);
+snug_status snug_bundle_sizes(const snug_bundle *bundle, snug_sizes *sizes);
+snug_status snug_bundle_input_count(const snug_bundle *bundle, size_t *count);
+snug_status snug_bundle_output_count(const snug_bundle *bundle, size_t *count);
+snug_status snug_bundle_input_info(const snug_bundle *bundle, size_t index,
+                                   snug_tensor_info *info);
+snug_status snug_bundle_output_info(const snug_bundle *bundle, size_t index,
+                                    snug_tensor_info *info);
+/* Index of the input or output called `name`. */
+snug_status snug_bundle_find_input(const snug_bundle *bundle, const char *name,
+                                   size_t *index);
+snug_status snug_bundle_find_output(const snug_bundle *bundle,
+                                    const char *name, size_t *index);
+/* Pipeline string and snug version the bundle was compiled with. */
+const char *snug_bundle_pipeline(const snug_bundle *bundle);
+const char *snug_bundle_compiler_version(const snug_bundle *bundle);
+
+void snug_session_options_init(snug_session_options *options);
+/* The bundle must outlive the session. options may be NULL (host, own arena). */
+snug_status snug_session_create(const snug_bundle *bundle,
+                                const snug_session_options *options,
+                                snug_session **session);
+void snug_session_destroy(snug_session *session);
+/* Copies `bytes` (must equal the input's size) into the input's place. */
+snug_status snug_session_set_input(snug_session *session, size_t index,
+                                   const void *data, size_t bytes);
+/* Pointer to the input's place in the arena; marks the input as set. */
+snug_status snug_session_input_data(snug_session *session, size_t index,
+                                    void **data);
+snug_status snug_session_run(snug_session *session);
+/* Copies the output of the last run out (bytes must equal its size). */
+snug_status snug_session_get_output(snug_session *session, size_t index,
+                                    void *data, size_t bytes);
+/* Pointer to the output inside the arena; valid until the next run. */
+snug_status snug_session_output_data(snug_session *session, size_t index,
+                                     const void **data);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SNUG_SNUG_H */

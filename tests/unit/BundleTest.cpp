@@ -1,0 +1,295 @@
+//===- BundleTest.cpp - Bundle writer and reader: round trip, rejections --===//
+#include "RuntimeTestUtil.h"
+
+#include "runtime/BundleReader.h"
+
+#include <random>
+
+using namespace snug;
+using namespace snug::testing;
+
+namespace {
+
+const char *kMlp =
+    "func @mlp(%x: f32[1,4] {offset = 0}, %w: f32[4,2] weight = [1.0, 0.0, "
+    "0.0, 1.0, 1.0, 1.0, -1.0, 2.0], %b: f32[2] weight = [0.5, -0.5], "
+    "%unused: f32[3] weight = [7.0, 7.0, 7.0]) -> f32[1,2] "
+    "attributes {alignment = 64, arena = 192, lower_bound = 64} {\n"
+    "  %0 = MatMul(%x, %w) : f32[1,2] {offset = 64}\n"
+    "  %1 = Add(%0, %b) : f32[1,2] {offset = 128}\n"
+    "  %y = LeakyRelu(%1) {alpha = 0.25} : f32[1,2] {offset = 0}\n"
+    "  return %y\n"
+    "}\n";
+
+std::unique_ptr<rt::Bundle> parse(const std::vector<uint8_t> &bytes,
+                                  std::string *error = nullptr) {
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  if (error)
+    *error = status.getMessage();
+  if (status)
+    return nullptr;
+  return bundle;
+}
+
+} // namespace
+
+TEST(BundleTest, RoundTripsManifestPlanAndWeights) {
+  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  ASSERT_FALSE(bytes.empty());
+  EXPECT_EQ(std::memcmp(bytes.data(), "SNUGBNDL", 8), 0);
+  std::string error;
+  auto bundle = parse(bytes, &error);
+  ASSERT_TRUE(bundle) << error;
+  EXPECT_EQ(bundle->version, 1u);
+  EXPECT_EQ(bundle->arenaSize, 192u);
+  EXPECT_EQ(bundle->alignment, 64u);
+  EXPECT_EQ(bundle->lowerBound, 64u);
+  EXPECT_EQ(bundle->pipeline, "test-pipeline");
+  EXPECT_EQ(bundle->compilerVersion, "0.test");
+  EXPECT_EQ(bundle->moduleName, "mlp");
+  ASSERT_EQ(bundle->inputs.size(), 1u);
+  EXPECT_EQ(bundle->inputs[0].name, "x");
+  EXPECT_EQ(bundle->inputs[0].location.dims, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(bundle->inputs[0].location.bytes, 16u);
+  ASSERT_EQ(bundle->outputs.size(), 1u);
+  EXPECT_EQ(bundle->outputs[0].name, "y");
+  EXPECT_EQ(bundle->outputs[0].location.offset, 0u);
+  // Only the two used weights, each on a 64-byte boundary.
+  EXPECT_EQ(bundle->weightsSize, 128u);
+  ASSERT_EQ(bundle->ops.size(), 3u);
+  const rt::PlanOp &matmul = bundle->ops[0];
+  EXPECT_EQ(matmul.opName, "MatMul");
+  ASSERT_EQ(matmul.operands.size(), 2u);
+  EXPECT_EQ(matmul.operands[0].kind, bundle::Arena);
+  EXPECT_EQ(matmul.operands[1].kind, bundle::Weight);
+  EXPECT_EQ(matmul.operands[1].offset, 0u);
+  EXPECT_EQ(matmul.results[0].offset, 64u);
+  EXPECT_EQ(bundle->ops[1].operands[1].offset, 64u);
+  float w[8];
+  std::memcpy(w, bundle->getWeights(), 32);
+  EXPECT_EQ(w[7], 2.0f);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(bundle->getWeights()) % 64, 0u);
+  const rt::Attr *alpha = bundle->ops[2].getAttr("alpha");
+  ASSERT_NE(alpha, nullptr);
+  EXPECT_EQ(alpha->kind, bundle::AttrFloat);
+  EXPECT_EQ(alpha->f, 0.25f);
+}
+
+TEST(BundleTest, AttributesOfEveryKindRoundTrip) {
+  std::vector<uint8_t> bytes = bundleOf(
+      "func @a(%x: f32[2] {offset = 0}) -> f32[2] attributes {arena = 64} {\n"
+      "  %y = Relu(%x) {f = 0.5, fs = [1.0, 2.5], i = -3, is = [1, -2], "
+      "s = \"hi\", ss = [\"a\", \"bc\"], t = dense<i64[2] [4, 5]>} : f32[2] "
+      "{offset = 0}\n"
+      "  return %y\n}\n");
+  auto bundle = parse(bytes);
+  ASSERT_TRUE(bundle);
+  const rt::PlanOp &op = bundle->ops[0];
+  ASSERT_EQ(op.attributes.size(), 7u);
+  EXPECT_EQ(op.getAttr("f")->f, 0.5f);
+  EXPECT_EQ(op.getAttr("fs")->floats, (std::vector<float>{1.0f, 2.5f}));
+  EXPECT_EQ(op.getAttr("i")->i, -3);
+  EXPECT_EQ(op.getAttr("is")->ints, (std::vector<int64_t>{1, -2}));
+  EXPECT_EQ(op.getAttr("s")->s, "hi");
+  EXPECT_EQ(op.getAttr("ss")->strings, (std::vector<std::string>{"a", "bc"}));
+  const rt::Attr *t = op.getAttr("t");
+  EXPECT_EQ(t->tensorDType, bundle::DTypeI64);
+  EXPECT_EQ(t->tensorDims, (std::vector<int64_t>{2}));
+  EXPECT_EQ(fromBytes<int64_t>(t->tensorBytes), (std::vector<int64_t>{4, 5}));
+}
+
+TEST(BundleTest, SameModuleGivesIdenticalFiles) {
+  std::vector<uint8_t> first = bundleOf(kMlp), second = bundleOf(kMlp);
+  EXPECT_EQ(first, second);
+  TempFile a, b;
+  auto module = parseOrDie(kMlp);
+  ASSERT_FALSE(static_cast<bool>(writeBundle(*module, a.path, {"p", "v"})));
+  ASSERT_FALSE(static_cast<bool>(writeBundle(*module, b.path, {"p", "v"})));
+  std::vector<uint8_t> fileA, fileB;
+  std::unique_ptr<rt::Bundle> loaded;
+  EXPECT_FALSE(rt::readBundle(a.path, loaded));
+  FILE *fa = fopen(a.path.c_str(), "rb"), *fb = fopen(b.path.c_str(), "rb");
+  ASSERT_TRUE(fa && fb);
+  for (int c; (c = fgetc(fa)) != EOF;)
+    fileA.push_back(uint8_t(c));
+  for (int c; (c = fgetc(fb)) != EOF;)
+    fileB.push_back(uint8_t(c));
+  fclose(fa), fclose(fb);
+  EXPECT_EQ(fileA, fileB);
+}
+
+TEST(BundleTest, WriterRejectsModulesWithoutAPlan) {
+  auto check = [](const std::string &text, const std::string &message) {
+    auto module = parseOrDie(text);
+    ASSERT_TRUE(module);
+    TempFile file;
+    llvm::Error error = writeBundle(*module, file.path, {});
+    ASSERT_TRUE(static_cast<bool>(error));
+    EXPECT_NE(toString(std::move(error)).find(message), std::string::npos);
+    EXPECT_FALSE(llvm::sys::fs::exists(file.path)) << "half-written bundle";
+  };
+  check("func @f(%x: f32[2] {offset = 0}) -> f32[2] {\n"
+        "  %y = Relu(%x) : f32[2] {offset = 0}\n  return %y\n}\n",
+        "no memory plan");
+  check("func @f(%x: f32[2] {offset = 0}) -> f32[2] attributes {arena = 64} {\n"
+        "  %y = Relu(%x) : f32[2]\n  return %y\n}\n",
+        "has no arena offset");
+  check("func @f(%x: f32[2] {offset = 0}) -> f32[2] attributes {arena = 64} {\n"
+        "  %y = Relu(%x) : f32[2] {offset = 60}\n  return %y\n}\n",
+        "lies outside the arena");
+  check("func @f(%x: f32[2] {offset = 0}, %w: f32[2] weight) -> f32[2] "
+        "attributes {arena = 64} {\n"
+        "  %y = Add(%x, %w) : f32[2] {offset = 8}\n  return %y\n}\n",
+        "elided");
+}
+
+TEST(BundleTest, ReaderRejectsBadMagic) {
+  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  bytes[0] = 'X';
+  std::string error;
+  EXPECT_FALSE(parse(bytes, &error));
+  EXPECT_NE(error.find("bad magic"), std::string::npos) << error;
+  EXPECT_NE(error.find("b.snug"), std::string::npos) << error;
+}
+
+TEST(BundleTest, ReaderRejectsNewerVersion) {
+  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  bytes[8] = 2;
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  EXPECT_EQ(status.getCode(), SNUG_ERROR_UNSUPPORTED);
+  EXPECT_NE(status.getMessage().find("newer"), std::string::npos);
+}
+
+TEST(BundleTest, ReaderRejectsEveryTruncation) {
+  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  ASSERT_TRUE(parse(bytes));
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + length);
+    std::string error;
+    EXPECT_FALSE(parse(cut, &error)) << "length " << length;
+    EXPECT_NE(error.find("truncated"), std::string::npos)
+        << "length " << length << ": " << error;
+  }
+}
+
+TEST(BundleTest, ReaderRejectsEveryFlippedByte) {
+  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    std::vector<uint8_t> flipped = bytes;
+    flipped[at] ^= 0x5a;
+    std::string error;
+    EXPECT_FALSE(parse(flipped, &error)) << "byte " << at;
+    if (at >= 32 || (at >= 12 && at < 16)) {
+      EXPECT_NE(error.find("hash mismatch"), std::string::npos) << error;
+    }
+  }
+}
+
+/// Finds the little-endian u64 `value` after `from` in `bytes`.
+static size_t findU64(const std::vector<uint8_t> &bytes, uint64_t value,
+                      size_t from) {
+  for (size_t at = from; at + 8 <= bytes.size(); ++at) {
+    uint64_t v;
+    std::memcpy(&v, bytes.data() + at, 8);
+    if (v == value)
+      return at;
+  }
+  return std::string::npos;
+}
+
+TEST(BundleTest, ReaderRejectsOutOfRangeOffsets) {
+  // The MatMul result is the only location at arena offset 64 of dims
+  // [1,2]: find the pattern dims(1,2) followed by offset 64 and move it.
+  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  std::vector<uint8_t> pattern(24);
+  int64_t one = 1, two = 2;
+  uint64_t sixtyFour = 64;
+  std::memcpy(pattern.data(), &one, 8);
+  std::memcpy(pattern.data() + 8, &two, 8);
+  std::memcpy(pattern.data() + 16, &sixtyFour, 8);
+  auto it = std::search(bytes.begin(), bytes.end(), pattern.begin(), pattern.end());
+  ASSERT_NE(it, bytes.end());
+  size_t at = size_t(it - bytes.begin()) + 16;
+  uint64_t past = 188; // 8 bytes at 188 end past the 192-byte arena
+  std::memcpy(bytes.data() + at, &past, 8);
+  fixUpHeader(bytes);
+  std::string error;
+  EXPECT_FALSE(parse(bytes, &error));
+  EXPECT_NE(error.find("outside the arena"), std::string::npos) << error;
+  // Offsets that overflow when added to the size are rejected too.
+  uint64_t huge = ~uint64_t(0) - 4;
+  std::memcpy(bytes.data() + at, &huge, 8);
+  fixUpHeader(bytes);
+  EXPECT_FALSE(parse(bytes, &error));
+  EXPECT_NE(error.find("outside the arena"), std::string::npos) << error;
+}
+
+TEST(BundleTest, ReaderRejectsSectionsOutsideTheFile) {
+  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  // Section 0's size field: make it run past the end.
+  uint64_t huge = bytes.size();
+  std::memcpy(bytes.data() + 32 + 16, &huge, 8);
+  fixUpHeader(bytes);
+  std::string error;
+  EXPECT_FALSE(parse(bytes, &error));
+  EXPECT_NE(error.find("outside the file"), std::string::npos) << error;
+  (void)findU64;
+}
+
+TEST(BundleTest, ReadBundleNamesAMissingFile) {
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status = rt::readBundle("/nonexistent/x.snug", bundle);
+  EXPECT_EQ(status.getCode(), SNUG_ERROR_IO);
+  EXPECT_NE(status.getMessage().find("/nonexistent/x.snug"), std::string::npos);
+}
+
+/// Robustness: mutated bundles (with the hash fixed up so the decoders see
+/// them) load or are rejected with a message, never crash. Runs under ASan
+/// and UBSan in `make test`.
+TEST(BundleFuzzTest, MutatedBundlesNeverCrash) {
+  std::vector<uint8_t> seeds[] = {
+      bundleOf(kMlp),
+      bundleOf("func @c(%a: f32[2,3] {offset = 0}, %b: f32[2,3] {offset = 64})"
+               " -> (f32[4,3], i64[2]) attributes {arena = 256} {\n"
+               "  %0 = Concat(%a, %b) {axis = 0} : f32[4,3] {offset = 128}\n"
+               "  %1 = Shape(%0) {end = 2, start = 0} : i64[2] {offset = 0}\n"
+               "  %2 = Resize(%0, _, _, _) {mode = \"linear\", sizes = [4, 3], "
+               "t = dense<f32[1] [1.0]>, ss = [\"a\"]} : f32[4,3] {offset = 64}\n"
+               "  return %2, %1\n}\n")};
+  std::mt19937 random(12345);
+  int loaded = 0, rejected = 0;
+  for (const std::vector<uint8_t> &seed : seeds) {
+    ASSERT_FALSE(seed.empty());
+    for (int round = 0; round < 300; ++round) {
+      std::vector<uint8_t> bytes = seed;
+      int kind = round % 4;
+      if (kind == 0) { // flip a few bytes after the header
+        for (int k = 0; k < 1 + round % 5; ++k)
+          bytes[32 + random() % (bytes.size() - 32)] ^= uint8_t(1 + random() % 255);
+      } else if (kind == 1) { // overwrite a byte with an extreme value
+        size_t at = 32 + random() % (bytes.size() - 32);
+        bytes[at] = (round & 8) ? 0xff : 0x80;
+      } else if (kind == 2) { // truncate and claim the shorter size
+        bytes.resize(32 + random() % (bytes.size() - 32));
+      } else { // insert junk
+        size_t at = 32 + random() % (bytes.size() - 32);
+        bytes.insert(bytes.begin() + at, 1 + random() % 16, uint8_t(random()));
+      }
+      fixUpHeader(bytes);
+      std::unique_ptr<rt::Bundle> bundle;
+      rt::Status status = rt::parseBundle(bytes.data(), bytes.size(), "fuzz", bundle);
+      if (status) {
+        ++rejected;
+        EXPECT_FALSE(status.getMessage().empty());
+        EXPECT_NE(status.getMessage().find("fuzz"), std::string::npos);
+      } else {
+        ++loaded;
+        ASSERT_TRUE(bundle);
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  ::testing::Test::RecordProperty("loaded", loaded);
+}

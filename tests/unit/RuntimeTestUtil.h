@@ -1,0 +1,101 @@
+//===- RuntimeTestUtil.h - Textual IR to bundle to host run, for tests ----===//
+//
+// Helpers shared by the bundle and runtime tests: parse textual IR (with
+// hand-written offsets and `attributes {arena = N}`), serialize it, and run
+// it through the C API on the host.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_TESTS_UNIT_RUNTIMETESTUTIL_H
+#define SNUG_TESTS_UNIT_RUNTIMETESTUTIL_H
+
+#include "compiler/bundle/BundleWriter.h"
+#include "ir/Float16.h"
+#include "ir/Parser.h"
+#include "snug/snug.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace snug {
+namespace testing {
+
+inline std::unique_ptr<ir::Module> parseOrDie(const std::string &text) {
+  auto module = ir::parseModule(text, "test.ir");
+  if (!module) {
+    ADD_FAILURE() << toString(module.takeError());
+    return nullptr;
+  }
+  return std::move(*module);
+}
+
+inline std::vector<uint8_t> bundleOf(const std::string &text) {
+  auto module = parseOrDie(text);
+  if (!module)
+    return {};
+  auto bytes = serializeBundle(*module, BundleOptions{"test-pipeline", "0.test"});
+  if (!bytes) {
+    ADD_FAILURE() << toString(bytes.takeError());
+    return {};
+  }
+  return std::move(*bytes);
+}
+
+/// A temporary file path that is removed when the object dies.
+class TempFile {
+public:
+  explicit TempFile(const char *suffix = "snug") {
+    llvm::SmallString<128> model;
+    llvm::sys::path::system_temp_directory(true, model);
+    llvm::sys::path::append(model, "snug-test-%%%%%%%%." + std::string(suffix));
+    llvm::SmallString<128> out;
+    llvm::sys::fs::createUniquePath(model, out, false);
+    path = std::string(out);
+  }
+  ~TempFile() { llvm::sys::fs::remove(path); }
+  std::string path;
+};
+
+inline void writeFile(const std::string &path, const std::vector<uint8_t> &bytes) {
+  FILE *file = fopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr);
+  fwrite(bytes.data(), 1, bytes.size(), file);
+  fclose(file);
+}
+
+/// Recomputes the size and hash fields after a test edits a bundle.
+void fixUpHeader(std::vector<uint8_t> &bytes);
+
+template <typename T> std::vector<uint8_t> toBytes(const std::vector<T> &v) {
+  std::vector<uint8_t> bytes(v.size() * sizeof(T));
+  if (!v.empty())
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+  return bytes;
+}
+
+template <typename T> std::vector<T> fromBytes(const std::vector<uint8_t> &b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  if (!v.empty())
+    std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  return v;
+}
+
+/// Runs IR text on the host: inputs in order, outputs in order. Fails the
+/// test (and returns {}) on any error.
+std::vector<std::vector<uint8_t>>
+runOnHost(const std::string &text,
+          const std::vector<std::vector<uint8_t>> &inputs, bool poison = true);
+
+/// runOnHost for f32 in, f32 out.
+std::vector<std::vector<float>>
+runF32(const std::string &text, const std::vector<std::vector<float>> &inputs);
+
+} // namespace testing
+} // namespace snug
+
+#endif // SNUG_TESTS_UNIT_RUNTIMETESTUTIL_H

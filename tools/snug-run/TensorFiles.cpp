@@ -1,0 +1,352 @@
+//===- TensorFiles.cpp - .npy and ONNX TensorProto (.pb) files ------------===//
+#include "tools/snug-run/TensorFiles.h"
+
+#include "runtime/BundleFormat.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace snug {
+
+using namespace bundle;
+
+bool readWholeFile(const std::string &path, std::vector<uint8_t> &bytes) {
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    return false;
+  uint8_t buffer[1 << 16];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0)
+    bytes.insert(bytes.end(), buffer, buffer + got);
+  bool ok = !std::ferror(file);
+  std::fclose(file);
+  return ok;
+}
+
+static bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool readTensorFile(const std::string &path, HostTensor &tensor,
+                    std::string &error) {
+  std::vector<uint8_t> bytes;
+  if (!readWholeFile(path, bytes)) {
+    error = "cannot read '" + path + "'";
+    return false;
+  }
+  bool ok = endsWith(path, ".npy") ? readNpy(bytes, tensor, error)
+                                   : readTensorProto(bytes, tensor, error);
+  if (!ok)
+    error = "'" + path + "': " + error;
+  return ok;
+}
+
+//===----------------------------------------------------------------------===//
+// .npy
+//===----------------------------------------------------------------------===//
+
+static const struct {
+  const char *descr;
+  uint8_t dtype;
+} npyTypes[] = {{"<f4", DTypeF32}, {"<f8", DTypeF64}, {"<f2", DTypeF16},
+                {"<i8", DTypeI64}, {"<i4", DTypeI32}, {"<i2", DTypeI16},
+                {"|i1", DTypeI8},  {"|u1", DTypeU8},  {"|b1", DTypeBool},
+                {"<u2", DTypeBF16}}; // numpy has no bf16: raw uint16 bits
+
+bool readNpy(const std::vector<uint8_t> &file, HostTensor &tensor,
+             std::string &error) {
+  if (file.size() < 10 || std::memcmp(file.data(), "\x93NUMPY", 6)) {
+    error = "not a .npy file";
+    return false;
+  }
+  uint8_t major = file[6];
+  size_t headerLength, start;
+  if (major == 1) {
+    headerLength = file[8] | file[9] << 8;
+    start = 10;
+  } else {
+    if (file.size() < 12) {
+      error = "truncated .npy header";
+      return false;
+    }
+    headerLength = size_t(file[8]) | size_t(file[9]) << 8 |
+                   size_t(file[10]) << 16 | size_t(file[11]) << 24;
+    start = 12;
+  }
+  if (start + headerLength > file.size()) {
+    error = "truncated .npy header";
+    return false;
+  }
+  std::string header(reinterpret_cast<const char *>(file.data() + start),
+                     headerLength);
+  auto field = [&](const std::string &key) -> size_t {
+    size_t at = header.find("'" + key + "'");
+    return at == std::string::npos ? at : header.find(':', at) + 1;
+  };
+  size_t descrAt = field("descr"), orderAt = field("fortran_order"),
+         shapeAt = field("shape");
+  if (descrAt == std::string::npos || shapeAt == std::string::npos) {
+    error = "bad .npy header";
+    return false;
+  }
+  size_t quote = header.find('\'', descrAt);
+  size_t endQuote = header.find('\'', quote + 1);
+  std::string descr = header.substr(quote + 1, endQuote - quote - 1);
+  if (descr.size() == 3 && descr[0] == '=')
+    descr[0] = '<';
+  if (descr == "<b1" || descr == "=b1")
+    descr = "|b1";
+  tensor.dtype = 0;
+  for (const auto &entry : npyTypes)
+    if (descr == entry.descr)
+      tensor.dtype = entry.dtype;
+  if (!tensor.dtype) {
+    error = "unsupported .npy dtype '" + descr + "'";
+    return false;
+  }
+  if (orderAt != std::string::npos &&
+      header.compare(header.find_first_not_of(' ', orderAt), 4, "True") == 0) {
+    error = "Fortran-order .npy files are not supported";
+    return false;
+  }
+  size_t open = header.find('(', shapeAt), close = header.find(')', open);
+  std::string shape = header.substr(open + 1, close - open - 1);
+  tensor.dims.clear();
+  uint64_t elements = 1;
+  for (size_t at = 0; at < shape.size();) {
+    size_t comma = shape.find(',', at);
+    std::string item = shape.substr(at, comma == std::string::npos
+                                            ? std::string::npos
+                                            : comma - at);
+    if (item.find_first_not_of(' ') != std::string::npos) {
+      int64_t dim = std::strtoll(item.c_str(), nullptr, 10);
+      if (dim < 0 || (dim && elements > (uint64_t(1) << 40) / uint64_t(dim))) {
+        error = "bad .npy shape";
+        return false;
+      }
+      tensor.dims.push_back(dim);
+      elements *= uint64_t(dim);
+    }
+    if (comma == std::string::npos)
+      break;
+    at = comma + 1;
+  }
+  uint64_t bytes = elements * dtypeSize(tensor.dtype);
+  if (file.size() - start - headerLength < bytes) {
+    error = "truncated .npy data";
+    return false;
+  }
+  const uint8_t *data = file.data() + start + headerLength;
+  tensor.bytes.assign(data, data + bytes);
+  return true;
+}
+
+bool writeNpy(const std::string &path, const HostTensor &tensor,
+              std::string &error) {
+  const char *descr = nullptr;
+  for (const auto &entry : npyTypes)
+    if (entry.dtype == tensor.dtype)
+      descr = entry.descr;
+  if (!descr) {
+    error = "no .npy dtype for this tensor";
+    return false;
+  }
+  std::string shape = "(";
+  for (size_t i = 0; i < tensor.dims.size(); ++i)
+    shape += std::to_string(tensor.dims[i]) +
+             (tensor.dims.size() == 1 || i + 1 < tensor.dims.size() ? "," : "");
+  shape += ")";
+  std::string header = "{'descr': '" + std::string(descr) +
+                       "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file) {
+    error = "cannot write '" + path + "'";
+    return false;
+  }
+  uint8_t prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                        uint8_t(header.size() & 0xff),
+                        uint8_t(header.size() >> 8)};
+  bool ok = std::fwrite(prefix, 1, 10, file) == 10 &&
+            std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
+            std::fwrite(tensor.bytes.data(), 1, tensor.bytes.size(), file) ==
+                tensor.bytes.size();
+  ok = std::fclose(file) == 0 && ok;
+  if (!ok)
+    error = "cannot write '" + path + "'";
+  return ok;
+}
+
+//===----------------------------------------------------------------------===//
+// TensorProto
+//===----------------------------------------------------------------------===//
+
+namespace {
+class ProtoReader {
+public:
+  ProtoReader(const uint8_t *data, size_t size) : p(data), end(data + size) {}
+  bool atEnd() const { return p >= end; }
+  bool varint(uint64_t &value) {
+    value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p >= end)
+        return false;
+      uint8_t byte = *p++;
+      value |= uint64_t(byte & 0x7f) << shift;
+      if (!(byte & 0x80))
+        return true;
+    }
+    return false;
+  }
+  bool bytes(const uint8_t *&data, uint64_t &size) {
+    if (!varint(size) || size > uint64_t(end - p))
+      return false;
+    data = p;
+    p += size;
+    return true;
+  }
+  bool skip(unsigned wireType) {
+    uint64_t value;
+    const uint8_t *data;
+    switch (wireType) {
+    case 0: return varint(value);
+    case 1: return advance(8);
+    case 2: return bytes(data, value);
+    case 5: return advance(4);
+    default: return false;
+    }
+  }
+  bool advance(size_t n) {
+    if (size_t(end - p) < n)
+      return false;
+    p += n;
+    return true;
+  }
+  const uint8_t *p, *end;
+};
+} // namespace
+
+bool readTensorProto(const std::vector<uint8_t> &file, HostTensor &tensor,
+                     std::string &error) {
+  ProtoReader reader(file.data(), file.size());
+  std::vector<uint64_t> ints; // int32_data / int64_data / uint64_data
+  std::vector<uint8_t> floats, doubles, raw;
+  bool hasRaw = false, hasInts = false, external = false;
+  uint64_t dataType = 0;
+  tensor.dims.clear();
+  while (!reader.atEnd()) {
+    uint64_t key;
+    if (!reader.varint(key)) {
+      error = "corrupt TensorProto";
+      return false;
+    }
+    unsigned field = unsigned(key >> 3), wire = unsigned(key & 7);
+    const uint8_t *data;
+    uint64_t size, value;
+    auto varints = [&](std::vector<uint64_t> &into) {
+      if (wire == 0) {
+        if (!reader.varint(value))
+          return false;
+        into.push_back(value);
+        return true;
+      }
+      if (wire != 2 || !reader.bytes(data, size))
+        return false;
+      ProtoReader packed(data, size);
+      while (!packed.atEnd()) {
+        if (!packed.varint(value))
+          return false;
+        into.push_back(value);
+      }
+      return true;
+    };
+    auto fixed = [&](std::vector<uint8_t> &into, size_t width) {
+      if (wire == 2) {
+        if (!reader.bytes(data, size))
+          return false;
+        into.insert(into.end(), data, data + size);
+        return true;
+      }
+      if ((width == 4 && wire != 5) || (width == 8 && wire != 1))
+        return false;
+      const uint8_t *at = reader.p;
+      if (!reader.advance(width))
+        return false;
+      into.insert(into.end(), at, at + width);
+      return true;
+    };
+    bool ok = true;
+    switch (field) {
+    case 1: {
+      std::vector<uint64_t> dims;
+      ok = varints(dims);
+      for (uint64_t d : dims)
+        tensor.dims.push_back(int64_t(d));
+      break;
+    }
+    case 2: ok = wire == 0 && reader.varint(dataType); break;
+    case 4: ok = fixed(floats, 4); break;
+    case 5: case 7: case 11: ok = varints(ints); hasInts = true; break;
+    case 8:
+      ok = wire == 2 && reader.bytes(data, size);
+      if (ok)
+        tensor.name.assign(reinterpret_cast<const char *>(data), size);
+      break;
+    case 9:
+      ok = wire == 2 && reader.bytes(data, size);
+      if (ok)
+        raw.assign(data, data + size), hasRaw = true;
+      break;
+    case 10: ok = fixed(doubles, 8); break;
+    case 14:
+      ok = wire == 0 && reader.varint(value);
+      external = value == 1;
+      break;
+    default: ok = reader.skip(wire);
+    }
+    if (!ok) {
+      error = "corrupt TensorProto (field " + std::to_string(field) + ")";
+      return false;
+    }
+  }
+  if (external) {
+    error = "external data is not supported";
+    return false;
+  }
+  tensor.dtype = uint8_t(dataType);
+  unsigned size = dtypeSize(tensor.dtype);
+  if (!size || dataType > 255) {
+    error = "unsupported data_type " + std::to_string(dataType);
+    return false;
+  }
+  uint64_t elements = 1;
+  for (int64_t dim : tensor.dims) {
+    if (dim < 0 || (dim && elements > (uint64_t(1) << 40) / uint64_t(dim))) {
+      error = "bad dims";
+      return false;
+    }
+    elements *= uint64_t(dim);
+  }
+  if (hasRaw) {
+    tensor.bytes = raw;
+  } else if (!floats.empty()) {
+    tensor.bytes = floats;
+  } else if (!doubles.empty()) {
+    tensor.bytes = doubles;
+  } else if (hasInts || elements == 0) {
+    tensor.bytes.assign(ints.size() * size, 0);
+    for (size_t i = 0; i < ints.size(); ++i)
+      std::memcpy(tensor.bytes.data() + i * size, &ints[i], size); // LE
+  }
+  if (tensor.bytes.size() != elements * size) {
+    error = "data holds " + std::to_string(tensor.bytes.size()) +
+            " bytes, dims need " + std::to_string(elements * size);
+    return false;
+  }
+  return true;
+}
+
+} // namespace snug

@@ -1,0 +1,43 @@
+//===- SnugcCommands.h - The snugc subcommands ------------------*- C++ -*-===//
+//
+// One cl::SubCommand getter and one run function per subcommand, each defined
+// in its own file. The getters construct on first use, so options in any file
+// can name their subcommand during static initialization. To add one (plan,
+// plan-buffers): define both in a new file, declare them here, add a row to
+// getCommands() in Snugc.cpp and the file to tools/CMakeLists.txt; the shared
+// options (SnugcCommon.cpp, `inAllCommands`) then apply to it too.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_TOOLS_SNUGC_SNUGCCOMMANDS_H
+#define SNUG_TOOLS_SNUGC_SNUGCCOMMANDS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/CommandLine.h"
+
+namespace snug {
+namespace snugc {
+
+/// `snugc compile MODEL --emit=ir [-o OUT]`.
+llvm::cl::SubCommand &getCompileCommand();
+int runCompile();
+
+struct Command {
+  llvm::cl::SubCommand &(*getSubCommand)();
+  int (*run)();
+};
+/// Every subcommand, in --help order.
+llvm::ArrayRef<Command> getCommands();
+
+/// A cl modifier that puts an option in every subcommand.
+struct InAllCommands {
+  template <class Opt> void apply(Opt &option) const {
+    for (const Command &command : getCommands())
+      option.addSubCommand(command.getSubCommand());
+  }
+};
+inline InAllCommands inAllCommands() { return {}; }
+
+} // namespace snugc
+} // namespace snug
+
+#endif // SNUG_TOOLS_SNUGC_SNUGCCOMMANDS_H

@@ -1,0 +1,134 @@
+//===- SnugcCommon.cpp - What every snugc subcommand shares ---------------===//
+//
+// Options registered in every subcommand (inAllCommands()), so that
+// `snugc compile`, and later `snugc plan`, read the same flags the same way.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/snugc/SnugcCommon.h"
+#include "tools/snugc/SnugcCommands.h"
+
+#include "compiler/onnx/OnnxImporter.h"
+#include "passes/PassManager.h"
+
+#include "llvm/Support/WithColor.h"
+
+namespace cl = llvm::cl;
+
+namespace snug {
+namespace snugc {
+
+cl::OptionCategory &getCommonCategory() {
+  static cl::OptionCategory category("snugc import and pipeline options");
+  return category;
+}
+
+static cl::list<std::string>
+    inputBindings("input",
+                  cl::desc("Bind a graph input's shape: NAME:DIMS[xDTYPE], "
+                           "e.g. x:1x3x224x224 or x:1x3x224x224xf16"),
+                  cl::value_desc("binding"), inAllCommands(),
+                  cl::cat(getCommonCategory()));
+static cl::list<std::string>
+    dimBindings("dim", cl::desc("Bind a symbolic dim everywhere: SYMBOL=N"),
+                cl::value_desc("binding"), inAllCommands(),
+                cl::cat(getCommonCategory()));
+static cl::opt<std::string>
+    pipeline("passes",
+             cl::desc("Pass pipeline after import (replaces the default)"),
+             cl::value_desc("pipeline"), cl::init("fold-constants,dce"),
+             inAllCommands(), cl::cat(getCommonCategory()));
+static cl::list<std::string>
+    disablePass("disable-pass", cl::desc("Leave a pass out of the pipeline"),
+                cl::value_desc("pass"), inAllCommands(),
+                cl::cat(getCommonCategory()));
+static cl::list<std::string>
+    printIrAfter("print-ir-after", cl::desc("Print IR after the named pass"),
+                 cl::value_desc("pass"), inAllCommands(),
+                 cl::cat(getCommonCategory()));
+static cl::opt<bool> printIrAfterAll("print-ir-after-all",
+                                     cl::desc("Print IR after every pass"),
+                                     inAllCommands(),
+                                     cl::cat(getCommonCategory()));
+static cl::opt<bool> timePasses("time-passes",
+                                cl::desc("Print the time each pass takes"),
+                                inAllCommands(),
+                                cl::cat(getCommonCategory()));
+static cl::opt<bool> passStatistics("pass-statistics",
+                                    cl::desc("Print per-pass statistics"),
+                                    inAllCommands(),
+                                    cl::cat(getCommonCategory()));
+static cl::opt<bool> verifyEach(
+    "verify-each", cl::desc("Verify the module after every pass"),
+    cl::init(PassManagerOptions::defaultVerifyEach()),
+    inAllCommands(), cl::cat(getCommonCategory()));
+static cl::opt<int64_t> elideWeightsOver(
+    "elide-weights-over",
+    cl::desc("Print weights with more elements than this without data"),
+    cl::init(16), inAllCommands(), cl::cat(getCommonCategory()));
+
+ir::PrintOptions getPrintOptions() {
+  ir::PrintOptions options;
+  options.elideWeightsOver = elideWeightsOver;
+  return options;
+}
+
+int reportError(llvm::Error error) {
+  std::string message = toString(std::move(error));
+  bool internal = llvm::StringRef(message).contains("internal error") ||
+                  llvm::StringRef(message).contains("does not verify after pass");
+  llvm::StringRef text = message;
+  // Importer messages already say "path: error: ..."; others get a prefix.
+  if (!text.contains(": error: ") && !text.startswith("error: "))
+    llvm::errs() << "error: ";
+  llvm::errs() << text << '\n';
+  return internal ? ExitInternalError : ExitUserError;
+}
+
+llvm::Optional<std::unique_ptr<ir::Module>> loadModule(llvm::StringRef path,
+                                                       int &exitCode) {
+  ImportOptions options;
+  for (const std::string &text : inputBindings) {
+    auto binding = parseInputBinding(text);
+    if (!binding) {
+      exitCode = reportError(binding.takeError());
+      return llvm::None;
+    }
+    options.inputs.push_back(std::move(*binding));
+  }
+  for (const std::string &text : dimBindings)
+    if (llvm::Error error = parseDimBinding(text, options)) {
+      exitCode = reportError(std::move(error));
+      return llvm::None;
+    }
+
+  PassManagerOptions passOptions;
+  passOptions.verifyEach = verifyEach;
+  passOptions.printIrAfter = printIrAfter;
+  passOptions.printIrAfterAll = printIrAfterAll;
+  passOptions.timePasses = timePasses;
+  passOptions.statistics = passStatistics;
+  passOptions.disabledPasses = disablePass;
+  passOptions.printOptions = getPrintOptions();
+  PassManager passManager(passOptions);
+  // A bad pipeline is reported before the (possibly slow) import.
+  if (llvm::Error error = passManager.addPipeline(pipeline)) {
+    exitCode = reportError(std::move(error));
+    return llvm::None;
+  }
+
+  auto module = importOnnxModelWithoutPipeline(path, options);
+  if (!module) {
+    exitCode = reportError(module.takeError());
+    return llvm::None;
+  }
+  if (llvm::Error error = passManager.run(**module)) {
+    exitCode = reportError(std::move(error));
+    return llvm::None;
+  }
+  (*module)->eraseUnusedWeights();
+  exitCode = ExitOk;
+  return std::move(*module);
+}
+
+} // namespace snugc
+} // namespace snug

@@ -1,0 +1,45 @@
+//===- SnugcCommon.h - What every snugc subcommand shares -------*- C++ -*-===//
+//
+// The options every subcommand takes (input bindings, the pass pipeline and
+// its debugging flags), the exit codes, and loadModule(): import a model,
+// run the pipeline, and classify failures as user or internal errors. A
+// subcommand lives in its own file with its own cl::SubCommand and run
+// function, listed in SnugcCommands.h and Snugc.cpp's table.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_TOOLS_SNUGC_SNUGCCOMMON_H
+#define SNUG_TOOLS_SNUGC_SNUGCCOMMON_H
+
+#include "ir/Module.h"
+#include "ir/Printer.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+
+namespace snug {
+namespace snugc {
+
+enum ExitCode { ExitOk = 0, ExitUserError = 1, ExitInternalError = 2 };
+
+/// The shared options' category, for --help.
+llvm::cl::OptionCategory &getCommonCategory();
+
+/// Print options from --elide-weights-over.
+ir::PrintOptions getPrintOptions();
+
+/// Imports `path` with the --input/--dim bindings and runs --passes (minus
+/// --disable-pass) with the debugging flags. On failure prints the error to
+/// stderr and returns None with `exitCode` set.
+llvm::Optional<std::unique_ptr<ir::Module>> loadModule(llvm::StringRef path,
+                                                       int &exitCode);
+
+/// Prints `error` to stderr; returns ExitInternalError for internal errors
+/// (a module that does not verify), ExitUserError otherwise.
+int reportError(llvm::Error error);
+
+} // namespace snugc
+} // namespace snug
+
+#endif // SNUG_TOOLS_SNUGC_SNUGCCOMMON_H
