@@ -134,6 +134,19 @@ llvm::Error PassManager::run(ir::Module &module) {
   return llvm::Error::success();
 }
 
+llvm::Optional<int64_t>
+PassManager::getStatistic(llvm::StringRef passName,
+                          llvm::StringRef counter) const {
+  for (const std::unique_ptr<Pass> &pass : passes) {
+    if (pass->getName() != passName)
+      continue;
+    auto it = pass->getStatistics().find(counter.str());
+    if (it != pass->getStatistics().end())
+      return it->second;
+  }
+  return llvm::None;
+}
+
 void PassManager::printTimings(llvm::raw_ostream &os) const {
   double total = 0;
   for (double value : seconds)

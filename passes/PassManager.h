@@ -48,6 +48,9 @@ public:
   llvm::Error run(ir::Module &module);
 
   size_t size() const { return passes.size(); }
+  /// A counter of the first pass named `passName` that ran; None if none.
+  llvm::Optional<int64_t> getStatistic(llvm::StringRef passName,
+                                       llvm::StringRef counter) const;
 
 private:
   bool isDisabled(llvm::StringRef name) const;

@@ -72,8 +72,13 @@ int runPlanBuffers() {
   llvm::json::Array results;
   if (format == "text")
     llvm::outs() << llvm::format("%-44s %8s %14s %14s %8s %10s  %s\n",
-                                 "problem", "buffers", "arena", "lower bound",
-                                 "ratio", "ms", "planner");
+                                 static_cast<const char *>("problem"),
+                                 static_cast<const char *>("buffers"),
+                                 static_cast<const char *>("arena"),
+                                 static_cast<const char *>("lower bound"),
+                                 static_cast<const char *>("ratio"),
+                                 static_cast<const char *>("ms"),
+                                 static_cast<const char *>("planner"));
   for (const std::string &path : csvPaths) {
     llvm::Expected<std::vector<PlanBuffer>> buffers = readBufferTrace(path);
     if (!buffers)

@@ -26,6 +26,8 @@ using namespace snug::snugc;
 llvm::ArrayRef<Command> snug::snugc::getCommands() {
   static const Command commands[] = {
       {getCompileCommand, runCompile},
+      {getPlanCommand, runPlan},
+      {getPlanBuffersCommand, runPlanBuffers},
   };
   return commands;
 }

@@ -21,6 +21,14 @@ namespace snugc {
 llvm::cl::SubCommand &getCompileCommand();
 int runCompile();
 
+/// `snugc plan MODEL`: the memory report only.
+llvm::cl::SubCommand &getPlanCommand();
+int runPlan();
+
+/// `snugc plan-buffers FILE.csv...`: the IR-free packer on raw problems.
+llvm::cl::SubCommand &getPlanBuffersCommand();
+int runPlanBuffers();
+
 struct Command {
   llvm::cl::SubCommand &(*getSubCommand)();
   int (*run)();

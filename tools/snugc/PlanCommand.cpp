@@ -1,0 +1,45 @@
+//===- PlanCommand.cpp - snugc plan ---------------------------------------===//
+//
+// `snugc plan MODEL`: import, run the pipeline, plan the arena and print
+// only the memory report (stdout), with no GPU and no code generation.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/snugc/PlanSupport.h"
+#include "tools/snugc/SnugcCommands.h"
+#include "tools/snugc/SnugcCommon.h"
+
+#include "llvm/Support/Path.h"
+
+namespace cl = llvm::cl;
+
+namespace snug {
+namespace snugc {
+
+cl::SubCommand &getPlanCommand() {
+  static cl::SubCommand command(
+      "plan", "Print the predicted device memory of an ONNX model");
+  return command;
+}
+
+static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx>"),
+                                      cl::sub(getPlanCommand()));
+
+int runPlan() {
+  if (llvm::Error error = checkPlanFlags())
+    return reportError(std::move(error));
+  int exitCode = ExitOk;
+  auto module = loadModule(modelPath, exitCode);
+  if (!module)
+    return exitCode;
+  double planningMs = 0;
+  if (llvm::Error error = planModule(**module, planningMs))
+    return reportError(std::move(error));
+  if (llvm::Error error = writeMemoryReport(
+          **module, llvm::sys::path::filename(modelPath), planningMs))
+    return reportError(std::move(error));
+  return ExitOk;
+}
+
+} // namespace snugc
+} // namespace snug

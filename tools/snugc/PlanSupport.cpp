@@ -1,0 +1,158 @@
+//===- PlanSupport.cpp - Planning and the memory report in snugc ----------===//
+#include "tools/snugc/PlanSupport.h"
+#include "tools/snugc/SnugcCommands.h"
+#include "tools/snugc/SnugcCommon.h"
+
+#include "compiler/MemoryReport.h"
+#include "compiler/PlanTimeline.h"
+#include "passes/MemoryPlanner.h"
+#include "passes/PassManager.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace cl = llvm::cl;
+
+namespace snug {
+namespace snugc {
+
+static cl::OptionCategory &getPlanCategory() {
+  static cl::OptionCategory category("snugc memory planning options");
+  return category;
+}
+
+/// The options of the subcommands that plan (compile and plan).
+struct InPlanningCommands {
+  template <class Opt> void apply(Opt &option) const {
+    option.addSubCommand(getCompileCommand());
+    option.addSubCommand(getPlanCommand());
+  }
+};
+
+static cl::opt<std::string>
+    plannerName("planner",
+                cl::desc("Arena packing: none|greedy-size|greedy-breadth|"
+                         "search|best (default: best)"),
+                cl::init("best"), InPlanningCommands(),
+                cl::cat(getPlanCategory()));
+static cl::opt<uint64_t> alignment("alignment",
+                                   cl::desc("Arena offset alignment in bytes"),
+                                   cl::init(256), InPlanningCommands(),
+                                   cl::cat(getPlanCategory()));
+static cl::opt<double>
+    timeLimit("time-limit", cl::desc("Planning budget in seconds"),
+              cl::init(2.0), InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<bool> noSchedule("no-schedule",
+                                cl::desc("Keep the imported node order"),
+                                InPlanningCommands(),
+                                cl::cat(getPlanCategory()));
+static cl::opt<bool> verifyPlan(
+    "verify-plan", cl::desc("Check the plan independently after planning"),
+#ifndef NDEBUG
+    cl::init(true),
+#else
+    cl::init(false),
+#endif
+    InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<std::string>
+    reportFormat("memory-report", cl::desc("pretty|json|none"),
+                 cl::init("pretty"), InPlanningCommands(),
+                 cl::cat(getPlanCategory()));
+static cl::opt<std::string> reportPath(
+    "memory-report-file",
+    cl::desc("Where the memory report goes: a path, or - for stdout "
+             "(default: stdout for plan, stderr for compile)"),
+    cl::init(""), InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<std::string>
+    timelinePath("timeline",
+                 cl::desc("Write an HTML picture of the plan to this path"),
+                 cl::value_desc("plan.html"), cl::init(""),
+                 InPlanningCommands(), cl::cat(getPlanCategory()));
+
+static llvm::Error userError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error checkPlanFlags() {
+  if (reportFormat != "pretty" && reportFormat != "json" &&
+      reportFormat != "none")
+    return userError("--memory-report must be pretty, json or none, not '" +
+                     reportFormat + "'");
+  if (!llvm::isPowerOf2_64(alignment))
+    return userError("--alignment: '" + std::to_string(alignment) +
+                     "' is not a power of two");
+  return parsePlannerStrategy(plannerName).takeError();
+}
+
+llvm::Error planModule(ir::Module &module, double &planningMs) {
+  planningMs = 0;
+  if (llvm::Error error = checkPlanFlags())
+    return error;
+  if (module.getAttribute("arena"))
+    return llvm::Error::success(); // --passes planned it already
+  llvm::Expected<PlannerStrategy> strategy = parsePlannerStrategy(plannerName);
+  if (!strategy)
+    return strategy.takeError();
+  std::string pipeline = noSchedule ? "" : "schedule,";
+  pipeline += "plan-memory{planner=" + plannerName.getValue() +
+              " alignment=" + std::to_string(alignment) +
+              " time-limit=" + std::to_string(timeLimit) + "}";
+  if (verifyPlan)
+    pipeline += ",verify-plan";
+  PassManager passManager;
+  if (llvm::Error error = passManager.addPipeline(pipeline))
+    return error;
+  if (llvm::Error error = passManager.run(module))
+    return error;
+  planningMs =
+      passManager.getStatistic("plan-memory", "planning-us").getValueOr(0) /
+      1000.0;
+  return llvm::Error::success();
+}
+
+llvm::Error writeMemoryReport(const ir::Module &module,
+                              llvm::StringRef modelName, double planningMs) {
+  if (!timelinePath.empty()) {
+    std::error_code errorCode;
+    llvm::ToolOutputFile output(timelinePath, errorCode,
+                                llvm::sys::fs::OF_None);
+    if (errorCode)
+      return userError("cannot write '" + timelinePath +
+                       "': " + errorCode.message());
+    if (llvm::Error error = writePlanTimeline(module, modelName, output.os()))
+      return error;
+    output.keep();
+  }
+  if (reportFormat == "none")
+    return llvm::Error::success();
+  llvm::Expected<MemoryReport> report =
+      buildMemoryReport(module, modelName, planningMs);
+  if (!report)
+    return report.takeError();
+  // `plan` prints only the report, so stdout; `compile` keeps stdout for its
+  // product.
+  std::string path = reportPath;
+  if (path.empty())
+    path = getPlanCommand() ? "-" : "";
+  std::unique_ptr<llvm::ToolOutputFile> file;
+  llvm::raw_ostream *os = &llvm::errs();
+  if (!path.empty()) {
+    std::error_code errorCode;
+    file = std::make_unique<llvm::ToolOutputFile>(path, errorCode,
+                                                  llvm::sys::fs::OF_None);
+    if (errorCode)
+      return userError("cannot write '" + path + "': " + errorCode.message());
+    os = &file->os();
+  }
+  if (reportFormat == "json")
+    printMemoryReportJson(*report, *os);
+  else
+    printMemoryReportPretty(*report, *os);
+  if (file)
+    file->keep();
+  return llvm::Error::success();
+}
+
+} // namespace snugc
+} // namespace snug

@@ -1,0 +1,34 @@
+//===- PlanSupport.h - Planning and the memory report in snugc --*- C++ -*-===//
+//
+// What `snugc compile` and `snugc plan` share after import: the memory
+// planning flags (--planner, --alignment, --time-limit, --no-schedule,
+// --verify-plan), planning the module unless the user's --passes already did,
+// and writing the memory report (--memory-report, --memory-report-file) and
+// the plan picture (--timeline).
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_TOOLS_SNUGC_PLANSUPPORT_H
+#define SNUG_TOOLS_SNUGC_PLANSUPPORT_H
+
+#include "ir/Module.h"
+
+#include "llvm/Support/Error.h"
+
+namespace snug {
+namespace snugc {
+
+/// Checks the planning flags, so that a bad one fails before a slow import.
+llvm::Error checkPlanFlags();
+
+/// Runs "schedule,plan-memory{...}" (the schedule pass unless --no-schedule)
+/// on a module that has no plan yet; stores the planner's time.
+llvm::Error planModule(ir::Module &module, double &planningMs);
+
+/// Writes the report and timeline the flags ask for. `modelName` heads them.
+llvm::Error writeMemoryReport(const ir::Module &module,
+                              llvm::StringRef modelName, double planningMs);
+
+} // namespace snugc
+} // namespace snug
+
+#endif // SNUG_TOOLS_SNUGC_PLANSUPPORT_H
