@@ -6,7 +6,7 @@ ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan test test-asan demo clean
+.PHONY: all deps build build-asan test test-asan demo zoo bench clean
 
 all: build
 
@@ -32,6 +32,12 @@ test: test-asan build
 
 demo: build
 	@tools/demo.sh $(BUILD_DIR)
+
+zoo: deps
+	@.venv/bin/python models/export_models.py
+
+bench: build zoo
+	@bench/run.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

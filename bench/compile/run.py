@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""bench/compile: compile time per zoo model and per pass, and how planning
+grows on synthetic graphs.
+
+    .venv/bin/python bench/compile/run.py [--build build] [--cache DIR]
+        [--out bench/results] [--sizes 1000,10000,100000]
+
+Per model: wall time of `snugc plan` (import, folding, schedule, planning)
+and each pass's share from --time-passes, peak RSS.
+Synthetic: textual IR of N nodes (residual blocks with branches, concats and
+splits, f32[1,64] tensors), through `snug-opt --passes=dce,schedule,
+plan-memory`: wall time and peak RSS (parse, passes and print included), and
+the fitted exponent of time between the two largest sizes (1.0 is linear;
+n log n from 10k to 100k fits about 1.1). Also the planner alone on the same
+graphs (plan-memory's own planning time, one core).
+A markdown table goes to stdout, JSON to OUT/compile.json.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS = ["resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+          "squeezenet1_1", "vit_small", "bert_small", "gpt2_small"]
+
+
+def timed(command):
+    """Runs command under /usr/bin/time; returns (seconds, peak KiB, stderr)."""
+    result = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M"] + command,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr[-2000:]}")
+    match = re.search(r"TIME ([0-9.]+) ([0-9]+)", result.stderr)
+    return float(match.group(1)), int(match.group(2)), result.stderr
+
+
+def pass_times(text):
+    times = {}
+    for line in text.splitlines():
+        match = re.match(r"\s+([0-9.]+) \(\s*[0-9.]+%\)\s+([a-z-]+)$", line)
+        if match:
+            times[match.group(2)] = times.get(match.group(2), 0) + float(match.group(1))
+    return times
+
+
+def synthetic_ir(nodes, seed=1):
+    """A residual network written out: blocks of branch-join-split."""
+    rng = random.Random(seed)
+    lines = []
+    values = ["%x"]
+    count = 0
+    current = "%x"
+
+    def emit(text):
+        nonlocal count
+        name = f"%{count}"
+        lines.append(f"  {name} = {text}")
+        count += 1
+        return name
+
+    while count < nodes:
+        kind = rng.random()
+        if kind < 0.5:
+            a = emit(f"Relu({current}) : f32[1,64]")
+            b = emit(f"Exp({a}) : f32[1,64]")
+            current = emit(f"Add({b}, {current}) : f32[1,64]")
+        elif kind < 0.8:
+            a = emit(f"Sigmoid({current}) : f32[1,64]")
+            b = emit(f"Neg({current}) : f32[1,64]")
+            c = emit(f"Concat({a}, {b}) {{axis = 1}} : f32[1,128]")
+            lines.append(f"  %{count}, %{count + 1} = Split({c}) {{axis = 1}} : "
+                         f"f32[1,64], f32[1,64]")
+            left, right = f"%{count}", f"%{count + 1}"
+            count += 2
+            current = emit(f"Mul({left}, {right}) : f32[1,64]")
+        else:
+            far = values[rng.randrange(max(1, len(values) - 50), len(values))]
+            current = emit(f"Add({current}, {far}) : f32[1,64]")
+        values.append(current)
+    body = "\n".join(lines)
+    return (f"func @synthetic(%x: f32[1,64]) -> f32[1,64] {{\n{body}\n"
+            f"  return {current}\n}}\n")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(REPO, "build"))
+    parser.add_argument("--cache", default=os.environ.get(
+        "SNUG_MODEL_CACHE", os.path.join(REPO, ".cache", "models")))
+    parser.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    args = parser.parse_args()
+    snugc = os.path.join(args.build, "bin", "snugc")
+    snug_opt = os.path.join(args.build, "bin", "snug-opt")
+
+    model_rows = []
+    for name in MODELS:
+        model = os.path.join(args.cache, f"{name}-opset17", "model.onnx")
+        if not os.path.exists(model):
+            print(f"skipped {name}: {model} missing (run `make zoo`)", file=sys.stderr)
+            continue
+        seconds, kib, stderr = timed([snugc, "plan", model, "--dim", "batch=1",
+                                      "--memory-report=none", "--time-passes"])
+        model_rows.append({"model": name, "seconds": seconds, "peak_rss_kib": kib,
+                           "passes": pass_times(stderr)})
+
+    synthetic_rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for size in [int(s) for s in args.sizes.split(",")]:
+            path = os.path.join(scratch, f"synthetic-{size}.ir")
+            with open(path, "w") as f:
+                f.write(synthetic_ir(size))
+            seconds, kib, stderr = timed(
+                [snug_opt, path, "--passes=dce,schedule,plan-memory",
+                 "--verify-each=false", "--pass-statistics", "--time-passes",
+                 "-o", os.devnull])
+            planning = re.search(r"([0-9]+) plan-memory - planning-us", stderr)
+            synthetic_rows.append({
+                "nodes": size, "seconds": seconds, "peak_rss_kib": kib,
+                "planner_ms": int(planning.group(1)) / 1000 if planning else None,
+                "passes": pass_times(stderr)})
+
+    print("### Compile time per model (`snugc plan`, 1 core)\n")
+    print("| model | total s | peak RSS MiB | import+fold+dce s | schedule s | plan-memory s |")
+    print("|---|---|---|---|---|---|")
+    for row in model_rows:
+        passes = row["passes"]
+        front = sum(v for k, v in passes.items() if k in ("fold-constants", "dce"))
+        print(f"| {row['model']} | {row['seconds']:.2f} | {row['peak_rss_kib'] / 1024:.0f} | "
+              f"{front:.3f} | {passes.get('schedule', 0):.3f} | "
+              f"{passes.get('plan-memory', 0):.3f} |")
+    print("\n### Synthetic graphs (`snug-opt --passes=dce,schedule,plan-memory`)\n")
+    print("| nodes | total s | peak RSS MiB | schedule s | plan-memory s | planner ms |")
+    print("|---|---|---|---|---|---|")
+    for row in synthetic_rows:
+        passes = row["passes"]
+        print(f"| {row['nodes']} | {row['seconds']:.2f} | {row['peak_rss_kib'] / 1024:.0f} | "
+              f"{passes.get('schedule', 0):.3f} | {passes.get('plan-memory', 0):.3f} | "
+              f"{row['planner_ms']:.1f} |")
+    exponent = None
+    if len(synthetic_rows) >= 2:
+        small, large = synthetic_rows[-2], synthetic_rows[-1]
+        if small["seconds"] > 0:
+            exponent = (math.log(large["seconds"] / small["seconds"])
+                        / math.log(large["nodes"] / small["nodes"]))
+            print(f"\nfitted exponent of total time from {small['nodes']} to "
+                  f"{large['nodes']} nodes: {exponent:.2f}")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "compile.json"), "w") as f:
+        json.dump({"models": model_rows, "synthetic": synthetic_rows,
+                   "exponent": exponent}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

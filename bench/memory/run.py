@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""bench/memory: what snug predicts for each zoo model, per planner strategy,
+with and without the schedule pass, beside a peer's measured figure.
+
+    .venv/bin/python bench/memory/run.py [--build build] [--cache DIR]
+        [--out bench/results] [--models a,b] [--skip-peer]
+
+Columns (bytes unless noted):
+  no reuse     every intermediate in its own block (planner none)
+  LB unshared  lower bound with no views / in-place / concat sharing
+  LB imported  lower bound of the imported node order (--no-schedule)
+  LB           lower bound after the schedule pass (what the arena can reach)
+  arena <s>    the arena each strategy packs (schedule on)
+  weights      device bytes of the weights
+  peak         predicted peak device memory (weights + arena + runtime)
+  ms           planning time of the default strategy (best)
+Peer: onnxruntime CPU (memory pattern and arena on), peak RSS growth of the
+process during its first run after session creation, in a fresh process. It
+is a measurement of a different engine on a different device, shown for
+scale, not as like for like.
+A markdown table goes to stdout, JSON to OUT/memory.json.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STRATEGIES = ["none", "greedy-size", "greedy-breadth", "search", "best"]
+# (label, cache dir, extra bindings)
+MODELS = [
+    ("resnet50 b1", "resnet50-opset17", ["--dim", "batch=1"]),
+    ("resnet50 b32", "resnet50-opset17", ["--dim", "batch=32"]),
+    ("mobilenet_v2", "mobilenet_v2-opset17", ["--dim", "batch=1"]),
+    ("mobilenet_v3_small", "mobilenet_v3_small-opset17", ["--dim", "batch=1"]),
+    ("efficientnet_b0", "efficientnet_b0-opset17", ["--dim", "batch=1"]),
+    ("squeezenet1_1", "squeezenet1_1-opset17", ["--dim", "batch=1"]),
+    ("vit_small", "vit_small-opset17", ["--dim", "batch=1"]),
+    ("bert_small s128", "bert_small-opset17", ["--dim", "batch=1"]),
+    ("gpt2_small s128", "gpt2_small-opset17", ["--dim", "batch=1"]),
+]
+
+PEER_SCRIPT = r"""
+import resource, sys, numpy as np, onnxruntime as ort, onnx
+from onnx import numpy_helper
+path, batch = sys.argv[1], int(sys.argv[2])
+options = ort.SessionOptions()
+options.enable_mem_pattern = True
+options.enable_cpu_mem_arena = True
+options.intra_op_num_threads = 1
+session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+feeds = {}
+for i in session.get_inputs():
+    shape = [batch if not isinstance(d, int) else d for d in i.shape]
+    if "int64" in i.type:
+        feeds[i.name] = np.zeros(shape, dtype=np.int64)
+    elif "bool" in i.type:
+        feeds[i.name] = np.ones(shape, dtype=bool)
+    else:
+        feeds[i.name] = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+session.run(None, feeds)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((after - before) * 1024)
+"""
+
+
+def snugc_plan(build, model_dir, bindings, extra):
+    command = [os.path.join(build, "bin", "snugc"), "plan",
+               os.path.join(model_dir, "model.onnx"), "--memory-report=json"]
+    command += bindings + extra
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr}")
+    return json.loads(result.stdout)
+
+
+def peer_rss(model_dir, bindings):
+    batch = 1
+    for i, arg in enumerate(bindings):
+        if arg == "--dim" and bindings[i + 1].startswith("batch="):
+            batch = int(bindings[i + 1].split("=")[1])
+    result = subprocess.run([sys.executable, "-c", PEER_SCRIPT,
+                             os.path.join(model_dir, "model.onnx"), str(batch)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        return None
+    return int(result.stdout.strip())
+
+
+def mib(value):
+    return "—" if value is None else f"{value / 2**20:.2f}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(REPO, "build"))
+    parser.add_argument("--cache", default=os.environ.get(
+        "SNUG_MODEL_CACHE", os.path.join(REPO, ".cache", "models")))
+    parser.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    parser.add_argument("--models", default="")
+    parser.add_argument("--skip-peer", action="store_true")
+    args = parser.parse_args()
+    wanted = set(args.models.split(",")) if args.models else None
+
+    rows = []
+    for label, directory, bindings in MODELS:
+        if wanted and label.split()[0] not in wanted:
+            continue
+        model_dir = os.path.join(args.cache, directory)
+        if not os.path.exists(os.path.join(model_dir, "model.onnx")):
+            print(f"skipped {label}: {model_dir} missing (run `make zoo`)",
+                  file=sys.stderr)
+            continue
+        row = {"model": label}
+        for strategy in STRATEGIES:
+            report = snugc_plan(args.build, model_dir, bindings,
+                                ["--planner=" + strategy])
+            row["arena_" + strategy] = report["arena_bytes"]
+            if strategy == "best":
+                row.update(
+                    no_reuse=report["no_reuse_bytes"],
+                    lb_unshared=report["lower_bound_unshared_bytes"],
+                    lb=report["lower_bound_bytes"],
+                    weights=report["weights_bytes"],
+                    peak=report["predicted_peak_bytes"],
+                    planning_ms=report["planning_ms"],
+                    nodes=report["nodes"])
+        unscheduled = snugc_plan(args.build, model_dir, bindings,
+                                 ["--no-schedule"])
+        row["lb_imported"] = unscheduled["lower_bound_bytes"]
+        row["peer_ort_cpu_rss_growth"] = (None if args.skip_peer
+                                          else peer_rss(model_dir, bindings))
+        rows.append(row)
+        print(f"measured {label}", file=sys.stderr)
+
+    header = ("| model | nodes | no reuse | LB unshared | LB imported | LB | "
+              + " | ".join("arena " + s for s in STRATEGIES)
+              + " | arena/LB | weights | peak | plan ms | ORT CPU run RSS growth |")
+    print("All sizes in MiB (2^20 bytes); arena per planner strategy with the "
+          "schedule pass on.\n")
+    print(header)
+    print("|" + "---|" * (header.count("|") - 1))
+    for row in rows:
+        cells = [row["model"], str(row["nodes"]), mib(row["no_reuse"]),
+                 mib(row["lb_unshared"]), mib(row["lb_imported"]), mib(row["lb"])]
+        cells += [mib(row["arena_" + s]) for s in STRATEGIES]
+        cells += [f"{row['arena_best'] / max(1, row['lb']):.4f}",
+                  mib(row["weights"]), mib(row["peak"]),
+                  f"{row['planning_ms']:.2f}",
+                  mib(row["peer_ort_cpu_rss_growth"])]
+        print("| " + " | ".join(cells) + " |")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "memory.json"), "w") as f:
+        json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# make bench: every benchmark table, in one run. Tables go to stdout and are
+# saved with their JSON in bench/results/.
+set -euo pipefail
+build=${1:-build}
+cd "$(dirname "$0")/.."
+python=.venv/bin/python
+shared=${SNUG_SHARED_DIR:-../shared}
+mkdir -p bench/results
+
+echo "## Packing: real-model traces (alignment 1, default strategy budget 2 s)"
+echo
+"$build/bin/plan-buffers-bench" "$shared/bench-data/packing/real-traces" | tee bench/results/packing-real.md
+echo
+echo "## Packing: hard instances A-K"
+echo
+"$build/bin/plan-buffers-bench" "$shared/bench-data/packing/hard" | tee bench/results/packing-hard.md
+echo
+echo "## Memory per zoo model"
+echo
+$python bench/memory/run.py --build "$build" | tee bench/results/memory.md
+echo
+echo "## Compile time"
+echo
+$python bench/compile/run.py --build "$build" | tee bench/results/compile.md
