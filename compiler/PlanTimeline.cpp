@@ -68,15 +68,15 @@ llvm::Error writePlanTimeline(const ir::Module &module, llvm::StringRef title,
   escapeHtml(os, title);
   os << " - snug memory plan</title>\n<style>body{font-family:sans-serif;"
         "margin:16px;background:#fff}rect.b{stroke:#333;stroke-width:0.5}"
-        "rect.b:hover{stroke:#000;stroke-width:2}.panel{display:inline-block;"
-        "vertical-align:top;margin-right:16px}</style></head><body>\n<h2>";
+        "rect.b:hover{stroke:#000;stroke-width:2}.row{display:flex;"
+        "flex-wrap:nowrap;gap:16px}</style></head><body>\n<h2>";
   escapeHtml(os, title);
   os << "</h2>\n<p>arena " << arena << " B, lower bound " << bound << " B, "
      << liveness.buffers.size() << " buffers over " << steps
-     << " steps. Hover a rectangle for its values.</p>\n";
+     << " steps. Hover a rectangle for its values.</p>\n<div class=\"row\">\n";
 
   // The arena: address against time.
-  os << "<div class=\"panel\"><svg xmlns=\"http://www.w3.org/2000/svg\" "
+  os << "<div><svg xmlns=\"http://www.w3.org/2000/svg\" "
         "width=\""
      << width << "\" height=\"" << height << "\">\n";
   os << llvm::format("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
@@ -122,7 +122,7 @@ llvm::Error writePlanTimeline(const ir::Module &module, llvm::StringRef title,
   // Live bytes per step, with the bound and the arena.
   const double curveWidth = 420;
   double cx = (curveWidth - 2 * margin) / double(std::max<int64_t>(1, steps));
-  os << "<div class=\"panel\"><svg xmlns=\"http://www.w3.org/2000/svg\" "
+  os << "<div><svg xmlns=\"http://www.w3.org/2000/svg\" "
         "width=\""
      << curveWidth << "\" height=\"" << height << "\">\n";
   os << llvm::format("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
@@ -137,17 +137,19 @@ llvm::Error writePlanTimeline(const ir::Module &module, llvm::StringRef title,
                        margin + (step + 1) * cx,
                        height - margin - live[step] * yScale);
   os << "\"><title>live bytes per step</title></polyline>\n";
-  auto line = [&](uint64_t value, const char *color, const char *label) {
+  auto line = [&](uint64_t value, const char *color, const char *label,
+                  double labelX) {
     double y = height - margin - value * yScale;
     os << llvm::format("<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.2f\" y2=\"%.2f\" "
                        "stroke=\"%s\" stroke-dasharray=\"6,4\"/>"
                        "<text x=\"%.1f\" y=\"%.2f\" fill=\"%s\">%s</text>\n",
-                       margin, curveWidth - margin, y, y, color, margin + 4,
+                       margin, curveWidth - margin, y, y, color, margin + labelX,
                        y - 4, color, label);
   };
-  line(arena, "#c62828", "arena");
-  line(bound, "#2e7d32", "lower bound");
-  os << "</svg></div>\n</body></html>\n";
+  // Labels side by side: the two lines often coincide.
+  line(arena, "#c62828", "arena", 4);
+  line(bound, "#2e7d32", "lower bound", 60);
+  os << "</svg></div>\n</div>\n</body></html>\n";
   return llvm::Error::success();
 }
 

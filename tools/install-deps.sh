@@ -12,6 +12,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libgtest-dev libgmock-dev
   python3-torch python3-torchvision
+  chromium
 )
 
 missing=()

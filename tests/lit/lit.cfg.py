@@ -2,6 +2,7 @@
 # own (tests/lit/CMakeLists.txt) and passes the build's tool directory in
 # SNUG_TOOLS_DIR; FileCheck and not come from LLVM 14.
 import os
+import shutil
 import lit.formats
 
 config.name = "snug"
@@ -24,3 +25,8 @@ for name in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "SNUG_SHARED_DIR"]:
 config.substitutions.append(("%tests", os.path.dirname(os.path.dirname(__file__))))
 config.substitutions.append(("%expect-exit", os.environ.get("SNUG_PYTHON", "python3") + " " + os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools", "expect-exit.py")))
 config.substitutions.append(("%python", os.environ.get("SNUG_PYTHON", "python3")))
+
+# Tests that drive a browser run where Chromium is installed
+# (tools/install-deps.sh installs it).
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
