@@ -144,6 +144,12 @@ static std::vector<int64_t> broadcastIndices(llvm::ArrayRef<int64_t> result,
   return indices;
 }
 
+/// memcpy that allows empty ranges (whose pointers may be null).
+static void copyBytes(void *to, const void *from, size_t size) {
+  if (size)
+    std::memcpy(to, from, size);
+}
+
 //===----------------------------------------------------------------------===//
 // The evaluator
 //===----------------------------------------------------------------------===//
@@ -199,7 +205,7 @@ private:
 
 bool Evaluator::copyOperand() {
   assert(results[0].size() == operands[0]->size());
-  std::memcpy(results[0].data(), data(0), results[0].size());
+  copyBytes(results[0].data(), data(0), results[0].size());
   return true;
 }
 
@@ -222,7 +228,7 @@ bool Evaluator::constant() {
   llvm::ArrayRef<uint8_t> bytes = it->second.getTensorBytes();
   if (bytes.size() != results[0].size())
     return false;
-  std::memcpy(results[0].data(), bytes.data(), bytes.size());
+  copyBytes(results[0].data(), bytes.data(), bytes.size());
   return true;
 }
 
@@ -235,7 +241,7 @@ bool Evaluator::constantOfShape() {
     value.assign(it->second.getTensorBytes().begin(),
                  it->second.getTensorBytes().end());
   for (size_t at = 0; at < results[0].size(); at += elementSize)
-    std::memcpy(results[0].data() + at, value.data(), elementSize);
+    copyBytes(results[0].data() + at, value.data(), elementSize);
   return true;
 }
 
@@ -283,7 +289,7 @@ bool Evaluator::transpose() {
   llvm::SmallVector<int64_t, 4> position(rank, 0);
   int64_t offset = 0;
   for (int64_t flat = 0; flat < count; ++flat) {
-    std::memcpy(results[0].data() + flat * elementSize,
+    copyBytes(results[0].data() + flat * elementSize,
                 data(0) + offset * elementSize, elementSize);
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
       ++position[d];
@@ -308,9 +314,9 @@ bool Evaluator::concat() {
   uint8_t *out = results[0].data();
   for (int64_t o = 0; o < outer; ++o)
     for (unsigned k = 0; k < node.getNumOperands(); ++k) {
-      int64_t chunk = outer ? type(k).getNumElements() / std::max<int64_t>(outer, 1) : 0;
+      int64_t chunk = type(k).getNumElements() / outer;
       size_t bytes = chunk * elementSize;
-      std::memcpy(out, data(k) + o * bytes, bytes);
+      copyBytes(out, data(k) + o * bytes, bytes);
       out += bytes;
     }
   return true;
@@ -336,7 +342,7 @@ llvm::Expected<bool> Evaluator::gather() {
       if (at < 0 || at >= dims[axis])
         return error("index " + llvm::Twine(index) + " is out of range for " +
                      type(0).str() + " on axis " + llvm::Twine(axis));
-      std::memcpy(out, data(0) + (o * dims[axis] + at) * chunk, chunk);
+      copyBytes(out, data(0) + (o * dims[axis] + at) * chunk, chunk);
       out += chunk;
     }
   return true;
@@ -363,7 +369,7 @@ bool Evaluator::slice() {
     int64_t offset = 0;
     for (size_t d = 0; d < rank; ++d)
       offset += (begin[d] + position[d] * step[d]) * inStrides[d];
-    std::memcpy(results[0].data() + flat * elementSize,
+    copyBytes(results[0].data() + flat * elementSize,
                 data(0) + offset * elementSize, elementSize);
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
       if (++position[d] < outDims[d])
@@ -387,7 +393,7 @@ bool Evaluator::split() {
   for (unsigned r = 0; r < node.getNumResults(); ++r) {
     int64_t part = resultType(r).getDims()[axis];
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(results[r].data() + o * part * inner * elementSize,
+      copyBytes(results[r].data() + o * part * inner * elementSize,
                   data(0) + (o * dims[axis] + start) * inner * elementSize,
                   part * inner * elementSize);
     start += part;
@@ -400,7 +406,7 @@ bool Evaluator::expand() {
       broadcastIndices(resultType().getDims(), type(0).getDims());
   size_t elementSize = ir::getDTypeSize(resultType().getDType());
   for (size_t i = 0; i < indices.size(); ++i)
-    std::memcpy(results[0].data() + i * elementSize,
+    copyBytes(results[0].data() + i * elementSize,
                 data(0) + indices[i] * elementSize, elementSize);
   return true;
 }
@@ -416,7 +422,7 @@ bool Evaluator::tile() {
     int64_t offset = 0;
     for (size_t d = 0; d < rank; ++d)
       offset += (position[d] % inDims[d]) * inStrides[d];
-    std::memcpy(results[0].data() + flat * elementSize,
+    copyBytes(results[0].data() + flat * elementSize,
                 data(0) + offset * elementSize, elementSize);
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
       if (++position[d] < outDims[d])
@@ -557,7 +563,7 @@ bool Evaluator::where() {
   size_t elementSize = ir::getDTypeSize(resultType().getDType());
   for (size_t i = 0; i < c.size(); ++i) {
     bool pick = data(0)[c[i]] != 0;
-    std::memcpy(results[0].data() + i * elementSize,
+    copyBytes(results[0].data() + i * elementSize,
                 pick ? data(1) + x[i] * elementSize
                      : data(2) + y[i] * elementSize,
                 elementSize);

@@ -85,6 +85,21 @@ llvm::SmallVector<int64_t, 4> getStrides(llvm::ArrayRef<int64_t> dims) {
   return strides;
 }
 
+llvm::Optional<uint64_t> getCheckedByteSize(const TensorType &type) {
+  const uint64_t limit = uint64_t(1) << 50;
+  uint64_t bytes = ir::getDTypeSize(type.getDType());
+  for (int64_t dim : type.getDims()) {
+    if (dim < 0)
+      return llvm::None;
+    uint64_t product;
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &product) ||
+        product > limit)
+      return dim == 0 ? llvm::Optional<uint64_t>(0) : llvm::None;
+    bytes = product;
+  }
+  return bytes;
+}
+
 std::string dimsString(llvm::ArrayRef<int64_t> dims) {
   std::string text = "[";
   for (size_t i = 0; i < dims.size(); ++i)
@@ -237,14 +252,12 @@ static llvm::Expected<ResultTypes> inferReshape(const ShapeQuery &query) {
   auto shape = requireInts(query, "shape");
   if (!shape)
     return shape.takeError();
-  int64_t count = 1;
-  for (int64_t dim : *shape) {
+  for (int64_t dim : *shape)
     if (dim < 0)
       return shapeError("shape " + dimsString(*shape) +
                         " is not resolved (negative dim)");
-    count *= dim;
-  }
-  if (count != (*input)->getNumElements())
+  auto bytes = getCheckedByteSize(TensorType(DType::U8, *shape));
+  if (!bytes || static_cast<int64_t>(*bytes) != (*input)->getNumElements())
     return shapeError("cannot reshape " + (*input)->str() + " (" +
                       llvm::Twine((*input)->getNumElements()) +
                       " elements) to " + dimsString(*shape));
@@ -424,16 +437,19 @@ static llvm::Expected<ResultTypes> inferSplit(const ShapeQuery &query) {
   auto axis = requireAxis(query, "axis", (*input)->getRank(), 0);
   if (!axis)
     return axis.takeError();
-  auto split = requireInts(query, "split");
-  if (!split)
-    return split.takeError();
-  if (split->size() != query.numResults)
-    return shapeError("split has " + llvm::Twine(split->size()) +
+  // Canonical IR always has `split`; hand-written IR may leave it out for
+  // equal parts.
+  int64_t dim = (*input)->getDims()[*axis];
+  llvm::SmallVector<int64_t, 4> equal(
+      query.numResults, query.numResults ? dim / query.numResults : 0);
+  auto split = getIntsAttr(query.attributes, "split").getValueOr(equal);
+  if (split.size() != query.numResults)
+    return shapeError("split has " + llvm::Twine(split.size()) +
                       " parts but the node has " +
                       llvm::Twine(query.numResults) + " results");
   int64_t total = 0;
   ResultTypes results;
-  for (int64_t part : *split) {
+  for (int64_t part : split) {
     llvm::SmallVector<int64_t, 4> dims((*input)->getDims().begin(),
                                        (*input)->getDims().end());
     dims[*axis] = part;
@@ -441,7 +457,7 @@ static llvm::Expected<ResultTypes> inferSplit(const ShapeQuery &query) {
     results.push_back(TensorType((*input)->getDType(), dims));
   }
   if (total != (*input)->getDims()[*axis])
-    return shapeError("split " + dimsString(*split) + " does not add up to dim " +
+    return shapeError("split " + dimsString(split) + " does not add up to dim " +
                       llvm::Twine((*input)->getDims()[*axis]));
   return results;
 }
@@ -672,10 +688,13 @@ llvm::Expected<ResultTypes> inferResultTypes(const ShapeQuery &query) {
   auto results = it->second(query);
   if (!results)
     return results.takeError();
-  for (const TensorType &type : *results)
+  for (const TensorType &type : *results) {
     for (int64_t dim : type.getDims())
       if (dim < 0)
         return shapeError("result type " + type.str() + " has a negative dim");
+    if (!getCheckedByteSize(type))
+      return shapeError("result type " + type.str() + " is too large");
+  }
   if (results->size() < query.numResults)
     return shapeError("the node has " + llvm::Twine(query.numResults) +
                       " results, the op defines " +

@@ -65,6 +65,11 @@ getIntsAttr(const ir::AttributeMap &attributes, llvm::StringRef name);
 /// `axis` in [-rank, rank) made non-negative; None when out of range.
 llvm::Optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
+/// The byte size of `type`, or None when its element count or byte size
+/// overflows or passes 2^50 bytes (no real tensor is that large; a corrupt
+/// model's dims are).
+llvm::Optional<uint64_t> getCheckedByteSize(const ir::TensorType &type);
+
 /// "[1,3,224,224]" for messages.
 std::string dimsString(llvm::ArrayRef<int64_t> dims);
 

@@ -12,13 +12,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace snug {
 namespace rt {
 
 using namespace bundle;
 
-void Bundle::FreeDeleter::operator()(uint8_t *p) const { std::free(p); }
+Bundle::~Bundle() {
+  if (mapped)
+    munmap(storage, storageSize);
+  else
+    std::free(storage);
+}
 
 const Attr *PlanOp::getAttr(const std::string &name) const {
   for (const auto &entry : attributes)
@@ -311,8 +320,10 @@ bool readHostPlan(Cursor &cursor, Bundle &b) {
 
 } // namespace
 
-Status parseBundle(const uint8_t *data, size_t size, const std::string &name,
-                   std::unique_ptr<Bundle> &out) {
+/// Checks `size` bytes at `data` (the storage of `result`) and decodes them
+/// into `result`.
+Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
+                    std::unique_ptr<Bundle> &result) {
   auto fail = [&](const std::string &message) {
     return invalidBundle("bundle '" + name + "': " + message);
   };
@@ -345,20 +356,11 @@ Status parseBundle(const uint8_t *data, size_t size, const std::string &name,
       kHeaderSize + uint64_t(sectionCount) * kSectionEntrySize > size)
     return fail("bad section count " + std::to_string(sectionCount));
 
-  auto result = std::make_unique<Bundle>();
   Bundle &b = *result;
   b.path = name;
   b.version = version;
   b.planHash = hash;
-  // Keep the whole file, 64-byte aligned, so weights are aligned for any type.
-  uint64_t allocation = alignTo(size ? size : 1, 64);
-  b.storage.reset(static_cast<uint8_t *>(std::aligned_alloc(64, allocation)));
-  if (!b.storage)
-    return Status(SNUG_ERROR_OUT_OF_MEMORY,
-                  "bundle '" + name + "': cannot allocate " +
-                      std::to_string(size) + " bytes");
-  std::memcpy(b.storage.get(), data, size);
-  const uint8_t *base = b.storage.get();
+  const uint8_t *base = data;
 
   struct Section {
     uint64_t offset = 0, size = 0;
@@ -406,25 +408,57 @@ Status parseBundle(const uint8_t *data, size_t size, const std::string &name,
     return fail(plan.getError());
   if (plan.remaining())
     return fail("host plan has trailing bytes");
+  return Status::ok();
+}
+
+Status parseBundle(const uint8_t *data, size_t size, const std::string &name,
+                   std::unique_ptr<Bundle> &out) {
+  auto result = std::make_unique<Bundle>();
+  // Copy, 64-byte aligned, so weights are aligned for any type.
+  result->storageSize = size;
+  result->storage = static_cast<uint8_t *>(
+      std::aligned_alloc(64, alignTo(size ? size : 1, 64)));
+  if (!result->storage)
+    return Status(SNUG_ERROR_OUT_OF_MEMORY,
+                  "bundle '" + name + "': cannot allocate " +
+                      std::to_string(size) + " bytes");
+  if (size)
+    std::memcpy(result->storage, data, size);
+  if (Status s = decodeBundle(result->storage, size, name, result))
+    return s;
   out = std::move(result);
   return Status::ok();
 }
 
 Status readBundle(const std::string &path, std::unique_ptr<Bundle> &out) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return Status(SNUG_ERROR_IO, "cannot open bundle '" + path +
                                      "': " + std::strerror(errno));
-  std::vector<uint8_t> bytes;
-  uint8_t buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0)
-    bytes.insert(bytes.end(), buffer, buffer + got);
-  bool readError = std::ferror(file);
-  std::fclose(file);
-  if (readError)
-    return Status(SNUG_ERROR_IO, "cannot read bundle '" + path + "'");
-  return parseBundle(bytes.data(), bytes.size(), path, out);
+  struct stat info;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    return Status(SNUG_ERROR_IO,
+                  "cannot read bundle '" + path + "': not a regular file");
+  }
+  size_t size = size_t(info.st_size);
+  if (size == 0) {
+    close(fd);
+    return parseBundle(nullptr, 0, path, out);
+  }
+  void *map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED)
+    return Status(SNUG_ERROR_IO, "cannot map bundle '" + path +
+                                     "': " + std::strerror(errno));
+  auto result = std::make_unique<Bundle>();
+  result->storage = static_cast<uint8_t *>(map);
+  result->storageSize = size;
+  result->mapped = true;
+  if (Status s = decodeBundle(result->storage, size, path, result))
+    return s;
+  out = std::move(result);
+  return Status::ok();
 }
 
 } // namespace rt

@@ -68,8 +68,8 @@ struct TensorDesc {
   Location location;
 };
 
-/// A loaded bundle. The file's bytes stay in memory (64-byte aligned) for the
-/// weights; everything else is decoded.
+/// A loaded bundle. The file stays mapped (or copied, 64-byte aligned) for
+/// the weights, which are used in place; everything else is decoded.
 class Bundle {
 public:
   std::string path;
@@ -88,17 +88,24 @@ public:
 
   const uint8_t *getWeights() const { return weights; }
 
+  ~Bundle();
+
 private:
+  friend Status decodeBundle(const uint8_t *, size_t, const std::string &,
+                             std::unique_ptr<Bundle> &);
   friend Status parseBundle(const uint8_t *, size_t, const std::string &,
                             std::unique_ptr<Bundle> &);
-  struct FreeDeleter {
-    void operator()(uint8_t *p) const;
-  };
-  std::unique_ptr<uint8_t, FreeDeleter> storage;
+  friend Status readBundle(const std::string &, std::unique_ptr<Bundle> &);
+  /// The file's bytes: a read-only mapping of the file (readBundle) or a
+  /// 64-byte aligned copy (parseBundle).
+  uint8_t *storage = nullptr;
+  size_t storageSize = 0;
+  bool mapped = false;
   const uint8_t *weights = nullptr;
 };
 
-/// Reads and checks the bundle at `path`.
+/// Maps (mmap, read-only) and checks the bundle at `path`; the weights are
+/// used from the mapping without a copy.
 Status readBundle(const std::string &path, std::unique_ptr<Bundle> &out);
 /// Checks and decodes `size` bytes; `name` names them in messages. Copies
 /// the bytes (the result does not refer to `data`).

@@ -208,7 +208,12 @@ Importer::getConstant(ir::Value *value) {
   if (cached != constants.end())
     return Result(llvm::makeArrayRef(cached->second));
   ir::Node *node = value->getDefiningNode();
-  if (!canEvaluate(node->getOpName())) {
+  // Shape parameters are small; a large constant computation is left to
+  // fold-constants rather than evaluated twice.
+  uint64_t resultBytes = 0;
+  for (unsigned i = 0; i < node->getNumResults(); ++i)
+    resultBytes += node->getResult(i)->getType().getByteSize();
+  if (!canEvaluate(node->getOpName()) || resultBytes > (uint64_t(64) << 20)) {
     notConstant.insert(value);
     return Result();
   }
@@ -573,7 +578,11 @@ bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
                                 ", --input says " +
                                 llvm::Twine(binding->dims[i]));
     }
-    return ir::TensorType(*dtype, binding->dims);
+    ir::TensorType type(*dtype, binding->dims);
+    if (!getCheckedByteSize(type))
+      return importer.error(subject + ": --input shape " + type.str() +
+                            " is too large");
+    return type;
   }
   if (!tensor.has_shape())
     return importer.error(subject + " has no shape; give one with --input " +
@@ -603,7 +612,10 @@ bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
                           " has no size: give --input " + input.name() +
                           ":DIMS");
   }
-  return ir::TensorType(*dtype, dims);
+  ir::TensorType type(*dtype, dims);
+  if (!getCheckedByteSize(type))
+    return importer.error(subject + " shape " + type.str() + " is too large");
+  return type;
 }
 
 /// Checks a graph output's type against what the model declares.

@@ -333,6 +333,7 @@ static llvm::Error importReshape(Importer &importer, onnx::NodeProto &node) {
   llvm::ArrayRef<int64_t> dims = (*input)->getType().getDims();
   bool allowZero = attrInt(node, "allowzero", 0);
   int64_t known = 1;
+  const int64_t knownLimit = int64_t(1) << 50;
   int inferred = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0 && !allowZero) {
@@ -353,6 +354,9 @@ static llvm::Error importReshape(Importer &importer, onnx::NodeProto &node) {
     if (shape[i] < 0)
       return importer.error(node, "shape " + dimsString(shape) +
                                       " has a negative dim");
+    if (shape[i] > knownLimit || (shape[i] && known > knownLimit / shape[i]))
+      return importer.error(node, "shape " + dimsString(shape) +
+                                      " is too large");
     known *= shape[i];
   }
   int64_t count = (*input)->getType().getNumElements();
@@ -837,6 +841,18 @@ static llvm::Error importConstant(Importer &importer, onnx::NodeProto &node) {
   return importer.error(node, "has no value attribute");
 }
 
+/// Range and ConstantOfShape become weights at import: refuse results too
+/// large to hold (a corrupt or adversarial shape).
+static llvm::Error checkMaterialized(Importer &importer,
+                                     const onnx::NodeProto &node,
+                                     const TensorType &type) {
+  auto bytes = getCheckedByteSize(type);
+  if (!bytes || *bytes > (uint64_t(1) << 30))
+    return importer.error(node, "result " + type.str() +
+                                    " is too large to hold as a constant");
+  return llvm::Error::success();
+}
+
 static llvm::Error importConstantOfShape(Importer &importer,
                                          onnx::NodeProto &node) {
   auto shape = importer.getConstantInts(node, 0, "shape");
@@ -860,6 +876,8 @@ static llvm::Error importConstantOfShape(Importer &importer,
     element = tensor->second;
   }
   TensorType type(elementType.getDType(), *shape);
+  if (llvm::Error error = checkMaterialized(importer, node, type))
+    return error;
   std::vector<uint8_t> bytes(type.getByteSize());
   for (size_t at = 0; at < bytes.size(); at += element.size())
     std::memcpy(bytes.data() + at, element.data(), element.size());
@@ -886,9 +904,13 @@ static llvm::Error importRange(Importer &importer, onnx::NodeProto &node) {
   double start = values[0], limit = values[1], delta = values[2];
   if (delta == 0)
     return importer.error(node, "delta is 0");
-  int64_t count = std::max<int64_t>(
-      0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  double steps = std::ceil((limit - start) / delta);
+  if (!(steps < 1e15))
+    return importer.error(node, "the range has too many elements");
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
   TensorType type(dtype, {count});
+  if (llvm::Error error = checkMaterialized(importer, node, type))
+    return error;
   std::vector<uint8_t> bytes(type.getByteSize());
   for (int64_t i = 0; i < count; ++i) {
     double value = start + i * delta;

@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 
+#include "passes/ShapeFunctions.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -97,7 +99,10 @@ readTensorType(const Importer &importer, const onnx::TensorProto &tensor,
                             " is negative");
     dims.push_back(dim);
   }
-  return ir::TensorType(*dtype, dims);
+  ir::TensorType type(*dtype, dims);
+  if (!getCheckedByteSize(type))
+    return importer.error(context + ": shape " + type.str() + " is too large");
+  return type;
 }
 
 /// Converts the typed repeated field of `tensor` to little-endian bytes.
@@ -106,6 +111,8 @@ readTypedData(const Importer &importer, const onnx::TensorProto &tensor,
               const ir::TensorType &type, llvm::StringRef context) {
   int64_t count = type.getNumElements();
   std::vector<uint8_t> bytes(type.getByteSize());
+  if (count == 0)
+    return bytes;
   auto mismatch = [&](llvm::StringRef field, int64_t have) {
     return importer.error(context + ": " + field + " has " +
                           llvm::Twine(have) + " elements, shape " +

@@ -1,4 +1,11 @@
 //===- HostExecutor.cpp - Running a host plan in one host arena -----------===//
+//
+// Creation does all the work that can fail for reasons other than data:
+// kernel lookup, arena allocation or the caller arena's size and alignment
+// checks, and binding every operand and result to its address. run() then
+// only poisons (when asked) and calls the kernels in schedule order.
+//
+//===----------------------------------------------------------------------===//
 #include "runtime/host/HostExecutor.h"
 
 #include <algorithm>

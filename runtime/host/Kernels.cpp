@@ -1,4 +1,12 @@
 //===- Kernels.cpp - Kernel table, context and element access -------------===//
+//
+// The op-name -> kernel table (filled once by the family files), attribute
+// access for kernels, and the dtype-generic element loads and stores every
+// kernel goes through (memcpy-based, so unaligned arena offsets written by
+// hand in tests are fine). Float to integer conversions are defined for NaN
+// and out-of-range values (pinned), never undefined behaviour.
+//
+//===----------------------------------------------------------------------===//
 #include "runtime/host/Kernels.h"
 
 #include "ir/Float16.h"

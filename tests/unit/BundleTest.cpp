@@ -2,6 +2,7 @@
 #include "RuntimeTestUtil.h"
 
 #include "runtime/BundleReader.h"
+#include "runtime/host/HostExecutor.h"
 
 #include <random>
 
@@ -287,6 +288,14 @@ TEST(BundleFuzzTest, MutatedBundlesNeverCrash) {
       } else {
         ++loaded;
         ASSERT_TRUE(bundle);
+        // What loads must also run or fail cleanly: the reader's checks
+        // plus each kernel's keep every access inside the plan.
+        if (bundle->arenaSize > (1u << 20) || rt::checkHostSupport(*bundle))
+          continue;
+        std::unique_ptr<rt::HostExecutor> executor;
+        if (rt::HostExecutor::create(*bundle, nullptr, 0, true, executor))
+          continue;
+        (void)executor->run();
       }
     }
   }

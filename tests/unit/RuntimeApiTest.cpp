@@ -2,6 +2,7 @@
 #include "RuntimeTestUtil.h"
 
 #include "ir/Module.h"
+#include "snug/snug.hpp"
 
 #include <cstdlib>
 
@@ -199,4 +200,22 @@ TEST(RuntimeApiTest, PoisonFillsAllButTheInputs) {
       ASSERT_EQ(arena[at], 0xff) << "byte " << at;
     }
   snug_session_destroy(session);
+}
+
+TEST(RuntimeApiTest, CppWrapper) {
+  TempFile file;
+  writeFile(file.path, bundleOf(kMlp));
+  snug::Bundle bundle;
+  ASSERT_FALSE(bundle.load(file.path)) << snug_last_error();
+  EXPECT_EQ(bundle.inputCount(), 1u);
+  snug::Session session;
+  ASSERT_FALSE(session.create(bundle));
+  float x[4] = {1, 2, 3, -4}, y[2];
+  ASSERT_FALSE(session.setInput(0, x, sizeof x));
+  ASSERT_FALSE(session.run());
+  ASSERT_FALSE(session.getOutput(0, y, sizeof y));
+  EXPECT_EQ(y[1], -0.875f);
+  snug::Status bad = session.run(); // inputs not set again
+  EXPECT_EQ(bad.code, SNUG_ERROR_INPUT_NOT_SET);
+  EXPECT_NE(bad.message.find("'x'"), std::string::npos);
 }

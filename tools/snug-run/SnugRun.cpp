@@ -2,13 +2,15 @@
 //
 //   snug-run model.snug [--device host|cuda] [--input NAME=@x.npy|@x.pb|random]
 //            [--output-dir DIR] [--check DIR] [--rtol R] [--atol A]
-//            [--poison] [--seed N]
+//            [--poison] [--seed N] [--describe]
 //
 // Loads a bundle through the C API, sets every input (from a file, random,
 // or, with --check DIR, from DIR/input_N.pb or DIR/NAME.npy), runs once,
 // writes outputs as NAME.npy to --output-dir, and with --check compares each
 // output with DIR/output_N.pb or DIR/NAME.npy: |a - b| <= atol + rtol * |b|
-// elementwise, NaN matching NaN. Runtime only: no LLVM, no protobuf.
+// elementwise, NaN matching NaN. --describe prints the bundle's sizes and
+// inputs/outputs (dtype, dims, arena offset, bytes) and runs nothing.
+// Runtime only: no LLVM, no protobuf.
 // Exit codes: 0 ok (and every output matches), 1 user error or mismatch,
 // 2 internal error.
 //
@@ -39,6 +41,7 @@ struct Options {
   std::string outputDir, checkDir;
   double rtol = 1e-3, atol = 1e-4;
   bool poison = false;
+  bool describe = false;
   uint64_t seed = 1;
 };
 
@@ -46,7 +49,8 @@ int usage(const char *message) {
   std::fprintf(stderr,
                "error: %s\nusage: snug-run MODEL.snug [--device host|cuda] "
                "[--input NAME=@FILE|random]... [--output-dir DIR] "
-               "[--check DIR] [--rtol R] [--atol A] [--poison] [--seed N]\n",
+               "[--check DIR] [--rtol R] [--atol A] [--poison] [--seed N] "
+               "[--describe]\n",
                message);
   return 1;
 }
@@ -197,6 +201,8 @@ int main(int argc, char **argv) {
         options.seed = uint64_t(number);
     } else if (arg == "--poison") {
       options.poison = true;
+    } else if (arg == "--describe") {
+      options.describe = true;
     } else if (arg == "--help" || arg == "-h") {
       usage("help");
       return 0;
@@ -230,6 +236,32 @@ int main(int argc, char **argv) {
               options.bundle.c_str(), (unsigned long long)sizes.arena,
               (unsigned long long)sizes.weights,
               snug_bundle_compiler_version(bundle));
+  if (options.describe) {
+    std::printf("pipeline '%s', arena alignment %llu, io %llu bytes, lower "
+                "bound %llu bytes\n",
+                snug_bundle_pipeline(bundle),
+                (unsigned long long)sizes.alignment,
+                (unsigned long long)sizes.io,
+                (unsigned long long)sizes.lower_bound);
+    for (int list = 0; list < 2; ++list) {
+      size_t count = 0;
+      (void)(list ? snug_bundle_output_count(bundle, &count)
+                  : snug_bundle_input_count(bundle, &count));
+      for (size_t i = 0; i < count; ++i) {
+        snug_tensor_info info;
+        (void)(list ? snug_bundle_output_info(bundle, i, &info)
+                    : snug_bundle_input_info(bundle, i, &info));
+        std::vector<int64_t> dims(info.dims, info.dims + info.rank);
+        std::printf("%-6s %zu %-20s %-24s offset %-10llu %llu bytes\n",
+                    list ? "output" : "input", i, info.name,
+                    typeString(uint8_t(info.dtype), dims).c_str(),
+                    (unsigned long long)info.arena_offset,
+                    (unsigned long long)info.bytes);
+      }
+    }
+    snug_bundle_destroy(bundle);
+    return 0;
+  }
   snug_session_options sessionOptions;
   snug_session_options_init(&sessionOptions);
   sessionOptions.device = device;

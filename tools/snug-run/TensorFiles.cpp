@@ -316,6 +316,10 @@ bool readTensorProto(const std::vector<uint8_t> &file, HostTensor &tensor,
     error = "external data is not supported";
     return false;
   }
+  // Older ONNX test data stores bfloat16 tensors as UINT16 (4): read the
+  // bits as bf16, the only 16-bit unsigned use snug has.
+  if (dataType == 4)
+    dataType = DTypeBF16;
   tensor.dtype = uint8_t(dataType);
   unsigned size = dtypeSize(tensor.dtype);
   if (!size || dataType > 255) {

@@ -63,6 +63,10 @@ Status readWindow(const KernelContext &ctx, const TensorView &x,
     for (int64_t i = 0; i < spatial; ++i)
       kernel[i] = (*kernelDims)[2 + i];
   }
+  if (kernelDims)
+    for (int64_t i = 0; i < spatial; ++i)
+      if (kernel[i] != (*kernelDims)[2 + i])
+        return ctx.error("kernel_shape does not match the weight");
   for (int64_t i = 0; i < spatial; ++i) {
     w.in[shift + i] = x.dim(2 + i);
     w.out[shift + i] = y.dim(2 + i);
@@ -155,7 +159,8 @@ Status convTransposeKernel(KernelContext &ctx) {
   int64_t n = xv.dim(0), c = xv.dim(1), m = yv.dim(1);
   int64_t group = ctx.getInt("group", 1);
   if (group <= 0 || c % group || m % group || wv.dim(0) != c ||
-      wv.dim(1) != m / group)
+      wv.dim(1) != m / group || yv.dim(0) != n ||
+      (ctx.hasInput(2) && ctx.in(2).numElements != m))
     return ctx.error("channels, group and weight shape do not agree");
   int64_t cg = c / group, mg = m / group;
   int64_t kSize = w.kernel[0] * w.kernel[1] * w.kernel[2];
@@ -222,8 +227,11 @@ Status pool(KernelContext &ctx, Pool kind) {
   double p = double(ctx.getInt("p", 2));
   const TensorView *indices =
       ctx.outputs.size() > 1 && ctx.out(1).present ? &ctx.out(1) : nullptr;
-  if (indices && ctx.getInt("storage_order", 0))
-    return ctx.error("storage_order 1 is not supported");
+  // Indices are flat over N, C and the spatial dims, row-major
+  // (storage_order 0) or with the spatial dims column-major (1).
+  bool columnMajor = ctx.getInt("storage_order", 0) != 0;
+  if (indices && indices->numElements != y.numElements)
+    return ctx.error("indices must have the result's size");
   int64_t planes = x.dim(0) * x.dim(1);
   int64_t inSize = w.inSize(), outSize = w.outSize();
   for (int64_t plane = 0; plane < planes; ++plane)
@@ -244,24 +252,32 @@ Status pool(KernelContext &ctx, Pool kind) {
                                     w.in[a] + w.padEnd[a] - 1);
             padded *= last < first ? 0 : (last - first) / w.dilation[a] + 1;
           }
-          for (int64_t kd = 0; kd < w.kernel[0]; ++kd) {
+          // Only the taps that land inside the input (so a huge window
+          // costs no more than the input it covers).
+          int64_t first[3], last[3];
+          for (int a = 0; a < 3; ++a) {
+            int64_t d = w.dilation[a];
+            first[a] = start[a] >= 0 ? 0 : (-start[a] + d - 1) / d;
+            last[a] = std::min(w.kernel[a],
+                               start[a] >= w.in[a]
+                                   ? 0
+                                   : (w.in[a] - 1 - start[a]) / d + 1);
+          }
+          for (int64_t kd = first[0]; kd < last[0]; ++kd) {
             int64_t id = start[0] + kd * w.dilation[0];
-            if (id < 0 || id >= w.in[0])
-              continue;
-            for (int64_t kh = 0; kh < w.kernel[1]; ++kh) {
+            for (int64_t kh = first[1]; kh < last[1]; ++kh) {
               int64_t ih = start[1] + kh * w.dilation[1];
-              if (ih < 0 || ih >= w.in[1])
-                continue;
-              for (int64_t kw = 0; kw < w.kernel[2]; ++kw) {
+              for (int64_t kw = first[2]; kw < last[2]; ++kw) {
                 int64_t iw = start[2] + kw * w.dilation[2];
-                if (iw < 0 || iw >= w.in[2])
-                  continue;
                 int64_t at = plane * inSize + (id * w.in[1] + ih) * w.in[2] + iw;
                 double v = loadDouble(x.data, x.dtype, at);
                 ++count;
                 if (kind == Pool::Max) {
                   if (v > acc || best < 0)
-                    acc = v, best = at;
+                    acc = v, best = columnMajor
+                                       ? plane * inSize +
+                                             (iw * w.in[1] + ih) * w.in[0] + id
+                                       : at;
                 } else if (kind == Pool::Average) {
                   acc += v;
                 } else {

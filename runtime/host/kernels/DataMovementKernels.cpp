@@ -115,6 +115,9 @@ Status concatKernel(KernelContext &ctx) {
   if (total != y.dim(axis))
     return ctx.error("operands do not add up to the result along the axis");
   int64_t rowBytes = y.dim(axis) * inner, at = 0;
+  for (const TensorView &x : ctx.inputs)
+    if (x.bytes != uint64_t(outer * x.dim(axis) * inner))
+      return ctx.error("operands differ from the result off the axis");
   for (const TensorView &x : ctx.inputs) {
     int64_t chunk = x.dim(axis) * inner;
     for (int64_t o = 0; o < outer; ++o)
@@ -143,6 +146,8 @@ Status splitKernel(KernelContext &ctx) {
     if (y.getRank() != uint64_t(rank))
       return ctx.error("results must have the operand's rank");
     int64_t chunk = y.dim(axis) * inner;
+    if (y.bytes != uint64_t(outer * chunk))
+      return ctx.error("results differ from the operand off the axis");
     if (at + chunk > rowBytes)
       return ctx.error("results exceed the operand along the axis");
     for (int64_t o = 0; o < outer; ++o)
@@ -469,7 +474,8 @@ Status depthToSpace(KernelContext &ctx, bool toSpace) {
   // depth-side tensor (N, C*b*b, H, W).
   const TensorView &depth = toSpace ? x : y, &space = toSpace ? y : x;
   int64_t n = space.dim(0), c = space.dim(1), h = depth.dim(2), w = depth.dim(3);
-  if (depth.dim(1) != c * b * b || space.dim(2) != h * b || space.dim(3) != w * b)
+  if (depth.dim(0) != n || depth.dim(1) != c * b * b ||
+      space.dim(2) != h * b || space.dim(3) != w * b)
     return ctx.error("shapes do not match the blocksize");
   unsigned size = y.elementSize();
   for (int64_t in = 0; in < n; ++in)
@@ -513,6 +519,8 @@ Status shapeKernel(KernelContext &ctx) {
 Status sizeKernel(KernelContext &ctx) {
   if (Status s = ctx.expect(1, 1))
     return s;
+  if (ctx.out(0).numElements != 1)
+    return ctx.error("the result must hold one element");
   storeInt(ctx.out(0).data, ctx.out(0).dtype, 0, ctx.in(0).numElements);
   return Status::ok();
 }
@@ -541,6 +549,8 @@ Status rangeKernel(KernelContext &ctx) {
   if (Status s = ctx.expect(3, 1))
     return s;
   const TensorView &y = ctx.out(0);
+  if (ctx.in(0).numElements != 1 || ctx.in(2).numElements != 1)
+    return ctx.error("start and delta must be scalars");
   double start = loadDouble(ctx.in(0).data, ctx.in(0).dtype, 0);
   double delta = loadDouble(ctx.in(2).data, ctx.in(2).dtype, 0);
   if (isFloatCode(y.dtype)) {

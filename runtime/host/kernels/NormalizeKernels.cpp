@@ -40,6 +40,8 @@ Status softmaxLike(KernelContext &ctx, int kind) { // 0 soft, 1 log, 2 hard
   int64_t axis = normalizedAxis(ctx, "axis", -1, rank);
   if (axis < 0 || axis >= std::max<int64_t>(rank, 1))
     return ctx.error("axis out of range");
+  if (y.numElements != x.numElements)
+    return ctx.error("operand and result differ in size");
   int64_t outer, n, inner;
   splitAround(*x.dims, axis, outer, n, inner);
   std::vector<double> row(n);
@@ -78,6 +80,8 @@ Status layerNormKernel(KernelContext &ctx) {
   int64_t axis = normalizedAxis(ctx, "axis", -1, rank);
   if (axis < 0 || axis >= rank)
     return ctx.error("axis out of range");
+  if (y.numElements != x.numElements)
+    return ctx.error("operand and result differ in size");
   double epsilon = ctx.getFloat("epsilon", 1e-5f);
   int64_t outer = 1, n = 1;
   for (int64_t d = 0; d < rank; ++d)
@@ -89,6 +93,9 @@ Status layerNormKernel(KernelContext &ctx) {
                                ? &ctx.out(1) : nullptr;
   const TensorView *invStd = ctx.outputs.size() > 2 && ctx.out(2).present
                                  ? &ctx.out(2) : nullptr;
+  if ((mean && mean->numElements != outer) ||
+      (invStd && invStd->numElements != outer))
+    return ctx.error("mean and inverse deviation need one value per row");
   std::vector<double> row(n);
   for (int64_t o = 0; o < outer; ++o) {
     double sum = 0, squares = 0;
@@ -121,6 +128,8 @@ Status batchNormKernel(KernelContext &ctx) {
   if (ctx.getInt("training_mode", 0))
     return ctx.error("training_mode is not supported");
   const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  if (y.numElements != x.numElements)
+    return ctx.error("operand and result differ in size");
   double epsilon = ctx.getFloat("epsilon", 1e-5f);
   int64_t n = x.getRank() > 0 ? x.dim(0) : 1;
   int64_t c = x.getRank() > 1 ? x.dim(1) : 1;
@@ -157,6 +166,8 @@ Status instanceNormKernel(KernelContext &ctx) {
   if (Status s = ctx.expect(3, 1))
     return s;
   const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  if (y.numElements != x.numElements)
+    return ctx.error("operand and result differ in size");
   if (x.getRank() < 2)
     return ctx.error("needs rank >= 2");
   double epsilon = ctx.getFloat("epsilon", 1e-5f);
@@ -173,6 +184,8 @@ Status instanceNormKernel(KernelContext &ctx) {
       for (int64_t i = 0; i < inner; ++i)
         squares += (row[i] - mu) * (row[i] - mu);
       double inv = 1.0 / std::sqrt(squares / double(inner) + epsilon);
+      if (ctx.in(1).numElements != c || ctx.in(2).numElements != c)
+        return ctx.error("scale and bias need one value per channel");
       double scale = loadDouble(ctx.in(1).data, ctx.in(1).dtype, k);
       double bias = loadDouble(ctx.in(2).data, ctx.in(2).dtype, k);
       for (int64_t i = 0; i < inner; ++i)
@@ -186,6 +199,8 @@ Status lrnKernel(KernelContext &ctx) {
   if (Status s = ctx.expect(1, 1))
     return s;
   const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  if (y.numElements != x.numElements)
+    return ctx.error("operand and result differ in size");
   if (x.getRank() < 2)
     return ctx.error("needs rank >= 2");
   int64_t size = ctx.getInt("size", 0);
@@ -342,6 +357,8 @@ Status argReduce(KernelContext &ctx, bool isMax) {
   bool last = ctx.getInt("select_last_index", 0);
   int64_t outer, n, inner;
   splitAround(*x.dims, axis, outer, n, inner);
+  if (y.numElements != outer * inner || n == 0)
+    return ctx.error("result size does not match the reduction");
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       int64_t best = 0;

@@ -1,0 +1,134 @@
+//===- ConstantEvalTest.cpp - Folding arithmetic, element by element -----===//
+#include "passes/ConstantEval.h"
+
+#include "ir/Float16.h"
+
+#include "gtest/gtest.h"
+
+#include <cstring>
+
+using namespace snug;
+using ir::Attribute;
+using ir::DType;
+using ir::TensorType;
+
+namespace {
+template <typename T> std::vector<uint8_t> bytesOf(std::vector<T> values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+template <typename T> std::vector<T> valuesOf(const std::vector<uint8_t> &bytes) {
+  std::vector<T> values(bytes.size() / sizeof(T));
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+/// Builds one node over weight operands and evaluates it.
+struct Fold {
+  ir::Module module;
+  std::vector<ir::Value *> operands;
+  std::vector<std::vector<uint8_t>> data;
+
+  template <typename T>
+  Fold &operand(DType dtype, llvm::ArrayRef<int64_t> dims, std::vector<T> values) {
+    data.push_back(bytesOf(values));
+    operands.push_back(module.addWeight("w" + std::to_string(operands.size()),
+                                        TensorType(dtype, dims), data.back()));
+    return *this;
+  }
+  std::vector<uint8_t> run(llvm::StringRef op, TensorType result,
+                           ir::AttributeMap attrs = {}) {
+    ir::Node *node = module.addNode(op, operands, {result}, std::move(attrs));
+    std::vector<OperandData> inputs;
+    for (ir::Value *value : operands)
+      inputs.push_back(module.getWeightData(value));
+    auto results = evaluateNode(*node, inputs);
+    EXPECT_TRUE(bool(results));
+    if (!results || !*results)
+      return {};
+    return (**results)[0];
+  }
+};
+} // namespace
+
+TEST(ConstantEvalTest, GatherNegativeIndexAndBounds) {
+  Fold fold;
+  fold.operand<int64_t>(DType::I64, {4}, {10, 20, 30, 40})
+      .operand<int64_t>(DType::I64, {2}, {-1, 1});
+  auto result = fold.run("Gather", TensorType(DType::I64, {2}),
+                         {{"axis", Attribute::getInt(0)}});
+  EXPECT_EQ(valuesOf<int64_t>(result), (std::vector<int64_t>{40, 20}));
+
+  Fold bad;
+  bad.operand<int64_t>(DType::I64, {2}, {1, 2})
+      .operand<int64_t>(DType::I64, {}, {5});
+  ir::Node *node = bad.module.addNode("Gather", bad.operands,
+                                      {TensorType(DType::I64, {})},
+                                      {{"axis", Attribute::getInt(0)}});
+  auto results = evaluateNode(*node, {bad.module.getWeightData(bad.operands[0]),
+                                      bad.module.getWeightData(bad.operands[1])});
+  ASSERT_FALSE(bool(results));
+  EXPECT_EQ(toString(results.takeError()),
+            "node #0 (Gather): index 5 is out of range for i64[2] on axis 0");
+}
+
+TEST(ConstantEvalTest, SliceTransposeConcat) {
+  Fold slice;
+  slice.operand<int32_t>(DType::I32, {6}, {0, 1, 2, 3, 4, 5});
+  // 5 down to index 0 (end -1) by -2: 5, 3, 1.
+  auto sliced = slice.run("Slice", TensorType(DType::I32, {3}),
+                          {{"starts", Attribute::getInts({5})},
+                           {"ends", Attribute::getInts({-1})},
+                           {"axes", Attribute::getInts({0})},
+                           {"steps", Attribute::getInts({-2})}});
+  EXPECT_EQ(valuesOf<int32_t>(sliced), (std::vector<int32_t>{5, 3, 1}));
+
+  Fold transpose;
+  transpose.operand<float>(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto transposed = transpose.run("Transpose", TensorType(DType::F32, {3, 2}),
+                                  {{"perm", Attribute::getInts({1, 0})}});
+  EXPECT_EQ(valuesOf<float>(transposed),
+            (std::vector<float>{1, 4, 2, 5, 3, 6}));
+
+  Fold concat;
+  concat.operand<float>(DType::F32, {2, 1}, {1, 2})
+      .operand<float>(DType::F32, {2, 2}, {3, 4, 5, 6});
+  auto joined = concat.run("Concat", TensorType(DType::F32, {2, 3}),
+                           {{"axis", Attribute::getInt(1)}});
+  EXPECT_EQ(valuesOf<float>(joined), (std::vector<float>{1, 3, 4, 2, 5, 6}));
+}
+
+TEST(ConstantEvalTest, ArithmeticAndCasts) {
+  Fold div;
+  div.operand<int64_t>(DType::I64, {2}, {7, -7})
+      .operand<int64_t>(DType::I64, {}, {2});
+  // Integer division truncates toward zero.
+  EXPECT_EQ(valuesOf<int64_t>(div.run("Div", TensorType(DType::I64, {2}))),
+            (std::vector<int64_t>{3, -3}));
+
+  Fold cast;
+  cast.operand<float>(DType::F32, {3}, {1.9f, -1.9f, 65504.0f});
+  EXPECT_EQ(valuesOf<int64_t>(cast.run("Cast", TensorType(DType::I64, {3}),
+                                       {{"to", Attribute::getString("i64")}})),
+            (std::vector<int64_t>{1, -1, 65504}));
+  Fold half;
+  half.operand<float>(DType::F32, {2}, {0.1f, 1.0f});
+  auto halves = valuesOf<uint16_t>(half.run(
+      "Cast", TensorType(DType::F16, {2}), {{"to", Attribute::getString("f16")}}));
+  EXPECT_EQ(halves, (std::vector<uint16_t>{floatToF16(0.1f), 0x3c00}));
+
+  Fold where;
+  where.operand<uint8_t>(DType::Bool, {2, 1}, {1, 0})
+      .operand<float>(DType::F32, {2}, {1, 2})
+      .operand<float>(DType::F32, {}, {-1});
+  EXPECT_EQ(valuesOf<float>(where.run("Where", TensorType(DType::F32, {2, 2}))),
+            (std::vector<float>{1, 2, -1, -1}));
+
+  Fold expand;
+  expand.operand<int64_t>(DType::I64, {2, 1}, {1, 2});
+  EXPECT_EQ(valuesOf<int64_t>(expand.run("Expand", TensorType(DType::I64, {2, 3}),
+                                         {{"shape", Attribute::getInts({2, 3})}})),
+            (std::vector<int64_t>{1, 1, 1, 2, 2, 2}));
+}

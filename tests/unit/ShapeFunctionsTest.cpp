@@ -1,0 +1,271 @@
+//===- ShapeFunctionsTest.cpp - Result types of the supported ops ---------===//
+//
+// Each test states a case as ONNX defines it (the arithmetic in a comment
+// where it is not obvious) and checks the shape function's answer, or that
+// it rejects the case with a reason.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/ShapeFunctions.h"
+
+#include "gtest/gtest.h"
+
+using namespace snug;
+using ir::Attribute;
+using ir::AttributeMap;
+using ir::DType;
+using ir::TensorType;
+
+namespace {
+struct Case {
+  std::string op;
+  std::vector<TensorType> operands;
+  AttributeMap attributes;
+  unsigned numResults = 1;
+
+  llvm::Expected<ResultTypes> infer() const {
+    std::vector<const TensorType *> pointers;
+    for (const TensorType &type : operands)
+      pointers.push_back(&type);
+    ShapeQuery query{op, pointers, attributes, numResults};
+    return inferResultTypes(query);
+  }
+  /// The first result type as text, or "error: reason".
+  std::string result() const {
+    auto types = infer();
+    if (!types)
+      return "error: " + toString(types.takeError());
+    return (*types)[0].str();
+  }
+};
+
+TensorType f32(llvm::ArrayRef<int64_t> dims) { return TensorType(DType::F32, dims); }
+Attribute ints(llvm::ArrayRef<int64_t> values) { return Attribute::getInts(values); }
+} // namespace
+
+TEST(ShapeFunctionsTest, ElementwiseFamilies) {
+  EXPECT_EQ((Case{"Relu", {f32({2, 3})}, {}}.result()), "f32[2,3]");
+  EXPECT_EQ((Case{"Add", {f32({4, 1, 3}), f32({5, 1})}, {}}.result()),
+            "f32[4,5,3]");
+  EXPECT_EQ((Case{"Less", {f32({3}), f32({2, 1})}, {}}.result()),
+            "bool[2,3]");
+  EXPECT_EQ((Case{"Add", {f32({3}), f32({4})}, {}}.result()),
+            "error: operand shapes do not broadcast: [3] and f32[4]");
+  EXPECT_EQ((Case{"Add", {f32({3}), TensorType(DType::I64, {3})}, {}}.result()),
+            "error: operand 1 has element type i64, operand 0 has f32");
+  // Where takes its dtype from X and broadcasts all three.
+  EXPECT_EQ((Case{"Where",
+                  {TensorType(DType::Bool, {2, 1}), f32({3}), f32({1})},
+                  {}}.result()),
+            "f32[2,3]");
+  EXPECT_EQ((Case{"Pow", {f32({2, 3}), TensorType(DType::I64, {})}, {}}.result()),
+            "f32[2,3]");
+  EXPECT_EQ((Case{"Cast", {f32({2})}, {{"to", Attribute::getString("f16")}}}
+                 .result()),
+            "f16[2]");
+}
+
+TEST(ShapeFunctionsTest, Convolution) {
+  AttributeMap attrs{{"kernel_shape", ints({3, 3})},
+                     {"strides", ints({2, 2})},
+                     {"pads", ints({1, 1, 1, 1})},
+                     {"dilations", ints({1, 1})},
+                     {"group", Attribute::getInt(1)}};
+  // (224 + 2 - 3) / 2 + 1 = 112
+  EXPECT_EQ((Case{"Conv", {f32({1, 3, 224, 224}), f32({64, 3, 3, 3})}, attrs}
+                 .result()),
+            "f32[1,64,112,112]");
+  // Dilation 2: extent 5, (10 - 5) / 1 + 1 = 6.
+  AttributeMap dilated{{"kernel_shape", ints({3})}, {"dilations", ints({2})}};
+  EXPECT_EQ((Case{"Conv", {f32({1, 4, 10}), f32({8, 4, 3})}, dilated}.result()),
+            "f32[1,8,6]");
+  // Depthwise: group = channels, weight [C, 1, k, k].
+  AttributeMap depthwise{{"kernel_shape", ints({3, 3})},
+                         {"pads", ints({1, 1, 1, 1})},
+                         {"group", Attribute::getInt(32)}};
+  EXPECT_EQ((Case{"Conv", {f32({1, 32, 7, 7}), f32({32, 1, 3, 3})}, depthwise}
+                 .result()),
+            "f32[1,32,7,7]");
+  EXPECT_EQ((Case{"Conv", {f32({1, 3, 8, 8}), f32({4, 2, 3, 3})},
+                  {{"kernel_shape", ints({3, 3})}}}
+                 .result()),
+            "error: input channels 3, weight f32[4,2,3,3] and group 1 disagree");
+  // ConvTranspose: 2 * (4 - 1) + 0 + 3 - 1 - 1 = 7, channels W[1] * group.
+  AttributeMap transposed{{"kernel_shape", ints({3, 3})},
+                          {"strides", ints({2, 2})},
+                          {"pads", ints({1, 1, 1, 1})}};
+  EXPECT_EQ((Case{"ConvTranspose", {f32({1, 8, 4, 4}), f32({8, 5, 3, 3})},
+                  transposed}
+                 .result()),
+            "f32[1,5,7,7]");
+}
+
+TEST(ShapeFunctionsTest, Pooling) {
+  // floor((112 + 2 - 3) / 2) + 1 = 56
+  AttributeMap pool{{"kernel_shape", ints({3, 3})},
+                    {"strides", ints({2, 2})},
+                    {"pads", ints({1, 1, 1, 1})}};
+  EXPECT_EQ((Case{"MaxPool", {f32({1, 64, 112, 112})}, pool}.result()),
+            "f32[1,64,56,56]");
+  // ceil_mode: ceil((6 - 3) / 2) + 1 = 3; the last window starts at 4 < 6.
+  AttributeMap ceil{{"kernel_shape", ints({3})},
+                    {"strides", ints({2})},
+                    {"ceil_mode", Attribute::getInt(1)}};
+  EXPECT_EQ((Case{"MaxPool", {f32({1, 1, 6})}, ceil}.result()), "f32[1,1,3]");
+  // ceil_mode where the extra window would start in the end padding only:
+  // in 5, k 2, s 2, pads 0/1: ceil(4/2)+1 = 3, but window 3 starts at 4 < 5
+  // is fine; with in 4, pads 0/1: ceil(3/2)+1 = 3 starts at 4 >= 4: 2.
+  AttributeMap padded{{"kernel_shape", ints({2})},
+                      {"strides", ints({2})},
+                      {"pads", ints({0, 1})},
+                      {"ceil_mode", Attribute::getInt(1)}};
+  EXPECT_EQ((Case{"AveragePool", {f32({1, 1, 4})}, padded}.result()),
+            "f32[1,1,2]");
+  EXPECT_EQ((Case{"GlobalAveragePool", {f32({2, 8, 7, 7})}, {}}.result()),
+            "f32[2,8,1,1]");
+  auto withIndices = Case{"MaxPool", {f32({1, 1, 4, 4})},
+                          {{"kernel_shape", ints({2, 2})},
+                           {"strides", ints({2, 2})}},
+                          2}
+                         .infer();
+  ASSERT_TRUE(bool(withIndices));
+  EXPECT_EQ((*withIndices)[1].str(), "i64[1,1,2,2]");
+}
+
+TEST(ShapeFunctionsTest, MatrixProducts) {
+  EXPECT_EQ((Case{"MatMul", {f32({2, 4, 16, 8}), f32({8, 16})}, {}}.result()),
+            "f32[2,4,16,16]");
+  EXPECT_EQ((Case{"MatMul", {f32({3, 1, 5, 6}), f32({4, 6, 2})}, {}}.result()),
+            "f32[3,4,5,2]");
+  // 1-d operands are promoted and the added dim removed.
+  EXPECT_EQ((Case{"MatMul", {f32({6}), f32({4, 6, 2})}, {}}.result()),
+            "f32[4,2]");
+  EXPECT_EQ((Case{"MatMul", {f32({5, 6}), f32({6})}, {}}.result()), "f32[5]");
+  EXPECT_EQ((Case{"MatMul", {f32({5, 6}), f32({7, 2})}, {}}.result()),
+            "error: inner dims differ: f32[5,6] and f32[7,2]");
+  EXPECT_EQ((Case{"Gemm", {f32({1, 512}), f32({1000, 512}), f32({1000})},
+                  {{"transB", Attribute::getInt(1)}}}
+                 .result()),
+            "f32[1,1000]");
+  EXPECT_EQ((Case{"Gemm", {f32({4, 3}), f32({4, 5})},
+                  {{"transA", Attribute::getInt(1)}}}
+                 .result()),
+            "f32[3,5]");
+}
+
+TEST(ShapeFunctionsTest, DataMovement) {
+  EXPECT_EQ((Case{"Reshape", {f32({2, 3, 4})}, {{"shape", ints({6, 4})}}}
+                 .result()),
+            "f32[6,4]");
+  EXPECT_EQ((Case{"Reshape", {f32({2, 3, 4})}, {{"shape", ints({5, 4})}}}
+                 .result()),
+            "error: cannot reshape f32[2,3,4] (24 elements) to [5,4]");
+  EXPECT_EQ((Case{"Reshape", {f32({2, 3})}, {{"shape", ints({-1})}}}.result()),
+            "error: shape [-1] is not resolved (negative dim)");
+  EXPECT_EQ((Case{"Flatten", {f32({2, 3, 4, 5})}, {{"axis", Attribute::getInt(2)}}}
+                 .result()),
+            "f32[6,20]");
+  EXPECT_EQ((Case{"Transpose", {f32({2, 3, 4})}, {{"perm", ints({2, 0, 1})}}}
+                 .result()),
+            "f32[4,2,3]");
+  EXPECT_EQ((Case{"Transpose", {f32({2, 3, 4})}, {}}.result()), "f32[4,3,2]");
+  EXPECT_EQ((Case{"Concat", {f32({2, 3}), f32({2, 5})},
+                  {{"axis", Attribute::getInt(-1)}}}
+                 .result()),
+            "f32[2,8]");
+  EXPECT_EQ((Case{"Concat", {f32({2, 3}), f32({3, 5})},
+                  {{"axis", Attribute::getInt(1)}}}
+                 .result()),
+            "error: operand 1 f32[3,5] does not concatenate with f32[2,3] on "
+            "axis 1");
+  // Gather: data[:axis] + indices + data[axis+1:].
+  EXPECT_EQ((Case{"Gather", {f32({1000, 256}), TensorType(DType::I64, {1, 128})},
+                  {{"axis", Attribute::getInt(0)}}}
+                 .result()),
+            "f32[1,128,256]");
+  EXPECT_EQ((Case{"Gather", {f32({3, 4}), TensorType(DType::I64, {})},
+                  {{"axis", Attribute::getInt(1)}}}
+                 .result()),
+            "f32[3]");
+  EXPECT_EQ((Case{"Squeeze", {f32({1, 3, 1})}, {{"axes", ints({0, 2})}}}
+                 .result()),
+            "f32[3]");
+  EXPECT_EQ((Case{"Squeeze", {f32({1, 3, 1})}, {{"axes", ints({1})}}}.result()),
+            "error: cannot squeeze axis 1 of f32[1,3,1]");
+  EXPECT_EQ((Case{"Unsqueeze", {f32({3, 4})}, {{"axes", ints({0, 3})}}}
+                 .result()),
+            "f32[1,3,4,1]");
+  // Slice with a negative step: from 9 down to (not including) 1 by 3:
+  // 9, 6, 3 -> 3 elements.
+  EXPECT_EQ((Case{"Slice", {f32({10, 4})},
+                  {{"starts", ints({9})},
+                   {"ends", ints({1})},
+                   {"axes", ints({0})},
+                   {"steps", ints({-3})}}}
+                 .result()),
+            "f32[3,4]");
+  auto split = Case{"Split", {f32({4, 10})},
+                    {{"axis", Attribute::getInt(1)}, {"split", ints({3, 7})}},
+                    2}
+                   .infer();
+  ASSERT_TRUE(bool(split));
+  EXPECT_EQ((*split)[0].str(), "f32[4,3]");
+  EXPECT_EQ((*split)[1].str(), "f32[4,7]");
+  EXPECT_EQ((Case{"Expand", {f32({3, 1})}, {{"shape", ints({2, 3, 4})}}}
+                 .result()),
+            "f32[2,3,4]");
+  EXPECT_EQ((Case{"Tile", {f32({2, 3})}, {{"repeats", ints({2, 2})}}}.result()),
+            "f32[4,6]");
+  EXPECT_EQ((Case{"Pad", {f32({1, 3, 4, 4})},
+                  {{"pads", ints({0, 0, 1, 2, 0, 0, 1, 2})}}}
+                 .result()),
+            "f32[1,3,6,8]");
+  EXPECT_EQ((Case{"Resize", {f32({1, 3, 4, 4})},
+                  {{"sizes", ints({1, 3, 8, 8})}}}
+                 .result()),
+            "f32[1,3,8,8]");
+  EXPECT_EQ((Case{"Shape", {f32({2, 3, 4})}, {}}.result()), "i64[3]");
+  EXPECT_EQ((Case{"Shape", {f32({2, 3, 4})},
+                  {{"start", Attribute::getInt(1)}, {"end", Attribute::getInt(3)}}}
+                 .result()),
+            "i64[2]");
+}
+
+TEST(ShapeFunctionsTest, ReductionsAndNormalization) {
+  EXPECT_EQ((Case{"ReduceMean", {f32({2, 3, 4})},
+                  {{"axes", ints({2})}, {"keepdims", Attribute::getInt(1)}}}
+                 .result()),
+            "f32[2,3,1]");
+  EXPECT_EQ((Case{"ReduceSum", {f32({2, 3, 4})},
+                  {{"axes", ints({0, 2})}, {"keepdims", Attribute::getInt(0)}}}
+                 .result()),
+            "f32[3]");
+  EXPECT_EQ((Case{"ArgMax", {f32({2, 3})},
+                  {{"axis", Attribute::getInt(1)}, {"keepdims", Attribute::getInt(0)}}}
+                 .result()),
+            "i64[2]");
+  auto norm = Case{"LayerNormalization", {f32({2, 8, 16}), f32({16})},
+                   {{"axis", Attribute::getInt(2)}},
+                   3}
+                  .infer();
+  ASSERT_TRUE(bool(norm));
+  EXPECT_EQ((*norm)[0].str(), "f32[2,8,16]");
+  EXPECT_EQ((*norm)[1].str(), "f32[2,8,1]");
+}
+
+TEST(ShapeFunctionsTest, UnknownOpAndNodeMessages) {
+  EXPECT_EQ((Case{"NoSuchOp", {f32({1})}, {}}.result()),
+            "error: snug has no shape function for op 'NoSuchOp'");
+  EXPECT_FALSE(hasShapeFunction("NoSuchOp"));
+  EXPECT_TRUE(hasShapeFunction("Conv"));
+
+  ir::Module module;
+  ir::Value *x = module.addInput("x", f32({2, 3}));
+  ir::Node *node = module.addNode("Reshape", {x}, {f32({6})},
+                                  {{"shape", ints({7})}});
+  node->setName("flatten1");
+  auto types = inferResultTypes(*node);
+  ASSERT_FALSE(bool(types));
+  EXPECT_EQ(toString(types.takeError()),
+            "node 'flatten1' (Reshape): cannot reshape f32[2,3] (6 elements) "
+            "to [7]");
+}
