@@ -1,19 +1,27 @@
 //===- CompileCommand.cpp - snugc compile ---------------------------------===//
 //
-// `snugc compile MODEL --emit=ir [-o OUT]`: import the model, run the
-// pipeline and write the product. The only product so far is the textual IR
-// (--emit=ir), written to stdout or -o; the bundle comes with the bundle
-// writer. Diagnostics, dumps and the banner go to stderr, so stdout holds
-// exactly the product and stays parseable.
+// `snugc compile MODEL [-o OUT] [--emit=bundle|ir]`: import the model, run
+// the pipeline, plan the arena, print the memory report (stderr, or
+// --memory-report-file) and write the product: a .snug bundle (default; to
+// -o, else MODEL's stem + .snug in the current directory) or the planned
+// textual IR (--emit=ir; stdout unless -o). Diagnostics, dumps, the banner
+// and the report go to stderr, so stdout holds exactly an IR product.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/snugc/PlanSupport.h"
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
 
+#include "compiler/bundle/BundleWriter.h"
 #include "ir/Printer.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#ifndef SNUG_VERSION
+#define SNUG_VERSION "unknown"
+#endif
 
 namespace cl = llvm::cl;
 
@@ -27,38 +35,68 @@ cl::SubCommand &getCompileCommand() {
 }
 
 namespace {
-enum class EmitKind { Ir };
+enum class EmitKind { Bundle, Ir };
 } // namespace
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.onnx>"),
                                       cl::sub(getCompileCommand()));
-static cl::opt<EmitKind>
-    emit("emit", cl::desc("What to produce"), cl::init(EmitKind::Ir),
-         cl::values(clEnumValN(EmitKind::Ir, "ir",
-                               "snug textual IR after the pipeline")),
-         cl::sub(getCompileCommand()));
+static cl::opt<EmitKind> emit(
+    "emit", cl::desc("What to produce"), cl::init(EmitKind::Bundle),
+    cl::values(clEnumValN(EmitKind::Bundle, "bundle",
+                          "a .snug bundle (plan, weights, kernels)"),
+               clEnumValN(EmitKind::Ir, "ir",
+                          "snug textual IR after the pipeline and planning")),
+    cl::sub(getCompileCommand()));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
-                                       cl::value_desc("path"), cl::init("-"),
+                                       cl::value_desc("path"), cl::init(""),
                                        cl::sub(getCompileCommand()));
 
+static std::string defaultBundlePath() {
+  return (llvm::sys::path::stem(modelPath) + ".snug").str();
+}
+
 int runCompile() {
+  if (llvm::Error error = checkPlanFlags())
+    return reportError(std::move(error));
   int exitCode = ExitOk;
   auto module = loadModule(modelPath, exitCode);
   if (!module)
     return exitCode;
+  double planningMs = 0;
+  if (llvm::Error error = planModule(**module, planningMs))
+    return reportError(std::move(error));
+  if (llvm::Error error = writeMemoryReport(
+          **module, llvm::sys::path::filename(modelPath), planningMs))
+    return reportError(std::move(error));
+
+  if (emit == EmitKind::Bundle) {
+    std::string path =
+      outputPath.empty() ? defaultBundlePath() : std::string(outputPath);
+    if (path == "-") {
+      llvm::errs() << "error: a bundle is binary; give -o PATH, not stdout\n";
+      return ExitUserError;
+    }
+    BundleOptions options;
+    options.pipeline = getPipelineDescription();
+    options.compilerVersion = SNUG_VERSION;
+    // writeBundle writes a temporary file and renames it: an error leaves
+    // nothing behind.
+    if (llvm::Error error = writeBundle(**module, path, options))
+      return reportError(std::move(error));
+    llvm::errs() << "wrote " << path << '\n';
+    return ExitOk;
+  }
+
+  std::string path = outputPath.empty() ? std::string("-") : outputPath;
   std::error_code errorCode;
-  llvm::ToolOutputFile output(outputPath, errorCode, llvm::sys::fs::OF_None);
+  llvm::ToolOutputFile output(path, errorCode, llvm::sys::fs::OF_None);
   if (errorCode) {
-    llvm::errs() << "error: cannot write '" << outputPath
+    llvm::errs() << "error: cannot write '" << path
                  << "': " << errorCode.message() << '\n';
     return ExitUserError;
   }
-  switch (emit) {
-  case EmitKind::Ir:
-    ir::printModule(**module, output.os(), getPrintOptions());
-    break;
-  }
+  ir::printModule(**module, output.os(), getPrintOptions());
   output.keep();
   return ExitOk;
 }

@@ -74,6 +74,16 @@ static llvm::Error userError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// The planning pipeline planModule ran ("" when --passes planned).
+static std::string planPipeline;
+
+std::string getPipelineDescription() {
+  std::string description = getPipelineOption().str();
+  if (!planPipeline.empty())
+    description += (description.empty() ? "" : ",") + planPipeline;
+  return description;
+}
+
 llvm::Error checkPlanFlags() {
   if (reportFormat != "pretty" && reportFormat != "json" &&
       reportFormat != "none")
@@ -100,7 +110,8 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
               " time-limit=" + std::to_string(timeLimit) + "}";
   if (verifyPlan)
     pipeline += ",verify-plan";
-  PassManager passManager;
+  planPipeline = pipeline;
+  PassManager passManager(getPassManagerOptions());
   if (llvm::Error error = passManager.addPipeline(pipeline))
     return error;
   if (llvm::Error error = passManager.run(module))

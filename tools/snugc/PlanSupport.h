@@ -14,6 +14,8 @@
 
 #include "llvm/Support/Error.h"
 
+#include <string>
+
 namespace snug {
 namespace snugc {
 
@@ -23,6 +25,10 @@ llvm::Error checkPlanFlags();
 /// Runs "schedule,plan-memory{...}" (the schedule pass unless --no-schedule)
 /// on a module that has no plan yet; stores the planner's time.
 llvm::Error planModule(ir::Module &module, double &planningMs);
+
+/// The whole pipeline a planned module went through, for the bundle's
+/// manifest.
+std::string getPipelineDescription();
 
 /// Writes the report and timeline the flags ask for. `modelName` heads them.
 llvm::Error writeMemoryReport(const ir::Module &module,

@@ -72,6 +72,20 @@ ir::PrintOptions getPrintOptions() {
   return options;
 }
 
+PassManagerOptions getPassManagerOptions() {
+  PassManagerOptions passOptions;
+  passOptions.verifyEach = verifyEach;
+  passOptions.printIrAfter = printIrAfter;
+  passOptions.printIrAfterAll = printIrAfterAll;
+  passOptions.timePasses = timePasses;
+  passOptions.statistics = passStatistics;
+  passOptions.disabledPasses = disablePass;
+  passOptions.printOptions = getPrintOptions();
+  return passOptions;
+}
+
+llvm::StringRef getPipelineOption() { return pipeline; }
+
 int reportError(llvm::Error error) {
   std::string message = toString(std::move(error));
   bool internal = llvm::StringRef(message).contains("internal error") ||
@@ -101,14 +115,7 @@ llvm::Optional<std::unique_ptr<ir::Module>> loadModule(llvm::StringRef path,
       return llvm::None;
     }
 
-  PassManagerOptions passOptions;
-  passOptions.verifyEach = verifyEach;
-  passOptions.printIrAfter = printIrAfter;
-  passOptions.printIrAfterAll = printIrAfterAll;
-  passOptions.timePasses = timePasses;
-  passOptions.statistics = passStatistics;
-  passOptions.disabledPasses = disablePass;
-  passOptions.printOptions = getPrintOptions();
+  PassManagerOptions passOptions = getPassManagerOptions();
   PassManager passManager(passOptions);
   // A bad pipeline is reported before the (possibly slow) import.
   if (llvm::Error error = passManager.addPipeline(pipeline)) {

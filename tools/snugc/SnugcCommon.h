@@ -12,6 +12,7 @@
 
 #include "ir/Module.h"
 #include "ir/Printer.h"
+#include "passes/PassManager.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
@@ -34,6 +35,13 @@ ir::PrintOptions getPrintOptions();
 /// stderr and returns None with `exitCode` set.
 llvm::Optional<std::unique_ptr<ir::Module>> loadModule(llvm::StringRef path,
                                                        int &exitCode);
+
+/// The pass-manager flags (--print-ir-after, --time-passes, ...) as options,
+/// for every pipeline a subcommand runs.
+PassManagerOptions getPassManagerOptions();
+
+/// The --passes pipeline as given (or its default).
+llvm::StringRef getPipelineOption();
 
 /// Prints `error` to stderr; returns ExitInternalError for internal errors
 /// (a module that does not verify), ExitUserError otherwise.
