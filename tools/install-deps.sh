@@ -44,6 +44,32 @@ if [ ! -f "$stamp" ] || ! cmp -s "$requirements" "$stamp"; then
   cp "$requirements" "$stamp"
 fi
 
+# Newer ONNX node tests: the onnx 1.22.0 wheel is the last release that ships
+# them as files. Only its test data is kept (the venv keeps its pinned onnx).
+node_tests=.cache/onnx-1.22.0/node
+if [ ! -d "$node_tests" ]; then
+  echo "install-deps: fetching the ONNX 1.22.0 node tests into $node_tests"
+  scratch=$(mktemp -d)
+  "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+    --only-binary=:all: onnx==1.22.0 -d "$scratch"
+  "$venv/bin/python" - "$scratch" "$node_tests" <<'EOF'
+import glob, os, sys, zipfile
+scratch, target = sys.argv[1], sys.argv[2]
+wheel = glob.glob(os.path.join(scratch, "onnx-1.22.0-*.whl"))[0]
+prefix = "onnx/backend/test/data/node/"
+partial = target + ".partial"
+with zipfile.ZipFile(wheel) as archive:
+    for member in archive.namelist():
+        if member.startswith(prefix) and not member.endswith("/"):
+            path = os.path.join(partial, member[len(prefix):])
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as out:
+                out.write(archive.read(member))
+os.rename(partial, target)
+EOF
+  rm -rf "$scratch"
+fi
+
 # The CUDA toolkit is optional: without it the build leaves the CUDA parts out.
 cuda_root="${CUDAToolkit_ROOT:-/usr/local/cuda}"
 if [ ! -x "$cuda_root/bin/nvcc" ] && [ -z "${SNUG_QUIET_CUDA:-}" ]; then
