@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <sys/stat.h>
@@ -332,6 +333,15 @@ int main(int argc, char **argv) {
   if (snug_status s = snug_session_run(session))
     return cleanup(apiError("run failed", s));
 
+  if (!options.outputDir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.outputDir, error);
+    if (error) {
+      std::fprintf(stderr, "error: cannot create '%s': %s\n",
+                   options.outputDir.c_str(), error.message().c_str());
+      return cleanup(1);
+    }
+  }
   bool allMatch = true;
   for (size_t i = 0; i < outputCount; ++i) {
     snug_tensor_info info;
