@@ -136,7 +136,7 @@ void printMemoryReportPretty(const MemoryReport &report,
   };
   os << "memory report: " << report.model << " (" << report.numNodes
      << " nodes, planner " << report.planner << ", "
-     << llvm::format("%.1f", report.planningMs) << " ms)\n";
+     << llvm::format("%.2f", report.planningMs) << " ms)\n";
   row("weights", report.weightsBytes, "");
   row("arena", report.arenaBytes, "intermediates, inputs and outputs");
   row("workspace", report.workspaceBytes, "inside the arena");
