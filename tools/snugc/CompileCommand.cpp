@@ -57,18 +57,10 @@ static std::string defaultBundlePath() {
 }
 
 int runCompile() {
-  if (llvm::Error error = checkPlanFlags())
-    return reportError(std::move(error));
   int exitCode = ExitOk;
-  auto module = loadModule(modelPath, exitCode);
+  auto module = loadPlanAndReport(modelPath, exitCode);
   if (!module)
     return exitCode;
-  double planningMs = 0;
-  if (llvm::Error error = planModule(**module, planningMs))
-    return reportError(std::move(error));
-  if (llvm::Error error = writeMemoryReport(
-          **module, llvm::sys::path::filename(modelPath), planningMs))
-    return reportError(std::move(error));
 
   if (emit == EmitKind::Bundle) {
     std::string path =

@@ -8,7 +8,6 @@
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
 
-#include "llvm/Support/Path.h"
 
 namespace cl = llvm::cl;
 
@@ -26,18 +25,10 @@ static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::sub(getPlanCommand()));
 
 int runPlan() {
-  if (llvm::Error error = checkPlanFlags())
-    return reportError(std::move(error));
   int exitCode = ExitOk;
-  auto module = loadModule(modelPath, exitCode);
+  auto module = loadPlanAndReport(modelPath, exitCode);
   if (!module)
     return exitCode;
-  double planningMs = 0;
-  if (llvm::Error error = planModule(**module, planningMs))
-    return reportError(std::move(error));
-  if (llvm::Error error = writeMemoryReport(
-          **module, llvm::sys::path::filename(modelPath), planningMs))
-    return reportError(std::move(error));
   return ExitOk;
 }
 

@@ -10,6 +10,7 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 namespace cl = llvm::cl;
@@ -163,6 +164,28 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   if (file)
     file->keep();
   return llvm::Error::success();
+}
+
+llvm::Optional<std::unique_ptr<ir::Module>>
+loadPlanAndReport(llvm::StringRef path, int &exitCode) {
+  if (llvm::Error error = checkPlanFlags()) {
+    exitCode = reportError(std::move(error));
+    return llvm::None;
+  }
+  auto module = loadModule(path, exitCode);
+  if (!module)
+    return llvm::None;
+  double planningMs = 0;
+  llvm::Error error = planModule(**module, planningMs);
+  if (!error)
+    error = writeMemoryReport(**module, llvm::sys::path::filename(path),
+                              planningMs);
+  if (error) {
+    exitCode = reportError(std::move(error));
+    return llvm::None;
+  }
+  exitCode = ExitOk;
+  return module;
 }
 
 } // namespace snugc

@@ -14,6 +14,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <memory>
 #include <string>
 
 namespace snug {
@@ -33,6 +34,12 @@ std::string getPipelineDescription();
 /// Writes the report and timeline the flags ask for. `modelName` heads them.
 llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs);
+
+/// What compile and plan share: check the planning flags, import `path`
+/// and run the pipeline, plan, and write the report. On failure prints the
+/// error and returns None with `exitCode` set.
+llvm::Optional<std::unique_ptr<ir::Module>>
+loadPlanAndReport(llvm::StringRef path, int &exitCode);
 
 } // namespace snugc
 } // namespace snug
