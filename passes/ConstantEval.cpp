@@ -31,50 +31,70 @@ template <typename T> static T load(const uint8_t *data, int64_t index) {
   return value;
 }
 
-template <typename T>
-static void store(uint8_t *data, int64_t index, T value) {
+template <typename T> static void store(uint8_t *data, int64_t index, T value) {
   std::memcpy(data + index * sizeof(T), &value, sizeof(T));
 }
 
 double readElementAsDouble(DType dtype, const uint8_t *data, int64_t index) {
   switch (dtype) {
-  case DType::F32: return load<float>(data, index);
-  case DType::F16: return f16ToFloat(load<uint16_t>(data, index));
-  case DType::BF16: return bf16ToFloat(load<uint16_t>(data, index));
-  case DType::F64: return load<double>(data, index);
-  case DType::I64: return static_cast<double>(load<int64_t>(data, index));
-  case DType::I32: return load<int32_t>(data, index);
-  case DType::I16: return load<int16_t>(data, index);
-  case DType::I8: return load<int8_t>(data, index);
-  case DType::U8: return load<uint8_t>(data, index);
-  case DType::Bool: return load<uint8_t>(data, index) != 0;
+  case DType::F32:
+    return load<float>(data, index);
+  case DType::F16:
+    return f16ToFloat(load<uint16_t>(data, index));
+  case DType::BF16:
+    return bf16ToFloat(load<uint16_t>(data, index));
+  case DType::F64:
+    return load<double>(data, index);
+  case DType::I64:
+    return static_cast<double>(load<int64_t>(data, index));
+  case DType::I32:
+    return load<int32_t>(data, index);
+  case DType::I16:
+    return load<int16_t>(data, index);
+  case DType::I8:
+    return load<int8_t>(data, index);
+  case DType::U8:
+    return load<uint8_t>(data, index);
+  case DType::Bool:
+    return load<uint8_t>(data, index) != 0;
   }
   llvm_unreachable("unknown dtype");
 }
 
 static int64_t readInt(DType dtype, const uint8_t *data, int64_t index) {
   switch (dtype) {
-  case DType::I64: return load<int64_t>(data, index);
-  case DType::I32: return load<int32_t>(data, index);
-  case DType::I16: return load<int16_t>(data, index);
-  case DType::I8: return load<int8_t>(data, index);
-  case DType::U8: return load<uint8_t>(data, index);
-  case DType::Bool: return load<uint8_t>(data, index) != 0;
-  default: return static_cast<int64_t>(readElementAsDouble(dtype, data, index));
+  case DType::I64:
+    return load<int64_t>(data, index);
+  case DType::I32:
+    return load<int32_t>(data, index);
+  case DType::I16:
+    return load<int16_t>(data, index);
+  case DType::I8:
+    return load<int8_t>(data, index);
+  case DType::U8:
+    return load<uint8_t>(data, index);
+  case DType::Bool:
+    return load<uint8_t>(data, index) != 0;
+  default:
+    return static_cast<int64_t>(readElementAsDouble(dtype, data, index));
   }
 }
 
 static void writeDouble(DType dtype, uint8_t *data, int64_t index,
                         double value) {
   switch (dtype) {
-  case DType::F32: return store<float>(data, index, static_cast<float>(value));
+  case DType::F32:
+    return store<float>(data, index, static_cast<float>(value));
   case DType::F16:
     return store<uint16_t>(data, index, floatToF16(static_cast<float>(value)));
   case DType::BF16:
     return store<uint16_t>(data, index, floatToBf16(static_cast<float>(value)));
-  case DType::F64: return store<double>(data, index, value);
-  case DType::Bool: return store<uint8_t>(data, index, value != 0);
-  default: break;
+  case DType::F64:
+    return store<double>(data, index, value);
+  case DType::Bool:
+    return store<uint8_t>(data, index, value != 0);
+  default:
+    break;
   }
   // Float to integer truncates toward zero (C and onnxruntime); NaN and
   // out-of-range values become 0 rather than undefined behaviour.
@@ -82,25 +102,37 @@ static void writeDouble(DType dtype, uint8_t *data, int64_t index,
                         ? static_cast<int64_t>(value)
                         : 0;
   switch (dtype) {
-  case DType::I64: return store<int64_t>(data, index, integer);
-  case DType::I32: return store<int32_t>(data, index, static_cast<int32_t>(integer));
-  case DType::I16: return store<int16_t>(data, index, static_cast<int16_t>(integer));
-  case DType::I8: return store<int8_t>(data, index, static_cast<int8_t>(integer));
-  case DType::U8: return store<uint8_t>(data, index, static_cast<uint8_t>(integer));
-  default: llvm_unreachable("float dtypes handled above");
+  case DType::I64:
+    return store<int64_t>(data, index, integer);
+  case DType::I32:
+    return store<int32_t>(data, index, static_cast<int32_t>(integer));
+  case DType::I16:
+    return store<int16_t>(data, index, static_cast<int16_t>(integer));
+  case DType::I8:
+    return store<int8_t>(data, index, static_cast<int8_t>(integer));
+  case DType::U8:
+    return store<uint8_t>(data, index, static_cast<uint8_t>(integer));
+  default:
+    llvm_unreachable("float dtypes handled above");
   }
 }
 
-static void writeInt(DType dtype, uint8_t *data, int64_t index,
-                     int64_t value) {
+static void writeInt(DType dtype, uint8_t *data, int64_t index, int64_t value) {
   switch (dtype) {
-  case DType::I64: return store<int64_t>(data, index, value);
-  case DType::I32: return store<int32_t>(data, index, static_cast<int32_t>(value));
-  case DType::I16: return store<int16_t>(data, index, static_cast<int16_t>(value));
-  case DType::I8: return store<int8_t>(data, index, static_cast<int8_t>(value));
-  case DType::U8: return store<uint8_t>(data, index, static_cast<uint8_t>(value));
-  case DType::Bool: return store<uint8_t>(data, index, value != 0);
-  default: return writeDouble(dtype, data, index, static_cast<double>(value));
+  case DType::I64:
+    return store<int64_t>(data, index, value);
+  case DType::I32:
+    return store<int32_t>(data, index, static_cast<int32_t>(value));
+  case DType::I16:
+    return store<int16_t>(data, index, static_cast<int16_t>(value));
+  case DType::I8:
+    return store<int8_t>(data, index, static_cast<int8_t>(value));
+  case DType::U8:
+    return store<uint8_t>(data, index, static_cast<uint8_t>(value));
+  case DType::Bool:
+    return store<uint8_t>(data, index, value != 0);
+  default:
+    return writeDouble(dtype, data, index, static_cast<double>(value));
   }
 }
 
@@ -223,7 +255,8 @@ bool Evaluator::shape() {
 
 bool Evaluator::constant() {
   auto it = attrs().find("value");
-  if (it == attrs().end() || it->second.getKind() != ir::Attribute::Kind::Tensor)
+  if (it == attrs().end() ||
+      it->second.getKind() != ir::Attribute::Kind::Tensor)
     return false;
   llvm::ArrayRef<uint8_t> bytes = it->second.getTensorBytes();
   if (bytes.size() != results[0].size())
@@ -236,7 +269,8 @@ bool Evaluator::constantOfShape() {
   auto it = attrs().find("value");
   size_t elementSize = ir::getDTypeSize(resultType().getDType());
   std::vector<uint8_t> value(elementSize, 0);
-  if (it != attrs().end() && it->second.getKind() == ir::Attribute::Kind::Tensor &&
+  if (it != attrs().end() &&
+      it->second.getKind() == ir::Attribute::Kind::Tensor &&
       it->second.getTensorBytes().size() == elementSize)
     value.assign(it->second.getTensorBytes().begin(),
                  it->second.getTensorBytes().end());
@@ -290,7 +324,7 @@ bool Evaluator::transpose() {
   int64_t offset = 0;
   for (int64_t flat = 0; flat < count; ++flat) {
     copyBytes(results[0].data() + flat * elementSize,
-                data(0) + offset * elementSize, elementSize);
+              data(0) + offset * elementSize, elementSize);
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
       ++position[d];
       offset += inStrides[perm[d]];
@@ -304,8 +338,8 @@ bool Evaluator::transpose() {
 }
 
 bool Evaluator::concat() {
-  int64_t axis = *normalizeAxis(getIntAttr(attrs(), "axis", 0),
-                                resultType().getRank());
+  int64_t axis =
+      *normalizeAxis(getIntAttr(attrs(), "axis", 0), resultType().getRank());
   size_t elementSize = ir::getDTypeSize(resultType().getDType());
   llvm::ArrayRef<int64_t> dims = resultType().getDims();
   int64_t outer = 1;
@@ -370,7 +404,7 @@ bool Evaluator::slice() {
     for (size_t d = 0; d < rank; ++d)
       offset += (begin[d] + position[d] * step[d]) * inStrides[d];
     copyBytes(results[0].data() + flat * elementSize,
-                data(0) + offset * elementSize, elementSize);
+              data(0) + offset * elementSize, elementSize);
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
       if (++position[d] < outDims[d])
         break;
@@ -394,8 +428,8 @@ bool Evaluator::split() {
     int64_t part = resultType(r).getDims()[axis];
     for (int64_t o = 0; o < outer; ++o)
       copyBytes(results[r].data() + o * part * inner * elementSize,
-                  data(0) + (o * dims[axis] + start) * inner * elementSize,
-                  part * inner * elementSize);
+                data(0) + (o * dims[axis] + start) * inner * elementSize,
+                part * inner * elementSize);
     start += part;
   }
   return true;
@@ -407,7 +441,7 @@ bool Evaluator::expand() {
   size_t elementSize = ir::getDTypeSize(resultType().getDType());
   for (size_t i = 0; i < indices.size(); ++i)
     copyBytes(results[0].data() + i * elementSize,
-                data(0) + indices[i] * elementSize, elementSize);
+              data(0) + indices[i] * elementSize, elementSize);
   return true;
 }
 
@@ -423,7 +457,7 @@ bool Evaluator::tile() {
     for (size_t d = 0; d < rank; ++d)
       offset += (position[d] % inDims[d]) * inStrides[d];
     copyBytes(results[0].data() + flat * elementSize,
-                data(0) + offset * elementSize, elementSize);
+              data(0) + offset * elementSize, elementSize);
     for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
       if (++position[d] < outDims[d])
         break;
@@ -434,23 +468,40 @@ bool Evaluator::tile() {
 }
 
 static llvm::Optional<double> applyUnary(llvm::StringRef op, double x) {
-  if (op == "Neg") return -x;
-  if (op == "Abs") return std::fabs(x);
-  if (op == "Sqrt") return std::sqrt(x);
-  if (op == "Exp") return std::exp(x);
-  if (op == "Log") return std::log(x);
-  if (op == "Reciprocal") return 1.0 / x;
-  if (op == "Relu") return x > 0 ? x : 0.0;
-  if (op == "Floor") return std::floor(x);
-  if (op == "Ceil") return std::ceil(x);
-  if (op == "Round") return std::nearbyint(x);
-  if (op == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
-  if (op == "Tanh") return std::tanh(x);
-  if (op == "Erf") return std::erf(x);
-  if (op == "Sin") return std::sin(x);
-  if (op == "Cos") return std::cos(x);
-  if (op == "Sign") return static_cast<double>((x > 0) - (x < 0));
-  if (op == "Not") return x == 0 ? 1.0 : 0.0;
+  if (op == "Neg")
+    return -x;
+  if (op == "Abs")
+    return std::fabs(x);
+  if (op == "Sqrt")
+    return std::sqrt(x);
+  if (op == "Exp")
+    return std::exp(x);
+  if (op == "Log")
+    return std::log(x);
+  if (op == "Reciprocal")
+    return 1.0 / x;
+  if (op == "Relu")
+    return x > 0 ? x : 0.0;
+  if (op == "Floor")
+    return std::floor(x);
+  if (op == "Ceil")
+    return std::ceil(x);
+  if (op == "Round")
+    return std::nearbyint(x);
+  if (op == "Sigmoid")
+    return 1.0 / (1.0 + std::exp(-x));
+  if (op == "Tanh")
+    return std::tanh(x);
+  if (op == "Erf")
+    return std::erf(x);
+  if (op == "Sin")
+    return std::sin(x);
+  if (op == "Cos")
+    return std::cos(x);
+  if (op == "Sign")
+    return static_cast<double>((x > 0) - (x < 0));
+  if (op == "Not")
+    return x == 0 ? 1.0 : 0.0;
   return llvm::None;
 }
 
@@ -473,41 +524,71 @@ bool Evaluator::unary() {
 
 static llvm::Optional<double> applyBinary(llvm::StringRef op, double a,
                                           double b) {
-  if (op == "Add" || op == "Sum") return a + b;
-  if (op == "Sub") return a - b;
-  if (op == "Mul") return a * b;
-  if (op == "Div") return a / b;
-  if (op == "Pow") return std::pow(a, b);
-  if (op == "Max") return std::fmax(a, b);
-  if (op == "Min") return std::fmin(a, b);
-  if (op == "Equal") return a == b;
-  if (op == "Less") return a < b;
-  if (op == "LessOrEqual") return a <= b;
-  if (op == "Greater") return a > b;
-  if (op == "GreaterOrEqual") return a >= b;
-  if (op == "And") return (a != 0) && (b != 0);
-  if (op == "Or") return (a != 0) || (b != 0);
-  if (op == "Xor") return (a != 0) != (b != 0);
+  if (op == "Add" || op == "Sum")
+    return a + b;
+  if (op == "Sub")
+    return a - b;
+  if (op == "Mul")
+    return a * b;
+  if (op == "Div")
+    return a / b;
+  if (op == "Pow")
+    return std::pow(a, b);
+  if (op == "Max")
+    return std::fmax(a, b);
+  if (op == "Min")
+    return std::fmin(a, b);
+  if (op == "Equal")
+    return a == b;
+  if (op == "Less")
+    return a < b;
+  if (op == "LessOrEqual")
+    return a <= b;
+  if (op == "Greater")
+    return a > b;
+  if (op == "GreaterOrEqual")
+    return a >= b;
+  if (op == "And")
+    return (a != 0) && (b != 0);
+  if (op == "Or")
+    return (a != 0) || (b != 0);
+  if (op == "Xor")
+    return (a != 0) != (b != 0);
   return llvm::None;
 }
 
 static llvm::Optional<int64_t> applyIntBinary(llvm::StringRef op, int64_t a,
                                               int64_t b) {
-  if (op == "Add" || op == "Sum") return a + b;
-  if (op == "Sub") return a - b;
-  if (op == "Mul") return a * b;
-  if (op == "Div") return b == 0 ? 0 : a / b;
-  if (op == "Max") return std::max(a, b);
-  if (op == "Min") return std::min(a, b);
-  if (op == "Equal") return a == b;
-  if (op == "Less") return a < b;
-  if (op == "LessOrEqual") return a <= b;
-  if (op == "Greater") return a > b;
-  if (op == "GreaterOrEqual") return a >= b;
-  if (op == "And") return a && b;
-  if (op == "Or") return a || b;
-  if (op == "Xor") return (a != 0) != (b != 0);
-  if (op == "Mod") return b == 0 ? 0 : ((a % b) + b) % b;
+  if (op == "Add" || op == "Sum")
+    return a + b;
+  if (op == "Sub")
+    return a - b;
+  if (op == "Mul")
+    return a * b;
+  if (op == "Div")
+    return b == 0 ? 0 : a / b;
+  if (op == "Max")
+    return std::max(a, b);
+  if (op == "Min")
+    return std::min(a, b);
+  if (op == "Equal")
+    return a == b;
+  if (op == "Less")
+    return a < b;
+  if (op == "LessOrEqual")
+    return a <= b;
+  if (op == "Greater")
+    return a > b;
+  if (op == "GreaterOrEqual")
+    return a >= b;
+  if (op == "And")
+    return a && b;
+  if (op == "Or")
+    return a || b;
+  if (op == "Xor")
+    return (a != 0) != (b != 0);
+  if (op == "Mod")
+    return b == 0 ? 0 : ((a % b) + b) % b;
   return llvm::None;
 }
 
@@ -531,8 +612,8 @@ bool Evaluator::binary() {
     std::vector<int64_t> other = broadcastIndices(dims, type(k).getDims());
     for (int64_t i = 0; i < count; ++i) {
       if (useInt) {
-        auto value = applyIntBinary(op, accI[i],
-                                    readInt(type(k).getDType(), data(k), other[i]));
+        auto value = applyIntBinary(
+            op, accI[i], readInt(type(k).getDType(), data(k), other[i]));
         if (!value)
           return false;
         accI[i] = *value;
@@ -564,31 +645,45 @@ bool Evaluator::where() {
   for (size_t i = 0; i < c.size(); ++i) {
     bool pick = data(0)[c[i]] != 0;
     copyBytes(results[0].data() + i * elementSize,
-                pick ? data(1) + x[i] * elementSize
-                     : data(2) + y[i] * elementSize,
-                elementSize);
+              pick ? data(1) + x[i] * elementSize
+                   : data(2) + y[i] * elementSize,
+              elementSize);
   }
   return true;
 }
 
 static const llvm::StringSet<> &copyOps() {
   static const llvm::StringSet<> ops = {"Identity", "Dropout", "Reshape",
-                                        "Flatten", "Squeeze", "Unsqueeze"};
+                                        "Flatten",  "Squeeze", "Unsqueeze"};
   return ops;
 }
 
 static const llvm::StringSet<> &unaryOps() {
   static const llvm::StringSet<> ops = {
-      "Neg", "Abs", "Sqrt", "Exp", "Log", "Reciprocal", "Relu", "Floor",
-      "Ceil", "Round", "Sigmoid", "Tanh", "Erf", "Sin", "Cos", "Sign", "Not"};
+      "Neg",  "Abs",   "Sqrt", "Exp",   "Log",     "Reciprocal",
+      "Relu", "Floor", "Ceil", "Round", "Sigmoid", "Tanh",
+      "Erf",  "Sin",   "Cos",  "Sign",  "Not"};
   return ops;
 }
 
 static const llvm::StringSet<> &binaryOps() {
-  static const llvm::StringSet<> ops = {
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Equal",
-      "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or",
-      "Xor", "Mod"};
+  static const llvm::StringSet<> ops = {"Add",
+                                        "Sub",
+                                        "Mul",
+                                        "Div",
+                                        "Pow",
+                                        "Max",
+                                        "Min",
+                                        "Sum",
+                                        "Equal",
+                                        "Less",
+                                        "LessOrEqual",
+                                        "Greater",
+                                        "GreaterOrEqual",
+                                        "And",
+                                        "Or",
+                                        "Xor",
+                                        "Mod"};
   return ops;
 }
 
@@ -634,9 +729,9 @@ llvm::Expected<bool> Evaluator::run() {
 
 bool canEvaluate(llvm::StringRef opName) {
   static const llvm::StringSet<> others = {
-      "Shape", "Size", "Constant", "ConstantOfShape", "Range", "Cast",
-      "Transpose", "Concat", "Gather", "Slice", "Split", "Expand", "Tile",
-      "Where"};
+      "Shape",     "Size",   "Constant", "ConstantOfShape", "Range", "Cast",
+      "Transpose", "Concat", "Gather",   "Slice",           "Split", "Expand",
+      "Tile",      "Where"};
   return copyOps().count(opName) || unaryOps().count(opName) ||
          binaryOps().count(opName) || others.count(opName);
 }

@@ -25,14 +25,14 @@ using ir::DType;
 using ir::TensorType;
 
 llvm::Error shapeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 message.str());
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
 }
 
 int64_t getIntAttr(const ir::AttributeMap &attributes, llvm::StringRef name,
                    int64_t defaultValue) {
   auto it = attributes.find(name.str());
-  if (it == attributes.end() || it->second.getKind() != ir::Attribute::Kind::Int)
+  if (it == attributes.end() ||
+      it->second.getKind() != ir::Attribute::Kind::Int)
     return defaultValue;
   return it->second.getInt();
 }
@@ -128,8 +128,8 @@ llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
   int64_t axis = getIntAttr(query.attributes, name, defaultValue);
   auto normalized = normalizeAxis(axis, rank);
   if (!normalized)
-    return shapeError(name + " " + llvm::Twine(axis) + " is out of range for rank " +
-                      llvm::Twine(rank));
+    return shapeError(name + " " + llvm::Twine(axis) +
+                      " is out of range for rank " + llvm::Twine(rank));
   return *normalized;
 }
 
@@ -321,7 +321,8 @@ static llvm::Expected<ResultTypes> inferConcat(const ShapeQuery &query) {
     if (!operand)
       return operand.takeError();
     const TensorType &type = **operand;
-    bool same = type.getRank() == rank && type.getDType() == (*first)->getDType();
+    bool same =
+        type.getRank() == rank && type.getDType() == (*first)->getDType();
     for (int64_t d = 0; same && d < rank; ++d)
       same = d == *axis || type.getDims()[d] == dims[d];
     if (!same)
@@ -457,7 +458,8 @@ static llvm::Expected<ResultTypes> inferSplit(const ShapeQuery &query) {
     results.push_back(TensorType((*input)->getDType(), dims));
   }
   if (total != (*input)->getDims()[*axis])
-    return shapeError("split " + dimsString(split) + " does not add up to dim " +
+    return shapeError("split " + dimsString(split) +
+                      " does not add up to dim " +
                       llvm::Twine((*input)->getDims()[*axis]));
   return results;
 }
@@ -535,14 +537,16 @@ static llvm::Expected<ResultTypes> inferDepthToSpace(const ShapeQuery &query) {
   if (dims.size() != 4 || block <= 0)
     return shapeError("expects a 4-d input and a positive blocksize");
   bool toSpace = query.opName == "DepthToSpace";
-  if (toSpace ? dims[1] % (block * block) : (dims[2] % block || dims[3] % block))
+  if (toSpace ? dims[1] % (block * block)
+              : (dims[2] % block || dims[3] % block))
     return shapeError((*input)->str() + " does not divide by blocksize " +
                       llvm::Twine(block));
   llvm::SmallVector<int64_t, 4> result =
-      toSpace ? llvm::SmallVector<int64_t, 4>{dims[0], dims[1] / (block * block),
-                                              dims[2] * block, dims[3] * block}
-              : llvm::SmallVector<int64_t, 4>{dims[0], dims[1] * block * block,
-                                              dims[2] / block, dims[3] / block};
+      toSpace
+          ? llvm::SmallVector<int64_t, 4>{dims[0], dims[1] / (block * block),
+                                          dims[2] * block, dims[3] * block}
+          : llvm::SmallVector<int64_t, 4>{dims[0], dims[1] * block * block,
+                                          dims[2] / block, dims[3] / block};
   return ResultTypes{TensorType((*input)->getDType(), result)};
 }
 
@@ -600,17 +604,35 @@ static llvm::Expected<ResultTypes> inferRange(const ShapeQuery &query) {
   auto read = [&](unsigned index) -> double {
     llvm::ArrayRef<uint8_t> bytes = *query.operandData[index];
     switch (type.getDType()) {
-    case DType::F32: { float v; std::memcpy(&v, bytes.data(), 4); return v; }
-    case DType::F64: { double v; std::memcpy(&v, bytes.data(), 8); return v; }
-    case DType::I32: { int32_t v; std::memcpy(&v, bytes.data(), 4); return v; }
-    case DType::I64: { int64_t v; std::memcpy(&v, bytes.data(), 8); return v; }
-    default: return 0;
+    case DType::F32: {
+      float v;
+      std::memcpy(&v, bytes.data(), 4);
+      return v;
+    }
+    case DType::F64: {
+      double v;
+      std::memcpy(&v, bytes.data(), 8);
+      return v;
+    }
+    case DType::I32: {
+      int32_t v;
+      std::memcpy(&v, bytes.data(), 4);
+      return v;
+    }
+    case DType::I64: {
+      int64_t v;
+      std::memcpy(&v, bytes.data(), 8);
+      return v;
+    }
+    default:
+      return 0;
     }
   };
   double start = read(0), limit = read(1), delta = read(2);
   if (delta == 0)
     return shapeError("delta is zero");
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  int64_t count = std::max<int64_t>(
+      0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
   return ResultTypes{TensorType(type.getDType(), {count})};
 }
 
@@ -631,14 +653,48 @@ static llvm::Expected<ResultTypes> inferDropout(const ShapeQuery &query) {
 static const llvm::StringMap<ShapeFunctionPtr> &getShapeFunctions() {
   static const llvm::StringMap<ShapeFunctionPtr> table = [] {
     llvm::StringMap<ShapeFunctionPtr> map;
-    for (const char *op :
-         {"Abs", "Ceil", "Clip", "Cos", "Elu", "Erf", "Exp", "Floor", "Gelu",
-          "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Log",
-          "LogSoftmax", "Neg", "Not", "Reciprocal", "Relu", "Round",
-          "Sigmoid", "Sign", "Sin", "Softmax", "Softplus", "Sqrt", "Tanh",
-          "BatchNormalization", "InstanceNormalization", "LRN", "PRelu",
-          "Selu", "Mish", "Softsign", "Tan", "Atan", "Asin", "Acos",
-          "ThresholdedRelu", "Celu", "HardMax", "Hardmax"})
+    for (const char *op : {"Abs",
+                           "Ceil",
+                           "Clip",
+                           "Cos",
+                           "Elu",
+                           "Erf",
+                           "Exp",
+                           "Floor",
+                           "Gelu",
+                           "HardSigmoid",
+                           "HardSwish",
+                           "Identity",
+                           "LeakyRelu",
+                           "Log",
+                           "LogSoftmax",
+                           "Neg",
+                           "Not",
+                           "Reciprocal",
+                           "Relu",
+                           "Round",
+                           "Sigmoid",
+                           "Sign",
+                           "Sin",
+                           "Softmax",
+                           "Softplus",
+                           "Sqrt",
+                           "Tanh",
+                           "BatchNormalization",
+                           "InstanceNormalization",
+                           "LRN",
+                           "PRelu",
+                           "Selu",
+                           "Mish",
+                           "Softsign",
+                           "Tan",
+                           "Atan",
+                           "Asin",
+                           "Acos",
+                           "ThresholdedRelu",
+                           "Celu",
+                           "HardMax",
+                           "Hardmax"})
       map[op] = inferUnary;
     for (const char *op : {"Add", "And", "Div", "Max", "Min", "Mul", "Or",
                            "Sub", "Sum", "Mean", "Mod", "Xor"})

@@ -99,7 +99,8 @@ static llvm::Expected<ResultTypes> inferConvTranspose(const ShapeQuery &query) {
   llvm::ArrayRef<int64_t> x = (*input)->getDims(), w = (*weight)->getDims();
   if (x.size() < 3 || w.size() != x.size() || x[1] != w[0])
     return shapeError("input " + (*input)->str() + " and weight " +
-                      (*weight)->str() + " do not fit a transposed convolution");
+                      (*weight)->str() +
+                      " do not fit a transposed convolution");
   size_t spatial = x.size() - 2;
   auto window = readWindow(query, spatial);
   if (!window)
@@ -272,8 +273,8 @@ static llvm::Expected<ResultTypes> inferReduce(const ShapeQuery &query) {
     else if (keepDims)
       result.push_back(1);
   }
-  DType dtype = query.opName.startswith("Arg") ? DType::I64
-                                               : (*input)->getDType();
+  DType dtype =
+      query.opName.startswith("Arg") ? DType::I64 : (*input)->getDType();
   return ResultTypes{TensorType(dtype, result)};
 }
 
@@ -304,10 +305,10 @@ void registerNNShapeFunctions(llvm::StringMap<ShapeFunctionPtr> &map) {
   map["MatMul"] = inferMatMul;
   map["Gemm"] = inferGemm;
   map["LayerNormalization"] = inferLayerNormalization;
-  for (const char *op : {"ReduceL1", "ReduceL2", "ReduceLogSum",
-                         "ReduceLogSumExp", "ReduceMax", "ReduceMean",
-                         "ReduceMin", "ReduceProd", "ReduceSum",
-                         "ReduceSumSquare"})
+  for (const char *op :
+       {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+        "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
+        "ReduceSumSquare"})
     map[op] = inferReduce;
   map["ArgMax"] = inferArgReduce;
   map["ArgMin"] = inferArgReduce;

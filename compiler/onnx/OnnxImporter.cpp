@@ -61,8 +61,8 @@ void UnsupportedOpsError::log(llvm::raw_ostream &os) const {
 llvm::Expected<InputBinding> parseInputBinding(llvm::StringRef text) {
   auto fail = [&](const llvm::Twine &why) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "bad --input '" + text.str() + "': " +
-                                       why.str() +
+                                   "bad --input '" + text.str() +
+                                       "': " + why.str() +
                                        " (expected NAME:DIMS[xDTYPE], e.g. "
                                        "x:1x3x224x224 or x:1x3x224x224xf16)");
   };
@@ -166,10 +166,11 @@ llvm::Error Importer::error(const llvm::Twine &message) const {
 }
 
 std::string Importer::describe(const onnx::NodeProto &node) const {
-  std::string name = node.name().empty()
-                         ? (node.output_size() ? "<output " + node.output(0) + ">"
-                                               : std::string("<unnamed>"))
-                         : node.name();
+  std::string name =
+      node.name().empty()
+          ? (node.output_size() ? "<output " + node.output(0) + ">"
+                                : std::string("<unnamed>"))
+          : node.name();
   return "node '" + name + "' (" + node.op_type() + ")";
 }
 
@@ -252,8 +253,8 @@ Importer::getConstantInts(const onnx::NodeProto &node, unsigned index,
   if (!input)
     return input.takeError();
   if (!*input)
-    return error(node, what + " (input " + llvm::Twine(index) +
-                           ") is required");
+    return error(node,
+                 what + " (input " + llvm::Twine(index) + ") is required");
   auto data = getConstant(*input);
   if (!data)
     return data.takeError();
@@ -275,8 +276,8 @@ Importer::getConstantFloats(const onnx::NodeProto &node, unsigned index,
   if (!input)
     return input.takeError();
   if (!*input)
-    return error(node, what + " (input " + llvm::Twine(index) +
-                           ") is required");
+    return error(node,
+                 what + " (input " + llvm::Twine(index) + ") is required");
   auto data = getConstant(*input);
   if (!data)
     return data.takeError();
@@ -334,9 +335,9 @@ llvm::Error Importer::emitAndBind(const onnx::NodeProto &node,
                                   llvm::StringRef opName,
                                   llvm::ArrayRef<ir::Value *> operands,
                                   ir::AttributeMap attributes,
-                                  unsigned numResults) {
-  auto results = emit(node, opName, operands, std::move(attributes),
-                      numResults);
+                                  unsigned numResults, llvm::StringRef suffix) {
+  auto results =
+      emit(node, opName, operands, std::move(attributes), numResults, suffix);
   if (!results)
     return results.takeError();
   bindOutputs(node, *results);
@@ -636,17 +637,16 @@ static llvm::Error checkOutput(const Importer &importer,
   const auto &dims = tensor.shape().dim();
   bool matches = dims.size() == static_cast<int>(type.getRank());
   for (int i = 0; matches && i < dims.size(); ++i)
-    matches = !dims[i].has_dim_value() ||
-              dims[i].dim_value() == type.getDims()[i];
+    matches =
+        !dims[i].has_dim_value() || dims[i].dim_value() == type.getDims()[i];
   if (matches)
     return llvm::Error::success();
   std::string declared = "[";
   for (int i = 0; i < dims.size(); ++i)
-    declared += (i ? "," : "") + (dims[i].has_dim_value()
-                                      ? std::to_string(dims[i].dim_value())
-                                      : dims[i].dim_param().empty()
-                                            ? std::string("?")
-                                            : dims[i].dim_param());
+    declared += (i ? "," : "") +
+                (dims[i].has_dim_value() ? std::to_string(dims[i].dim_value())
+                 : dims[i].dim_param().empty() ? std::string("?")
+                                               : dims[i].dim_param());
   return importer.error("graph output '" + output.name() + "' has type " +
                         type.str() + ", the model declares " + declared + "]");
 }
@@ -691,9 +691,9 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
   }
 
   for (onnx::TensorProto &initializer : *graph.mutable_initializer()) {
-    auto weight = importer.importTensor(
-        initializer, initializer.name(),
-        "initializer '" + initializer.name() + "'");
+    auto weight =
+        importer.importTensor(initializer, initializer.name(),
+                              "initializer '" + initializer.name() + "'");
     if (!weight)
       return weight.takeError();
     importer.values[initializer.name()] = *weight;
@@ -738,8 +738,10 @@ importOnnxModelWithoutPipeline(llvm::StringRef path,
   if (llvm::Error error = ir::verifyModule(*module))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        path.str() + ": internal error: the imported module does not "
-                     "verify:\n" + toString(std::move(error)));
+        path.str() +
+            ": internal error: the imported module does not "
+            "verify:\n" +
+            toString(std::move(error)));
   return module;
 }
 
@@ -752,9 +754,9 @@ importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
   if (llvm::Error error = passManager.addPipeline(options.pipeline))
     return error;
   if (llvm::Error error = passManager.run(**module))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   path.str() + ": error: " +
-                                       toString(std::move(error)));
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path.str() + ": error: " + toString(std::move(error)));
   (*module)->eraseUnusedWeights();
   return module;
 }

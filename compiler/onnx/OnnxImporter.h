@@ -47,7 +47,8 @@
 //   not the whole shape.
 //   Conv/ConvTranspose {kernel_shape, strides, pads, dilations, group}
 //   (+ output_padding for ConvTranspose): auto_pad and output_shape resolved
-//   into pads. MaxPool {kernel_shape, strides, pads, dilations, ceil_mode},
+//   into pads. MaxPool {kernel_shape, strides, pads, dilations, ceil_mode}
+//   (+ storage_order when the Indices result is kept),
 //   AveragePool {kernel_shape, strides, pads, ceil_mode, count_include_pad}.
 //   Gemm {alpha, beta, transA, transB}. BatchNormalization {epsilon}, one
 //   result (inference).
@@ -59,6 +60,8 @@
 //   LayerNormalization {axis, epsilon}: Mean and InvStdDev results only when
 //   the model names them.
 //   Range and ConstantOfShape are folded into weights at import.
+//   Decomposed into canonical ops: CastLike -> Cast {to}; ReduceLogSum ->
+//   ReduceSum, Log; Trilu -> Where(constant bool mask, x, 0).
 //   Other ops keep their ONNX operands and attributes.
 //
 //===----------------------------------------------------------------------===//

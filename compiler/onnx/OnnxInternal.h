@@ -87,8 +87,8 @@ public:
   /// emit + bindOutputs.
   llvm::Error emitAndBind(const onnx::NodeProto &node, llvm::StringRef opName,
                           llvm::ArrayRef<ir::Value *> operands,
-                          ir::AttributeMap attributes,
-                          unsigned numResults = 1);
+                          ir::AttributeMap attributes, unsigned numResults = 1,
+                          llvm::StringRef suffix = "");
   /// A new weight holding `bytes`, bound to the node's output 0.
   void bindConstant(const onnx::NodeProto &node, const ir::TensorType &type,
                     llvm::ArrayRef<uint8_t> bytes);
@@ -130,6 +130,42 @@ attrFloats(const onnx::NodeProto &node, llvm::StringRef name);
 using OpImporter = llvm::Error (*)(Importer &, onnx::NodeProto &);
 /// nullptr when snug does not import `opType` of the default domain.
 OpImporter lookupOpImporter(llvm::StringRef opType);
+/// The normalizers of OnnxShapeOps.cpp and OnnxNNOps.cpp.
+void registerShapeOpImporters(llvm::StringMap<OpImporter> &map);
+void registerNNOpImporters(llvm::StringMap<OpImporter> &map);
+
+//===----------------------------------------------------------------------===//
+// Helpers the normalizers share (OnnxOps.cpp, OnnxShapeOps.cpp)
+//===----------------------------------------------------------------------===//
+
+using Ints = llvm::SmallVector<int64_t, 4>;
+
+/// All inputs of `node`, absent ones as nullptr, trailing absent ones
+/// dropped.
+llvm::Expected<llvm::SmallVector<ir::Value *, 4>>
+getInputs(Importer &importer, const onnx::NodeProto &node);
+/// Input `index`, which must be present.
+llvm::Expected<ir::Value *>
+requireInput(Importer &importer, const onnx::NodeProto &node, unsigned index);
+/// How many results to keep: up to the last named output, at most `limit`.
+unsigned countNamedOutputs(const onnx::NodeProto &node, unsigned limit);
+/// All of the node's attributes, converted.
+llvm::Expected<ir::AttributeMap> convertAttributes(Importer &importer,
+                                                   onnx::NodeProto &node);
+/// `axis` made non-negative for `rank`, or an error naming the node.
+llvm::Expected<int64_t> axisFor(Importer &importer, const onnx::NodeProto &node,
+                                int64_t axis, int64_t rank);
+/// Non-negative, sorted, unique axes.
+llvm::Expected<Ints> axesFor(Importer &importer, const onnx::NodeProto &node,
+                             Ints axes, int64_t rank);
+/// Axes of Squeeze/Unsqueeze/Reduce*: an attribute before `inputOpset`, an
+/// optional input from it on. None when the model gives none.
+llvm::Expected<llvm::Optional<Ints>>
+readAxes(Importer &importer, onnx::NodeProto &node, int64_t inputOpset);
+/// Refuses constants too large to hold at import (Range, ConstantOfShape,
+/// Trilu's mask).
+llvm::Error checkMaterialized(Importer &importer, const onnx::NodeProto &node,
+                              const ir::TensorType &type);
 
 } // namespace onnx_import
 } // namespace snug

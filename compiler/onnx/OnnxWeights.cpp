@@ -26,17 +26,28 @@ using ir::DType;
 
 llvm::Optional<DType> convertDType(int onnxType) {
   switch (onnxType) {
-  case onnx::TensorProto::FLOAT: return DType::F32;
-  case onnx::TensorProto::FLOAT16: return DType::F16;
-  case onnx::TensorProto::BFLOAT16: return DType::BF16;
-  case onnx::TensorProto::DOUBLE: return DType::F64;
-  case onnx::TensorProto::INT64: return DType::I64;
-  case onnx::TensorProto::INT32: return DType::I32;
-  case onnx::TensorProto::INT16: return DType::I16;
-  case onnx::TensorProto::INT8: return DType::I8;
-  case onnx::TensorProto::UINT8: return DType::U8;
-  case onnx::TensorProto::BOOL: return DType::Bool;
-  default: return llvm::None;
+  case onnx::TensorProto::FLOAT:
+    return DType::F32;
+  case onnx::TensorProto::FLOAT16:
+    return DType::F16;
+  case onnx::TensorProto::BFLOAT16:
+    return DType::BF16;
+  case onnx::TensorProto::DOUBLE:
+    return DType::F64;
+  case onnx::TensorProto::INT64:
+    return DType::I64;
+  case onnx::TensorProto::INT32:
+    return DType::I32;
+  case onnx::TensorProto::INT16:
+    return DType::I16;
+  case onnx::TensorProto::INT8:
+    return DType::I8;
+  case onnx::TensorProto::UINT8:
+    return DType::U8;
+  case onnx::TensorProto::BOOL:
+    return DType::Bool;
+  default:
+    return llvm::None;
   }
 }
 
@@ -114,9 +125,9 @@ readTypedData(const Importer &importer, const onnx::TensorProto &tensor,
   if (count == 0)
     return bytes;
   auto mismatch = [&](llvm::StringRef field, int64_t have) {
-    return importer.error(context + ": " + field + " has " +
-                          llvm::Twine(have) + " elements, shape " +
-                          type.str() + " needs " + llvm::Twine(count));
+    return importer.error(context + ": " + field + " has " + llvm::Twine(have) +
+                          " elements, shape " + type.str() + " needs " +
+                          llvm::Twine(count));
   };
   switch (type.getDType()) {
   case DType::F32:
@@ -188,7 +199,8 @@ llvm::Expected<ir::Value *> Importer::importTensor(onnx::TensorProto &tensor,
     if (!file)
       return file.takeError();
     uint64_t fileSize = (*file)->getBufferSize();
-    uint64_t size = length.getValueOr(offset <= fileSize ? fileSize - offset : 0);
+    uint64_t size =
+        length.getValueOr(offset <= fileSize ? fileSize - offset : 0);
     if (offset > fileSize || size > fileSize - offset)
       return error(context + ": external data [" + llvm::Twine(offset) + ", " +
                    llvm::Twine(offset + size) + ") lies outside '" + location +
@@ -230,8 +242,7 @@ Importer::readTensorBytes(onnx::TensorProto &tensor, llvm::StringRef context) {
     if (tensor.raw_data().size() != type->getByteSize())
       return error(context + ": raw_data holds " +
                    llvm::Twine(tensor.raw_data().size()) + " bytes, shape " +
-                   type->str() + " needs " +
-                   llvm::Twine(type->getByteSize()));
+                   type->str() + " needs " + llvm::Twine(type->getByteSize()));
     const auto *begin =
         reinterpret_cast<const uint8_t *>(tensor.raw_data().data());
     return std::make_pair(

@@ -39,17 +39,23 @@ using namespace snug;
 static cl::list<std::string> roots(cl::Positional, cl::OneOrMore,
                                    cl::desc("<test root>..."));
 static cl::opt<bool> verbose("verbose", cl::desc("Print every failure"));
-static cl::opt<unsigned> minImported(
-    "min-imported", cl::desc("Fail when fewer tests import"), cl::init(0));
+static cl::opt<unsigned> minImported("min-imported",
+                                     cl::desc("Fail when fewer tests import"),
+                                     cl::init(0));
 
 /// Element size of the integer and bool ONNX types the driver freezes.
 static llvm::Optional<std::pair<ir::DType, unsigned>> frozenType(int type) {
   switch (type) {
-  case onnx::TensorProto::INT64: return std::make_pair(ir::DType::I64, 8u);
-  case onnx::TensorProto::INT32: return std::make_pair(ir::DType::I32, 4u);
-  case onnx::TensorProto::BOOL: return std::make_pair(ir::DType::Bool, 1u);
-  case onnx::TensorProto::FLOAT: return std::make_pair(ir::DType::F32, 4u);
-  default: return llvm::None;
+  case onnx::TensorProto::INT64:
+    return std::make_pair(ir::DType::I64, 8u);
+  case onnx::TensorProto::INT32:
+    return std::make_pair(ir::DType::I32, 4u);
+  case onnx::TensorProto::BOOL:
+    return std::make_pair(ir::DType::Bool, 1u);
+  case onnx::TensorProto::FLOAT:
+    return std::make_pair(ir::DType::F32, 4u);
+  default:
+    return llvm::None;
   }
 }
 
@@ -70,9 +76,9 @@ static void freezeInput(const onnx::TensorProto &tensor,
   auto type = frozenType(tensor.data_type());
   if (!type)
     return;
-  ir::TensorType tensorType(type->first, llvm::SmallVector<int64_t, 4>(
-                                             tensor.dims().begin(),
-                                             tensor.dims().end()));
+  ir::TensorType tensorType(type->first,
+                            llvm::SmallVector<int64_t, 4>(tensor.dims().begin(),
+                                                          tensor.dims().end()));
   std::vector<uint8_t> bytes;
   if (tensor.has_raw_data()) {
     bytes.assign(tensor.raw_data().begin(), tensor.raw_data().end());
@@ -131,8 +137,7 @@ static ImportOptions readBindings(llvm::StringRef dir) {
 
 namespace {
 struct Tally {
-  unsigned total = 0, imported = 0, unsupported = 0, rejected = 0,
-           internal = 0;
+  unsigned total = 0, imported = 0, unsupported = 0, rejected = 0, internal = 0;
 };
 } // namespace
 
@@ -204,19 +209,17 @@ int main(int argc, char **argv) {
     overall.rejected += tally.rejected;
     overall.internal += tally.internal;
   }
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   llvm::outs() << "imported " << overall.imported << " / " << overall.total
                << " in " << llvm::format("%.1f", seconds) << " s\n";
   std::vector<std::pair<unsigned, std::string>> byCount;
   for (const auto &entry : unsupportedOps)
     byCount.push_back({entry.second, entry.first});
-  std::sort(byCount.begin(), byCount.end(),
-            [](const auto &a, const auto &b) {
-              return a.first != b.first ? a.first > b.first
-                                        : a.second < b.second;
-            });
+  std::sort(byCount.begin(), byCount.end(), [](const auto &a, const auto &b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
   llvm::outs() << "unsupported ops (tests blocked):";
   for (const auto &entry : byCount)
     llvm::outs() << " " << entry.second << "(" << entry.first << ")";

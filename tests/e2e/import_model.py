@@ -5,7 +5,8 @@
                     --export-script models/export_models.py
 
 Exports the model first when the cache lacks it (models/export_models.py,
-with this interpreter), then runs `snugc compile --emit=ir` with the
+with this interpreter), then runs `snugc compile --emit=ir` (import, the
+default pipeline, schedule and plan) with the
 bindings in the export's inputs.txt, re-reads the IR with
 `snug-opt --passes=infer-shapes` (parse, verify, every shape function agrees
 with the recorded types), checks that no shape computation survived folding
@@ -59,7 +60,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ir_path = os.path.join(tmp, "model.ir")
         start = time.monotonic()
-        result = subprocess.run([snugc, "compile", model, "--emit=ir", "-o",
+        result = subprocess.run([snugc, "compile", "--emit=ir", model, "-o",
                                  ir_path, "--pass-statistics"] + flags,
                                 capture_output=True, text=True)
         seconds = time.monotonic() - start
@@ -83,8 +84,10 @@ def main():
     if leftovers:
         print(f"FAIL: shape computation left after folding: {sorted(set(leftovers))}")
         return 1
-    signature = text.split("{", 1)[0]
-    results = signature.split("->", 1)[1]
+    # `func @name(ARGS) -> RESULTS [attributes {...}] {`; args and results
+    # may carry plan annotations ({offset = N}) after their types.
+    signature = text.split("\n", 1)[0]
+    results = signature.rsplit(") -> ", 1)[1].split(" attributes ", 1)[0]
     result_types = re.findall(r"[a-z0-9]+\[([0-9,]*)\]", results)
     try:
         from onnx import TensorProto

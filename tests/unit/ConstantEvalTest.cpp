@@ -19,7 +19,8 @@ template <typename T> std::vector<uint8_t> bytesOf(std::vector<T> values) {
   return bytes;
 }
 
-template <typename T> std::vector<T> valuesOf(const std::vector<uint8_t> &bytes) {
+template <typename T>
+std::vector<T> valuesOf(const std::vector<uint8_t> &bytes) {
   std::vector<T> values(bytes.size() / sizeof(T));
   std::memcpy(values.data(), bytes.data(), bytes.size());
   return values;
@@ -32,7 +33,8 @@ struct Fold {
   std::vector<std::vector<uint8_t>> data;
 
   template <typename T>
-  Fold &operand(DType dtype, llvm::ArrayRef<int64_t> dims, std::vector<T> values) {
+  Fold &operand(DType dtype, llvm::ArrayRef<int64_t> dims,
+                std::vector<T> values) {
     data.push_back(bytesOf(values));
     operands.push_back(module.addWeight("w" + std::to_string(operands.size()),
                                         TensorType(dtype, dims), data.back()));
@@ -64,11 +66,12 @@ TEST(ConstantEvalTest, GatherNegativeIndexAndBounds) {
   Fold bad;
   bad.operand<int64_t>(DType::I64, {2}, {1, 2})
       .operand<int64_t>(DType::I64, {}, {5});
-  ir::Node *node = bad.module.addNode("Gather", bad.operands,
-                                      {TensorType(DType::I64, {})},
-                                      {{"axis", Attribute::getInt(0)}});
-  auto results = evaluateNode(*node, {bad.module.getWeightData(bad.operands[0]),
-                                      bad.module.getWeightData(bad.operands[1])});
+  ir::Node *node =
+      bad.module.addNode("Gather", bad.operands, {TensorType(DType::I64, {})},
+                         {{"axis", Attribute::getInt(0)}});
+  auto results =
+      evaluateNode(*node, {bad.module.getWeightData(bad.operands[0]),
+                           bad.module.getWeightData(bad.operands[1])});
   ASSERT_FALSE(bool(results));
   EXPECT_EQ(toString(results.takeError()),
             "node #0 (Gather): index 5 is out of range for i64[2] on axis 0");
@@ -115,8 +118,9 @@ TEST(ConstantEvalTest, ArithmeticAndCasts) {
             (std::vector<int64_t>{1, -1, 65504}));
   Fold half;
   half.operand<float>(DType::F32, {2}, {0.1f, 1.0f});
-  auto halves = valuesOf<uint16_t>(half.run(
-      "Cast", TensorType(DType::F16, {2}), {{"to", Attribute::getString("f16")}}));
+  auto halves =
+      valuesOf<uint16_t>(half.run("Cast", TensorType(DType::F16, {2}),
+                                  {{"to", Attribute::getString("f16")}}));
   EXPECT_EQ(halves, (std::vector<uint16_t>{floatToF16(0.1f), 0x3c00}));
 
   Fold where;
@@ -128,7 +132,8 @@ TEST(ConstantEvalTest, ArithmeticAndCasts) {
 
   Fold expand;
   expand.operand<int64_t>(DType::I64, {2, 1}, {1, 2});
-  EXPECT_EQ(valuesOf<int64_t>(expand.run("Expand", TensorType(DType::I64, {2, 3}),
-                                         {{"shape", Attribute::getInts({2, 3})}})),
-            (std::vector<int64_t>{1, 1, 1, 2, 2, 2}));
+  EXPECT_EQ(
+      valuesOf<int64_t>(expand.run("Expand", TensorType(DType::I64, {2, 3}),
+                                   {{"shape", Attribute::getInts({2, 3})}})),
+      (std::vector<int64_t>{1, 1, 1, 2, 2, 2}));
 }

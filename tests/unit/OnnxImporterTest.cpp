@@ -46,8 +46,8 @@ TEST(OnnxImporterTest, InputBindings) {
 
 TEST(OnnxImporterTest, UnsupportedOpsAreOneStructuredError) {
   llvm::SmallString<128> path;
-  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("unsupported", "onnxtxt",
-                                                  path));
+  ASSERT_FALSE(
+      llvm::sys::fs::createTemporaryFile("unsupported", "onnxtxt", path));
   {
     std::error_code errorCode;
     llvm::raw_fd_ostream os(path, errorCode);

@@ -38,27 +38,31 @@ struct Case {
   }
 };
 
-TensorType f32(llvm::ArrayRef<int64_t> dims) { return TensorType(DType::F32, dims); }
-Attribute ints(llvm::ArrayRef<int64_t> values) { return Attribute::getInts(values); }
+TensorType f32(llvm::ArrayRef<int64_t> dims) {
+  return TensorType(DType::F32, dims);
+}
+Attribute ints(llvm::ArrayRef<int64_t> values) {
+  return Attribute::getInts(values);
+}
 } // namespace
 
 TEST(ShapeFunctionsTest, ElementwiseFamilies) {
   EXPECT_EQ((Case{"Relu", {f32({2, 3})}, {}}.result()), "f32[2,3]");
   EXPECT_EQ((Case{"Add", {f32({4, 1, 3}), f32({5, 1})}, {}}.result()),
             "f32[4,5,3]");
-  EXPECT_EQ((Case{"Less", {f32({3}), f32({2, 1})}, {}}.result()),
-            "bool[2,3]");
+  EXPECT_EQ((Case{"Less", {f32({3}), f32({2, 1})}, {}}.result()), "bool[2,3]");
   EXPECT_EQ((Case{"Add", {f32({3}), f32({4})}, {}}.result()),
             "error: operand shapes do not broadcast: [3] and f32[4]");
   EXPECT_EQ((Case{"Add", {f32({3}), TensorType(DType::I64, {3})}, {}}.result()),
             "error: operand 1 has element type i64, operand 0 has f32");
   // Where takes its dtype from X and broadcasts all three.
-  EXPECT_EQ((Case{"Where",
-                  {TensorType(DType::Bool, {2, 1}), f32({3}), f32({1})},
-                  {}}.result()),
-            "f32[2,3]");
-  EXPECT_EQ((Case{"Pow", {f32({2, 3}), TensorType(DType::I64, {})}, {}}.result()),
-            "f32[2,3]");
+  EXPECT_EQ(
+      (Case{"Where", {TensorType(DType::Bool, {2, 1}), f32({3}), f32({1})}, {}}
+           .result()),
+      "f32[2,3]");
+  EXPECT_EQ(
+      (Case{"Pow", {f32({2, 3}), TensorType(DType::I64, {})}, {}}.result()),
+      "f32[2,3]");
   EXPECT_EQ((Case{"Cast", {f32({2})}, {{"to", Attribute::getString("f16")}}}
                  .result()),
             "f16[2]");
@@ -85,18 +89,20 @@ TEST(ShapeFunctionsTest, Convolution) {
   EXPECT_EQ((Case{"Conv", {f32({1, 32, 7, 7}), f32({32, 1, 3, 3})}, depthwise}
                  .result()),
             "f32[1,32,7,7]");
-  EXPECT_EQ((Case{"Conv", {f32({1, 3, 8, 8}), f32({4, 2, 3, 3})},
-                  {{"kernel_shape", ints({3, 3})}}}
-                 .result()),
-            "error: input channels 3, weight f32[4,2,3,3] and group 1 disagree");
+  EXPECT_EQ(
+      (Case{"Conv",
+            {f32({1, 3, 8, 8}), f32({4, 2, 3, 3})},
+            {{"kernel_shape", ints({3, 3})}}}
+           .result()),
+      "error: input channels 3, weight f32[4,2,3,3] and group 1 disagree");
   // ConvTranspose: 2 * (4 - 1) + 0 + 3 - 1 - 1 = 7, channels W[1] * group.
   AttributeMap transposed{{"kernel_shape", ints({3, 3})},
                           {"strides", ints({2, 2})},
                           {"pads", ints({1, 1, 1, 1})}};
-  EXPECT_EQ((Case{"ConvTranspose", {f32({1, 8, 4, 4}), f32({8, 5, 3, 3})},
-                  transposed}
-                 .result()),
-            "f32[1,5,7,7]");
+  EXPECT_EQ(
+      (Case{"ConvTranspose", {f32({1, 8, 4, 4}), f32({8, 5, 3, 3})}, transposed}
+           .result()),
+      "f32[1,5,7,7]");
 }
 
 TEST(ShapeFunctionsTest, Pooling) {
@@ -122,11 +128,12 @@ TEST(ShapeFunctionsTest, Pooling) {
             "f32[1,1,2]");
   EXPECT_EQ((Case{"GlobalAveragePool", {f32({2, 8, 7, 7})}, {}}.result()),
             "f32[2,8,1,1]");
-  auto withIndices = Case{"MaxPool", {f32({1, 1, 4, 4})},
-                          {{"kernel_shape", ints({2, 2})},
-                           {"strides", ints({2, 2})}},
-                          2}
-                         .infer();
+  auto withIndices =
+      Case{"MaxPool",
+           {f32({1, 1, 4, 4})},
+           {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}},
+           2}
+          .infer();
   ASSERT_TRUE(bool(withIndices));
   EXPECT_EQ((*withIndices)[1].str(), "i64[1,1,2,2]");
 }
@@ -142,108 +149,125 @@ TEST(ShapeFunctionsTest, MatrixProducts) {
   EXPECT_EQ((Case{"MatMul", {f32({5, 6}), f32({6})}, {}}.result()), "f32[5]");
   EXPECT_EQ((Case{"MatMul", {f32({5, 6}), f32({7, 2})}, {}}.result()),
             "error: inner dims differ: f32[5,6] and f32[7,2]");
-  EXPECT_EQ((Case{"Gemm", {f32({1, 512}), f32({1000, 512}), f32({1000})},
+  EXPECT_EQ((Case{"Gemm",
+                  {f32({1, 512}), f32({1000, 512}), f32({1000})},
                   {{"transB", Attribute::getInt(1)}}}
                  .result()),
             "f32[1,1000]");
-  EXPECT_EQ((Case{"Gemm", {f32({4, 3}), f32({4, 5})},
+  EXPECT_EQ((Case{"Gemm",
+                  {f32({4, 3}), f32({4, 5})},
                   {{"transA", Attribute::getInt(1)}}}
                  .result()),
             "f32[3,5]");
 }
 
 TEST(ShapeFunctionsTest, DataMovement) {
-  EXPECT_EQ((Case{"Reshape", {f32({2, 3, 4})}, {{"shape", ints({6, 4})}}}
-                 .result()),
-            "f32[6,4]");
-  EXPECT_EQ((Case{"Reshape", {f32({2, 3, 4})}, {{"shape", ints({5, 4})}}}
-                 .result()),
-            "error: cannot reshape f32[2,3,4] (24 elements) to [5,4]");
+  EXPECT_EQ(
+      (Case{"Reshape", {f32({2, 3, 4})}, {{"shape", ints({6, 4})}}}.result()),
+      "f32[6,4]");
+  EXPECT_EQ(
+      (Case{"Reshape", {f32({2, 3, 4})}, {{"shape", ints({5, 4})}}}.result()),
+      "error: cannot reshape f32[2,3,4] (24 elements) to [5,4]");
   EXPECT_EQ((Case{"Reshape", {f32({2, 3})}, {{"shape", ints({-1})}}}.result()),
             "error: shape [-1] is not resolved (negative dim)");
-  EXPECT_EQ((Case{"Flatten", {f32({2, 3, 4, 5})}, {{"axis", Attribute::getInt(2)}}}
-                 .result()),
-            "f32[6,20]");
+  EXPECT_EQ(
+      (Case{"Flatten", {f32({2, 3, 4, 5})}, {{"axis", Attribute::getInt(2)}}}
+           .result()),
+      "f32[6,20]");
   EXPECT_EQ((Case{"Transpose", {f32({2, 3, 4})}, {{"perm", ints({2, 0, 1})}}}
                  .result()),
             "f32[4,2,3]");
   EXPECT_EQ((Case{"Transpose", {f32({2, 3, 4})}, {}}.result()), "f32[4,3,2]");
-  EXPECT_EQ((Case{"Concat", {f32({2, 3}), f32({2, 5})},
+  EXPECT_EQ((Case{"Concat",
+                  {f32({2, 3}), f32({2, 5})},
                   {{"axis", Attribute::getInt(-1)}}}
                  .result()),
             "f32[2,8]");
-  EXPECT_EQ((Case{"Concat", {f32({2, 3}), f32({3, 5})},
+  EXPECT_EQ((Case{"Concat",
+                  {f32({2, 3}), f32({3, 5})},
                   {{"axis", Attribute::getInt(1)}}}
                  .result()),
             "error: operand 1 f32[3,5] does not concatenate with f32[2,3] on "
             "axis 1");
   // Gather: data[:axis] + indices + data[axis+1:].
-  EXPECT_EQ((Case{"Gather", {f32({1000, 256}), TensorType(DType::I64, {1, 128})},
+  EXPECT_EQ((Case{"Gather",
+                  {f32({1000, 256}), TensorType(DType::I64, {1, 128})},
                   {{"axis", Attribute::getInt(0)}}}
                  .result()),
             "f32[1,128,256]");
-  EXPECT_EQ((Case{"Gather", {f32({3, 4}), TensorType(DType::I64, {})},
+  EXPECT_EQ((Case{"Gather",
+                  {f32({3, 4}), TensorType(DType::I64, {})},
                   {{"axis", Attribute::getInt(1)}}}
                  .result()),
             "f32[3]");
-  EXPECT_EQ((Case{"Squeeze", {f32({1, 3, 1})}, {{"axes", ints({0, 2})}}}
-                 .result()),
-            "f32[3]");
+  EXPECT_EQ(
+      (Case{"Squeeze", {f32({1, 3, 1})}, {{"axes", ints({0, 2})}}}.result()),
+      "f32[3]");
   EXPECT_EQ((Case{"Squeeze", {f32({1, 3, 1})}, {{"axes", ints({1})}}}.result()),
             "error: cannot squeeze axis 1 of f32[1,3,1]");
-  EXPECT_EQ((Case{"Unsqueeze", {f32({3, 4})}, {{"axes", ints({0, 3})}}}
-                 .result()),
-            "f32[1,3,4,1]");
+  EXPECT_EQ(
+      (Case{"Unsqueeze", {f32({3, 4})}, {{"axes", ints({0, 3})}}}.result()),
+      "f32[1,3,4,1]");
   // Slice with a negative step: from 9 down to (not including) 1 by 3:
   // 9, 6, 3 -> 3 elements.
-  EXPECT_EQ((Case{"Slice", {f32({10, 4})},
+  EXPECT_EQ((Case{"Slice",
+                  {f32({10, 4})},
                   {{"starts", ints({9})},
                    {"ends", ints({1})},
                    {"axes", ints({0})},
                    {"steps", ints({-3})}}}
                  .result()),
             "f32[3,4]");
-  auto split = Case{"Split", {f32({4, 10})},
+  auto split = Case{"Split",
+                    {f32({4, 10})},
                     {{"axis", Attribute::getInt(1)}, {"split", ints({3, 7})}},
                     2}
                    .infer();
   ASSERT_TRUE(bool(split));
   EXPECT_EQ((*split)[0].str(), "f32[4,3]");
   EXPECT_EQ((*split)[1].str(), "f32[4,7]");
-  EXPECT_EQ((Case{"Expand", {f32({3, 1})}, {{"shape", ints({2, 3, 4})}}}
-                 .result()),
-            "f32[2,3,4]");
+  EXPECT_EQ(
+      (Case{"Expand", {f32({3, 1})}, {{"shape", ints({2, 3, 4})}}}.result()),
+      "f32[2,3,4]");
   EXPECT_EQ((Case{"Tile", {f32({2, 3})}, {{"repeats", ints({2, 2})}}}.result()),
             "f32[4,6]");
-  EXPECT_EQ((Case{"Pad", {f32({1, 3, 4, 4})},
+  EXPECT_EQ((Case{"Pad",
+                  {f32({1, 3, 4, 4})},
                   {{"pads", ints({0, 0, 1, 2, 0, 0, 1, 2})}}}
                  .result()),
             "f32[1,3,6,8]");
-  EXPECT_EQ((Case{"Resize", {f32({1, 3, 4, 4})},
-                  {{"sizes", ints({1, 3, 8, 8})}}}
-                 .result()),
-            "f32[1,3,8,8]");
+  EXPECT_EQ(
+      (Case{"Resize", {f32({1, 3, 4, 4})}, {{"sizes", ints({1, 3, 8, 8})}}}
+           .result()),
+      "f32[1,3,8,8]");
   EXPECT_EQ((Case{"Shape", {f32({2, 3, 4})}, {}}.result()), "i64[3]");
-  EXPECT_EQ((Case{"Shape", {f32({2, 3, 4})},
-                  {{"start", Attribute::getInt(1)}, {"end", Attribute::getInt(3)}}}
-                 .result()),
-            "i64[2]");
+  EXPECT_EQ(
+      (Case{"Shape",
+            {f32({2, 3, 4})},
+            {{"start", Attribute::getInt(1)}, {"end", Attribute::getInt(3)}}}
+           .result()),
+      "i64[2]");
 }
 
 TEST(ShapeFunctionsTest, ReductionsAndNormalization) {
-  EXPECT_EQ((Case{"ReduceMean", {f32({2, 3, 4})},
+  EXPECT_EQ((Case{"ReduceMean",
+                  {f32({2, 3, 4})},
                   {{"axes", ints({2})}, {"keepdims", Attribute::getInt(1)}}}
                  .result()),
             "f32[2,3,1]");
-  EXPECT_EQ((Case{"ReduceSum", {f32({2, 3, 4})},
+  EXPECT_EQ((Case{"ReduceSum",
+                  {f32({2, 3, 4})},
                   {{"axes", ints({0, 2})}, {"keepdims", Attribute::getInt(0)}}}
                  .result()),
             "f32[3]");
-  EXPECT_EQ((Case{"ArgMax", {f32({2, 3})},
-                  {{"axis", Attribute::getInt(1)}, {"keepdims", Attribute::getInt(0)}}}
+  EXPECT_EQ((Case{"ArgMax",
+                  {f32({2, 3})},
+                  {{"axis", Attribute::getInt(1)},
+                   {"keepdims", Attribute::getInt(0)}}}
                  .result()),
             "i64[2]");
-  auto norm = Case{"LayerNormalization", {f32({2, 8, 16}), f32({16})},
+  auto norm = Case{"LayerNormalization",
+                   {f32({2, 8, 16}), f32({16})},
                    {{"axis", Attribute::getInt(2)}},
                    3}
                   .infer();
@@ -260,8 +284,8 @@ TEST(ShapeFunctionsTest, UnknownOpAndNodeMessages) {
 
   ir::Module module;
   ir::Value *x = module.addInput("x", f32({2, 3}));
-  ir::Node *node = module.addNode("Reshape", {x}, {f32({6})},
-                                  {{"shape", ints({7})}});
+  ir::Node *node =
+      module.addNode("Reshape", {x}, {f32({6})}, {{"shape", ints({7})}});
   node->setName("flatten1");
   auto types = inferResultTypes(*node);
   ASSERT_FALSE(bool(types));

@@ -25,6 +25,17 @@
 extern "C" {
 #endif
 
+/* SNUG_API marks the exported C API. The shared runtime (libsnugrt) is
+   compiled with -fvisibility=hidden and linked with a version script, so
+   only these functions are visible to an application. */
+#ifndef SNUG_API
+#if defined(__GNUC__) && !defined(_WIN32)
+#define SNUG_API __attribute__((visibility("default")))
+#else
+#define SNUG_API
+#endif
+#endif
+
 #define SNUG_API_VERSION 1
 
 typedef enum snug_status {
@@ -89,48 +100,54 @@ typedef struct snug_session_options {
 } snug_session_options;
 
 /* Message of the last failed call on this thread ("" when none). */
-const char *snug_last_error(void);
-const char *snug_status_name(snug_status status);
+SNUG_API const char *snug_last_error(void);
+SNUG_API const char *snug_status_name(snug_status status);
 /* "0.1.0"; the runtime's version. */
-const char *snug_version(void);
+SNUG_API const char *snug_version(void);
 
-snug_status snug_bundle_load(const char *path, snug_bundle **bundle);
-void snug_bundle_destroy(snug_bundle *bundle);
-snug_status snug_bundle_sizes(const snug_bundle *bundle, snug_sizes *sizes);
-snug_status snug_bundle_input_count(const snug_bundle *bundle, size_t *count);
-snug_status snug_bundle_output_count(const snug_bundle *bundle, size_t *count);
-snug_status snug_bundle_input_info(const snug_bundle *bundle, size_t index,
-                                   snug_tensor_info *info);
-snug_status snug_bundle_output_info(const snug_bundle *bundle, size_t index,
-                                    snug_tensor_info *info);
+SNUG_API snug_status snug_bundle_load(const char *path, snug_bundle **bundle);
+SNUG_API void snug_bundle_destroy(snug_bundle *bundle);
+SNUG_API snug_status snug_bundle_sizes(const snug_bundle *bundle,
+                                       snug_sizes *sizes);
+SNUG_API snug_status snug_bundle_input_count(const snug_bundle *bundle,
+                                             size_t *count);
+SNUG_API snug_status snug_bundle_output_count(const snug_bundle *bundle,
+                                              size_t *count);
+SNUG_API snug_status snug_bundle_input_info(const snug_bundle *bundle,
+                                            size_t index,
+                                            snug_tensor_info *info);
+SNUG_API snug_status snug_bundle_output_info(const snug_bundle *bundle,
+                                             size_t index,
+                                             snug_tensor_info *info);
 /* Index of the input or output called `name`. */
-snug_status snug_bundle_find_input(const snug_bundle *bundle, const char *name,
-                                   size_t *index);
-snug_status snug_bundle_find_output(const snug_bundle *bundle,
-                                    const char *name, size_t *index);
+SNUG_API snug_status snug_bundle_find_input(const snug_bundle *bundle,
+                                            const char *name, size_t *index);
+SNUG_API snug_status snug_bundle_find_output(const snug_bundle *bundle,
+                                             const char *name, size_t *index);
 /* Pipeline string and snug version the bundle was compiled with. */
-const char *snug_bundle_pipeline(const snug_bundle *bundle);
-const char *snug_bundle_compiler_version(const snug_bundle *bundle);
+SNUG_API const char *snug_bundle_pipeline(const snug_bundle *bundle);
+SNUG_API const char *snug_bundle_compiler_version(const snug_bundle *bundle);
 
-void snug_session_options_init(snug_session_options *options);
+SNUG_API void snug_session_options_init(snug_session_options *options);
 /* The bundle must outlive the session. options may be NULL (host, own arena). */
-snug_status snug_session_create(const snug_bundle *bundle,
-                                const snug_session_options *options,
-                                snug_session **session);
-void snug_session_destroy(snug_session *session);
+SNUG_API snug_status snug_session_create(const snug_bundle *bundle,
+                                         const snug_session_options *options,
+                                         snug_session **session);
+SNUG_API void snug_session_destroy(snug_session *session);
 /* Copies `bytes` (must equal the input's size) into the input's place. */
-snug_status snug_session_set_input(snug_session *session, size_t index,
-                                   const void *data, size_t bytes);
+SNUG_API snug_status snug_session_set_input(snug_session *session, size_t index,
+                                            const void *data, size_t bytes);
 /* Pointer to the input's place in the arena; marks the input as set. */
-snug_status snug_session_input_data(snug_session *session, size_t index,
-                                    void **data);
-snug_status snug_session_run(snug_session *session);
+SNUG_API snug_status snug_session_input_data(snug_session *session,
+                                             size_t index, void **data);
+SNUG_API snug_status snug_session_run(snug_session *session);
 /* Copies the output of the last run out (bytes must equal its size). */
-snug_status snug_session_get_output(snug_session *session, size_t index,
-                                    void *data, size_t bytes);
+SNUG_API snug_status snug_session_get_output(snug_session *session,
+                                             size_t index, void *data,
+                                             size_t bytes);
 /* Pointer to the output inside the arena; valid until the next run. */
-snug_status snug_session_output_data(snug_session *session, size_t index,
-                                     const void **data);
+SNUG_API snug_status snug_session_output_data(snug_session *session,
+                                              size_t index, const void **data);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,500 @@
+//===- OnnxShapeOps.cpp - Shape computation and data movement ops ---------===//
+//
+// Normalizers of the ops whose shape parameters moved between attributes and
+// inputs across opsets (Reshape, Slice, Split, Squeeze, Unsqueeze, Pad,
+// Resize/Upsample, ...): each reads either spelling, resolves the parameters
+// to constants and emits the canonical form of OnnxImporter.h.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/OnnxInternal.h"
+
+#include "ir/Verifier.h"
+#include "passes/ShapeFunctions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace snug {
+namespace onnx_import {
+
+using ir::Attribute;
+using ir::AttributeMap;
+using ir::DType;
+using ir::TensorType;
+//===----------------------------------------------------------------------===//
+// Shape computation and data movement
+//===----------------------------------------------------------------------===//
+
+static llvm::Error importShape(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  int64_t rank = (*input)->getType().getRank();
+  auto clamp = [&](int64_t value) {
+    if (value < 0)
+      value += rank;
+    return std::min(std::max<int64_t>(value, 0), rank);
+  };
+  int64_t start = clamp(attrInt(node, "start", 0));
+  int64_t end = clamp(attrInt(node, "end", rank));
+  AttributeMap attributes;
+  if (start != 0 || end != rank) {
+    attributes["start"] = Attribute::getInt(start);
+    attributes["end"] = Attribute::getInt(std::max(start, end));
+  }
+  return importer.emitAndBind(node, "Shape", {*input}, std::move(attributes));
+}
+
+static llvm::Error importReshape(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  Ints shape;
+  if (importer.opset < 5) {
+    shape = attrInts(node, "shape").getValueOr(Ints());
+  } else {
+    auto given = importer.getConstantInts(node, 1, "shape");
+    if (!given)
+      return given.takeError();
+    shape = *given;
+  }
+  llvm::ArrayRef<int64_t> dims = (*input)->getType().getDims();
+  bool allowZero = attrInt(node, "allowzero", 0);
+  int64_t known = 1;
+  const int64_t knownLimit = int64_t(1) << 50;
+  int inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && !allowZero) {
+      if (i >= dims.size())
+        return importer.error(node, "shape " + dimsString(shape) +
+                                        " copies dim " + llvm::Twine(i) +
+                                        " that " + (*input)->getType().str() +
+                                        " lacks");
+      shape[i] = dims[i];
+    }
+    if (shape[i] == -1) {
+      if (inferred >= 0)
+        return importer.error(node, "shape " + dimsString(shape) +
+                                        " has two -1 dims");
+      inferred = i;
+      continue;
+    }
+    if (shape[i] < 0)
+      return importer.error(node, "shape " + dimsString(shape) +
+                                      " has a negative dim");
+    if (shape[i] > knownLimit || (shape[i] && known > knownLimit / shape[i]))
+      return importer.error(node,
+                            "shape " + dimsString(shape) + " is too large");
+    known *= shape[i];
+  }
+  int64_t count = (*input)->getType().getNumElements();
+  if (inferred >= 0) {
+    if (known == 0 || count % known)
+      return importer.error(node, "cannot reshape " +
+                                      (*input)->getType().str() + " to " +
+                                      dimsString(shape));
+    shape[inferred] = count / known;
+  }
+  return importer.emitAndBind(node, "Reshape", {*input},
+                              {{"shape", Attribute::getInts(shape)}});
+}
+
+static llvm::Error importFlatten(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  int64_t rank = (*input)->getType().getRank();
+  int64_t axis = attrInt(node, "axis", 1);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis > rank)
+    return importer.error(node,
+                          "axis " + llvm::Twine(attrInt(node, "axis", 1)) +
+                              " is out of range for rank " + llvm::Twine(rank));
+  return importer.emitAndBind(node, "Flatten", {*input},
+                              {{"axis", Attribute::getInt(axis)}});
+}
+
+static llvm::Error importTranspose(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  Ints perm;
+  if (auto given = attrInts(node, "perm")) {
+    perm = *given;
+  } else {
+    for (int64_t i = (*input)->getType().getRank() - 1; i >= 0; --i)
+      perm.push_back(i);
+  }
+  return importer.emitAndBind(node, "Transpose", {*input},
+                              {{"perm", Attribute::getInts(perm)}});
+}
+
+/// Ops with one `axis` attribute made non-negative (Concat, Gather).
+static llvm::Error importWithAxis(Importer &importer, onnx::NodeProto &node) {
+  auto inputs = getInputs(importer, node);
+  if (!inputs)
+    return inputs.takeError();
+  if (inputs->empty() || !(*inputs)[0])
+    return importer.error(node, "input 0 is required");
+  auto attributes = convertAttributes(importer, node);
+  if (!attributes)
+    return attributes.takeError();
+  auto axis = axisFor(importer, node, attrInt(node, "axis", 0),
+                      (*inputs)[0]->getType().getRank());
+  if (!axis)
+    return axis.takeError();
+  (*attributes)["axis"] = Attribute::getInt(*axis);
+  return importer.emitAndBind(node, node.op_type(), *inputs,
+                              std::move(*attributes));
+}
+
+static llvm::Error importSplit(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  const TensorType &type = (*input)->getType();
+  auto axis = axisFor(importer, node, attrInt(node, "axis", 0), type.getRank());
+  if (!axis)
+    return axis.takeError();
+  int64_t dim = type.getDims()[*axis];
+  int64_t parts = node.output_size();
+  Ints split;
+  auto splitInput = importer.getInput(node, 1);
+  if (!splitInput)
+    return splitInput.takeError();
+  if (importer.opset < 13 && findAttr(node, "split")) {
+    split = *attrInts(node, "split");
+  } else if (importer.opset >= 13 && *splitInput) {
+    auto given = importer.getConstantInts(node, 1, "split");
+    if (!given)
+      return given.takeError();
+    split = *given;
+  } else {
+    if (importer.opset >= 18 && findAttr(node, "num_outputs"))
+      parts = attrInt(node, "num_outputs", parts);
+    if (parts <= 0)
+      return importer.error(node, "has no outputs to split into");
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t i = 0, left = dim; i < parts; ++i, left -= chunk)
+      split.push_back(std::max<int64_t>(0, std::min(chunk, left)));
+  }
+  return importer.emitAndBind(node, "Split", {*input},
+                              {{"axis", Attribute::getInt(*axis)},
+                               {"split", Attribute::getInts(split)}},
+                              split.size());
+}
+
+static llvm::Error importSlice(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  Ints starts, ends, axes, steps;
+  if (importer.opset < 10) {
+    starts = attrInts(node, "starts").getValueOr(Ints());
+    ends = attrInts(node, "ends").getValueOr(Ints());
+    axes = attrInts(node, "axes").getValueOr(Ints());
+  } else {
+    auto s = importer.getConstantInts(node, 1, "starts");
+    if (!s)
+      return s.takeError();
+    auto e = importer.getConstantInts(node, 2, "ends");
+    if (!e)
+      return e.takeError();
+    starts = *s;
+    ends = *e;
+    for (unsigned index : {3u, 4u}) {
+      auto present = importer.getInput(node, index);
+      if (!present)
+        return present.takeError();
+      if (!*present)
+        continue;
+      auto values =
+          importer.getConstantInts(node, index, index == 3 ? "axes" : "steps");
+      if (!values)
+        return values.takeError();
+      (index == 3 ? axes : steps) = *values;
+    }
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    return importer.error(node,
+                          "starts, ends, axes and steps differ in length");
+  llvm::ArrayRef<int64_t> dims = (*input)->getType().getDims();
+  for (size_t i = 0; i < starts.size(); ++i) {
+    auto axis = axisFor(importer, node, axes[i], dims.size());
+    if (!axis)
+      return axis.takeError();
+    axes[i] = *axis;
+    int64_t dim = dims[*axis], step = steps[i];
+    if (step == 0)
+      return importer.error(node, "slice step is 0");
+    int64_t start = starts[i], end = ends[i];
+    // ONNX clamps: large values mean "to the end" (INT64_MAX is common).
+    if (start < 0)
+      start = start < -dim ? -1 : start + dim;
+    if (end < 0)
+      end = end < -dim ? -1 : end + dim;
+    if (step > 0) {
+      start = std::min(std::max<int64_t>(start, 0), dim);
+      end = std::min(std::max<int64_t>(end, 0), dim);
+    } else {
+      start = std::min(std::max<int64_t>(start, -1), dim - 1);
+      end = std::min(std::max<int64_t>(end, -1), dim - 1);
+    }
+    starts[i] = start;
+    ends[i] = end;
+  }
+  return importer.emitAndBind(node, "Slice", {*input},
+                              {{"starts", Attribute::getInts(starts)},
+                               {"ends", Attribute::getInts(ends)},
+                               {"axes", Attribute::getInts(axes)},
+                               {"steps", Attribute::getInts(steps)}});
+}
+
+/// Axes of Squeeze/Unsqueeze/Reduce*: an attribute before `inputOpset`, an
+/// optional input from it on. None when the model gives none.
+llvm::Expected<llvm::Optional<Ints>>
+readAxes(Importer &importer, onnx::NodeProto &node, int64_t inputOpset) {
+  if (importer.opset < inputOpset) {
+    if (auto axes = attrInts(node, "axes"))
+      return llvm::Optional<Ints>(*axes);
+    return llvm::Optional<Ints>();
+  }
+  auto input = importer.getInput(node, 1);
+  if (!input)
+    return input.takeError();
+  if (!*input)
+    return llvm::Optional<Ints>();
+  auto axes = importer.getConstantInts(node, 1, "axes");
+  if (!axes)
+    return axes.takeError();
+  return llvm::Optional<Ints>(*axes);
+}
+
+static llvm::Error importSqueeze(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  auto given = readAxes(importer, node, 13);
+  if (!given)
+    return given.takeError();
+  llvm::ArrayRef<int64_t> dims = (*input)->getType().getDims();
+  Ints axes;
+  if (*given) {
+    auto normalized = axesFor(importer, node, **given, dims.size());
+    if (!normalized)
+      return normalized.takeError();
+    axes = *normalized;
+  } else {
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] == 1)
+        axes.push_back(i);
+  }
+  return importer.emitAndBind(node, "Squeeze", {*input},
+                              {{"axes", Attribute::getInts(axes)}});
+}
+
+static llvm::Error importUnsqueeze(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  auto given = readAxes(importer, node, 13);
+  if (!given)
+    return given.takeError();
+  if (!*given)
+    return importer.error(node, "axes are required");
+  int64_t rank = (*input)->getType().getRank() + (*given)->size();
+  auto axes = axesFor(importer, node, **given, rank);
+  if (!axes)
+    return axes.takeError();
+  return importer.emitAndBind(node, "Unsqueeze", {*input},
+                              {{"axes", Attribute::getInts(*axes)}});
+}
+
+static llvm::Error importExpand(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  auto shape = importer.getConstantInts(node, 1, "shape");
+  if (!shape)
+    return shape.takeError();
+  auto dims = ir::broadcastShapes((*input)->getType().getDims(), *shape);
+  if (!dims)
+    return importer.error(node, "cannot expand " + (*input)->getType().str() +
+                                    " to " + dimsString(*shape));
+  return importer.emitAndBind(node, "Expand", {*input},
+                              {{"shape", Attribute::getInts(*dims)}});
+}
+
+static llvm::Error importTile(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  auto repeats = importer.getConstantInts(node, 1, "repeats");
+  if (!repeats)
+    return repeats.takeError();
+  return importer.emitAndBind(node, "Tile", {*input},
+                              {{"repeats", Attribute::getInts(*repeats)}});
+}
+
+static llvm::Error importPad(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  int64_t rank = (*input)->getType().getRank();
+  Ints pads;
+  float value = 0;
+  if (importer.opset < 11) {
+    pads = attrInts(node, "pads").getValueOr(Ints());
+    value = attrFloat(node, "value", 0);
+  } else {
+    auto given = importer.getConstantInts(node, 1, "pads");
+    if (!given)
+      return given.takeError();
+    pads = *given;
+    auto constant = importer.getInput(node, 2);
+    if (!constant)
+      return constant.takeError();
+    if (*constant) {
+      auto values = importer.getConstantFloats(node, 2, "constant_value");
+      if (!values)
+        return values.takeError();
+      if (!values->empty())
+        value = static_cast<float>((*values)[0]);
+    }
+    auto axesInput = importer.getInput(node, 3);
+    if (!axesInput)
+      return axesInput.takeError();
+    if (*axesInput) {
+      auto axesValues = importer.getConstantInts(node, 3, "axes");
+      if (!axesValues)
+        return axesValues.takeError();
+      size_t count = axesValues->size();
+      if (pads.size() != 2 * count)
+        return importer.error(node, "pads do not match axes");
+      Ints full(2 * rank, 0);
+      for (size_t i = 0; i < count; ++i) {
+        auto axis = axisFor(importer, node, (*axesValues)[i], rank);
+        if (!axis)
+          return axis.takeError();
+        full[*axis] = pads[i];
+        full[*axis + rank] = pads[i + count];
+      }
+      pads = full;
+    }
+  }
+  std::string mode = attrString(node, "mode", "constant");
+  return importer.emitAndBind(node, "Pad", {*input},
+                              {{"pads", Attribute::getInts(pads)},
+                               {"mode", Attribute::getString(mode)},
+                               {"value", Attribute::getFloat(value)}});
+}
+
+static llvm::Error importResize(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  llvm::ArrayRef<int64_t> dims = (*input)->getType().getDims();
+  bool upsample = node.op_type() == "Upsample";
+  std::string mode = attrString(node, "mode", "nearest");
+  std::string transform = "asymmetric", nearest = "floor";
+  llvm::SmallVector<double, 4> scales;
+  Ints sizes;
+  if (upsample && importer.opset < 9) {
+    auto given =
+        attrFloats(node, "scales").getValueOr(llvm::SmallVector<float, 4>());
+    scales.assign(given.begin(), given.end());
+  } else if (upsample || importer.opset < 11) {
+    auto given = importer.getConstantFloats(node, 1, "scales");
+    if (!given)
+      return given.takeError();
+    scales = *given;
+  } else {
+    transform =
+        attrString(node, "coordinate_transformation_mode", "half_pixel");
+    nearest = attrString(node, "nearest_mode", "round_prefer_floor");
+    if (findAttr(node, "axes"))
+      return importer.error(node, "the axes attribute of Resize is not "
+                                  "supported");
+    if (transform == "tf_crop_and_resize")
+      return importer.error(node, "coordinate_transformation_mode "
+                                  "tf_crop_and_resize is not supported");
+    for (unsigned index : {2u, 3u}) {
+      auto present = importer.getInput(node, index);
+      if (!present)
+        return present.takeError();
+      if (!*present || (*present)->getType().getNumElements() == 0)
+        continue;
+      if (index == 2) {
+        auto given = importer.getConstantFloats(node, 2, "scales");
+        if (!given)
+          return given.takeError();
+        scales = *given;
+      } else {
+        auto given = importer.getConstantInts(node, 3, "sizes");
+        if (!given)
+          return given.takeError();
+        sizes = *given;
+      }
+    }
+  }
+  if (mode != "nearest" && mode != "linear" && mode != "bilinear")
+    return importer.error(node, "mode '" + mode +
+                                    "' is not supported "
+                                    "(nearest, linear)");
+  if (mode == "bilinear")
+    mode = "linear";
+  if (!sizes.empty()) {
+    if (sizes.size() != dims.size())
+      return importer.error(node, "sizes " + dimsString(sizes) +
+                                      " do not match the input rank");
+    scales.clear();
+    for (size_t i = 0; i < dims.size(); ++i)
+      scales.push_back(static_cast<double>(sizes[i]) / dims[i]);
+  } else {
+    if (scales.size() != dims.size())
+      return importer.error(node, "needs scales or sizes for every axis of " +
+                                      (*input)->getType().str());
+    for (size_t i = 0; i < dims.size(); ++i)
+      sizes.push_back(static_cast<int64_t>(
+          std::floor(dims[i] * static_cast<float>(scales[i]))));
+  }
+  llvm::SmallVector<float, 4> floatScales(scales.begin(), scales.end());
+  AttributeMap attributes{
+      {"mode", Attribute::getString(mode)},
+      {"coordinate_transformation_mode", Attribute::getString(transform)},
+      {"nearest_mode", Attribute::getString(nearest)},
+      {"cubic_coeff_a",
+       Attribute::getFloat(attrFloat(node, "cubic_coeff_a", -0.75f))},
+      {"scales", Attribute::getFloats(floatScales)},
+      {"sizes", Attribute::getInts(sizes)}};
+  return importer.emitAndBind(node, "Resize", {*input}, std::move(attributes));
+}
+
+void registerShapeOpImporters(llvm::StringMap<OpImporter> &map) {
+  map["Shape"] = importShape;
+  map["Reshape"] = importReshape;
+  map["Flatten"] = importFlatten;
+  map["Transpose"] = importTranspose;
+  map["Concat"] = importWithAxis;
+  map["Gather"] = importWithAxis;
+  map["Split"] = importSplit;
+  map["Slice"] = importSlice;
+  map["Squeeze"] = importSqueeze;
+  map["Unsqueeze"] = importUnsqueeze;
+  map["Expand"] = importExpand;
+  map["Tile"] = importTile;
+  map["Pad"] = importPad;
+  map["Resize"] = importResize;
+  map["Upsample"] = importResize;
+}
+
+} // namespace onnx_import
+} // namespace snug
