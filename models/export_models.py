@@ -72,13 +72,22 @@ def torchvision_models():
         "mobilenet_v3_small": image_model(lambda: tvm.mobilenet_v3_small()),
         "efficientnet_b0": image_model(lambda: tvm.efficientnet_b0()),
         "squeezenet1_1": image_model(lambda: tvm.squeezenet1_1()),
-        "vit_small": image_model(lambda: tvm.VisionTransformer(
+        "vit_small": image_model(lambda: random_head(tvm.VisionTransformer(
             image_size=224, patch_size=16, num_layers=4, num_heads=6,
-            hidden_dim=384, mlp_dim=1536)),
+            hidden_dim=384, mlp_dim=1536))),
     }
 
 
-def build_bert():
+def random_head(vit):
+    """torchvision zero-initialises the ViT classifier head, which would make
+    every output exactly zero and the reference check vacuous."""
+    import torch.nn as nn
+    nn.init.normal_(vit.heads.head.weight, std=0.02)
+    nn.init.normal_(vit.heads.head.bias, std=0.02)
+    return vit
+
+
+def build_bert(SEQ=SEQ):
     import torch
     import torch.nn as nn
 
@@ -106,7 +115,7 @@ def build_bert():
                        ("attention_mask", mask, {0: "batch"})], ["hidden"]
 
 
-def build_gpt2():
+def build_gpt2(SEQ=SEQ):
     import math
     import torch
     import torch.nn as nn
@@ -181,11 +190,69 @@ def build_default():
     return TinyNet(), [("input", torch.randn(1, 3, 32, 32), {})], ["probabilities"]
 
 
+def build_unet():
+    """A U-Net written with torch.nn: four encoder levels with max-pooling,
+    a bottleneck, and a decoder that upsamples (ConvTranspose) and
+    concatenates the encoder's skip connection at each level; 256x256 RGB
+    in, a 2-class mask out. Channels 16..256 keep the weights small (7 MB)."""
+    import torch
+    import torch.nn as nn
+
+    def block(cin, cout):
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+
+    class UNet(nn.Module):
+        def __init__(self, widths=(16, 32, 64, 128), classes=2):
+            super().__init__()
+            self.down = nn.ModuleList()
+            cin = 3
+            for width in widths:
+                self.down.append(block(cin, width))
+                cin = width
+            self.pool = nn.MaxPool2d(2)
+            self.bottom = block(widths[-1], 2 * widths[-1])
+            self.up = nn.ModuleList()
+            self.merge = nn.ModuleList()
+            cin = 2 * widths[-1]
+            for width in reversed(widths):
+                self.up.append(nn.ConvTranspose2d(cin, width, 2, stride=2))
+                self.merge.append(block(2 * width, width))
+                cin = width
+            self.head = nn.Conv2d(widths[0], classes, 1)
+
+        def forward(self, x):
+            skips = []
+            for down in self.down:
+                x = down(x)
+                skips.append(x)
+                x = self.pool(x)
+            x = self.bottom(x)
+            for up, merge, skip in zip(self.up, self.merge, reversed(skips)):
+                x = merge(torch.cat([up(x), skip], dim=1))
+            return self.head(x)
+
+    x = torch.randn(1, 3, 256, 256)
+    return UNet(), [("input", x, {0: "batch"})], ["mask"]
+
+
 def all_models():
+    """The zoo: names and builders, in the order of models/zoo.json."""
+    import functools
+    import json
     models = dict(torchvision_models())
     models["bert_small"] = build_bert
+    models["bert_small_s512"] = functools.partial(build_bert, SEQ=512)
     models["gpt2_small"] = build_gpt2
-    return models
+    models["gpt2_small_s1024"] = functools.partial(build_gpt2, SEQ=1024)
+    models["unet"] = build_unet
+    with open(os.path.join(REPO, "models", "zoo.json")) as f:
+        manifest = [entry["name"] for entry in json.load(f)["models"]]
+    if sorted(manifest) != sorted(models):
+        raise SystemExit("models/zoo.json and export_models.py list different "
+                         f"models: {sorted(manifest)} vs {sorted(models)}")
+    return {name: models[name] for name in manifest}
 
 
 # --------------------------------------------------------------------------

@@ -26,8 +26,8 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODELS = ["resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
-          "squeezenet1_1", "vit_small", "bert_small", "gpt2_small"]
+with open(os.path.join(REPO, "models", "zoo.json")) as manifest:
+    MODELS = [entry["name"] for entry in json.load(manifest)["models"]]
 
 
 def timed(command):

@@ -28,18 +28,22 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STRATEGIES = ["none", "greedy-size", "greedy-breadth", "search", "best"]
-# (label, cache dir, extra bindings)
-MODELS = [
-    ("resnet50 b1", "resnet50-opset17", ["--dim", "batch=1"]),
-    ("resnet50 b32", "resnet50-opset17", ["--dim", "batch=32"]),
-    ("mobilenet_v2", "mobilenet_v2-opset17", ["--dim", "batch=1"]),
-    ("mobilenet_v3_small", "mobilenet_v3_small-opset17", ["--dim", "batch=1"]),
-    ("efficientnet_b0", "efficientnet_b0-opset17", ["--dim", "batch=1"]),
-    ("squeezenet1_1", "squeezenet1_1-opset17", ["--dim", "batch=1"]),
-    ("vit_small", "vit_small-opset17", ["--dim", "batch=1"]),
-    ("bert_small s128", "bert_small-opset17", ["--dim", "batch=1"]),
-    ("gpt2_small s128", "gpt2_small-opset17", ["--dim", "batch=1"]),
-]
+
+
+def zoo_rows():
+    """(label, cache dir, bindings) for every model and binding in the
+    manifest, models/zoo.json."""
+    with open(os.path.join(REPO, "models", "zoo.json")) as f:
+        manifest = json.load(f)["models"]
+    rows = []
+    for entry in manifest:
+        for bindings in entry["bench"]:
+            label = entry["name"]
+            if len(entry["bench"]) > 1:
+                label += " " + " ".join(b for b in bindings if not b.startswith("--"))
+            rows.append((label, f"{entry['name']}-opset17", bindings))
+    return rows
+
 
 PEER_SCRIPT = r"""
 import resource, sys, numpy as np, onnxruntime as ort, onnx
@@ -105,7 +109,7 @@ def main():
     wanted = set(args.models.split(",")) if args.models else None
 
     rows = []
-    for label, directory, bindings in MODELS:
+    for label, directory, bindings in zoo_rows():
         if wanted and label.split()[0] not in wanted:
             continue
         model_dir = os.path.join(args.cache, directory)
