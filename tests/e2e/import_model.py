@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
+from zoo_cache import SKIP, bindings, ensure_model
 
 
 def main():
@@ -35,26 +35,11 @@ def main():
     parser.add_argument("--export-script")
     args = parser.parse_args()
 
-    model_dir = args.dir or os.path.join(args.cache,
-                                         f"{args.model}-opset{args.opset}")
+    model_dir = ensure_model(args)
+    if model_dir is None:
+        return SKIP
     model = os.path.join(model_dir, "model.onnx")
-    if not os.path.exists(model):
-        try:
-            import torch  # noqa: F401
-            import onnxruntime  # noqa: F401
-        except ImportError as error:
-            print(f"skipped: {model} is missing and cannot be exported here "
-                  f"({error})")
-            return SKIP
-        print(f"exporting {args.model} opset {args.opset} into {args.cache}")
-        subprocess.run([sys.executable, args.export_script, "--out", args.cache,
-                        "--models", args.model, "--opsets", str(args.opset)],
-                       check=True)
-
-    flags = []
-    inputs_txt = os.path.join(model_dir, "inputs.txt")
-    if os.path.exists(inputs_txt):
-        flags = open(inputs_txt).read().split()
+    flags = bindings(model_dir)
     snugc = os.path.join(args.tools, "snugc")
     snug_opt = os.path.join(args.tools, "snug-opt")
     with tempfile.TemporaryDirectory() as tmp:
