@@ -9,6 +9,7 @@ Columns (bytes unless noted):
   no reuse     every intermediate in its own block (planner none)
   LB unshared  lower bound with no views / in-place / concat sharing
   LB imported  lower bound of the imported node order (--no-schedule)
+  arena imported  the default strategy's arena without the schedule pass
   LB           lower bound after the schedule pass (what the arena can reach)
   arena <s>    the arena each strategy packs (schedule on)
   weights      device bytes of the weights
@@ -134,12 +135,13 @@ def main():
         unscheduled = snugc_plan(args.build, model_dir, bindings,
                                  ["--no-schedule"])
         row["lb_imported"] = unscheduled["lower_bound_bytes"]
+        row["arena_imported"] = unscheduled["arena_bytes"]
         row["peer_ort_cpu_rss_growth"] = (None if args.skip_peer
                                           else peer_rss(model_dir, bindings))
         rows.append(row)
         print(f"measured {label}", file=sys.stderr)
 
-    header = ("| model | nodes | no reuse | LB unshared | LB imported | LB | "
+    header = ("| model | nodes | no reuse | LB unshared | LB imported | arena imported | LB | "
               + " | ".join("arena " + s for s in STRATEGIES)
               + " | arena/LB | weights | peak | plan ms | ORT CPU run RSS growth |")
     print("All sizes in MiB (2^20 bytes); arena per planner strategy with the "
@@ -148,7 +150,8 @@ def main():
     print("|" + "---|" * (header.count("|") - 1))
     for row in rows:
         cells = [row["model"], str(row["nodes"]), mib(row["no_reuse"]),
-                 mib(row["lb_unshared"]), mib(row["lb_imported"]), mib(row["lb"])]
+                 mib(row["lb_unshared"]), mib(row["lb_imported"]),
+                 mib(row["arena_imported"]), mib(row["lb"])]
         cells += [mib(row["arena_" + s]) for s in STRATEGIES]
         cells += [f"{row['arena_best'] / max(1, row['lb']):.4f}",
                   mib(row["weights"]), mib(row["peak"]),
