@@ -72,6 +72,9 @@ def torchvision_models():
         "mobilenet_v3_small": image_model(lambda: tvm.mobilenet_v3_small()),
         "efficientnet_b0": image_model(lambda: tvm.efficientnet_b0()),
         "squeezenet1_1": image_model(lambda: tvm.squeezenet1_1()),
+        "googlenet": image_model(lambda: tvm.googlenet(aux_logits=False,
+                                                       init_weights=True)),
+        "densenet121": image_model(lambda: tvm.densenet121()),
         "vit_small": image_model(lambda: random_head(tvm.VisionTransformer(
             image_size=224, patch_size=16, num_layers=4, num_heads=6,
             hidden_dim=384, mlp_dim=1536))),
