@@ -15,10 +15,11 @@ Columns (bytes unless noted):
   weights      device bytes of the weights
   peak         predicted peak device memory (weights + arena + runtime)
   ms           planning time of the default strategy (best)
-Peer: onnxruntime CPU (memory pattern and arena on), peak RSS growth of the
-process during its first run after session creation, in a fresh process. It
-is a measurement of a different engine on a different device, shown for
-scale, not as like for like.
+Peer: onnxruntime CPU (memory pattern and CPU arena on, one thread): the
+resident memory its first run adds to the process after session creation
+(what its arena keeps for activations), in a fresh process. It is a
+measurement of a different engine on a different device, shown for scale,
+not as like for like.
 A markdown table goes to stdout, JSON to OUT/memory.json.
 """
 import argparse
@@ -64,10 +65,12 @@ for i in session.get_inputs():
         feeds[i.name] = np.ones(shape, dtype=bool)
     else:
         feeds[i.name] = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+before = rss()
 session.run(None, feeds)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print((after - before) * 1024)
+print(rss() - before)
 """
 
 
@@ -143,7 +146,7 @@ def main():
 
     header = ("| model | nodes | no reuse | LB unshared | LB imported | arena imported | LB | "
               + " | ".join("arena " + s for s in STRATEGIES)
-              + " | arena/LB | weights | peak | plan ms | ORT CPU run RSS growth |")
+              + " | arena/LB | weights | peak | plan ms | ORT CPU first-run RSS growth |")
     print("All sizes in MiB (2^20 bytes); arena per planner strategy with the "
           "schedule pass on.\n")
     print(header)
