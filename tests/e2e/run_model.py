@@ -10,12 +10,16 @@ Compiles the model twice, with the default planner and with --planner=none
 executor with a poisoned arena against the reference outputs onnxruntime
 computed at export (rtol 1e-3, atol 1e-4), and checks that the two runs give
 bit-identical outputs: the arena plan may move tensors, never change them.
+Also checks that the memory report's arena and weights bytes are exactly
+what the bundle tells the runtime to allocate.
 Exports the model first when the cache lacks it; exits 77 (ctest: skipped)
 when it is missing and cannot be exported here.
 """
 import argparse
+import json
 import filecmp
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -54,8 +58,21 @@ def main():
         outputs = {}
         for planner in ("best", "none"):
             bundle = os.path.join(scratch, f"{planner}.snug")
+            report_path = os.path.join(scratch, f"{planner}.json")
             run([snugc, "compile", model, "-o", bundle, "--planner=" + planner,
-                 "--memory-report=none"] + flags)
+                 "--memory-report=json", "--memory-report-file=" + report_path]
+                + flags)
+            with open(report_path) as f:
+                report = json.load(f)
+            described = subprocess.run([snug_run, bundle, "--describe"],
+                                       capture_output=True, text=True).stdout
+            sizes = re.search(r"arena (\d+) bytes, weights (\d+) bytes", described)
+            if not sizes or (int(sizes.group(1)), int(sizes.group(2))) != (
+                    report["arena_bytes"], report["weights_bytes"]):
+                print(f"FAILED: the report predicts arena {report['arena_bytes']} "
+                      f"and weights {report['weights_bytes']} bytes; the bundle "
+                      f"says: {described.strip()}")
+                return 1
             outputs[planner] = os.path.join(scratch, f"out-{planner}")
             run([snug_run, bundle, "--device", "host", "--check", data,
                  "--poison", "--output-dir", outputs[planner]])
