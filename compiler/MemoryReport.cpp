@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/MemoryReport.h"
+#include "compiler/bundle/BundleWriter.h"
 #include "passes/PlanMemory.h"
 
 #include "llvm/Support/Format.h"
@@ -15,15 +16,8 @@
 
 namespace snug {
 
-static constexpr uint64_t weightAlignment = 64;
-
 uint64_t computeWeightsBytes(const ir::Module &module) {
-  uint64_t total = 0;
-  for (const ir::Value *weight : module.getWeights())
-    if (weight->hasUses() || module.isOutput(weight))
-      total = llvm::alignTo(total, weightAlignment) +
-              weight->getType().getByteSize();
-  return total;
+  return computeWeightsLayout(module).bytes;
 }
 
 static llvm::Error reportError(const llvm::Twine &message) {

@@ -61,8 +61,8 @@ void printMemoryReportPretty(const MemoryReport &report,
                              llvm::raw_ostream &os);
 void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os);
 
-/// Device bytes of the weights a module's nodes read, laid out as the
-/// weights section lays them out (each weight on a 64-byte boundary).
+/// Device bytes of the weights a module's nodes read: the size of the
+/// bundle's weights section (computeWeightsLayout).
 uint64_t computeWeightsBytes(const ir::Module &module);
 
 } // namespace snug

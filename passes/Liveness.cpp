@@ -40,6 +40,64 @@ bool isElementwiseOp(llvm::StringRef opName) {
          opName == "Where";
 }
 
+/// True when every operand of a Concat is one contiguous block of its
+/// result: nothing outside the axis iterates around them (all dims before
+/// the axis are 1).
+static bool isContiguousConcat(const ir::Node &node) {
+  if (node.getOpName() != "Concat" || node.getNumResults() != 1)
+    return false;
+  const ir::Attribute *axisAttr = node.getAttribute("axis");
+  if (!axisAttr || axisAttr->getKind() != ir::Attribute::Kind::Int)
+    return false;
+  llvm::ArrayRef<int64_t> dims = node.getResult(0)->getType().getDims();
+  int64_t axis = axisAttr->getInt();
+  if (axis < 0)
+    axis += dims.size();
+  if (axis < 0 || axis >= int64_t(dims.size()))
+    return false;
+  return llvm::all_of(dims.take_front(axis), [](int64_t d) { return d == 1; });
+}
+
+/// DenseNet writes each layer's input as Concat(x0, f1, ..., fk) and the
+/// block's output as Concat(x0, f1, ..., fn): every such Concat's operands
+/// are a prefix of a later one's. Maps each of them to the latest-scheduled
+/// Concat with the longest operand list it is a prefix of.
+static llvm::DenseMap<const ir::Node *, const ir::Node *>
+findConcatPrefixes(const ir::Module &module) {
+  llvm::DenseMap<const ir::Value *, llvm::SmallVector<const ir::Node *, 4>>
+      byFirstOperand;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    if (isContiguousConcat(*node) && node->getNumOperands() > 0 &&
+        node->getOperand(0) && !llvm::is_contained(node->getOperands(), nullptr))
+      byFirstOperand[node->getOperand(0)].push_back(node.get());
+  llvm::DenseMap<const ir::Node *, const ir::Node *> prefixOf;
+  for (auto &entry : byFirstOperand) {
+    llvm::SmallVector<const ir::Node *, 4> &group = entry.second;
+    if (group.size() < 2)
+      continue;
+    for (const ir::Node *concat : group) {
+      const ir::Node *best = nullptr;
+      for (const ir::Node *longer : group) {
+        llvm::ArrayRef<ir::Value *> mine = concat->getOperands();
+        llvm::ArrayRef<ir::Value *> theirs = longer->getOperands();
+        if (longer == concat || theirs.size() <= mine.size() ||
+            theirs.take_front(mine.size()) != mine ||
+            longer->getAttribute("axis")->getInt() !=
+                concat->getAttribute("axis")->getInt() ||
+            longer->getResult(0)->getType().getDType() !=
+                concat->getResult(0)->getType().getDType())
+          continue;
+        // Group order is schedule order: later ones win ties.
+        if (!best || theirs.size() >= best->getNumOperands())
+          best = longer;
+      }
+      if (best)
+        prefixOf[concat] = best;
+    }
+  }
+  return prefixOf;
+}
+
 namespace {
 /// Live bytes per step under range additions, with the maximum at hand: a
 /// segment tree with lazy propagation.
@@ -84,11 +142,12 @@ private:
   void join(const ir::Value *value, unsigned buffer, uint64_t offset,
             const char *reason);
   bool tryJoin(const ir::Value *value, unsigned buffer, uint64_t offset,
-               const char *reason);
+               const char *reason, bool force = false);
   bool isCallerOwned(unsigned buffer) const;
   bool tryView(const ir::Node &node);
   bool tryInPlace(const ir::Node &node, int64_t step);
   void tryConcatInPlace(const ir::Node &node);
+  bool tryConcatPrefix(const ir::Node &node, const ir::Node &longer);
 
   uint64_t footprint(uint64_t bytes) const {
     uint64_t alignment = std::max<uint64_t>(1, options.alignment);
@@ -102,6 +161,7 @@ private:
   /// so far, and the bound it must stay under (the unshared lower bound).
   std::unique_ptr<StepProfile> profile;
   int64_t profileLimit = 0;
+  llvm::DenseMap<const ir::Node *, const ir::Node *> prefixOf;
 };
 } // namespace
 
@@ -158,7 +218,7 @@ void LivenessBuilder::join(const ir::Value *value, unsigned index,
 /// larger than the value (a Concat result holding slices) stretched over the
 /// value's steps can hold more than the value did alone.
 bool LivenessBuilder::tryJoin(const ir::Value *value, unsigned index,
-                              uint64_t offset, const char *reason) {
+                              uint64_t offset, const char *reason, bool force) {
   if (profile) {
     const LiveBuffer &target = info.buffers[index];
     auto interval = info.intervals.lookup(value);
@@ -175,8 +235,11 @@ bool LivenessBuilder::tryJoin(const ir::Value *value, unsigned index,
       profile->add(target.lastStep + 1, last, sign * after);
       profile->add(interval.first, interval.second, -sign * own);
     };
+    // Never push the running bound above the unshared bound, or above where
+    // a forced join (a Concat prefix chain) already put it.
+    int64_t ceiling = std::max(profileLimit, profile->max());
     apply(1);
-    if (profile->max() > profileLimit) {
+    if (!force && profile->max() > ceiling) {
       apply(-1);
       return false;
     }
@@ -238,20 +301,8 @@ bool LivenessBuilder::tryInPlace(const ir::Node &node, int64_t step) {
 
 void LivenessBuilder::tryConcatInPlace(const ir::Node &node) {
   const ir::Value *result = node.getResult(0);
-  const ir::Attribute *axisAttr = node.getAttribute("axis");
-  if (!axisAttr || axisAttr->getKind() != ir::Attribute::Kind::Int)
+  if (!isContiguousConcat(node))
     return;
-  llvm::ArrayRef<int64_t> dims = result->getType().getDims();
-  int64_t axis = axisAttr->getInt();
-  if (axis < 0)
-    axis += dims.size();
-  if (axis < 0 || axis >= int64_t(dims.size()))
-    return;
-  // Operands are contiguous blocks of the result only if nothing outside
-  // the axis iterates around them.
-  for (int64_t d = 0; d < axis; ++d)
-    if (dims[d] != 1)
-      return;
   unsigned resultBuffer = info.storage[result].buffer;
   struct Candidate {
     const ir::Value *operand;
@@ -290,6 +341,40 @@ void LivenessBuilder::tryConcatInPlace(const ir::Node &node) {
   }
 }
 
+/// Places a Concat that is a prefix of a later one inside the later one's
+/// buffer: its operands at their slots, its result a view of the front. The
+/// copy disappears and the prefix costs nothing. Declines (leaving what it
+/// placed, which is still correct) when an operand cannot move there.
+bool LivenessBuilder::tryConcatPrefix(const ir::Node &node,
+                                      const ir::Node &longer) {
+  const ir::Value *target = longer.getResult(0);
+  if (!info.storage.count(target))
+    newBuffer(target);
+  unsigned root = info.storage[target].buffer;
+  uint64_t offset = 0;
+  for (const ir::Value *operand : node.getOperands()) {
+    uint64_t bytes = operand->getType().getByteSize();
+    auto it = info.storage.find(operand);
+    if (it == info.storage.end())
+      return false;
+    bool placed =
+        it->second.buffer == root && it->second.offsetInBuffer == offset;
+    if (!placed) {
+      unsigned own = it->second.buffer;
+      bool alone = info.buffers[own].values.size() == 1;
+      if (!alone || !operand->isResult() || module.isOutput(operand) ||
+          bytes == 0 || !tryJoin(operand, root, offset, "concat", true))
+        return false;
+      LiveBuffer &old = info.buffers[own];
+      old.values.clear();
+      old.reasons.clear();
+      old.bytes = 0;
+    }
+    offset += bytes;
+  }
+  return tryJoin(node.getResult(0), root, 0, "concat prefix", true);
+}
+
 LivenessInfo LivenessBuilder::build() {
   computeIntervals();
   if (options.concatInPlace) {
@@ -300,6 +385,8 @@ LivenessInfo LivenessBuilder::build() {
       profile->add(entry.second.first, entry.second.second,
                    footprint(entry.first->getType().getByteSize()));
     profileLimit = profile->max();
+    if (options.concatPrefixes)
+      prefixOf = findConcatPrefixes(module);
   }
   for (const ir::Value *input : module.getInputs())
     newBuffer(input);
@@ -308,10 +395,17 @@ LivenessInfo LivenessBuilder::build() {
     const ir::Node &node = *nodes[step];
     if (tryView(node) || tryInPlace(node, step))
       continue;
+    if (options.concatInPlace) {
+      auto longer = prefixOf.find(&node);
+      if (longer != prefixOf.end() && tryConcatPrefix(node, *longer->second))
+        continue;
+    }
+    // A later Concat's result may already own a buffer that prefixes of it
+    // filled.
     for (unsigned i = 0; i < node.getNumResults(); ++i)
-      newBuffer(node.getResult(i));
-    if (options.concatInPlace && node.getOpName() == "Concat" &&
-        node.getNumResults() == 1)
+      if (!info.storage.count(node.getResult(i)))
+        newBuffer(node.getResult(i));
+    if (options.concatInPlace && isContiguousConcat(node))
       tryConcatInPlace(node);
   }
   // Drop buffers emptied by concat in place, renumbering the rest.
@@ -327,9 +421,36 @@ LivenessInfo LivenessBuilder::build() {
   return std::move(info);
 }
 
+/// The most aligned bytes live at one step.
+static uint64_t peakBytes(const LivenessInfo &info, uint64_t alignment) {
+  std::vector<int64_t> delta(info.numSteps + 1, 0);
+  alignment = std::max<uint64_t>(1, alignment);
+  for (const LiveBuffer &buffer : info.buffers) {
+    int64_t bytes = (buffer.bytes + alignment - 1) / alignment * alignment;
+    delta[buffer.firstStep] += bytes;
+    delta[buffer.lastStep + 1] -= bytes;
+  }
+  int64_t live = 0, peak = 0;
+  for (int64_t change : delta)
+    peak = std::max(peak, live += change);
+  return peak;
+}
+
 LivenessInfo computeLiveness(const ir::Module &module,
                              const LivenessOptions &options) {
-  return LivenessBuilder(module, options).build();
+  LivenessOptions plain = options;
+  plain.concatPrefixes = false;
+  LivenessInfo info = LivenessBuilder(module, plain).build();
+  if (!options.concatInPlace || !options.concatPrefixes ||
+      findConcatPrefixes(module).empty())
+    return info;
+  // Prefix chains pay up front (the whole block's buffer lives from its
+  // first operand) and save later, so they are judged on the whole result.
+  LivenessInfo chained = LivenessBuilder(module, options).build();
+  return peakBytes(chained, options.alignment) <
+                 peakBytes(info, options.alignment)
+             ? std::move(chained)
+             : std::move(info);
 }
 
 } // namespace snug

@@ -39,6 +39,10 @@ struct LivenessOptions {
   bool views = true;
   bool inPlace = true;
   bool concatInPlace = true;
+  /// With concatInPlace: also place Concats whose operands are a prefix of
+  /// a later Concat's (DenseNet) inside the later one's buffer, when that
+  /// gives the lower bound.
+  bool concatPrefixes = true;
   /// Footprints round up to this when concat in place checks that it does
   /// not raise the bound (the planner's alignment).
   uint64_t alignment = 1;

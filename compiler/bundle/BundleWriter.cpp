@@ -12,6 +12,7 @@
 #include "runtime/BundleFormat.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FileOutputBuffer.h"
 
 #include <cstring>
@@ -99,28 +100,42 @@ private:
   Sink weights;
 };
 
-llvm::Error Writer::layOutWeights() {
-  // Only the weights the plan reads (or returns), in argument order.
-  llvm::DenseMap<const ir::Value *, bool> used;
+} // namespace
+
+WeightsLayout computeWeightsLayout(const ir::Module &module) {
+  llvm::DenseSet<const ir::Value *> used;
   for (const auto &node : module.getNodes())
     for (const ir::Value *operand : node->getOperands())
       if (operand && operand->isWeight())
-        used[operand] = true;
+        used.insert(operand);
   for (const ir::Value *output : module.getOutputs())
     if (output->isWeight())
-      used[output] = true;
+      used.insert(output);
+  WeightsLayout layout;
   for (const ir::Value *weight : module.getWeights()) {
     if (!used.count(weight))
       continue;
+    layout.bytes = alignTo(layout.bytes, kWeightAlignment);
+    layout.offsets.push_back({weight, layout.bytes});
+    layout.bytes += weight->getType().getByteSize();
+  }
+  layout.bytes = alignTo(layout.bytes, kWeightAlignment);
+  return layout;
+}
+
+namespace {
+
+llvm::Error Writer::layOutWeights() {
+  WeightsLayout layout = computeWeightsLayout(module);
+  weights.bytes.assign(layout.bytes, 0);
+  for (const auto &[weight, offset] : layout.offsets) {
     if (weight->isWeightElided())
       return makeError("weight " + describeValue(weight) +
                        " has no data (elided); a bundle needs every weight");
     llvm::ArrayRef<uint8_t> data = module.getWeightData(weight);
-    weights.bytes.resize(alignTo(weights.bytes.size(), kWeightAlignment), 0);
-    weightOffsets[weight] = weights.bytes.size();
-    weights.raw(data);
+    std::copy(data.begin(), data.end(), weights.bytes.begin() + offset);
+    weightOffsets[weight] = offset;
   }
-  weights.bytes.resize(alignTo(weights.bytes.size(), kWeightAlignment), 0);
   return llvm::Error::success();
 }
 

@@ -35,6 +35,16 @@ struct BundleOptions {
 /// The bundle bytes of `module`; an error when the module has no plan, a
 /// value lacks an offset, a location lies outside the arena, or a used
 /// weight is elided.
+/// Where the weights section puts each weight: those the plan reads (or
+/// returns), in argument order, each at a 64-byte boundary, the section
+/// padded to 64 bytes. The memory report predicts with the same layout the
+/// writer writes.
+struct WeightsLayout {
+  std::vector<std::pair<const ir::Value *, uint64_t>> offsets;
+  uint64_t bytes = 0;
+};
+WeightsLayout computeWeightsLayout(const ir::Module &module);
+
 llvm::Expected<std::vector<uint8_t>>
 serializeBundle(const ir::Module &module, const BundleOptions &options);
 
