@@ -6,7 +6,7 @@ ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan test test-asan demo zoo bench clean
+.PHONY: all deps build build-asan test test-asan demo zoo bench fuzz clean
 
 all: build
 
@@ -39,5 +39,8 @@ zoo: deps
 bench: build zoo
 	@bench/run.sh $(BUILD_DIR)
 
+fuzz: build
+	@bench/fuzz/run.sh $(BUILD_DIR)
+
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-fuzz

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 # Debian packages. Keep this list in step with README.md and ARCHITECTURE.md.
 packages=(
-  cmake ninja-build g++ clang python3-venv python3-pip
+  cmake ninja-build g++ clang libclang-rt-14-dev python3-venv python3-pip
   llvm-14-dev llvm-14-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libgtest-dev libgmock-dev

@@ -30,7 +30,7 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
                             std::unique_ptr<HostExecutor> &out) {
   if (Status s = checkHostSupport(bundle))
     return s;
-  std::unique_ptr<HostExecutor> executor(new HostExecutor(bundle));
+  std::unique_ptr<HostExecutor> executor(new HostExecutor());
   executor->poison = poison;
   uint64_t alignment = std::min<uint64_t>(bundle.alignment ? bundle.alignment : 1, 64);
   if (callerArena) {

@@ -41,13 +41,12 @@ public:
   void setPoison(bool enabled) { poison = enabled; }
 
 private:
-  HostExecutor(const Bundle &bundle) : bundle(bundle) {}
+  HostExecutor() = default;
   struct BoundOp {
     Kernel kernel;
     KernelContext context;
   };
 
-  const Bundle &bundle;
   uint8_t *arena = nullptr;
   bool ownsArena = false;
   bool poison = false;
