@@ -92,20 +92,40 @@ int64_t axisAttr(const KernelContext &ctx, int64_t rank, int64_t fallback) {
   return axis < 0 ? axis + rank : axis;
 }
 
+/// A tensor seen around its `axis` attribute (default 0): `outer` blocks,
+/// each `dim(axis)` steps of `inner` bytes. Concat, Split and Gather move
+/// whole inner runs.
+struct AxisSplit {
+  int64_t axis = 0;
+  int64_t outer = 1;
+  int64_t inner = 0;
+};
+
+static Status splitAroundAxis(KernelContext &ctx, const TensorView &view,
+                              AxisSplit &split) {
+  int64_t rank = view.getRank();
+  split.axis = axisAttr(ctx, rank, 0);
+  if (split.axis < 0 || split.axis >= rank)
+    return ctx.error("axis out of range");
+  split.outer = 1;
+  split.inner = view.elementSize();
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < split.axis)
+      split.outer *= view.dim(d);
+    else if (d > split.axis)
+      split.inner *= view.dim(d);
+  return Status::ok();
+}
+
 Status concatKernel(KernelContext &ctx) {
   if (Status s = ctx.expect(1, 1))
     return s;
   const TensorView &y = ctx.out(0);
-  int64_t rank = y.getRank();
-  int64_t axis = axisAttr(ctx, rank, 0);
-  if (axis < 0 || axis >= rank)
-    return ctx.error("axis out of range");
-  int64_t outer = 1, inner = y.elementSize();
-  for (int64_t d = 0; d < rank; ++d)
-    if (d < axis)
-      outer *= y.dim(d);
-    else if (d > axis)
-      inner *= y.dim(d);
+  AxisSplit split;
+  if (Status s = splitAroundAxis(ctx, y, split))
+    return s;
+  int64_t rank = y.getRank(), axis = split.axis;
+  int64_t outer = split.outer, inner = split.inner;
   int64_t total = 0;
   for (const TensorView &x : ctx.inputs)
     if (!x.present || x.getRank() != uint64_t(rank))
@@ -131,16 +151,11 @@ Status splitKernel(KernelContext &ctx) {
   if (Status s = ctx.expect(1, 1))
     return s;
   const TensorView &x = ctx.in(0);
-  int64_t rank = x.getRank();
-  int64_t axis = axisAttr(ctx, rank, 0);
-  if (axis < 0 || axis >= rank)
-    return ctx.error("axis out of range");
-  int64_t outer = 1, inner = x.elementSize();
-  for (int64_t d = 0; d < rank; ++d)
-    if (d < axis)
-      outer *= x.dim(d);
-    else if (d > axis)
-      inner *= x.dim(d);
+  AxisSplit split;
+  if (Status s = splitAroundAxis(ctx, x, split))
+    return s;
+  int64_t rank = x.getRank(), axis = split.axis;
+  int64_t outer = split.outer, inner = split.inner;
   int64_t rowBytes = x.dim(axis) * inner, at = 0;
   for (const TensorView &y : ctx.outputs) {
     if (y.getRank() != uint64_t(rank))
@@ -217,16 +232,10 @@ Status gatherKernel(KernelContext &ctx) {
   if (Status s = ctx.expect(2, 1))
     return s;
   const TensorView &x = ctx.in(0), &indices = ctx.in(1), &y = ctx.out(0);
-  int64_t rank = x.getRank();
-  int64_t axis = axisAttr(ctx, rank, 0);
-  if (axis < 0 || axis >= rank)
-    return ctx.error("axis out of range");
-  int64_t outer = 1, inner = x.elementSize();
-  for (int64_t d = 0; d < rank; ++d)
-    if (d < axis)
-      outer *= x.dim(d);
-    else if (d > axis)
-      inner *= x.dim(d);
+  AxisSplit split;
+  if (Status s = splitAroundAxis(ctx, x, split))
+    return s;
+  int64_t axis = split.axis, outer = split.outer, inner = split.inner;
   int64_t n = x.dim(axis), count = indices.numElements;
   if (y.bytes != uint64_t(outer * count * inner))
     return ctx.error("result size does not match the gather");
