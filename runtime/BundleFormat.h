@@ -19,8 +19,8 @@
 //                section (so an mmap of the file gives aligned weights)
 //     HostPlan   ops in schedule order: name, attributes, operand and result
 //                locations (absent | arena offset | weights offset)
-//     DevicePlan, KernelImages: reserved for the CUDA executor; a reader that
-//                does not use a section kind skips it.
+//     DevicePlan, KernelImages (optional, together): the CUDA launch plan and
+//                the kernels' cubins and PTX; see runtime/DevicePlan.h.
 //
 // The encoding inside Manifest and HostPlan is a flat stream: u8/u32/u64/i64/
 // f32 little-endian, a string is u32 length + bytes (no terminator), a list is
@@ -55,8 +55,8 @@ enum SectionKind : uint32_t {
   Manifest = 1,
   Weights = 2,
   HostPlan = 3,
-  DevicePlan = 4,   // reserved: CUDA launch plan
-  KernelImages = 5, // reserved: cubin per arch + PTX
+  DevicePlanSection = 4, // CUDA launch plan (runtime/DevicePlan.h)
+  KernelImages = 5,      // cubin per arch + PTX
 };
 
 enum LocationKind : uint8_t { Absent = 0, Arena = 1, Weight = 2 };

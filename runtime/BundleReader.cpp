@@ -78,28 +78,28 @@ public:
     return true;
   }
   bool u8(uint8_t &out) {
-    const uint8_t *p;
+    const uint8_t *p = nullptr;
     if (!bytes(p, 1))
       return false;
     out = *p;
     return true;
   }
   bool u16(uint16_t &out) {
-    const uint8_t *p;
+    const uint8_t *p = nullptr;
     if (!bytes(p, 2))
       return false;
     out = uint16_t(p[0] | p[1] << 8);
     return true;
   }
   bool u32(uint32_t &out) {
-    const uint8_t *p;
+    const uint8_t *p = nullptr;
     if (!bytes(p, 4))
       return false;
     out = readU32(p);
     return true;
   }
   bool u64(uint64_t &out) {
-    const uint8_t *p;
+    const uint8_t *p = nullptr;
     if (!bytes(p, 8))
       return false;
     out = readU64(p);
@@ -121,7 +121,7 @@ public:
   }
   bool string(std::string &out) {
     uint32_t length;
-    const uint8_t *p;
+    const uint8_t *p = nullptr;
     if (!u32(length) || !bytes(p, length))
       return false;
     out.assign(reinterpret_cast<const char *>(p), length);
@@ -228,7 +228,7 @@ bool readAttr(Cursor &cursor, Attr &attr) {
   case AttrTensor: {
     uint32_t rank;
     uint64_t size;
-    const uint8_t *p;
+    const uint8_t *p = nullptr;
     if (!cursor.u8(attr.tensorDType) || !cursor.count(rank, 8))
       return false;
     if (rank > kMaxRank)
@@ -314,6 +314,170 @@ bool readHostPlan(Cursor &cursor, Bundle &b) {
           return cursor.fail(what + " is a weight");
       }
     }
+  }
+  return true;
+}
+
+bool readDeviceArg(Cursor &cursor, DeviceArg &arg, uint64_t bytes,
+                   uint64_t arenaSize, uint64_t weightsSize,
+                   const std::string &what) {
+  if (!cursor.u8(arg.kind) || !cursor.u64(arg.value))
+    return false;
+  if (arg.kind < ArgArena || arg.kind > ArgF32)
+    return cursor.fail(what + ": unknown argument kind " +
+                       std::to_string(arg.kind));
+  if (!arg.isPointer())
+    return true;
+  uint64_t space = arg.kind == ArgArena ? arenaSize : weightsSize;
+  if (arg.value > space || bytes > space - arg.value)
+    return cursor.fail(what + ": " + std::to_string(bytes) +
+                       " bytes at offset " + std::to_string(arg.value) +
+                       " lie outside the device " +
+                       (arg.kind == ArgArena ? "arena" : "weights") + " (" +
+                       std::to_string(space) + " bytes)");
+  return true;
+}
+
+bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
+              uint64_t weightsSize, const std::string &what) {
+  uint32_t m, n, k, batch;
+  if (!cursor.u8(g.dtype) || !cursor.u8(g.transA) || !cursor.u8(g.transB) ||
+      !cursor.u32(m) || !cursor.u32(n) || !cursor.u32(k) ||
+      !cursor.u32(batch) || !cursor.i64(g.lda) || !cursor.i64(g.ldb) ||
+      !cursor.i64(g.ldc) || !cursor.i64(g.strideA) || !cursor.i64(g.strideB) ||
+      !cursor.i64(g.strideC) || !cursor.f32(g.alpha) || !cursor.f32(g.beta))
+    return false;
+  g.m = int32_t(m), g.n = int32_t(n), g.k = int32_t(k), g.batch = int32_t(batch);
+  unsigned size = dtypeSize(g.dtype);
+  if (g.dtype != DTypeF32 && g.dtype != DTypeF16 && g.dtype != DTypeBF16 &&
+      g.dtype != DTypeF64)
+    return cursor.fail(what + ": GEMM on unsupported dtype " +
+                       std::to_string(g.dtype));
+  if (g.m < 0 || g.n < 0 || g.k < 0 || g.batch < 1 || g.transA > 1 ||
+      g.transB > 1 || g.strideA < 0 || g.strideB < 0 || g.strideC < 0)
+    return cursor.fail(what + ": bad GEMM shape");
+  // Operand shapes before op(): A is m x k (k x m transposed), B k x n.
+  int64_t aRows = g.transA ? g.k : g.m, aCols = g.transA ? g.m : g.k;
+  int64_t bRows = g.transB ? g.n : g.k, bCols = g.transB ? g.k : g.n;
+  if (g.lda < std::max<int64_t>(1, aRows) ||
+      g.ldb < std::max<int64_t>(1, bRows) || g.ldc < std::max<int64_t>(1, g.m))
+    return cursor.fail(what + ": GEMM leading dimension too small");
+  const int64_t limit = int64_t(1) << 40;
+  for (int64_t v : {g.lda, g.ldb, g.ldc, g.strideA, g.strideB, g.strideC})
+    if (v > limit)
+      return cursor.fail(what + ": GEMM stride too large");
+  uint64_t aBytes = gemmOperandExtent(aRows, aCols, g.lda, g.strideA, g.batch) * size;
+  uint64_t bBytes = gemmOperandExtent(bRows, bCols, g.ldb, g.strideB, g.batch) * size;
+  uint64_t cBytes = gemmOperandExtent(g.m, g.n, g.ldc, g.strideC, g.batch) * size;
+  return readDeviceArg(cursor, g.a, aBytes, arenaSize, weightsSize, what + " A") &&
+         readDeviceArg(cursor, g.b, bBytes, arenaSize, weightsSize, what + " B") &&
+         readDeviceArg(cursor, g.c, cBytes, arenaSize, weightsSize, what + " C") &&
+         (g.c.kind == ArgArena ||
+          cursor.fail(what + ": GEMM writes outside the arena"));
+}
+
+bool readDevicePlan(Cursor &cursor, Bundle &b) {
+  DevicePlan &plan = b.devicePlan;
+  uint32_t count;
+  if (!cursor.u64(plan.arenaBytes) || !cursor.u64(plan.workspaceOffset) ||
+      !cursor.u64(plan.workspaceBytes))
+    return false;
+  if (plan.arenaBytes < b.arenaSize ||
+      plan.workspaceOffset > plan.arenaBytes ||
+      plan.workspaceBytes > plan.arenaBytes - plan.workspaceOffset ||
+      (plan.workspaceBytes && plan.workspaceOffset < b.arenaSize))
+    return cursor.fail("device arena of " + std::to_string(plan.arenaBytes) +
+                       " bytes does not hold the host arena and workspace");
+  if (!cursor.count(count, 4))
+    return false;
+  plan.kernels.resize(count);
+  for (std::string &kernel : plan.kernels)
+    if (!cursor.string(kernel))
+      return false;
+  if (!cursor.count(count, 5))
+    return false;
+  plan.steps.resize(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    DeviceStep &step = plan.steps[i];
+    if (!cursor.u8(step.kind) || !cursor.u32(step.op))
+      return false;
+    if (step.op >= b.ops.size())
+      return cursor.fail("device step " + std::to_string(i) +
+                         " names op " + std::to_string(step.op) +
+                         " of " + std::to_string(b.ops.size()));
+    std::string what = "device step " + std::to_string(i) + " of " +
+                       b.ops[step.op].describe(step.op);
+    switch (step.kind) {
+    case StepLaunch: {
+      DeviceLaunch &l = step.launch;
+      uint32_t n;
+      if (!cursor.u32(l.kernel))
+        return false;
+      for (uint32_t *dims : {l.grid, l.block})
+        for (int d = 0; d < 3; ++d)
+          if (!cursor.u32(dims[d]))
+            return false;
+      if (!cursor.u32(l.sharedBytes) || !cursor.count(n, 9))
+        return false;
+      if (l.kernel >= plan.kernels.size())
+        return cursor.fail(what + ": unknown kernel " +
+                           std::to_string(l.kernel));
+      uint64_t threads = uint64_t(l.block[0]) * l.block[1] * l.block[2];
+      if (!threads || threads > 1024 || !l.grid[0] || !l.grid[1] ||
+          !l.grid[2] || l.grid[1] > 65535 || l.grid[2] > 65535 ||
+          l.sharedBytes > 48 * 1024)
+        return cursor.fail(what + ": bad launch configuration");
+      l.args.resize(n);
+      for (DeviceArg &arg : l.args)
+        if (!readDeviceArg(cursor, arg, 0, plan.arenaBytes, b.weightsSize,
+                           what))
+          return false;
+      break;
+    }
+    case StepGemm:
+      if (!readGemm(cursor, step.gemm, plan.arenaBytes, b.weightsSize, what))
+        return false;
+      break;
+    case StepCopy:
+      if (!cursor.u8(step.copy.dst.kind) || !cursor.u64(step.copy.dst.value))
+        return false;
+      if (!cursor.u8(step.copy.src.kind) || !cursor.u64(step.copy.src.value) ||
+          !cursor.u64(step.copy.bytes))
+        return false;
+      if (step.copy.dst.kind != ArgArena || !step.copy.src.isPointer())
+        return cursor.fail(what + ": copy must go into the arena");
+      for (const DeviceArg *arg : {&step.copy.dst, &step.copy.src}) {
+        uint64_t space = arg->kind == ArgArena ? plan.arenaBytes : b.weightsSize;
+        if (arg->value > space || step.copy.bytes > space - arg->value)
+          return cursor.fail(what + ": copy of " +
+                             std::to_string(step.copy.bytes) +
+                             " bytes lies outside its region");
+      }
+      break;
+    default:
+      return cursor.fail(what + ": unknown step kind " +
+                         std::to_string(step.kind));
+    }
+  }
+  return true;
+}
+
+bool readKernelImages(Cursor &cursor, Bundle &b) {
+  uint32_t count;
+  if (!cursor.count(count, 13))
+    return false;
+  b.kernelImages.resize(count);
+  for (KernelImageRef &image : b.kernelImages) {
+    uint64_t size;
+    if (!cursor.u8(image.kind) || !cursor.u32(image.arch) ||
+        !cursor.u64(size) || !cursor.bytes(image.data, size))
+      return false;
+    image.size = size;
+    if (image.kind != ImageCubin && image.kind != ImagePtx)
+      return cursor.fail("unknown kernel image kind " +
+                         std::to_string(image.kind));
+    if (image.kind == ImagePtx && (!size || image.data[size - 1] != 0))
+      return cursor.fail("PTX image is not NUL-terminated");
   }
   return true;
 }
@@ -408,6 +572,25 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
     return fail(plan.getError());
   if (plan.remaining())
     return fail("host plan has trailing bytes");
+
+  // The CUDA sections come together or not at all.
+  if (sections[DevicePlanSection].present != sections[KernelImages].present)
+    return fail("a device plan needs kernel images and vice versa");
+  if (sections[DevicePlanSection].present) {
+    Cursor device(base + sections[DevicePlanSection].offset,
+                  sections[DevicePlanSection].size, "device plan");
+    if (!readDevicePlan(device, b))
+      return fail(device.getError());
+    if (device.remaining())
+      return fail("device plan has trailing bytes");
+    Cursor images(base + sections[KernelImages].offset,
+                  sections[KernelImages].size, "kernel images");
+    if (!readKernelImages(images, b))
+      return fail(images.getError());
+    if (images.remaining())
+      return fail("kernel images have trailing bytes");
+    b.hasDevicePlan = true;
+  }
   return Status::ok();
 }
 

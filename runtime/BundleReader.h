@@ -15,6 +15,7 @@
 #define SNUG_RUNTIME_BUNDLEREADER_H
 
 #include "runtime/BundleFormat.h"
+#include "runtime/DevicePlan.h"
 #include "runtime/Status.h"
 
 #include <cstdint>
@@ -63,6 +64,14 @@ struct PlanOp {
   std::string describe(size_t index) const;
 };
 
+/// A kernel image inside the bundle's storage (not copied).
+struct KernelImageRef {
+  uint8_t kind = 0; // bundle::KernelImageKind
+  uint32_t arch = 0;
+  const uint8_t *data = nullptr;
+  uint64_t size = 0;
+};
+
 struct TensorDesc {
   std::string name;
   Location location;
@@ -85,6 +94,12 @@ public:
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<PlanOp> ops;
+  /// The CUDA launch plan and kernel images, when the bundle was compiled
+  /// for CUDA; every pointer, copy and GEMM extent in it was checked against
+  /// the device arena and the weights.
+  bool hasDevicePlan = false;
+  bundle::DevicePlan devicePlan;
+  std::vector<KernelImageRef> kernelImages;
 
   const uint8_t *getWeights() const { return weights; }
 

@@ -100,6 +100,51 @@ private:
   Sink weights;
 };
 
+void writeArg(Sink &sink, const DeviceArg &arg) {
+  sink.u8(arg.kind), sink.u64(arg.value);
+}
+
+void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
+  sink.u64(plan.arenaBytes), sink.u64(plan.workspaceOffset);
+  sink.u64(plan.workspaceBytes);
+  sink.u32(plan.kernels.size());
+  for (const std::string &kernel : plan.kernels)
+    sink.string(kernel);
+  sink.u32(plan.steps.size());
+  for (const DeviceStep &step : plan.steps) {
+    sink.u8(step.kind), sink.u32(step.op);
+    switch (step.kind) {
+    case StepLaunch: {
+      const DeviceLaunch &l = step.launch;
+      sink.u32(l.kernel);
+      for (const uint32_t *dims : {l.grid, l.block})
+        for (int d = 0; d < 3; ++d)
+          sink.u32(dims[d]);
+      sink.u32(l.sharedBytes);
+      sink.u32(l.args.size());
+      for (const DeviceArg &arg : l.args)
+        writeArg(sink, arg);
+      break;
+    }
+    case StepGemm: {
+      const DeviceGemm &g = step.gemm;
+      sink.u8(g.dtype), sink.u8(g.transA), sink.u8(g.transB);
+      sink.u32(uint32_t(g.m)), sink.u32(uint32_t(g.n)), sink.u32(uint32_t(g.k));
+      sink.u32(uint32_t(g.batch));
+      for (int64_t v : {g.lda, g.ldb, g.ldc, g.strideA, g.strideB, g.strideC})
+        sink.i64(v);
+      sink.f32(g.alpha), sink.f32(g.beta);
+      writeArg(sink, g.a), writeArg(sink, g.b), writeArg(sink, g.c);
+      break;
+    }
+    case StepCopy:
+      writeArg(sink, step.copy.dst), writeArg(sink, step.copy.src);
+      sink.u64(step.copy.bytes);
+      break;
+    }
+  }
+}
+
 } // namespace
 
 WeightsLayout computeWeightsLayout(const ir::Module &module) {
@@ -277,10 +322,23 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   struct Entry {
     uint32_t kind;
     const std::vector<uint8_t> *bytes;
-  } sections[] = {{Manifest, &manifest.bytes},
-                  {Weights, &weights.bytes},
-                  {HostPlan, &plan.bytes}};
-  const uint32_t count = sizeof sections / sizeof sections[0];
+  };
+  std::vector<Entry> sections = {{Manifest, &manifest.bytes},
+                                 {Weights, &weights.bytes},
+                                 {HostPlan, &plan.bytes}};
+  Sink device, images;
+  if (options.devicePlan && options.kernelImages) {
+    writeDevicePlan(device, *options.devicePlan);
+    images.u32(options.kernelImages->size());
+    for (const KernelImage &image : *options.kernelImages) {
+      images.u8(image.kind), images.u32(image.arch);
+      images.u64(image.bytes.size());
+      images.raw(image.bytes);
+    }
+    sections.push_back({DevicePlanSection, &device.bytes});
+    sections.push_back({KernelImages, &images.bytes});
+  }
+  const uint32_t count = sections.size();
   Sink file;
   file.raw(llvm::ArrayRef<uint8_t>(
       reinterpret_cast<const uint8_t *>(kMagic), 8));

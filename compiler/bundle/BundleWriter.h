@@ -9,14 +9,15 @@
 // weights in argument order, attributes sorted).
 //
 // Not done here: checking that the plan does not overlap live buffers (the
-// planner's verifier does that); the device plan and kernel images (the CUDA
-// emitter will add those sections).
+// planner's verifier does that); emitting the device plan (compiler/cuda
+// does, and hands it over in BundleOptions).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_BUNDLE_BUNDLEWRITER_H
 #define SNUG_COMPILER_BUNDLE_BUNDLEWRITER_H
 
 #include "ir/Module.h"
+#include "runtime/DevicePlan.h"
 
 #include "llvm/Support/Error.h"
 
@@ -30,6 +31,10 @@ struct BundleOptions {
   std::string pipeline;
   /// The compiler's version string (recorded in the manifest).
   std::string compilerVersion;
+  /// The CUDA launch plan and kernel images (compiler/cuda); both or
+  /// neither. Without them the bundle runs on the host executor only.
+  const bundle::DevicePlan *devicePlan = nullptr;
+  const std::vector<bundle::KernelImage> *kernelImages = nullptr;
 };
 
 /// The bundle bytes of `module`; an error when the module has no plan, a

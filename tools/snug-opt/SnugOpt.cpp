@@ -5,11 +5,13 @@
 // With --split-input-file each `// -----` chunk is a separate module, its
 // messages carrying the line numbers of the whole file; every chunk runs even
 // after one fails. With --emit-bundle=PATH the module after the passes (it
-// must carry a memory plan) is also written as a .snug bundle. Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
+// must carry a memory plan) is also written as a .snug bundle; with
+// --emit-cuda=PATH its CUDA C++ and device plan (no NVRTC). Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
 // left a module that does not verify).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
+#include "compiler/cuda/CudaEmitter.h"
 #include "ir/Module.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
@@ -60,6 +62,12 @@ static cl::opt<std::string> emitBundle(
     "emit-bundle",
     cl::desc("Write the planned module after the passes as a .snug bundle"),
     cl::value_desc("path"), cl::init(""), cl::cat(category));
+static cl::opt<std::string> emitCuda(
+    "emit-cuda",
+    cl::desc("Write the CUDA C++ of the planned module after the passes, "
+             "with its device plan as a trailing comment ('-': stdout, "
+             "instead of the IR)"),
+    cl::value_desc("path"), cl::init(""), cl::cat(category));
 static cl::opt<bool> listPasses("list-passes",
                                 cl::desc("List the registered passes"),
                                 cl::cat(category));
@@ -108,6 +116,29 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
       llvm::errs() << "error: " << toString(std::move(error)) << '\n';
       return Outcome::UserError;
     }
+  }
+  if (!emitCuda.empty()) {
+    auto program = cuda::emitCuda(**module, computeWeightsLayout(**module),
+                                  cuda::CudaOptions());
+    if (!program) {
+      llvm::errs() << "error: " << toString(program.takeError()) << '\n';
+      return Outcome::UserError;
+    }
+    std::string text =
+        program->source + "\n" + cuda::describeDevicePlan(program->plan);
+    if (emitCuda == "-") {
+      os << text;
+      return Outcome::Ok;
+    }
+    std::error_code errorCode;
+    llvm::ToolOutputFile file(emitCuda, errorCode, llvm::sys::fs::OF_None);
+    if (errorCode) {
+      llvm::errs() << "error: cannot write '" << emitCuda
+                   << "': " << errorCode.message() << '\n';
+      return Outcome::UserError;
+    }
+    file.os() << text;
+    file.keep();
   }
   ir::printModule(**module, os, options.printOptions);
   return Outcome::Ok;

@@ -1,0 +1,428 @@
+//===- CudaEmitter.cpp - The CUDA emitter's driver and shared helpers -----===//
+//
+// Builds a TensorRef per operand and result from the plan (arena offsets on
+// values, weight offsets from the bundle's weights layout), hands each node
+// to its family's emitter, then names the distinct kernels and lays out the
+// translation unit. Kernels are deduplicated on their whole text, so a model
+// with 16 identical blocks compiles each kernel once.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/cuda/CudaEmitter.h"
+#include "compiler/cuda/KernelEmitter.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace snug {
+namespace cuda {
+
+using namespace bundle;
+
+std::vector<int64_t> TensorRef::strides() const {
+  std::vector<int64_t> result(dims.size(), 1);
+  for (int i = int(dims.size()) - 2; i >= 0; --i)
+    result[i] = result[i + 1] * dims[i + 1];
+  return result;
+}
+
+const char *cudaTypeName(ir::DType type) {
+  switch (type) {
+  case ir::DType::F32: return "float";
+  case ir::DType::F16: return "snug_half";
+  case ir::DType::BF16: return "snug_bfloat";
+  case ir::DType::F64: return "double";
+  case ir::DType::I64: return "int64_t";
+  case ir::DType::I32: return "int32_t";
+  case ir::DType::I16: return "int16_t";
+  case ir::DType::I8: return "int8_t";
+  case ir::DType::U8: return "uint8_t";
+  case ir::DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+const char *cudaComputeTypeName(ir::DType type) {
+  if (type == ir::DType::F16 || type == ir::DType::BF16)
+    return "float";
+  return cudaTypeName(type);
+}
+
+std::string cudaFloatLiteral(double value) {
+  if (std::isnan(value))
+    return "snug_nan()";
+  if (std::isinf(value))
+    return value > 0 ? "snug_inf()" : "(-snug_inf())";
+  char buffer[64];
+  // Hex floats are exact and both NVRTC and g++ read them.
+  std::snprintf(buffer, sizeof buffer, "%a", value);
+  return std::string("(") + buffer + ")";
+}
+
+std::string cudaIntLiteral(int64_t value) {
+  if (value == INT64_MIN)
+    return "(-9223372036854775807LL - 1)";
+  std::string text = std::to_string(value);
+  if (value > INT32_MAX || value < INT32_MIN)
+    text += "LL";
+  return value < 0 ? "(" + text + ")" : text;
+}
+
+void Kernel::addTensor(const std::string &name, const TensorRef &tensor,
+                       bool readOnly) {
+  addTensorAt(name, tensor, 0, readOnly);
+}
+
+void Kernel::addTensorAt(const std::string &name, const TensorRef &tensor,
+                         uint64_t byteOffset, bool readOnly) {
+  std::string type = std::string(readOnly ? "const " : "") +
+                     cudaTypeName(tensor.dtype) + " *";
+  params.push_back({type, name, tensor.at(byteOffset)});
+}
+
+Dim3 gridFor(int64_t work, uint32_t blockSize, uint32_t maxBlocks) {
+  int64_t blocks = (std::max<int64_t>(work, 1) + blockSize - 1) / blockSize;
+  Dim3 grid;
+  grid.x = uint32_t(std::min<int64_t>(blocks, maxBlocks));
+  return grid;
+}
+
+EmitContext::EmitContext(const ir::Node &node, unsigned opIndex,
+                         std::vector<TensorRef> operands,
+                         std::vector<TensorRef> results,
+                         std::vector<DeviceStep> &steps,
+                         std::vector<Kernel> &kernels)
+    : node(node), opIndex(opIndex), operands(std::move(operands)),
+      results(std::move(results)), steps(steps), kernels(kernels) {}
+
+int64_t EmitContext::intAttr(llvm::StringRef name, int64_t fallback) const {
+  const ir::Attribute *attr = node.getAttribute(name);
+  return attr && attr->getKind() == ir::Attribute::Kind::Int ? attr->getInt()
+                                                             : fallback;
+}
+
+float EmitContext::floatAttr(llvm::StringRef name, float fallback) const {
+  const ir::Attribute *attr = node.getAttribute(name);
+  if (!attr)
+    return fallback;
+  if (attr->getKind() == ir::Attribute::Kind::Float)
+    return attr->getFloat();
+  if (attr->getKind() == ir::Attribute::Kind::Int)
+    return float(attr->getInt());
+  return fallback;
+}
+
+std::vector<int64_t> EmitContext::intsAttr(llvm::StringRef name) const {
+  const ir::Attribute *attr = node.getAttribute(name);
+  if (!attr)
+    return {};
+  if (attr->getKind() == ir::Attribute::Kind::Int)
+    return {attr->getInt()};
+  if (attr->getKind() != ir::Attribute::Kind::Ints)
+    return {};
+  return std::vector<int64_t>(attr->getInts().begin(), attr->getInts().end());
+}
+
+std::vector<float> EmitContext::floatsAttr(llvm::StringRef name) const {
+  const ir::Attribute *attr = node.getAttribute(name);
+  if (!attr || attr->getKind() != ir::Attribute::Kind::Floats)
+    return {};
+  return std::vector<float>(attr->getFloats().begin(),
+                            attr->getFloats().end());
+}
+
+std::string EmitContext::stringAttr(llvm::StringRef name,
+                                    llvm::StringRef fallback) const {
+  const ir::Attribute *attr = node.getAttribute(name);
+  return attr && attr->getKind() == ir::Attribute::Kind::String
+             ? attr->getString().str()
+             : fallback.str();
+}
+
+bool EmitContext::hasAttr(llvm::StringRef name) const {
+  return node.getAttribute(name) != nullptr;
+}
+
+void EmitContext::launch(Kernel kernel) {
+  DeviceStep step;
+  step.kind = StepLaunch;
+  step.op = opIndex;
+  step.launch.kernel = uint32_t(kernels.size()); // renumbered by the driver
+  step.launch.grid[0] = kernel.grid.x, step.launch.grid[1] = kernel.grid.y;
+  step.launch.grid[2] = kernel.grid.z;
+  step.launch.block[0] = kernel.block.x, step.launch.block[1] = kernel.block.y;
+  step.launch.block[2] = kernel.block.z;
+  step.launch.sharedBytes = kernel.sharedBytes;
+  for (const KernelParam &param : kernel.params)
+    step.launch.args.push_back(param.arg);
+  kernels.push_back(std::move(kernel));
+  steps.push_back(std::move(step));
+}
+
+void EmitContext::gemm(const DeviceGemm &gemm) {
+  DeviceStep step;
+  step.kind = StepGemm;
+  step.op = opIndex;
+  step.gemm = gemm;
+  steps.push_back(std::move(step));
+}
+
+void EmitContext::copy(DeviceArg dst, DeviceArg src, uint64_t bytes) {
+  if (!bytes || (dst.kind == src.kind && dst.value == src.value))
+    return;
+  DeviceStep step;
+  step.kind = StepCopy;
+  step.op = opIndex;
+  step.copy.dst = dst, step.copy.src = src, step.copy.bytes = bytes;
+  steps.push_back(std::move(step));
+}
+
+llvm::Error EmitContext::unsupported(const llvm::Twine &why) const {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 node.describe() + ": " + why.str());
+}
+
+EmitFn lookupEmitter(llvm::StringRef opName) {
+  for (auto table : {getElementwiseEmitters(), getDataMovementEmitters(),
+                     getReductionEmitters(), getPoolingEmitters(),
+                     getConvEmitters(), getGemmEmitters()})
+    for (const EmitterEntry &entry : table)
+      if (opName == entry.opName)
+        return entry.emit;
+  return nullptr;
+}
+
+namespace {
+
+bool isView(llvm::StringRef op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
+         op == "Unsqueeze" || op == "Identity";
+}
+
+/// The kernel's text with `symbol` as its name.
+std::string kernelText(const Kernel &kernel, llvm::StringRef symbol) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "extern \"C\" __global__ void __launch_bounds__(" << kernel.threads()
+     << ") " << symbol << "(";
+  for (size_t i = 0; i < kernel.params.size(); ++i)
+    os << (i ? ", " : "") << kernel.params[i].type
+       << (llvm::StringRef(kernel.params[i].type).endswith("*") ? "" : " ")
+       << kernel.params[i].name;
+  os << ") {\n" << kernel.body;
+  if (!kernel.body.empty() && kernel.body.back() != '\n')
+    os << '\n';
+  os << "}\n";
+  // The simulator calls kernels through a thunk taking cuLaunchKernel's
+  // argument array.
+  os << "#ifdef SNUG_CUDA_SIM\nextern \"C\" void " << symbol
+     << "_sim(void **args) { " << symbol << "(";
+  for (size_t i = 0; i < kernel.params.size(); ++i)
+    os << (i ? ", " : "") << "*(" << kernel.params[i].type << "*)args[" << i
+       << "]";
+  os << "); }\n#endif\n";
+  return os.str();
+}
+
+unsigned countLines(llvm::StringRef text) { return unsigned(text.count('\n')); }
+
+} // namespace
+
+llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
+                                     const WeightsLayout &weights,
+                                     const CudaOptions &options) {
+  const ir::Attribute *arena = module.getAttribute("arena");
+  if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "module '" + module.getName() +
+            "' has no memory plan; run plan-memory before emitting CUDA");
+  llvm::DenseMap<const ir::Value *, uint64_t> weightOffsets;
+  for (const auto &[value, offset] : weights.offsets)
+    weightOffsets[value] = offset;
+
+  auto makeRef = [&](const ir::Value *value) -> llvm::Expected<TensorRef> {
+    TensorRef ref;
+    if (!value)
+      return ref;
+    ref.present = true;
+    const ir::TensorType &type = value->getType();
+    ref.dtype = type.getDType();
+    ref.dims.assign(type.getDims().begin(), type.getDims().end());
+    ref.numElements = type.getNumElements();
+    ref.bytes = type.getByteSize();
+    if (value->isWeight()) {
+      auto it = weightOffsets.find(value);
+      if (it == weightOffsets.end())
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "internal error: a weight the plan "
+                                       "reads is not in the weights layout");
+      ref.place = DeviceArg::weight(it->second);
+    } else {
+      if (!value->getArenaOffset())
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "internal error: value '" + value->getName().str() +
+                "' has no arena offset");
+      ref.place = DeviceArg::arena(*value->getArenaOffset());
+    }
+    return ref;
+  };
+
+  std::vector<DeviceStep> steps;
+  std::vector<Kernel> kernels;
+  std::vector<unsigned> kernelNode; // per launched kernel: its op index
+  unsigned opIndex = 0;
+  for (const auto &nodePtr : module.getNodes()) {
+    const ir::Node &node = *nodePtr;
+    std::vector<TensorRef> operands, results;
+    for (const ir::Value *operand : node.getOperands()) {
+      auto ref = makeRef(operand);
+      if (!ref)
+        return ref.takeError();
+      operands.push_back(std::move(*ref));
+    }
+    for (unsigned i = 0; i < node.getNumResults(); ++i) {
+      auto ref = makeRef(node.getResult(i));
+      if (!ref)
+        return ref.takeError();
+      results.push_back(std::move(*ref));
+    }
+    EmitContext context(node, opIndex, std::move(operands), std::move(results),
+                        steps, kernels);
+    size_t kernelsBefore = kernels.size();
+    if (isView(node.getOpName())) {
+      context.copy(context.out().place, context.in(0).place,
+                   context.out().bytes);
+    } else if (EmitFn emit = lookupEmitter(node.getOpName())) {
+      if (llvm::Error error = emit(context))
+        return llvm::Error(std::move(error));
+    } else {
+      return context.unsupported("op '" + node.getOpName() +
+                                 "' has no CUDA kernel");
+    }
+    kernelNode.resize(kernels.size(), opIndex);
+    (void)kernelsBefore;
+    ++opIndex;
+  }
+
+  CudaProgram program;
+  program.source = getCudaPrelude().str();
+  unsigned line = countLines(program.source) + 1;
+  llvm::StringMap<unsigned> symbolOf; // kernel text (unnamed) -> index
+  std::vector<unsigned> remap(kernels.size());
+  std::vector<std::string> nodeNames;
+  for (const auto &node : module.getNodes())
+    nodeNames.push_back(node->describe());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    std::string key = kernelText(kernels[i], "SNUG_KERNEL");
+    auto found = symbolOf.find(key);
+    if (found != symbolOf.end()) {
+      remap[i] = found->second;
+      continue;
+    }
+    unsigned index = unsigned(program.plan.kernels.size());
+    std::string symbol =
+        "snug_" + kernels[i].tag + "_" + std::to_string(index);
+    std::string text = kernelText(kernels[i], symbol);
+    program.source += "\n// " + nodeNames[kernelNode[i]] + "\n" + text;
+    unsigned first = line + 2, last = line + 1 + countLines(text);
+    line = last + 1;
+    program.plan.kernels.push_back(symbol);
+    program.kernelNodes.push_back(nodeNames[kernelNode[i]]);
+    program.kernelLines.push_back({first, last});
+    symbolOf[key] = index;
+    remap[i] = index;
+  }
+  bool hasGemm = false;
+  for (DeviceStep &step : steps) {
+    if (step.kind == StepLaunch)
+      step.launch.kernel = remap[step.launch.kernel];
+    hasGemm |= step.kind == StepGemm;
+  }
+  program.plan.steps = std::move(steps);
+  uint64_t arenaBytes = uint64_t(arena->getInt());
+  program.plan.arenaBytes = arenaBytes;
+  if (hasGemm && options.cublasWorkspaceBytes) {
+    program.plan.workspaceOffset = llvm::alignTo(arenaBytes, 256);
+    program.plan.workspaceBytes = options.cublasWorkspaceBytes;
+    program.plan.arenaBytes =
+        program.plan.workspaceOffset + program.plan.workspaceBytes;
+  }
+  return program;
+}
+
+std::string describeDevicePlan(const DevicePlan &plan) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto arg = [&](const DeviceArg &a) {
+    switch (a.kind) {
+    case ArgArena: os << "arena+" << a.value; break;
+    case ArgWeight: os << "weights+" << a.value; break;
+    case ArgI32: os << "i32 " << int32_t(a.value); break;
+    case ArgI64: os << "i64 " << int64_t(a.value); break;
+    case ArgF32: {
+      float f;
+      uint32_t bits = uint32_t(a.value);
+      std::memcpy(&f, &bits, 4);
+      os << "f32 " << f;
+      break;
+    }
+    default: os << "?"; break;
+    }
+  };
+  os << "// device plan: arena " << plan.arenaBytes << " bytes, workspace "
+     << plan.workspaceBytes << " bytes at " << plan.workspaceOffset << ", "
+     << plan.kernels.size() << " kernels, " << plan.steps.size()
+     << " steps\n";
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const DeviceStep &step = plan.steps[i];
+    os << "// step " << i << " op " << step.op << ": ";
+    if (step.kind == StepLaunch) {
+      const DeviceLaunch &l = step.launch;
+      os << "launch " << plan.kernels[l.kernel] << " grid(" << l.grid[0]
+         << "," << l.grid[1] << "," << l.grid[2] << ") block(" << l.block[0]
+         << "," << l.block[1] << "," << l.block[2] << ")";
+      if (l.sharedBytes)
+        os << " shared " << l.sharedBytes;
+      os << " args(";
+      for (size_t k = 0; k < l.args.size(); ++k) {
+        os << (k ? ", " : "");
+        arg(l.args[k]);
+      }
+      os << ")";
+    } else if (step.kind == StepGemm) {
+      const DeviceGemm &g = step.gemm;
+      os << "gemm " << dtypeName(g.dtype) << (g.transA ? " T" : " N")
+         << (g.transB ? "T" : "N") << " m=" << g.m << " n=" << g.n
+         << " k=" << g.k << " batch=" << g.batch << " lda=" << g.lda
+         << " ldb=" << g.ldb << " ldc=" << g.ldc << " strides=" << g.strideA
+         << "," << g.strideB << "," << g.strideC << " alpha=" << g.alpha
+         << " beta=" << g.beta << " A=";
+      arg(g.a), os << " B=", arg(g.b), os << " C=", arg(g.c);
+    } else {
+      os << "copy " << step.copy.bytes << " bytes ";
+      arg(step.copy.src), os << " -> ", arg(step.copy.dst);
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+uint64_t getCudaWorkspaceBytes(const ir::Module &module,
+                               const CudaOptions &options) {
+  auto program = emitCuda(module, computeWeightsLayout(module), options);
+  if (!program) {
+    llvm::consumeError(program.takeError());
+    return 0;
+  }
+  return program->plan.arenaBytes - uint64_t(module.getAttribute("arena")->getInt());
+}
+
+} // namespace cuda
+} // namespace snug

@@ -1,0 +1,75 @@
+//===- CudaEmitter.h - A planned module as CUDA C++ and a launch plan -*- C++ -*-===//
+//
+// Walks a planned module in schedule order and asks each op's emitter
+// (KernelEmitter.h) for device steps. The result is one CUDA C++
+// translation unit (the prelude, then every distinct kernel once) and the
+// device plan: kernel symbols and, per node, launches, cuBLAS GEMMs and
+// copies, all addressed as offsets into the device arena and weights.
+//
+// The device arena is the plan's arena with the cuBLAS workspace after it,
+// when the module has a GEMM (one allocation; the memory report counts the
+// workspace separately, as workspace_bytes).
+//
+// Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, inference Dropout)
+// that the planner placed on their operand's bytes emit nothing; otherwise
+// a copy.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_CUDA_CUDAEMITTER_H
+#define SNUG_COMPILER_CUDA_CUDAEMITTER_H
+
+#include "compiler/bundle/BundleWriter.h"
+#include "ir/Module.h"
+#include "runtime/BundleFormat.h"
+#include "runtime/DevicePlan.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace snug {
+namespace cuda {
+
+struct CudaOptions {
+  /// SM architectures to compile cubins for (80 = sm_80); PTX is added for
+  /// the newest.
+  std::vector<unsigned> archs = {80, 90};
+  /// Bytes of the cuBLAS workspace placed in the arena when the module has
+  /// a GEMM.
+  uint64_t cublasWorkspaceBytes = 4u << 20;
+};
+
+struct CudaProgram {
+  std::string source; // the whole translation unit
+  bundle::DevicePlan plan;
+  /// For each kernel of plan.kernels: the node that first emitted it, and
+  /// the lines [first, last] it occupies in `source` (1-based), so an NVRTC
+  /// message can name the op.
+  std::vector<std::string> kernelNodes;
+  std::vector<std::pair<unsigned, unsigned>> kernelLines;
+};
+
+/// The cuBLAS workspace `module` needs on the device (0 without a GEMM);
+/// the memory report predicts with it.
+uint64_t getCudaWorkspaceBytes(const ir::Module &module,
+                               const CudaOptions &options);
+
+/// Emits CUDA C++ and the device plan for a planned module. Fails, naming
+/// the node, on an op or dtype the CUDA backend does not support.
+llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
+                                     const WeightsLayout &weights,
+                                     const CudaOptions &options);
+
+/// The device plan as comment lines, one per step, for tests and
+/// --dump-cuda: "// step 3 (node 'relu1' (Relu)): launch snug_relu_1
+/// grid(2,1,1) block(256,1,1) args(arena+0, arena+512)".
+std::string describeDevicePlan(const bundle::DevicePlan &plan);
+
+/// The prelude every translation unit starts with.
+llvm::StringRef getCudaPrelude();
+
+} // namespace cuda
+} // namespace snug
+
+#endif // SNUG_COMPILER_CUDA_CUDAEMITTER_H

@@ -1,0 +1,127 @@
+//===- DevicePlan.h - The CUDA launch plan of a bundle ----------*- C++ -*-===//
+//
+// What the CUDA executor does, step by step, decoded from the DevicePlan and
+// KernelImages sections of a bundle (runtime/BundleFormat.h). The compiler
+// (compiler/cuda) fills the same structs and the bundle writer encodes them,
+// so writer and reader share one definition. Header-only, free of LLVM and
+// of CUDA headers.
+//
+// Every pointer a step uses is a DeviceArg: a region (the device arena or the
+// weights) plus a byte offset, resolved against the session's base pointers
+// once, when the session is created. All shapes are static, so kernels carry
+// their sizes as constants and their arguments are mostly pointers.
+//
+// The device arena is the host plan's arena followed by the cuBLAS workspace
+// (workspaceOffset, workspaceBytes); it is one allocation.
+//
+// Encoding (DevicePlan section), in the flat stream of BundleFormat.h:
+//   u64 device arena bytes, u64 workspace offset, u64 workspace bytes
+//   list of strings: kernel symbols
+//   list of steps: u8 kind, u32 host op index, then by kind
+//     Launch: u32 kernel, u32 grid[3], u32 block[3], u32 shared bytes,
+//             list of args
+//     Gemm:   u8 dtype, u8 transA, u8 transB, i32 m, n, k, i32 batch,
+//             i64 lda, ldb, ldc, strideA, strideB, strideC, f32 alpha, beta,
+//             arg a, arg b, arg c
+//     Copy:   arg dst, arg src, u64 bytes
+//   an arg is u8 kind + u64 value (offset, or the scalar's bits)
+// KernelImages section: list of images: u8 kind, u32 arch (80 = sm_80),
+//   u64 size + bytes. Cubins for each target arch, PTX for the newest.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_RUNTIME_DEVICEPLAN_H
+#define SNUG_RUNTIME_DEVICEPLAN_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace snug {
+namespace bundle {
+
+enum DeviceArgKind : uint8_t {
+  ArgArena = 1,  // device arena + offset
+  ArgWeight = 2, // device weights + offset
+  ArgI32 = 3,    // scalar, value holds the bits
+  ArgI64 = 4,
+  ArgF32 = 5,
+};
+
+struct DeviceArg {
+  uint8_t kind = 0;
+  uint64_t value = 0;
+
+  bool isPointer() const { return kind == ArgArena || kind == ArgWeight; }
+  static DeviceArg arena(uint64_t offset) { return {ArgArena, offset}; }
+  static DeviceArg weight(uint64_t offset) { return {ArgWeight, offset}; }
+};
+
+enum DeviceStepKind : uint8_t { StepLaunch = 1, StepGemm = 2, StepCopy = 3 };
+
+struct DeviceLaunch {
+  uint32_t kernel = 0; // index into DevicePlan::kernels
+  uint32_t grid[3] = {1, 1, 1};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+  std::vector<DeviceArg> args;
+};
+
+/// One cublasGemmStridedBatchedEx call, column-major as cuBLAS sees it:
+/// for each batch b < batch,
+///   C_b[m x n] = alpha * op(A_b) * op(B_b) + beta * C_b
+/// with X_b = X + b * strideX elements, op(A) m x k, op(B) k x n.
+/// dtype is the element type of A, B and C (f32, f16, bf16 or f64);
+/// accumulation is in f32 (f64 for f64).
+struct DeviceGemm {
+  uint8_t dtype = 0; // DTypeCode
+  uint8_t transA = 0, transB = 0;
+  int32_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t strideA = 0, strideB = 0, strideC = 0;
+  float alpha = 1, beta = 0;
+  DeviceArg a, b, c;
+};
+
+struct DeviceCopy {
+  DeviceArg dst, src;
+  uint64_t bytes = 0;
+};
+
+struct DeviceStep {
+  uint8_t kind = StepLaunch;
+  uint32_t op = 0; // the host plan op this step implements (for messages)
+  DeviceLaunch launch;
+  DeviceGemm gemm;
+  DeviceCopy copy;
+};
+
+struct DevicePlan {
+  uint64_t arenaBytes = 0;
+  uint64_t workspaceOffset = 0;
+  uint64_t workspaceBytes = 0;
+  std::vector<std::string> kernels;
+  std::vector<DeviceStep> steps;
+};
+
+enum KernelImageKind : uint8_t { ImageCubin = 1, ImagePtx = 2 };
+
+struct KernelImage {
+  uint8_t kind = ImageCubin;
+  uint32_t arch = 0; // 80 for sm_80
+  std::vector<uint8_t> bytes;
+};
+
+/// The extent, in elements, a column-major operand of `rows` x `cols`
+/// (before op()) with leading dimension `ld` and `batch` matrices `stride`
+/// apart reaches: the index of its last element + 1 (0 when empty).
+inline uint64_t gemmOperandExtent(int64_t rows, int64_t cols, int64_t ld,
+                                  int64_t stride, int64_t batch) {
+  if (rows <= 0 || cols <= 0 || batch <= 0)
+    return 0;
+  return uint64_t((batch - 1) * stride + (cols - 1) * ld + rows);
+}
+
+} // namespace bundle
+} // namespace snug
+
+#endif // SNUG_RUNTIME_DEVICEPLAN_H
