@@ -43,7 +43,8 @@ static std::string nameOf(const ir::Value *value) {
 
 llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
                                                llvm::StringRef modelName,
-                                               double planningMs) {
+                                               double planningMs,
+                                               uint64_t workspaceBytes) {
   if (!module.getAttribute("arena"))
     return reportError("the module has no memory plan; the pipeline must "
                        "end with plan-memory");
@@ -68,11 +69,12 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
     report.ioBytes += input->getType().getByteSize();
   for (const ir::Value *output : module.getOutputs())
     report.ioBytes += output->getType().getByteSize();
-  // Host execution allocates nothing beyond weights and arena; the CUDA
-  // executor's module images join here when it exists.
+  report.workspaceBytes = workspaceBytes;
+  // snug allocates nothing beyond weights and the (device) arena; kernel
+  // images live in driver-managed memory, outside snug's allocations.
   report.runtimeBytes = 0;
-  report.predictedPeakBytes =
-      report.weightsBytes + report.arenaBytes + report.runtimeBytes;
+  report.predictedPeakBytes = report.weightsBytes + report.arenaBytes +
+                              report.workspaceBytes + report.runtimeBytes;
 
   llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
   if (!sharing)
@@ -133,11 +135,12 @@ void printMemoryReportPretty(const MemoryReport &report,
      << llvm::format("%.2f", report.planningMs) << " ms)\n";
   row("weights", report.weightsBytes, "");
   row("arena", report.arenaBytes, "intermediates, inputs and outputs");
-  row("workspace", report.workspaceBytes, "inside the arena");
+  row("workspace", report.workspaceBytes,
+      "cuBLAS workspace, allocated with the arena");
   row("io", report.ioBytes, "inside the arena");
   row("runtime", report.runtimeBytes, "");
   row("predicted peak", report.predictedPeakBytes,
-      "weights + arena + runtime (CUDA context not included)");
+      "weights + arena + workspace + runtime (CUDA context not included)");
   os << "  lower bound      " << report.lowerBoundBytes << " B ("
      << report.lowerBoundUnsharedBytes
      << " B before views, in-place and concat sharing); no reuse "

@@ -5,11 +5,13 @@
 //   weights   device bytes of the weights the plan reads (weights section)
 //   arena     one allocation for every intermediate value, graph inputs and
 //             outputs included (io lives in the arena by default)
-//   workspace kernel and library scratch, planned inside the arena (shown
-//             for reference; not added twice)
+//   workspace the cuBLAS workspace of the CUDA target, in the same device
+//             allocation as the arena, after the intermediates
 //   runtime   module images and library handles snug allocates
-// predicted peak = weights + arena + runtime. The CUDA context is outside
-// any program's control and is not part of the figure.
+// predicted peak = weights + arena + workspace + runtime: exactly the device
+// bytes the runtime allocates. The CUDA context (and the memory cuBLAS and
+// the driver keep for themselves) is outside any program's control and is
+// not part of the figure.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_MEMORYREPORT_H
@@ -55,7 +57,8 @@ struct MemoryReport {
 /// Builds the report of a module that plan-memory has planned.
 llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
                                                llvm::StringRef modelName,
-                                               double planningMs);
+                                               double planningMs,
+                                               uint64_t workspaceBytes = 0);
 
 void printMemoryReportPretty(const MemoryReport &report,
                              llvm::raw_ostream &os);

@@ -414,15 +414,6 @@ std::string describeDevicePlan(const DevicePlan &plan) {
   return os.str();
 }
 
-uint64_t getCudaWorkspaceBytes(const ir::Module &module,
-                               const CudaOptions &options) {
-  auto program = emitCuda(module, computeWeightsLayout(module), options);
-  if (!program) {
-    llvm::consumeError(program.takeError());
-    return 0;
-  }
-  return program->plan.arenaBytes - uint64_t(module.getAttribute("arena")->getInt());
-}
 
 } // namespace cuda
 } // namespace snug

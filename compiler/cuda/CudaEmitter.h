@@ -50,10 +50,6 @@ struct CudaProgram {
   std::vector<std::pair<unsigned, unsigned>> kernelLines;
 };
 
-/// The cuBLAS workspace `module` needs on the device (0 without a GEMM);
-/// the memory report predicts with it.
-uint64_t getCudaWorkspaceBytes(const ir::Module &module,
-                               const CudaOptions &options);
 
 /// Emits CUDA C++ and the device plan for a planned module. Fails, naming
 /// the node, on an op or dtype the CUDA backend does not support.

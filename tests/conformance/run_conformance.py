@@ -89,7 +89,8 @@ def run_one(test_dir, tools, scratch, planner):
         return name, "failed", f"cannot read the model: {error}"
     compile_cmd = [os.path.join(tools, "snugc"), "compile",
                    os.path.join(test_dir, "model.onnx"), "-o", bundle,
-                   "--memory-report=none", "--planner=" + planner] + flags
+                   "--memory-report=none", "--planner=" + planner,
+                   "--target=host"] + flags
     result = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         ops = UNSUPPORTED.findall(result.stderr)

@@ -4,10 +4,13 @@
 // the pipeline, plan the arena, print the memory report (stderr, or
 // --memory-report-file) and write the product: a .snug bundle (default; to
 // -o, else MODEL's stem + .snug in the current directory) or the planned
-// textual IR (--emit=ir; stdout unless -o). Diagnostics, dumps, the banner
+// textual IR (--emit=ir; stdout unless -o). With --target=cuda (the
+// default) the bundle also carries the device plan and the kernels NVRTC
+// compiled for --arch. Diagnostics, dumps, the banner
 // and the report go to stderr, so stdout holds exactly an IR product.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/snugc/CudaSupport.h"
 #include "tools/snugc/PlanSupport.h"
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
@@ -58,7 +61,8 @@ static std::string defaultBundlePath() {
 
 int runCompile() {
   int exitCode = ExitOk;
-  auto module = loadPlanAndReport(modelPath, exitCode);
+  llvm::Optional<cuda::CudaProgram> program;
+  auto module = loadPlanAndReport(modelPath, exitCode, program);
   if (!module)
     return exitCode;
 
@@ -72,6 +76,16 @@ int runCompile() {
     BundleOptions options;
     options.pipeline = getPipelineDescription();
     options.compilerVersion = SNUG_VERSION;
+    std::vector<bundle::KernelImage> images;
+    if (program) {
+      auto compiled =
+          compileForTarget(*program, llvm::sys::path::stem(modelPath));
+      if (!compiled)
+        return reportError(compiled.takeError());
+      images = std::move(*compiled);
+      options.devicePlan = &program->plan;
+      options.kernelImages = &images;
+    }
     // writeBundle writes a temporary file and renames it: an error leaves
     // nothing behind.
     if (llvm::Error error = writeBundle(**module, path, options))

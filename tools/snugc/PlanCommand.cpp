@@ -26,7 +26,8 @@ static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
 
 int runPlan() {
   int exitCode = ExitOk;
-  auto module = loadPlanAndReport(modelPath, exitCode);
+  llvm::Optional<cuda::CudaProgram> program;
+  auto module = loadPlanAndReport(modelPath, exitCode, program);
   if (!module)
     return exitCode;
   return ExitOk;

@@ -1,5 +1,6 @@
 //===- PlanSupport.cpp - Planning and the memory report in snugc ----------===//
 #include "tools/snugc/PlanSupport.h"
+#include "tools/snugc/CudaSupport.h"
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
 
@@ -124,7 +125,8 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
 }
 
 llvm::Error writeMemoryReport(const ir::Module &module,
-                              llvm::StringRef modelName, double planningMs) {
+                              llvm::StringRef modelName, double planningMs,
+                              uint64_t workspaceBytes) {
   if (!timelinePath.empty()) {
     std::error_code errorCode;
     llvm::ToolOutputFile output(timelinePath, errorCode,
@@ -139,7 +141,7 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   if (reportFormat == "none")
     return llvm::Error::success();
   llvm::Expected<MemoryReport> report =
-      buildMemoryReport(module, modelName, planningMs);
+      buildMemoryReport(module, modelName, planningMs, workspaceBytes);
   if (!report)
     return report.takeError();
   // `plan` prints only the report, so stdout; `compile` keeps stdout for its
@@ -167,8 +169,12 @@ llvm::Error writeMemoryReport(const ir::Module &module,
 }
 
 llvm::Optional<std::unique_ptr<ir::Module>>
-loadPlanAndReport(llvm::StringRef path, int &exitCode) {
-  if (llvm::Error error = checkPlanFlags()) {
+loadPlanAndReport(llvm::StringRef path, int &exitCode,
+                  llvm::Optional<cuda::CudaProgram> &program) {
+  llvm::Error flagError = checkPlanFlags();
+  if (!flagError)
+    flagError = checkTargetFlags();
+  if (llvm::Error error = std::move(flagError)) {
     exitCode = reportError(std::move(error));
     return llvm::None;
   }
@@ -177,9 +183,22 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode) {
     return llvm::None;
   double planningMs = 0;
   llvm::Error error = planModule(**module, planningMs);
+  if (!error) {
+    auto emitted = emitForTarget(**module);
+    if (emitted)
+      program = std::move(*emitted);
+    else
+      error = emitted.takeError();
+  }
   if (!error)
     error = writeMemoryReport(**module, llvm::sys::path::filename(path),
-                              planningMs);
+                              planningMs,
+                              // The workspace and the padding aligning it.
+                              program ? program->plan.arenaBytes -
+                                            uint64_t(module->get()
+                                                         ->getAttribute("arena")
+                                                         ->getInt())
+                                      : 0);
   if (error) {
     exitCode = reportError(std::move(error));
     return llvm::None;

@@ -10,6 +10,7 @@
 #ifndef SNUG_TOOLS_SNUGC_PLANSUPPORT_H
 #define SNUG_TOOLS_SNUGC_PLANSUPPORT_H
 
+#include "compiler/cuda/CudaEmitter.h"
 #include "ir/Module.h"
 
 #include "llvm/Support/Error.h"
@@ -31,15 +32,19 @@ llvm::Error planModule(ir::Module &module, double &planningMs);
 /// manifest.
 std::string getPipelineDescription();
 
-/// Writes the report and timeline the flags ask for. `modelName` heads them.
+/// Writes the report and timeline the flags ask for. `modelName` heads them;
+/// `workspaceBytes` is the device plan's cuBLAS workspace (0 for the host).
 llvm::Error writeMemoryReport(const ir::Module &module,
-                              llvm::StringRef modelName, double planningMs);
+                              llvm::StringRef modelName, double planningMs,
+                              uint64_t workspaceBytes);
 
-/// What compile and plan share: check the planning flags, import `path`
-/// and run the pipeline, plan, and write the report. On failure prints the
-/// error and returns None with `exitCode` set.
+/// What compile and plan share: check the planning and target flags, import
+/// `path` and run the pipeline, plan, emit CUDA for --target=cuda (into
+/// `program`), and write the report. On failure prints the error and returns
+/// None with `exitCode` set.
 llvm::Optional<std::unique_ptr<ir::Module>>
-loadPlanAndReport(llvm::StringRef path, int &exitCode);
+loadPlanAndReport(llvm::StringRef path, int &exitCode,
+                  llvm::Optional<cuda::CudaProgram> &program);
 
 } // namespace snugc
 } // namespace snug

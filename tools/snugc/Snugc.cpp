@@ -7,6 +7,7 @@
 // flag or binding), 2 internal error (a pass broke the module).
 //
 //===----------------------------------------------------------------------===//
+#include "tools/snugc/CudaSupport.h"
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
 
@@ -33,8 +34,8 @@ llvm::ArrayRef<Command> snug::snugc::getCommands() {
 }
 
 static void printVersion(llvm::raw_ostream &os) {
-  os << "snugc " << SNUG_VERSION << " (git " << SNUG_GIT_HASH
-     << ") target host\n";
+  os << "snugc " << SNUG_VERSION << " (git " << SNUG_GIT_HASH << ") target "
+     << getTargetDescription() << "\n";
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,179 @@
+//===- DevicePlanTest.cpp - Device plan sections: round trip, rejections --===//
+#include "RuntimeTestUtil.h"
+
+#include "runtime/BundleReader.h"
+
+#include <random>
+
+using namespace snug;
+using namespace snug::testing;
+using namespace snug::bundle;
+
+namespace {
+
+const char *kModule =
+    "func @m(%x: f32[4,4] {offset = 0}, %w: f32[4,4] weight = [1.0, 0.0, "
+    "0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]) "
+    "-> f32[4,4] attributes {alignment = 64, arena = 128} {\n"
+    "  %y = MatMul(%x, %w) : f32[4,4] {offset = 64}\n"
+    "  return %y\n"
+    "}\n";
+
+DevicePlan makePlan() {
+  DevicePlan plan;
+  plan.arenaBytes = 128 + 256;
+  plan.workspaceOffset = 128;
+  plan.workspaceBytes = 256;
+  plan.kernels = {"snug_fill_0"};
+  DeviceStep launch;
+  launch.kind = StepLaunch;
+  launch.launch.kernel = 0;
+  launch.launch.grid[0] = 2;
+  launch.launch.block[0] = 64;
+  launch.launch.args = {DeviceArg::arena(64), DeviceArg::weight(0),
+                        {ArgF32, 0x3f800000u}};
+  DeviceStep gemm;
+  gemm.kind = StepGemm;
+  gemm.gemm.dtype = DTypeF32;
+  gemm.gemm.m = gemm.gemm.n = gemm.gemm.k = 4;
+  gemm.gemm.lda = gemm.gemm.ldb = gemm.gemm.ldc = 4;
+  gemm.gemm.a = DeviceArg::weight(0);
+  gemm.gemm.b = DeviceArg::arena(0);
+  gemm.gemm.c = DeviceArg::arena(64);
+  DeviceStep copy;
+  copy.kind = StepCopy;
+  copy.copy = {DeviceArg::arena(0), DeviceArg::arena(64), 64};
+  plan.steps = {launch, gemm, copy};
+  return plan;
+}
+
+std::vector<KernelImage> makeImages() {
+  return {{ImageCubin, 80, {1, 2, 3}}, {ImagePtx, 90, {'.', 'v', 0}}};
+}
+
+std::vector<uint8_t> bundleWith(const DevicePlan &plan,
+                                const std::vector<KernelImage> &images) {
+  auto module = parseOrDie(kModule);
+  if (!module)
+    return {};
+  BundleOptions options{"p", "0.test"};
+  options.devicePlan = &plan;
+  options.kernelImages = &images;
+  auto bytes = serializeBundle(*module, options);
+  if (!bytes) {
+    ADD_FAILURE() << toString(bytes.takeError());
+    return {};
+  }
+  return std::move(*bytes);
+}
+
+std::string parseError(const std::vector<uint8_t> &bytes) {
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  return status ? status.getMessage() : "";
+}
+
+} // namespace
+
+TEST(DevicePlanTest, RoundTrips) {
+  std::vector<uint8_t> bytes = bundleWith(makePlan(), makeImages());
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  ASSERT_TRUE(bundle->hasDevicePlan);
+  const DevicePlan &plan = bundle->devicePlan;
+  EXPECT_EQ(plan.arenaBytes, 384u);
+  EXPECT_EQ(plan.workspaceOffset, 128u);
+  EXPECT_EQ(plan.workspaceBytes, 256u);
+  ASSERT_EQ(plan.kernels, std::vector<std::string>{"snug_fill_0"});
+  ASSERT_EQ(plan.steps.size(), 3u);
+  const DeviceLaunch &launch = plan.steps[0].launch;
+  EXPECT_EQ(launch.grid[0], 2u);
+  EXPECT_EQ(launch.block[0], 64u);
+  ASSERT_EQ(launch.args.size(), 3u);
+  EXPECT_EQ(launch.args[0].kind, ArgArena);
+  EXPECT_EQ(launch.args[0].value, 64u);
+  EXPECT_EQ(launch.args[2].kind, ArgF32);
+  EXPECT_EQ(launch.args[2].value, 0x3f800000u);
+  EXPECT_EQ(plan.steps[1].gemm.k, 4);
+  EXPECT_EQ(plan.steps[1].gemm.a.kind, ArgWeight);
+  EXPECT_EQ(plan.steps[2].copy.bytes, 64u);
+  ASSERT_EQ(bundle->kernelImages.size(), 2u);
+  EXPECT_EQ(bundle->kernelImages[0].arch, 80u);
+  EXPECT_EQ(bundle->kernelImages[0].size, 3u);
+  EXPECT_EQ(bundle->kernelImages[1].kind, ImagePtx);
+}
+
+TEST(DevicePlanTest, HostOnlyBundlesHaveNoDevicePlan) {
+  std::unique_ptr<rt::Bundle> bundle;
+  std::vector<uint8_t> bytes = bundleOf(kModule);
+  ASSERT_FALSE(rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle));
+  EXPECT_FALSE(bundle->hasDevicePlan);
+}
+
+TEST(DevicePlanTest, ReaderRejectsBadSteps) {
+  struct Case {
+    const char *expect;
+    void (*edit)(DevicePlan &);
+  } cases[] = {
+      {"unknown kernel", [](DevicePlan &p) { p.steps[0].launch.kernel = 1; }},
+      {"outside the device arena",
+       [](DevicePlan &p) { p.steps[0].launch.args[0].value = 385; }},
+      {"outside the device weights",
+       [](DevicePlan &p) { p.steps[0].launch.args[1].value = 65; }},
+      {"bad launch configuration",
+       [](DevicePlan &p) { p.steps[0].launch.block[0] = 2048; }},
+      // 4 batches of 16 floats, 128 bytes apart, from offset 64: past 384.
+      {"outside the device arena",
+       [](DevicePlan &p) {
+         p.steps[1].gemm.batch = 4;
+         p.steps[1].gemm.strideC = 32;
+       }},
+      {"leading dimension too small",
+       [](DevicePlan &p) { p.steps[1].gemm.lda = 2; }},
+      {"GEMM writes outside the arena",
+       [](DevicePlan &p) { p.steps[1].gemm.c = DeviceArg::weight(0); }},
+      {"copy must go into the arena",
+       [](DevicePlan &p) { p.steps[2].copy.dst = DeviceArg::weight(0); }},
+      {"lies outside its region",
+       [](DevicePlan &p) { p.steps[2].copy.bytes = 400; }},
+      {"does not hold the host arena",
+       [](DevicePlan &p) { p.workspaceOffset = 64; }},
+      {"names op", [](DevicePlan &p) { p.steps[2].op = 7; }},
+  };
+  for (const Case &c : cases) {
+    DevicePlan plan = makePlan();
+    c.edit(plan);
+    std::string error = parseError(bundleWith(plan, makeImages()));
+    EXPECT_NE(error.find(c.expect), std::string::npos)
+        << "expected '" << c.expect << "', got '" << error << "'";
+  }
+}
+
+TEST(DevicePlanTest, ReaderRejectsBadImages) {
+  std::vector<KernelImage> images = makeImages();
+  images[1].bytes.back() = 'x';
+  EXPECT_NE(parseError(bundleWith(makePlan(), images)).find("NUL"),
+            std::string::npos);
+  images = makeImages();
+  images[0].kind = 9;
+  EXPECT_NE(parseError(bundleWith(makePlan(), images)).find("image kind"),
+            std::string::npos);
+}
+
+TEST(DevicePlanTest, MutatedDevicePlansNeverCrash) {
+  std::vector<uint8_t> original = bundleWith(makePlan(), makeImages());
+  std::mt19937 random(7);
+  int rejected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint8_t> bytes = original;
+    // Flip bytes in the last sections (device plan, images) only, then fix
+    // the hash so the decoder, not the hash check, meets the damage.
+    size_t from = bytes.size() / 2;
+    for (int flips = 1 + random() % 4; flips; --flips)
+      bytes[from + random() % (bytes.size() - from)] ^= uint8_t(1 + random() % 255);
+    fixUpHeader(bytes);
+    rejected += !parseError(bytes).empty();
+  }
+  EXPECT_GT(rejected, 0);
+}

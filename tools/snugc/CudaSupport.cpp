@@ -1,0 +1,144 @@
+//===- CudaSupport.cpp - The CUDA target in snugc -------------------------===//
+#include "tools/snugc/CudaSupport.h"
+#include "tools/snugc/SnugcCommands.h"
+
+#include "compiler/bundle/BundleWriter.h"
+#include "compiler/cuda/Nvrtc.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <algorithm>
+
+namespace cl = llvm::cl;
+
+namespace snug {
+namespace snugc {
+
+static cl::OptionCategory &getTargetCategory() {
+  static cl::OptionCategory category("snugc target options");
+  return category;
+}
+
+struct InTargetCommands {
+  template <class Opt> void apply(Opt &option) const {
+    option.addSubCommand(getCompileCommand());
+    option.addSubCommand(getPlanCommand());
+  }
+};
+
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("cuda (kernels, device plan, runs on the host too) or host "
+             "(host executor only, no NVRTC)"),
+    cl::init("host"), InTargetCommands(),
+    cl::cat(getTargetCategory()));
+static cl::opt<std::string>
+    archList("arch",
+             cl::desc("GPU architectures to compile cubins for, comma "
+                      "separated; PTX is added for the newest"),
+             cl::value_desc("sm_80,sm_90"), cl::init("sm_80,sm_90"),
+             InTargetCommands(), cl::cat(getTargetCategory()));
+static cl::opt<uint64_t> cublasWorkspace(
+    "cublas-workspace",
+    cl::desc("Bytes of cuBLAS workspace in the device arena (models with a "
+             "GEMM)"),
+    cl::init(4u << 20), InTargetCommands(), cl::cat(getTargetCategory()));
+static cl::opt<std::string>
+    dumpCuda("dump-cuda",
+             cl::desc("Write the emitted CUDA C++ and device plan to "
+                      "DIR/<model>.cu"),
+             cl::value_desc("DIR"), cl::init(""),
+             cl::sub(getCompileCommand()), cl::cat(getTargetCategory()));
+
+static llvm::Error userError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 message.str());
+}
+
+/// The architectures of --arch as numbers (sm_80 -> 80), sorted, unique.
+static llvm::Expected<std::vector<unsigned>> parseArchs() {
+  std::vector<unsigned> archs;
+  llvm::SmallVector<llvm::StringRef, 4> items;
+  llvm::StringRef(archList).split(items, ',', -1, false);
+  for (llvm::StringRef item : items) {
+    llvm::StringRef digits = item.trim();
+    digits.consume_front("sm_");
+    unsigned arch;
+    if (digits.getAsInteger(10, arch) || arch < 75 || arch > 129)
+      return userError("--arch: '" + item.trim() +
+                       "' is not an architecture of the form sm_XY with "
+                       "75 <= XY < 130");
+    archs.push_back(arch);
+  }
+  if (archs.empty())
+    return userError("--arch: no architecture given");
+  std::sort(archs.begin(), archs.end());
+  archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
+  return archs;
+}
+
+llvm::Error checkTargetFlags() {
+  if (target != "cuda" && target != "host")
+    return userError("--target must be cuda or host, not '" + target + "'");
+  if (target == "cuda" && !cuda::isNvrtcAvailable())
+    return userError("--target=cuda: this snugc was built without NVRTC (no "
+                     "CUDA toolkit); use --target=host");
+  if (cublasWorkspace % 256)
+    return userError("--cublas-workspace must be a multiple of 256");
+  if (!dumpCuda.empty() && target != "cuda")
+    return userError("--dump-cuda needs --target=cuda");
+  return parseArchs().takeError();
+}
+
+bool targetsCuda() { return target == "cuda"; }
+
+std::string getTargetDescription() {
+  return targetsCuda() ? "cuda " + archList.getValue() : target.getValue();
+}
+
+llvm::Expected<llvm::Optional<cuda::CudaProgram>>
+emitForTarget(const ir::Module &module) {
+  if (!targetsCuda())
+    return llvm::Optional<cuda::CudaProgram>();
+  auto archs = parseArchs();
+  if (!archs)
+    return archs.takeError();
+  cuda::CudaOptions options;
+  options.archs = *archs;
+  options.cublasWorkspaceBytes = cublasWorkspace;
+  auto program = cuda::emitCuda(module, computeWeightsLayout(module), options);
+  if (!program)
+    return userError("cannot compile for CUDA: " +
+                     toString(program.takeError()) +
+                     " (--target=host builds a host-only bundle)");
+  return llvm::Optional<cuda::CudaProgram>(std::move(*program));
+}
+
+llvm::Expected<std::vector<bundle::KernelImage>>
+compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem) {
+  if (!dumpCuda.empty()) {
+    if (std::error_code error = llvm::sys::fs::create_directories(dumpCuda))
+      return userError("--dump-cuda: cannot create '" + dumpCuda +
+                       "': " + error.message());
+    llvm::SmallString<256> path(dumpCuda);
+    llvm::sys::path::append(path, stem + ".cu");
+    std::error_code errorCode;
+    llvm::ToolOutputFile file(path, errorCode, llvm::sys::fs::OF_None);
+    if (errorCode)
+      return userError("cannot write '" + path + "': " + errorCode.message());
+    file.os() << program.source << '\n'
+              << cuda::describeDevicePlan(program.plan);
+    file.keep();
+  }
+  auto archs = parseArchs();
+  if (!archs)
+    return archs.takeError();
+  return cuda::compileCudaProgram(program, *archs);
+}
+
+} // namespace snugc
+} // namespace snug

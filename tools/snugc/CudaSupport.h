@@ -1,0 +1,42 @@
+//===- CudaSupport.h - The CUDA target in snugc -----------------*- C++ -*-===//
+//
+// The target flags of `snugc compile` and `snugc plan`: --target=cuda|host,
+// --arch (cubin architectures; PTX for the newest), --cublas-workspace and
+// --dump-cuda DIR. With the CUDA target a planned module is emitted as CUDA
+// C++ before the report is printed (the report's workspace comes from the
+// emitted plan), and compile then runs NVRTC and puts the device plan and
+// kernel images in the bundle.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_TOOLS_SNUGC_CUDASUPPORT_H
+#define SNUG_TOOLS_SNUGC_CUDASUPPORT_H
+
+#include "compiler/cuda/CudaEmitter.h"
+
+#include "llvm/ADT/Optional.h"
+#include "llvm/Support/Error.h"
+
+namespace snug {
+namespace snugc {
+
+/// Checks --target, --arch and --cublas-workspace.
+llvm::Error checkTargetFlags();
+
+bool targetsCuda();
+/// "cuda sm_80,sm_90" or "host", for the banner.
+std::string getTargetDescription();
+
+/// The CUDA translation unit and device plan of a planned module, or None
+/// for --target=host. Fails naming the node the backend cannot emit.
+llvm::Expected<llvm::Optional<cuda::CudaProgram>>
+emitForTarget(const ir::Module &module);
+
+/// Writes --dump-cuda DIR/<stem>.cu (source and plan), then compiles the
+/// program with NVRTC for --arch.
+llvm::Expected<std::vector<bundle::KernelImage>>
+compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem);
+
+} // namespace snugc
+} // namespace snug
+
+#endif // SNUG_TOOLS_SNUGC_CUDASUPPORT_H
