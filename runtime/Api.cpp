@@ -1,15 +1,21 @@
 //===- Api.cpp - The C API over the bundle reader and executors -----------===//
 //
-// Thin: checks arguments, turns rt::Status into snug_status plus a
-// thread-local message. The CUDA executor is not built in this version:
-// SNUG_DEVICE_CUDA fails with SNUG_ERROR_NO_DEVICE and says so.
+// Thin: checks arguments, dispatches to the host or the CUDA executor,
+// turns rt::Status into snug_status plus a thread-local message. The CUDA
+// executor is built when CMake found the CUDA toolkit's headers
+// (SNUG_HAVE_CUDA); without them SNUG_DEVICE_CUDA fails with
+// SNUG_ERROR_NO_DEVICE and says so.
 //
 //===----------------------------------------------------------------------===//
 #include "snug/snug.h"
 
 #include "runtime/BundleReader.h"
 #include "runtime/host/HostExecutor.h"
+#ifdef SNUG_HAVE_CUDA
+#include "runtime/cuda/CudaExecutor.h"
+#endif
 
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -26,7 +32,12 @@ struct snug_bundle {
 
 struct snug_session {
   const snug_bundle *bundle;
-  std::unique_ptr<HostExecutor> executor;
+  snug_device device = SNUG_DEVICE_HOST;
+  std::unique_ptr<HostExecutor> host;
+  bool ownsHostArena = false;
+#ifdef SNUG_HAVE_CUDA
+  std::unique_ptr<cuda::CudaExecutor> cuda;
+#endif
   std::vector<bool> inputSet;
   bool hasRun = false;
 };
@@ -42,6 +53,58 @@ static snug_status report(const Status &status) {
 static snug_status fail(snug_status code, const std::string &message) {
   lastError = message;
   return code;
+}
+
+// What differs between the executors: where the arena is, how bytes get in
+// and out of it, and how a run is timed.
+
+static Status writeArena(snug_session *session, uint64_t offset,
+                         const void *data, uint64_t bytes) {
+#ifdef SNUG_HAVE_CUDA
+  if (session->cuda)
+    return session->cuda->write(offset, data, bytes);
+#endif
+  std::memcpy(session->host->getArena() + offset, data, bytes);
+  return Status::ok();
+}
+
+static Status readLocation(snug_session *session, const Location &location,
+                           void *data, uint64_t bytes) {
+#ifdef SNUG_HAVE_CUDA
+  if (session->cuda)
+    return session->cuda->read(location, data, bytes);
+#endif
+  const uint8_t *from = location.kind == bundle::Weight
+                            ? session->bundle->bundle->getWeights()
+                            : session->host->getArena();
+  std::memcpy(data, from + location.offset, bytes);
+  return Status::ok();
+}
+
+/// Host memory for a host session, device memory for a CUDA one.
+static const void *pointerTo(snug_session *session, const Location &location) {
+#ifdef SNUG_HAVE_CUDA
+  if (session->cuda)
+    return session->cuda->getDevicePointer(location);
+#endif
+  const uint8_t *base = location.kind == bundle::Weight
+                            ? session->bundle->bundle->getWeights()
+                            : session->host->getArena();
+  return base + location.offset;
+}
+
+static Status runOnce(snug_session *session, double *milliseconds) {
+#ifdef SNUG_HAVE_CUDA
+  if (session->cuda)
+    return session->cuda->run(milliseconds);
+#endif
+  auto start = std::chrono::steady_clock::now();
+  Status status = session->host->run();
+  if (milliseconds)
+    *milliseconds = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+  return status;
 }
 
 extern "C" {
@@ -72,10 +135,12 @@ snug_status snug_bundle_load(const char *path, snug_bundle **out) {
   auto handle = std::make_unique<snug_bundle>();
   if (Status s = readBundle(path, handle->bundle))
     return report(s);
-  // An op the host cannot run is a load-time error (the CUDA executor will
-  // have its own check when it exists).
-  if (Status s = checkHostSupport(*handle->bundle))
-    return report(s);
+  // An op the host cannot run is a load-time error for a host-only bundle;
+  // a bundle with a device plan may hold ops only the device runs, and a
+  // host session checks them when it is created.
+  if (!handle->bundle->hasDevicePlan)
+    if (Status s = checkHostSupport(*handle->bundle))
+      return report(s);
   *out = handle.release();
   return SNUG_OK;
 }
@@ -94,6 +159,8 @@ snug_status snug_bundle_sizes(const snug_bundle *handle, snug_sizes *sizes) {
   for (const auto *list : {&b.inputs, &b.outputs})
     for (const TensorDesc &desc : *list)
       sizes->io += desc.location.bytes;
+  sizes->device_arena = b.hasDevicePlan ? b.devicePlan.arenaBytes : 0;
+  sizes->workspace = b.hasDevicePlan ? b.devicePlan.workspaceBytes : 0;
   return SNUG_OK;
 }
 
@@ -180,8 +247,10 @@ const char *snug_bundle_compiler_version(const snug_bundle *b) {
 }
 
 void snug_session_options_init(snug_session_options *options) {
-  if (options)
-    std::memset(options, 0, sizeof *options);
+  if (!options)
+    return;
+  std::memset(options, 0, sizeof *options);
+  options->cuda_graphs = 1;
 }
 
 snug_status snug_session_create(const snug_bundle *handle,
@@ -195,19 +264,35 @@ snug_status snug_session_create(const snug_bundle *handle,
   snug_session_options_init(&defaults);
   if (!options)
     options = &defaults;
-  if (options->device == SNUG_DEVICE_CUDA)
-    return fail(SNUG_ERROR_NO_DEVICE,
-                "CUDA executor not built in this version of the snug "
-                "runtime; use the host device");
-  if (options->device != SNUG_DEVICE_HOST)
+  if (options->device != SNUG_DEVICE_HOST &&
+      options->device != SNUG_DEVICE_CUDA)
     return fail(SNUG_ERROR_INVALID_ARGUMENT,
                 "unknown device " + std::to_string(int(options->device)));
   auto session = std::make_unique<snug_session>();
   session->bundle = handle;
-  if (Status s = HostExecutor::create(*handle->bundle, options->arena,
-                                      options->arena_bytes,
-                                      options->poison != 0, session->executor))
-    return report(s);
+  session->device = options->device;
+  if (options->device == SNUG_DEVICE_CUDA) {
+#ifdef SNUG_HAVE_CUDA
+    cuda::CudaSessionOptions cudaOptions;
+    cudaOptions.arena = options->arena;
+    cudaOptions.arenaBytes = options->arena_bytes;
+    cudaOptions.stream = options->stream;
+    cudaOptions.graphs = options->cuda_graphs != 0;
+    if (Status s = cuda::CudaExecutor::create(*handle->bundle, cudaOptions,
+                                              session->cuda))
+      return report(s);
+#else
+    return fail(SNUG_ERROR_NO_DEVICE,
+                "this runtime was built without CUDA (no CUDA toolkit "
+                "headers at build time); use the host device");
+#endif
+  } else {
+    if (Status s = HostExecutor::create(*handle->bundle, options->arena,
+                                        options->arena_bytes,
+                                        options->poison != 0, session->host))
+      return report(s);
+    session->ownsHostArena = options->arena == nullptr;
+  }
   session->inputSet.assign(handle->bundle->inputs.size(), false);
   *out = session.release();
   return SNUG_OK;
@@ -239,8 +324,8 @@ snug_status snug_session_set_input(snug_session *session, size_t index,
                     std::to_string(desc.location.bytes) + " bytes, got " +
                     std::to_string(bytes));
   if (bytes)
-    std::memcpy(session->executor->getArena() + desc.location.offset, data,
-                bytes);
+    if (Status s = writeArena(session, desc.location.offset, data, bytes))
+      return report(s);
   session->inputSet[index] = true;
   return SNUG_OK;
 }
@@ -251,9 +336,19 @@ snug_status snug_session_input_data(snug_session *session, size_t index,
     return s;
   if (!data)
     return fail(SNUG_ERROR_INVALID_ARGUMENT, "null data pointer");
-  *data = session->executor->getArena() +
-          session->bundle->bundle->inputs[index].location.offset;
+  *data = const_cast<void *>(
+      pointerTo(session, session->bundle->bundle->inputs[index].location));
   session->inputSet[index] = true;
+  return SNUG_OK;
+}
+
+static snug_status checkInputsSet(const snug_session *session) {
+  const Bundle &b = *session->bundle->bundle;
+  for (size_t i = 0; i < b.inputs.size(); ++i)
+    if (!session->inputSet[i])
+      return fail(SNUG_ERROR_INPUT_NOT_SET,
+                  "input '" + b.inputs[i].name +
+                      "' is not set (inputs must be set before every run)");
   return SNUG_OK;
 }
 
@@ -261,25 +356,15 @@ snug_status snug_session_run(snug_session *session) {
   if (!session)
     return fail(SNUG_ERROR_INVALID_ARGUMENT, "null session");
   const Bundle &b = *session->bundle->bundle;
-  for (size_t i = 0; i < b.inputs.size(); ++i)
-    if (!session->inputSet[i])
-      return fail(SNUG_ERROR_INPUT_NOT_SET,
-                  "input '" + b.inputs[i].name +
-                      "' is not set (inputs must be set before every run)");
+  if (snug_status s = checkInputsSet(session))
+    return s;
   session->hasRun = false;
-  if (Status s = session->executor->run())
+  if (Status s = runOnce(session, nullptr))
     return report(s);
   // The plan may have reused the inputs' memory.
   session->inputSet.assign(b.inputs.size(), false);
   session->hasRun = true;
   return SNUG_OK;
-}
-
-static const uint8_t *outputPointer(snug_session *session, size_t index) {
-  const Location &location = session->bundle->bundle->outputs[index].location;
-  if (location.kind == bundle::Weight)
-    return session->bundle->bundle->getWeights() + location.offset;
-  return session->executor->getArena() + location.offset;
 }
 
 snug_status snug_session_get_output(snug_session *session, size_t index,
@@ -296,7 +381,8 @@ snug_status snug_session_get_output(snug_session *session, size_t index,
                     std::to_string(desc.location.bytes) + " bytes, got " +
                     std::to_string(bytes));
   if (bytes)
-    std::memcpy(data, outputPointer(session, index), bytes);
+    if (Status s = readLocation(session, desc.location, data, bytes))
+      return report(s);
   return SNUG_OK;
 }
 
@@ -306,7 +392,70 @@ snug_status snug_session_output_data(snug_session *session, size_t index,
     return s;
   if (!data)
     return fail(SNUG_ERROR_INVALID_ARGUMENT, "null data pointer");
-  *data = outputPointer(session, index);
+  *data = pointerTo(session, session->bundle->bundle->outputs[index].location);
+  return SNUG_OK;
+}
+
+snug_status snug_session_memory(const snug_session *session,
+                                snug_memory_stats *stats) {
+  if (!session || !stats)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "snug_session_memory: null argument");
+  std::memset(stats, 0, sizeof *stats);
+  stats->device = session->device;
+#ifdef SNUG_HAVE_CUDA
+  if (session->cuda) {
+    const cuda::CudaMemoryStats &m = session->cuda->getMemoryStats();
+    stats->allocated_bytes = m.allocatedBytes;
+    stats->allocations = m.allocations;
+    stats->device_used_bytes = m.deviceUsedBytes;
+    stats->arena_bytes = m.arenaBytes;
+    stats->weights_bytes = m.weightsBytes;
+    return SNUG_OK;
+  }
+#endif
+  uint64_t arena = session->bundle->bundle->arenaSize;
+  stats->arena_bytes = arena;
+  if (session->ownsHostArena) {
+    stats->allocated_bytes = arena;
+    stats->allocations = 1;
+  }
+  return SNUG_OK;
+}
+
+snug_status snug_session_benchmark(snug_session *session, uint32_t warmup,
+                                   uint32_t runs, double *milliseconds) {
+  if (!session || (runs && !milliseconds))
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "snug_session_benchmark: null argument");
+  if (snug_status s = checkInputsSet(session))
+    return s;
+  const Bundle &b = *session->bundle->bundle;
+  // The plan may overwrite an input once it is dead, so every run gets the
+  // inputs back; the copies stay outside the timed part.
+  std::vector<std::vector<uint8_t>> inputs(b.inputs.size());
+  for (size_t i = 0; i < b.inputs.size(); ++i) {
+    inputs[i].resize(b.inputs[i].location.bytes);
+    if (!inputs[i].empty())
+      if (Status s = readLocation(session, b.inputs[i].location,
+                                  inputs[i].data(), inputs[i].size()))
+        return report(s);
+  }
+  session->hasRun = false;
+  for (uint64_t run = 0; run < uint64_t(warmup) + runs; ++run) {
+    if (run)
+      for (size_t i = 0; i < b.inputs.size(); ++i)
+        if (!inputs[i].empty())
+          if (Status s = writeArena(session, b.inputs[i].location.offset,
+                                    inputs[i].data(), inputs[i].size()))
+            return report(s);
+    bool timed = run >= warmup;
+    if (Status s = runOnce(session, timed ? &milliseconds[run - warmup]
+                                          : nullptr))
+      return report(s);
+  }
+  session->inputSet.assign(b.inputs.size(), false);
+  session->hasRun = true;
   return SNUG_OK;
 }
 

@@ -1,10 +1,1133 @@
-//===- DataMovementEmitters.cpp - CUDA emitters: DataMovement ops -----------------------===//
+//===- DataMovementEmitters.cpp - CUDA emitters: data movement ------------===//
+//
+// Ops that move elements without looking at them (Transpose, Concat, Split,
+// Slice, Expand, Tile, DepthToSpace, SpaceToDepth), plus the gathers and
+// fills whose element choice depends on data or coordinates (Gather, Pad,
+// Resize, Dropout, Range, Shape, Size, Constant, ConstantOfShape).
+//
+// The pure moves are all one strided copy: an iteration space whose every
+// dim has a source and a destination stride. It is canonicalized (unit dims
+// dropped, dims ordered by destination stride so writes are coalesced,
+// adjacent dims merged where both sides are contiguous across them), then
+// becomes a device-to-device memcpy step when it is one contiguous block,
+// and otherwise a grid-stride kernel that moves opaque units of up to 16
+// bytes (the widest the contiguous inner run and every address allow). A
+// transpose that swaps the last two dims of a batch (NCHW <-> NHWC
+// included, after merging) uses a tiled shared-memory kernel instead, so
+// that both reads and writes are coalesced.
+//
+// Semantics are the host reference kernels' (DataMovementKernels.cpp). Where
+// the host reports an error at run time (a Gather index out of range) the
+// device cannot: the kernel writes zeros there instead of reading outside
+// the operand.
+//
+//===----------------------------------------------------------------------===//
 #include "compiler/cuda/KernelEmitter.h"
+
+#include "ir/Float16.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
 
 namespace snug {
 namespace cuda {
 
-llvm::ArrayRef<EmitterEntry> getDataMovementEmitters() { return {}; }
+// Index and loop helpers shared with the elementwise emitters, defined in
+// ElementwiseEmitters.cpp (see there for what each emits).
+namespace codegen {
+const char *indexTypeFor(int64_t count, int64_t extent);
+std::string gridStrideLoop(const char *indexType, int64_t count);
+void launchGridStride(EmitContext &context, Kernel kernel, int64_t work);
+std::string emitCoordinates(llvm::ArrayRef<int64_t> dims,
+                            const char *indexType, llvm::StringRef index,
+                            llvm::StringRef prefix,
+                            const std::vector<bool> &needed = {});
+std::string emitOffsets(llvm::ArrayRef<int64_t> dims,
+                        llvm::ArrayRef<std::vector<int64_t>> strides,
+                        llvm::ArrayRef<std::string> names,
+                        const char *indexType, llvm::StringRef index);
+void collapseDims(std::vector<int64_t> &dims,
+                  std::vector<std::vector<int64_t>> &strides);
+std::string storeConverted(ir::DType dtype, llvm::StringRef computeType,
+                           llvm::StringRef pointer, llvm::StringRef value);
+bool broadcastStrides(const TensorRef &operand, llvm::ArrayRef<int64_t> outDims,
+                      std::vector<int64_t> &strides);
+} // namespace codegen
+
+using namespace codegen;
+
+namespace {
+
+unsigned elementBytes(const TensorRef &ref) {
+  return ir::getDTypeSize(ref.dtype);
+}
+
+uint64_t byteAddress(const TensorRef &ref, uint64_t byteOffset) {
+  return ref.place.value + byteOffset;
+}
+
+//===----------------------------------------------------------------------===//
+// Opaque units
+//===----------------------------------------------------------------------===//
+
+/// The type a kernel moves `bytes` (1, 2, 4, 8 or 16) at a time as.
+std::string unitType(unsigned bytes) {
+  return bytes == 16 ? "snug_u128" : "uint" + std::to_string(bytes * 8) + "_t";
+}
+
+/// A pointer parameter `name` of unit type to `ref`'s bytes from
+/// `byteOffset`. 16-byte units are a struct local to the kernel, so the
+/// parameter is a uint64_t pointer and the returned prologue line casts it.
+std::string addUnitPointer(Kernel &kernel, const std::string &name,
+                           const TensorRef &ref, uint64_t byteOffset,
+                           bool readOnly, unsigned bytes) {
+  std::string constness = readOnly ? "const " : "";
+  if (bytes != 16) {
+    kernel.params.push_back(
+        {constness + unitType(bytes) + " *", name, ref.at(byteOffset)});
+    return "";
+  }
+  kernel.params.push_back(
+      {constness + "uint64_t *", name + "_words", ref.at(byteOffset)});
+  return "  " + constness + "snug_u128 *" + name + " = (" + constness +
+         "snug_u128 *)" + name + "_words;\n";
+}
+
+std::string unitPrologue(unsigned bytes) {
+  return bytes == 16 ? "  struct alignas(16) snug_u128 { uint64_t lo, hi; };\n"
+                     : "";
+}
+
+/// The widest unit (up to 16 bytes) that divides `runBytes` and every
+/// address in `addresses`, at least `minimum`.
+unsigned widestUnit(unsigned minimum, uint64_t runBytes,
+                    llvm::ArrayRef<uint64_t> addresses) {
+  for (unsigned bytes = 16; bytes > minimum; bytes /= 2)
+    if (runBytes % bytes == 0 &&
+        llvm::all_of(addresses, [&](uint64_t a) { return a % bytes == 0; }))
+      return bytes;
+  return minimum;
+}
+
+//===----------------------------------------------------------------------===//
+// Strided copies
+//===----------------------------------------------------------------------===//
+
+/// One dim of a strided copy; strides in elements.
+struct CopyDim {
+  int64_t size;
+  int64_t src;
+  int64_t dst;
+};
+
+/// Unit dims dropped, dims ordered by destination stride (outermost first),
+/// neighbours merged where both sides step over the inner dim exactly.
+/// Empty when there is nothing to move or a single element.
+std::vector<CopyDim> canonicalize(std::vector<CopyDim> dims) {
+  llvm::erase_if(dims, [](const CopyDim &d) { return d.size == 1; });
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const CopyDim &a, const CopyDim &b) { return a.dst > b.dst; });
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides(2);
+  for (const CopyDim &d : dims) {
+    sizes.push_back(d.size);
+    strides[0].push_back(d.src);
+    strides[1].push_back(d.dst);
+  }
+  collapseDims(sizes, strides);
+  std::vector<CopyDim> result;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    result.push_back({sizes[d], strides[0][d], strides[1][d]});
+  return result;
+}
+
+int64_t countOf(llvm::ArrayRef<CopyDim> dims) {
+  int64_t count = 1;
+  for (const CopyDim &d : dims)
+    count *= d.size;
+  return count;
+}
+
+/// Moves the canonical `dims` (elements of `bytes` each) from `src` at
+/// `srcOffset` to `dst` at `dstOffset`: one memcpy step for a contiguous
+/// block (none when it is already in place), a kernel otherwise.
+void emitCanonicalCopy(EmitContext &context, llvm::StringRef tag,
+                       const TensorRef &src, uint64_t srcOffset,
+                       const TensorRef &dst, uint64_t dstOffset,
+                       unsigned bytes, std::vector<CopyDim> dims) {
+  if (dims.empty() ||
+      (dims.size() == 1 && dims[0].src == 1 && dims[0].dst == 1)) {
+    context.copy(dst.at(dstOffset), src.at(srcOffset), countOf(dims) * bytes);
+    return;
+  }
+  // Widen the unit over a contiguous inner run when every address allows.
+  CopyDim &inner = dims.back();
+  if (inner.src == 1 && inner.dst == 1) {
+    std::vector<uint64_t> addresses = {byteAddress(src, srcOffset),
+                                       byteAddress(dst, dstOffset)};
+    for (size_t d = 0; d + 1 < dims.size(); ++d) {
+      addresses.push_back(uint64_t(std::abs(dims[d].src)) * bytes);
+      addresses.push_back(uint64_t(dims[d].dst) * bytes);
+    }
+    unsigned unit = widestUnit(bytes, uint64_t(inner.size) * bytes, addresses);
+    int64_t factor = unit / bytes;
+    for (CopyDim &d : dims)
+      if (&d != &inner)
+        d.src /= factor, d.dst /= factor;
+    inner.size /= factor;
+    bytes = unit;
+  }
+  Kernel kernel;
+  kernel.tag = tag.str();
+  kernel.body = unitPrologue(bytes);
+  kernel.body += addUnitPointer(kernel, "src", src, srcOffset, true, bytes);
+  kernel.body += addUnitPointer(kernel, "dst", dst, dstOffset, false, bytes);
+  int64_t count = countOf(dims);
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides(2);
+  for (const CopyDim &d : dims) {
+    sizes.push_back(d.size);
+    strides[0].push_back(d.src);
+    strides[1].push_back(d.dst);
+  }
+  int64_t extent = int64_t(std::max(src.bytes, dst.bytes) / bytes);
+  const char *index = indexTypeFor(count, extent);
+  kernel.body += gridStrideLoop(index, count);
+  kernel.body += emitOffsets(sizes, strides, {"s", "t"}, index, "i");
+  kernel.body += "    dst[t] = src[s];\n  }\n";
+  launchGridStride(context, std::move(kernel), count);
+}
+
+void emitStridedCopy(EmitContext &context, llvm::StringRef tag,
+                     const TensorRef &src, uint64_t srcOffset,
+                     const TensorRef &dst, uint64_t dstOffset,
+                     std::vector<CopyDim> dims) {
+  if (llvm::any_of(dims, [](const CopyDim &d) { return d.size == 0; }))
+    return;
+  emitCanonicalCopy(context, tag, src, srcOffset, dst, dstOffset,
+                    elementBytes(dst), canonicalize(std::move(dims)));
+}
+
+std::string tagOf(const EmitContext &context) {
+  return context.node.getOpName().lower();
+}
+
+//===----------------------------------------------------------------------===//
+// Transpose
+//===----------------------------------------------------------------------===//
+
+/// A batch of row-major R x C matrices transposed: each block stages a
+/// 32 x 32 tile in shared memory (one padding column avoids bank conflicts),
+/// so both the reads along C and the writes along R are coalesced.
+void emitTiledTranspose(EmitContext &context, const TensorRef &x,
+                        const TensorRef &y, int64_t batch, int64_t rows,
+                        int64_t cols) {
+  unsigned bytes = elementBytes(x);
+  std::string unit = unitType(bytes);
+  Kernel kernel;
+  kernel.tag = "transpose_tiled";
+  addUnitPointer(kernel, "src", x, 0, true, bytes);
+  addUnitPointer(kernel, "dst", y, 0, false, bytes);
+  int64_t tilesX = (cols + 31) / 32, tilesY = (rows + 31) / 32;
+  const char *index = indexTypeFor(batch * rows * cols, batch * rows * cols);
+  std::string I = index;
+  std::string R = cudaIntLiteral(rows), C = cudaIntLiteral(cols);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  // The loops over tiles depend only on blockIdx, so every thread of a
+  // block reaches each __syncthreads().
+  os << "  __shared__ " << unit << " tile[32][33];\n"
+     << "  for (" << I << " b = blockIdx.z; b < " << cudaIntLiteral(batch)
+     << "; b += gridDim.z)\n"
+     << "    for (" << I << " ty = blockIdx.y; ty < " << cudaIntLiteral(tilesY)
+     << "; ty += gridDim.y)\n"
+     << "      for (" << I << " tx = blockIdx.x; tx < " << cudaIntLiteral(tilesX)
+     << "; tx += gridDim.x) {\n"
+     << "        const " << unit << " *from = src + b * "
+     << cudaIntLiteral(rows * cols) << ";\n"
+     << "        " << unit << " *to = dst + b * " << cudaIntLiteral(rows * cols)
+     << ";\n"
+     << "        for (int k = threadIdx.y; k < 32; k += 8) {\n"
+     << "          const " << I << " r = ty * 32 + k, c = tx * 32 + threadIdx.x;\n"
+     << "          if (r < " << R << " && c < " << C << ")\n"
+     << "            tile[k][threadIdx.x] = from[r * " << C << " + c];\n"
+     << "        }\n"
+     << "        __syncthreads();\n"
+     << "        for (int k = threadIdx.y; k < 32; k += 8) {\n"
+     << "          const " << I << " c = tx * 32 + k, r = ty * 32 + threadIdx.x;\n"
+     << "          if (r < " << R << " && c < " << C << ")\n"
+     << "            to[c * " << R << " + r] = tile[threadIdx.x][k];\n"
+     << "        }\n"
+     << "        __syncthreads();\n"
+     << "      }\n";
+  kernel.body = os.str();
+  kernel.block = {32, 8, 1};
+  kernel.grid.x = uint32_t(std::min<int64_t>(tilesX, 65535));
+  kernel.grid.y = uint32_t(std::min<int64_t>(tilesY, 65535));
+  kernel.grid.z = uint32_t(std::min<int64_t>(batch, 65535));
+  context.launch(std::move(kernel));
+}
+
+llvm::Error emitTranspose(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  size_t rank = x.rank();
+  std::vector<int64_t> perm = context.intsAttr("perm");
+  if (!context.hasAttr("perm"))
+    for (size_t i = rank; i-- > 0;)
+      perm.push_back(int64_t(i));
+  if (perm.size() != rank || y.rank() != rank)
+    return context.unsupported("perm does not match the rank");
+  std::vector<int64_t> inStrides = x.strides(), outStrides = y.strides();
+  std::vector<bool> seen(rank, false);
+  std::vector<CopyDim> dims;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t p = perm[d];
+    if (p < 0 || p >= int64_t(rank) || seen[p] || y.dims[d] != x.dims[p])
+      return context.unsupported("perm is not a permutation matching the result");
+    seen[p] = true;
+    dims.push_back({y.dims[d], inStrides[p], outStrides[d]});
+  }
+  if (y.numElements == 0)
+    return llvm::Error::success();
+  dims = canonicalize(std::move(dims));
+  // A batch of R x C -> C x R (in destination order: [batch,] C, R): tiled
+  // when both sides are wide enough to fill a tile's rows.
+  size_t n = dims.size();
+  if (n == 2 || n == 3) {
+    const CopyDim &c = dims[n - 2], &r = dims[n - 1];
+    bool swap = c.src == 1 && c.dst == r.size && r.dst == 1 && r.src == c.size;
+    bool batched =
+        n == 2 || (dims[0].src == r.size * c.size && dims[0].dst == dims[0].src);
+    if (swap && batched && r.size >= 16 && c.size >= 16) {
+      emitTiledTranspose(context, x, y, n == 3 ? dims[0].size : 1, r.size,
+                         c.size);
+      return llvm::Error::success();
+    }
+  }
+  emitCanonicalCopy(context, "transpose", x, 0, y, 0, elementBytes(x),
+                    std::move(dims));
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Concat, Split
+//===----------------------------------------------------------------------===//
+
+/// A tensor around its axis: `outer` blocks of dim(axis) * `inner`
+/// elements.
+struct AxisSplit {
+  int64_t axis = 0, outer = 1, inner = 1;
+};
+
+bool splitAroundAxis(const EmitContext &context, const TensorRef &ref,
+                     AxisSplit &split) {
+  int64_t rank = ref.rank();
+  split.axis = context.intAttr("axis", 0);
+  if (split.axis < 0)
+    split.axis += rank;
+  if (split.axis < 0 || split.axis >= rank)
+    return false;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d < split.axis)
+      split.outer *= ref.dims[d];
+    else if (d > split.axis)
+      split.inner *= ref.dims[d];
+  return true;
+}
+
+/// Each operand's rows go to its column range of the result. An operand
+/// the planner already put at its slice (Concat in place: a contiguous
+/// slice at the same byte offset) is a memcpy onto itself, which copy()
+/// skips: no step at all.
+llvm::Error emitConcat(EmitContext &context) {
+  const TensorRef &y = context.out();
+  AxisSplit split;
+  if (!splitAroundAxis(context, y, split))
+    return context.unsupported("axis out of range");
+  int64_t row = y.dims[split.axis] * split.inner, at = 0;
+  unsigned bytes = elementBytes(y);
+  for (const TensorRef &x : context.operands) {
+    if (!x.present || x.rank() != y.rank() || x.dtype != y.dtype)
+      return context.unsupported("operands must be present, of the result's "
+                                 "rank and dtype");
+    int64_t chunk = x.dims[split.axis] * split.inner;
+    if (x.numElements != split.outer * chunk)
+      return context.unsupported("operands differ from the result off the axis");
+    if (at + chunk > row)
+      return context.unsupported("operands exceed the result along the axis");
+    emitStridedCopy(context, "concat", x, 0, y, uint64_t(at) * bytes,
+                    {{split.outer, chunk, row}, {chunk, 1, 1}});
+    at += chunk;
+  }
+  if (at != row)
+    return context.unsupported("operands do not add up to the result");
+  return llvm::Error::success();
+}
+
+llvm::Error emitSplit(EmitContext &context) {
+  const TensorRef &x = context.in(0);
+  AxisSplit split;
+  if (!splitAroundAxis(context, x, split))
+    return context.unsupported("axis out of range");
+  int64_t row = x.dims[split.axis] * split.inner, at = 0;
+  unsigned bytes = elementBytes(x);
+  for (const TensorRef &y : context.results) {
+    if (!y.present)
+      return context.unsupported("every result must be present");
+    int64_t chunk = y.rank() == x.rank() ? y.dims[split.axis] * split.inner : -1;
+    if (chunk < 0 || y.numElements != split.outer * chunk || at + chunk > row)
+      return context.unsupported("results do not split the operand");
+    emitStridedCopy(context, "split", x, uint64_t(at) * bytes, y, 0,
+                    {{split.outer, row, chunk}, {chunk, 1, 1}});
+    at += chunk;
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Slice, Expand, Tile, DepthToSpace, SpaceToDepth
+//===----------------------------------------------------------------------===//
+
+llvm::Error emitSlice(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  size_t rank = x.rank();
+  if (y.rank() != rank)
+    return context.unsupported("result rank differs from the operand's");
+  std::vector<int64_t> starts = context.intsAttr("starts");
+  std::vector<int64_t> axes = context.intsAttr("axes");
+  std::vector<int64_t> steps = context.intsAttr("steps");
+  if (context.operands.size() > 1 && !context.hasAttr("starts"))
+    return context.unsupported("slice parameters must be attributes "
+                               "(the importer's canonical form)");
+  std::vector<int64_t> start(rank, 0), step(rank, 1);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t axis = i < axes.size() ? axes[i] : int64_t(i);
+    if (axis < 0)
+      axis += rank;
+    if (axis < 0 || axis >= int64_t(rank))
+      return context.unsupported("slice axis out of range");
+    start[axis] = starts[i];
+    step[axis] = i < steps.size() ? steps[i] : 1;
+  }
+  std::vector<int64_t> inStrides = x.strides(), outStrides = y.strides();
+  std::vector<CopyDim> dims;
+  int64_t base = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t last = start[d] + (y.dims[d] - 1) * step[d];
+    if (y.dims[d] > 0 && (start[d] < 0 || start[d] >= x.dims[d] || last < 0 ||
+                          last >= x.dims[d]))
+      return context.unsupported("slice of dim " + std::to_string(d) +
+                                 " reads outside the operand");
+    base += start[d] * inStrides[d];
+    dims.push_back({y.dims[d], inStrides[d] * step[d], outStrides[d]});
+  }
+  if (y.numElements == 0)
+    return llvm::Error::success();
+  emitStridedCopy(context, "slice", x, uint64_t(base) * elementBytes(x), y, 0,
+                  std::move(dims));
+  return llvm::Error::success();
+}
+
+llvm::Error emitExpand(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  std::vector<int64_t> strides, outStrides = y.strides();
+  if (!broadcastStrides(x, y.dims, strides))
+    return context.unsupported("operand does not broadcast to the result");
+  std::vector<CopyDim> dims;
+  for (size_t d = 0; d < y.rank(); ++d)
+    dims.push_back({y.dims[d], strides[d], outStrides[d]});
+  emitStridedCopy(context, "expand", x, 0, y, 0, std::move(dims));
+  return llvm::Error::success();
+}
+
+/// Each result dim d is (repeat, dim) pairs: the repeat steps over a whole
+/// copy of the operand's dim in the result and not at all in the operand.
+llvm::Error emitTile(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  size_t rank = x.rank();
+  if (y.rank() != rank)
+    return context.unsupported("result rank differs from the operand's");
+  std::vector<int64_t> inStrides = x.strides(), outStrides = y.strides();
+  std::vector<CopyDim> dims;
+  for (size_t d = 0; d < rank; ++d) {
+    if (x.dims[d] == 0 ? y.dims[d] != 0 : y.dims[d] % x.dims[d] != 0)
+      return context.unsupported("result dims are not multiples of the "
+                                 "operand's");
+    if (x.dims[d] == 0)
+      return llvm::Error::success(); // nothing to move
+    dims.push_back({y.dims[d] / x.dims[d], 0, x.dims[d] * outStrides[d]});
+    dims.push_back({x.dims[d], inStrides[d], outStrides[d]});
+  }
+  emitStridedCopy(context, "tile", x, 0, y, 0, std::move(dims));
+  return llvm::Error::success();
+}
+
+/// Both ops move between the depth side (N, C*b*b, H, W) and the space side
+/// (N, C, H*b, W*b) over (n, c, i, j, h, w), the channel split as DCR
+/// (i, j, c) or CRD (c, i, j), exactly as the host's loops.
+llvm::Error emitDepthSpace(EmitContext &context, bool toSpace) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  int64_t b = context.intAttr("blocksize", 0);
+  if (x.rank() != 4 || y.rank() != 4 || b <= 0)
+    return context.unsupported("expects 4-d tensors and a positive blocksize");
+  bool crd = context.stringAttr("mode", "DCR") == "CRD";
+  const TensorRef &depth = toSpace ? x : y, &space = toSpace ? y : x;
+  int64_t n = space.dims[0], c = space.dims[1], h = depth.dims[2],
+          w = depth.dims[3];
+  if (depth.dims[0] != n || depth.dims[1] != c * b * b ||
+      space.dims[2] != h * b || space.dims[3] != w * b)
+    return context.unsupported("shapes do not match the blocksize");
+  int64_t hw = h * w, sw = w * b;
+  // Per dim: size, depth-side stride, space-side stride.
+  struct { int64_t size, depth, space; } dims[] = {
+      {n, c * b * b * hw, c * h * b * sw},
+      {c, crd ? b * b * hw : hw, h * b * sw},
+      {b, crd ? b * hw : b * c * hw, sw},
+      {b, crd ? hw : c * hw, 1},
+      {h, w, b * sw},
+      {w, 1, b},
+  };
+  std::vector<CopyDim> copy;
+  for (const auto &d : dims)
+    copy.push_back(toSpace ? CopyDim{d.size, d.depth, d.space}
+                           : CopyDim{d.size, d.space, d.depth});
+  emitStridedCopy(context, toSpace ? "depthtospace" : "spacetodepth", x, 0, y,
+                  0, std::move(copy));
+  return llvm::Error::success();
+}
+
+llvm::Error emitDepthToSpace(EmitContext &context) {
+  return emitDepthSpace(context, true);
+}
+llvm::Error emitSpaceToDepth(EmitContext &context) {
+  return emitDepthSpace(context, false);
+}
+
+//===----------------------------------------------------------------------===//
+// Gather
+//===----------------------------------------------------------------------===//
+
+/// y[o, k, j] = x[o, indices[k], j], inner runs moved in the widest unit.
+llvm::Error emitGather(EmitContext &context) {
+  if (!context.hasIn(0) || !context.hasIn(1))
+    return context.unsupported("expects data and indices");
+  const TensorRef &x = context.in(0), &indices = context.in(1),
+                  &y = context.out();
+  if (ir::isFloatDType(indices.dtype))
+    return context.unsupported("indices must be integers");
+  AxisSplit split;
+  if (!splitAroundAxis(context, x, split))
+    return context.unsupported("axis out of range");
+  int64_t n = x.dims[split.axis], count = indices.numElements;
+  if (y.numElements != split.outer * count * split.inner || x.dtype != y.dtype)
+    return context.unsupported("result does not match the gather");
+  if (y.numElements == 0)
+    return llvm::Error::success();
+  unsigned bytes = elementBytes(x);
+  unsigned unit = widestUnit(bytes, uint64_t(split.inner) * bytes,
+                             {x.place.value, y.place.value});
+  int64_t inner = split.inner * bytes / unit, total = y.numElements * bytes / unit;
+  Kernel kernel;
+  kernel.tag = "gather";
+  kernel.body = unitPrologue(unit);
+  kernel.body += addUnitPointer(kernel, "src", x, 0, true, unit);
+  kernel.addTensor("indices", indices, true);
+  kernel.body += addUnitPointer(kernel, "dst", y, 0, false, unit);
+  const char *index = indexTypeFor(total, int64_t(x.bytes / unit));
+  kernel.body += gridStrideLoop(index, total);
+  kernel.body += emitCoordinates({split.outer, count, inner}, index, "i", "d",
+                                 {split.outer > 1, true, inner > 1});
+  std::string N = cudaIntLiteral(n);
+  std::string from = split.outer > 1 ? "d0 * " + N + " + at" : "at";
+  if (inner > 1)
+    from = "(" + from + ") * " + cudaIntLiteral(inner) + " + d2";
+  kernel.body +=
+      "    int64_t at = (int64_t)snug_load(indices + d1);\n"
+      "    if (at < 0)\n      at += " + N + ";\n"
+      "    // Out of range (an error on the host): zeros, never a stray read.\n"
+      "    dst[i] = at >= 0 && at < " + N + " ? src[" + from + "] : " +
+      unitType(unit) + "();\n  }\n";
+  launchGridStride(context, std::move(kernel), total);
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pad
+//===----------------------------------------------------------------------===//
+
+/// Statements mapping result coordinate `coordinate` to the operand's `at`
+/// along a dim of `size` padded by `before`, for `mode`; constant mode
+/// clears `inside` instead.
+std::string padMapping(llvm::StringRef mode, int64_t size, int64_t before,
+                       llvm::StringRef coordinate, llvm::StringRef indexType) {
+  std::string n = cudaIntLiteral(size);
+  std::string text = "      " + indexType.str() + " at = " + coordinate.str() +
+                     " - " + cudaIntLiteral(before) + ";\n";
+  if (mode == "constant")
+    return text + "      inside = inside && at >= 0 && at < " + n + ";\n";
+  if (mode == "edge")
+    return text + "      at = at < 0 ? 0 : (at >= " + n + " ? " +
+           cudaIntLiteral(size - 1) + " : at);\n";
+  if (mode == "wrap")
+    return text + "      at = ((at % " + n + ") + " + n + ") % " + n + ";\n";
+  // reflect, without repeating the edge
+  if (size == 1)
+    return text + "      at = 0;\n";
+  std::string period = cudaIntLiteral(2 * (size - 1));
+  return text + "      at = ((at % " + period + ") + " + period + ") % " +
+         period + ";\n      if (at >= " + n + ")\n        at = " + period +
+         " - at;\n";
+}
+
+llvm::Error emitPad(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  int64_t rank = x.rank();
+  if (!context.hasAttr("pads"))
+    return context.unsupported("pads must be an attribute (the importer's "
+                               "canonical form)");
+  std::vector<int64_t> pads = context.intsAttr("pads");
+  if (int64_t(pads.size()) != 2 * rank || y.rank() != x.rank() ||
+      x.dtype != y.dtype)
+    return context.unsupported("pads must hold 2 x rank values");
+  for (int64_t d = 0; d < rank; ++d)
+    if (y.dims[d] != x.dims[d] + pads[d] + pads[rank + d])
+      return context.unsupported("result dims do not match the pads");
+  std::string mode = context.stringAttr("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      mode != "wrap")
+    return context.unsupported("unsupported mode '" + mode + "'");
+  if (x.numElements == 0 && mode != "constant")
+    return context.unsupported("cannot " + mode + "-pad an empty tensor");
+  if (y.numElements == 0)
+    return llvm::Error::success();
+  // Merge an unpadded dim into the dim outside it: the merged coordinate
+  // maps the same way in constant mode, and an unpadded pair always does.
+  std::vector<int64_t> inDims, outDims, before;
+  std::vector<bool> padded;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool unpadded = pads[d] == 0 && pads[rank + d] == 0;
+    if (y.dims[d] == 1 && unpadded)
+      continue;
+    if (unpadded && !inDims.empty() && (mode == "constant" || !padded.back())) {
+      inDims.back() *= x.dims[d], outDims.back() *= y.dims[d];
+      before.back() *= y.dims[d];
+      continue;
+    }
+    inDims.push_back(x.dims[d]), outDims.push_back(y.dims[d]);
+    before.push_back(pads[d]), padded.push_back(!unpadded);
+  }
+  std::string type = cudaTypeName(y.dtype);
+  Kernel kernel;
+  kernel.tag = "pad";
+  kernel.addTensor("x", x, true);
+  if (mode == "constant") {
+    // The value as the host stores it: read as a double, stored in the
+    // result's type.
+    std::string value = cudaFloatLiteral(double(context.floatAttr("value", 0)));
+    if (context.hasIn(2) && context.in(2).numElements) {
+      kernel.addTensor("value", context.in(2), true);
+      value = "(double)snug_load(value)";
+    }
+    kernel.body += "  " + type + " pad_value;\n  " +
+                   storeConverted(y.dtype, "double", "&pad_value", value);
+  }
+  kernel.addTensor("out", y, false);
+  std::vector<int64_t> inStrides(inDims.size(), 1);
+  for (size_t d = inDims.size(); d-- > 1;)
+    inStrides[d - 1] = inStrides[d] * inDims[d];
+  const char *index = indexTypeFor(y.numElements, y.numElements);
+  std::string I = index;
+  kernel.body += gridStrideLoop(index, y.numElements);
+  kernel.body += emitCoordinates(outDims, index, "i", "d");
+  kernel.body += "    " + I + " from = 0;\n";
+  if (mode == "constant")
+    kernel.body += "    bool inside = true;\n";
+  for (size_t d = 0; d < outDims.size(); ++d) {
+    std::string coordinate = "d" + std::to_string(d);
+    std::string stride = inStrides[d] == 1 ? "" : " * " + cudaIntLiteral(inStrides[d]);
+    if (!padded[d]) {
+      kernel.body += "    from += " + coordinate + stride + ";\n";
+      continue;
+    }
+    kernel.body += "    {\n" +
+                   padMapping(mode, inDims[d], before[d], coordinate, I) +
+                   "      from += at" + stride + ";\n    }\n";
+  }
+  kernel.body += mode == "constant" ? "    out[i] = inside ? x[from] : pad_value;\n"
+                                    : "    out[i] = x[from];\n";
+  kernel.body += "  }\n";
+  launchGridStride(context, std::move(kernel), y.numElements);
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Resize
+//===----------------------------------------------------------------------===//
+
+/// The host's input coordinate of output coordinate `o` along one axis.
+double resizeSource(llvm::StringRef mode, double o, double scale,
+                    int64_t inSize, int64_t outSize) {
+  if (mode == "asymmetric")
+    return o / scale;
+  if (mode == "align_corners")
+    return outSize == 1 ? 0.0 : o * double(inSize - 1) / double(outSize - 1);
+  if (mode == "pytorch_half_pixel")
+    return outSize > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "tf_half_pixel_for_nearest")
+    return (o + 0.5) / scale;
+  return (o + 0.5) / scale - 0.5; // half_pixel
+}
+
+/// The same, as device code over `o` (an integer coordinate): the same
+/// double operations in the same order, so the same bits.
+std::string resizeSourceCode(llvm::StringRef mode, llvm::StringRef o,
+                             double scale, int64_t inSize, int64_t outSize) {
+  std::string x = "(double)" + o.str(), s = cudaFloatLiteral(scale);
+  if (mode == "asymmetric")
+    return x + " / " + s;
+  if (mode == "align_corners")
+    return outSize == 1 ? "0.0"
+                        : x + " * " + cudaFloatLiteral(double(inSize - 1)) +
+                              " / " + cudaFloatLiteral(double(outSize - 1));
+  if (mode == "pytorch_half_pixel" && outSize <= 1)
+    return "0.0";
+  if (mode == "tf_half_pixel_for_nearest")
+    return "(" + x + " + 0.5) / " + s;
+  return "(" + x + " + 0.5) / " + s + " - 0.5";
+}
+
+int64_t nearestIndex(llvm::StringRef mode, double x) {
+  if (mode == "floor")
+    return int64_t(std::floor(x));
+  if (mode == "ceil")
+    return int64_t(std::ceil(x));
+  double f = std::floor(x);
+  if (x - f == 0.5)
+    return int64_t(mode == "round_prefer_ceil" ? f + 1 : f);
+  return int64_t(std::round(x));
+}
+
+std::string nearestIndexCode(llvm::StringRef mode, llvm::StringRef x) {
+  std::string X = x.str();
+  if (mode == "floor")
+    return "(int64_t)floor(" + X + ")";
+  if (mode == "ceil")
+    return "(int64_t)ceil(" + X + ")";
+  std::string f = "floor(" + X + ")";
+  return "(int64_t)(" + X + " - " + f + " == 0.5 ? " + f +
+         (mode == "round_prefer_ceil" ? " + 1.0" : "") + " : round(" + X +
+         "))";
+}
+
+/// One axis of a resize, as the host's tables would hold it.
+struct ResizeAxis {
+  int64_t in, out;
+  double scale;
+  bool identity; // source coordinate = result coordinate
+};
+
+/// A closed form for a nearest axis whose table is (o * p) / q (integer
+/// scale factors): "" when there is none.
+std::string nearestClosedForm(const ResizeAxis &axis, llvm::StringRef transform,
+                              llvm::StringRef nearest, llvm::StringRef o) {
+  int64_t g = std::gcd(axis.in, axis.out), p = axis.in / g, q = axis.out / g;
+  for (int64_t k = 0; k < axis.out; ++k) {
+    double src = resizeSource(transform, double(k), axis.scale, axis.in, axis.out);
+    int64_t i = std::min(std::max<int64_t>(nearestIndex(nearest, src), 0),
+                         axis.in - 1);
+    if (i != k * p / q)
+      return "";
+  }
+  std::string text = o.str();
+  if (p != 1)
+    text += " * " + cudaIntLiteral(p);
+  if (q != 1)
+    text = "(" + text + ") / " + cudaIntLiteral(q);
+  return text;
+}
+
+llvm::Error emitResize(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  size_t rank = x.rank();
+  if (y.rank() != rank || x.dtype != y.dtype)
+    return context.unsupported("result rank or dtype differs from the "
+                               "operand's");
+  std::string mode = context.stringAttr("mode", "nearest");
+  std::string transform =
+      context.stringAttr("coordinate_transformation_mode", "half_pixel");
+  std::string nearest = context.stringAttr("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear")
+    return context.unsupported("mode '" + mode + "' is not supported");
+  if (transform == "tf_crop_and_resize")
+    return context.unsupported("tf_crop_and_resize is not supported");
+  if (context.intAttr("antialias", 0))
+    return context.unsupported("antialias is not supported");
+  if (x.numElements == 0 && y.numElements)
+    return context.unsupported("cannot resize an empty tensor");
+  if (y.numElements == 0)
+    return llvm::Error::success();
+  std::vector<float> given = context.floatsAttr("scales");
+  std::vector<ResizeAxis> axes;
+  for (size_t d = 0; d < rank; ++d) {
+    double scale = given.size() == rank ? double(given[d])
+                   : x.dims[d] ? double(y.dims[d]) / double(x.dims[d])
+                               : 1.0;
+    axes.push_back({x.dims[d], y.dims[d], scale,
+                    x.dims[d] == y.dims[d] && scale == 1.0});
+  }
+  bool linear = mode == "linear";
+  Kernel kernel;
+  kernel.tag = "resize";
+  kernel.addTensor("x", x, true);
+  kernel.addTensor("out", y, false);
+  std::vector<int64_t> inStrides = x.strides();
+  const char *index = indexTypeFor(y.numElements, x.numElements);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  // Axes that collapse to index 0 need no coordinate.
+  std::vector<bool> needed;
+  for (const ResizeAxis &axis : axes)
+    needed.push_back(axis.identity ? axis.out > 1 : axis.in > 1);
+  os << gridStrideLoop(index, y.numElements)
+     << emitCoordinates(y.dims, index, "i", "d", needed);
+  auto term = [&](const std::string &coordinate, size_t d) {
+    return " + " + coordinate +
+           (inStrides[d] == 1 ? "" : " * " + cudaIntLiteral(inStrides[d]));
+  };
+  std::string base;          // offset terms of identity and nearest axes
+  std::vector<size_t> blend; // linear axes that interpolate
+  for (size_t d = 0; d < rank; ++d) {
+    std::string o = "d" + std::to_string(d);
+    const ResizeAxis &axis = axes[d];
+    std::string source = resizeSourceCode(transform, o, axis.scale, axis.in,
+                                          axis.out);
+    std::string N1 = cudaIntLiteral(axis.in - 1);
+    if (axis.identity) {
+      if (axis.out > 1)
+        base += term(o, d);
+      continue;
+    }
+    if (axis.in == 1)
+      continue; // every coordinate clamps to 0 (with weight 0 when linear)
+    if (!linear) {
+      std::string closed = nearestClosedForm(axis, transform, nearest, o);
+      if (closed.empty()) {
+        os << "    const double s" << d << " = " << source << ";\n"
+           << "    int64_t n" << d << " = "
+           << nearestIndexCode(nearest, "s" + std::to_string(d)) << ";\n"
+           << "    n" << d << " = n" << d << " < 0 ? 0 : (n" << d << " > " << N1
+           << " ? " << N1 << " : n" << d << ");\n";
+        closed = "n" + std::to_string(d);
+      }
+      base += term("(" + closed + ")", d);
+      continue;
+    }
+    // As the host: clamp to [0, n - 1], the two neighbours and the weight
+    // of the second.
+    os << "    double s" << d << " = " << source << ";\n"
+       << "    s" << d << " = s" << d << " < 0.0 ? 0.0 : s" << d << ";\n"
+       << "    s" << d << " = " << cudaFloatLiteral(double(axis.in - 1)) << " < s"
+       << d << " ? " << cudaFloatLiteral(double(axis.in - 1)) << " : s" << d
+       << ";\n"
+       << "    const int64_t lo" << d << " = (int64_t)floor(s" << d << ");\n"
+       << "    const int64_t hi" << d << " = lo" << d << " + 1 < " << N1
+       << " ? lo" << d << " + 1 : " << N1 << ";\n"
+       << "    const double w" << d << " = s" << d << " - (double)lo" << d
+       << ";\n";
+    blend.push_back(d);
+  }
+  std::string offset = base.empty() ? "0" : base.substr(3);
+  if (!linear) {
+    os << "    out[i] = x[" << offset << "];\n  }\n";
+  } else {
+    // Every corner of the interpolated axes, weights multiplied in axis
+    // order and zero-weight corners skipped, as the host (a NaN there
+    // would otherwise spread).
+    os << "    double acc = 0.0;\n";
+    for (uint64_t corner = 0; corner < (uint64_t(1) << blend.size()); ++corner) {
+      std::string weight, at = offset;
+      for (size_t k = 0; k < blend.size(); ++k) {
+        std::string d = std::to_string(blend[k]);
+        bool second = (corner >> k) & 1;
+        weight += std::string(weight.empty() ? "" : " * ") +
+                  (second ? "w" + d : "(1.0 - w" + d + ")");
+        at += term((second ? "hi" : "lo") + d, blend[k]);
+      }
+      os << "    {\n      const double w = " << weight << ";\n"
+         << "      if (w != 0.0)\n        acc += w * (double)snug_load(x + ("
+         << at << "));\n    }\n";
+    }
+    os << "    " << storeConverted(y.dtype, "double", "out + i", "acc") << "  }\n";
+  }
+  kernel.body = os.str();
+  launchGridStride(context, std::move(kernel), y.numElements);
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Fills: Dropout's mask, Shape, Size, Constant, ConstantOfShape, Range
+//===----------------------------------------------------------------------===//
+
+/// `value` stored as the host's storeDouble stores it into `dtype`.
+std::vector<uint8_t> encodeDouble(double value, ir::DType dtype);
+
+/// `value` stored as the host's storeInt stores it.
+std::vector<uint8_t> encodeInt(int64_t value, ir::DType dtype) {
+  std::vector<uint8_t> bytes(ir::getDTypeSize(dtype));
+  auto put = [&](auto v) { std::memcpy(bytes.data(), &v, sizeof v); };
+  switch (dtype) {
+  case ir::DType::I64: put(value); break;
+  case ir::DType::I32: put(int32_t(uint32_t(value))); break;
+  case ir::DType::I16: put(int16_t(uint16_t(value))); break;
+  case ir::DType::I8: put(int8_t(uint8_t(value))); break;
+  case ir::DType::U8: put(uint8_t(value)); break;
+  case ir::DType::Bool: put(uint8_t(value != 0)); break;
+  default: return encodeDouble(double(value), dtype);
+  }
+  return bytes;
+}
+
+std::vector<uint8_t> encodeDouble(double value, ir::DType dtype) {
+  std::vector<uint8_t> bytes(ir::getDTypeSize(dtype));
+  auto put = [&](auto v) { std::memcpy(bytes.data(), &v, sizeof v); };
+  switch (dtype) {
+  case ir::DType::F32: put(float(value)); break;
+  case ir::DType::F64: put(value); break;
+  case ir::DType::F16: put(floatToF16(float(value))); break;
+  case ir::DType::BF16: put(floatToBf16(float(value))); break;
+  case ir::DType::Bool: put(uint8_t(value != 0)); break;
+  default: {
+    // Truncation with NaN and out-of-range values pinned, as the host.
+    int64_t pinned = std::isnan(value)                 ? 0
+                     : value >= 9.2233720368547758e18  ? INT64_MAX
+                     : value <= -9.2233720368547758e18 ? INT64_MIN
+                                                       : int64_t(value);
+    return encodeInt(pinned, dtype);
+  }
+  }
+  return bytes;
+}
+
+/// Element 0 of a tensor attribute as the host's loadDouble reads it.
+double decodeDouble(llvm::ArrayRef<uint8_t> bytes, ir::DType dtype) {
+  auto get = [&](auto v) {
+    std::memcpy(&v, bytes.data(), sizeof v);
+    return v;
+  };
+  switch (dtype) {
+  case ir::DType::F32: return get(float());
+  case ir::DType::F64: return get(double());
+  case ir::DType::F16: return f16ToFloat(get(uint16_t()));
+  case ir::DType::BF16: return bf16ToFloat(get(uint16_t()));
+  case ir::DType::I64: return double(get(int64_t()));
+  case ir::DType::I32: return get(int32_t());
+  case ir::DType::I16: return get(int16_t());
+  case ir::DType::I8: return get(int8_t());
+  case ir::DType::U8: return get(uint8_t());
+  case ir::DType::Bool: return get(uint8_t()) != 0;
+  }
+  return 0;
+}
+
+/// `bytes` (little-endian, at most 8) as an unsigned literal.
+std::string unitLiteral(llvm::ArrayRef<uint8_t> bytes) {
+  uint64_t value = 0;
+  for (size_t i = bytes.size(); i-- > 0;)
+    value = value << 8 | bytes[i];
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "0x%llxull", (unsigned long long)value);
+  return "(" + unitType(unsigned(bytes.size())) + ")" + buffer;
+}
+
+/// Fills `out` with copies of the one element `element`, as the widest
+/// repeated pattern (up to 8 bytes) the size and address allow.
+void emitFill(EmitContext &context, llvm::StringRef tag, const TensorRef &out,
+              llvm::ArrayRef<uint8_t> element) {
+  if (out.numElements == 0)
+    return;
+  unsigned bytes = unsigned(element.size());
+  unsigned unit = std::min(8u, widestUnit(bytes, out.bytes, {out.place.value}));
+  std::vector<uint8_t> pattern;
+  for (unsigned k = 0; k < unit / bytes; ++k)
+    pattern.insert(pattern.end(), element.begin(), element.end());
+  int64_t count = int64_t(out.bytes / unit);
+  Kernel kernel;
+  kernel.tag = tag.str();
+  addUnitPointer(kernel, "out", out, 0, false, unit);
+  const char *index = indexTypeFor(count, count);
+  kernel.body = gridStrideLoop(index, count) + "    out[i] = " +
+                unitLiteral(pattern) + ";\n  }\n";
+  launchGridStride(context, std::move(kernel), count);
+}
+
+/// Writes `data` (the whole tensor) to `out` from one thread: for the small
+/// constants Shape and Size make. A larger non-uniform constant belongs in
+/// the weights (fold-constants puts it there).
+llvm::Error emitConstantBytes(EmitContext &context, const TensorRef &out,
+                              llvm::ArrayRef<uint8_t> data) {
+  unsigned bytes = elementBytes(out);
+  if (data.size() != out.bytes)
+    return context.unsupported("the constant does not match the result");
+  if (out.numElements == 0)
+    return llvm::Error::success();
+  bool uniform = true;
+  for (uint64_t k = bytes; k < data.size() && uniform; k += bytes)
+    uniform = std::memcmp(data.data(), data.data() + k, bytes) == 0;
+  if (uniform) {
+    emitFill(context, tagOf(context), out, data.take_front(bytes));
+    return llvm::Error::success();
+  }
+  if (out.numElements > 256)
+    return context.unsupported("a constant of more than 256 distinct-valued "
+                               "elements must be a weight (run "
+                               "fold-constants)");
+  Kernel kernel;
+  kernel.tag = tagOf(context);
+  addUnitPointer(kernel, "out", out, 0, false, bytes);
+  for (int64_t k = 0; k < out.numElements; ++k)
+    kernel.body += "  out[" + std::to_string(k) + "] = " +
+                   unitLiteral(data.slice(k * bytes, bytes)) + ";\n";
+  kernel.block.x = 1;
+  context.launch(std::move(kernel));
+  return llvm::Error::success();
+}
+
+llvm::Error emitShape(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  int64_t rank = x.rank();
+  int64_t start = context.intAttr("start", 0), end = context.intAttr("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::min(std::max<int64_t>(start, 0), rank);
+  end = std::min(std::max<int64_t>(end, 0), rank);
+  if (y.numElements != std::max<int64_t>(end - start, 0))
+    return context.unsupported("result size does not match start and end");
+  std::vector<uint8_t> data;
+  for (int64_t d = start; d < end; ++d) {
+    std::vector<uint8_t> element = encodeInt(x.dims[d], y.dtype);
+    data.insert(data.end(), element.begin(), element.end());
+  }
+  return emitConstantBytes(context, y, data);
+}
+
+llvm::Error emitSize(EmitContext &context) {
+  if (context.out().numElements != 1)
+    return context.unsupported("the result must hold one element");
+  return emitConstantBytes(context, context.out(),
+                           encodeInt(context.in(0).numElements,
+                                     context.out().dtype));
+}
+
+/// Constant copies its tensor attribute; ConstantOfShape fills with its
+/// one element (f32 zero by default), converted as the host does.
+llvm::Error emitConstant(EmitContext &context) {
+  const TensorRef &y = context.out();
+  const ir::Attribute *value = context.node.getAttribute("value");
+  bool isTensor = value && value->getKind() == ir::Attribute::Kind::Tensor;
+  if (context.node.getOpName() == "Constant") {
+    if (!isTensor || value->getTensorType().getDType() != y.dtype)
+      return context.unsupported("tensor attribute 'value' must match the "
+                                 "result");
+    return emitConstantBytes(context, y, value->getTensorBytes());
+  }
+  double fill = 0;
+  if (isTensor && !value->getTensorBytes().empty())
+    fill = decodeDouble(value->getTensorBytes(),
+                        value->getTensorType().getDType());
+  emitFill(context, "constantofshape", y, encodeDouble(fill, y.dtype));
+  return llvm::Error::success();
+}
+
+/// Inference Dropout: the identity (a copy, none when the planner put the
+/// result on the operand) and an all-true mask when it is asked for.
+llvm::Error emitDropout(EmitContext &context) {
+  if (context.hasIn(2)) {
+    const ir::Value *training = context.node.getOperand(2);
+    if (!training->isWeight() || training->isWeightElided())
+      return context.unsupported("training_mode must be a constant");
+    llvm::ArrayRef<uint8_t> data =
+        context.node.getModule()->getWeightData(training);
+    if (!data.empty() &&
+        decodeDouble(data, training->getType().getDType()) != 0)
+      return context.unsupported("training_mode is not supported");
+  }
+  const TensorRef &x = context.in(0), &y = context.out();
+  if (x.bytes != y.bytes)
+    return context.unsupported("operand and result differ in size");
+  context.copy(y.place, x.place, y.bytes);
+  if (context.results.size() > 1 && context.out(1).present)
+    emitFill(context, "dropout_mask", context.out(1),
+             encodeInt(1, context.out(1).dtype));
+  return llvm::Error::success();
+}
+
+/// Range(start, limit, delta): start + i * delta, in double for a float
+/// result and int64 otherwise, as the host.
+llvm::Error emitRange(EmitContext &context) {
+  if (!context.hasIn(0) || !context.hasIn(2))
+    return context.unsupported("expects start, limit and delta");
+  const TensorRef &start = context.in(0), &delta = context.in(2),
+                  &y = context.out();
+  if (start.numElements != 1 || delta.numElements != 1)
+    return context.unsupported("start and delta must be scalars");
+  if (y.numElements == 0)
+    return llvm::Error::success();
+  bool floatMath = ir::isFloatDType(y.dtype);
+  if (!floatMath &&
+      (ir::isFloatDType(start.dtype) || ir::isFloatDType(delta.dtype)))
+    return context.unsupported("an integer range needs integer start and "
+                               "delta");
+  std::string type = floatMath ? "double" : "int64_t";
+  Kernel kernel;
+  kernel.tag = "range";
+  kernel.addTensor("start", start, true);
+  kernel.addTensor("delta", delta, true);
+  kernel.addTensor("out", y, false);
+  const char *index = indexTypeFor(y.numElements, y.numElements);
+  kernel.body = "  const " + type + " first = (" + type +
+                ")snug_load(start), step = (" + type + ")snug_load(delta);\n";
+  kernel.body += gridStrideLoop(index, y.numElements);
+  std::string value =
+      floatMath ? "first + (double)i * step"
+                : "(int64_t)((uint64_t)first + (uint64_t)i * (uint64_t)step)";
+  kernel.body += "    " + storeConverted(y.dtype, type, "out + i", value) + "  }\n";
+  launchGridStride(context, std::move(kernel), y.numElements);
+  return llvm::Error::success();
+}
+
+const EmitterEntry kDataMovementEmitters[] = {
+    {"Transpose", emitTranspose},
+    {"Concat", emitConcat},
+    {"Split", emitSplit},
+    {"Slice", emitSlice},
+    {"Gather", emitGather},
+    {"Pad", emitPad},
+    {"Resize", emitResize},
+    {"Expand", emitExpand},
+    {"Tile", emitTile},
+    {"DepthToSpace", emitDepthToSpace},
+    {"SpaceToDepth", emitSpaceToDepth},
+    {"Dropout", emitDropout},
+    {"Shape", emitShape},
+    {"Size", emitSize},
+    {"Constant", emitConstant},
+    {"ConstantOfShape", emitConstant},
+    {"Range", emitRange},
+};
+
+} // namespace
+
+llvm::ArrayRef<EmitterEntry> getDataMovementEmitters() {
+  return kDataMovementEmitters;
+}
 
 } // namespace cuda
 } // namespace snug

@@ -1,10 +1,389 @@
-//===- GemmEmitters.cpp - CUDA emitters: Gemm ops -----------------------===//
+//===- GemmEmitters.cpp - CUDA emitters: MatMul, Gemm ---------------------===//
+//
+// f32, f16, bf16 and f64 products go to cuBLAS (one
+// cublasGemmStridedBatchedEx per DeviceGemm step). cuBLAS is column-major
+// and snug row-major, so a row-major Y[M,N] = A[M,K] B[K,N] is computed as
+// the column-major Y^T[N,M] = B^T[N,K] A^T[K,M]: cuBLAS's A is our B (ld N),
+// its B our A (ld K), m = N, n = M, and Y^T has ld N. A transposed operand
+// (Gemm's transA/transB) is a transposed cuBLAS operand with the other
+// leading dimension.
+//
+// MatMul broadcasts batch dims (numpy). A right operand without batch dims
+// folds the batch into M: one plain GEMM. Otherwise every operand's batch
+// offset must be a fixed stride times the batch index (0 for a broadcast
+// operand) over the batch dims one call covers: the longest run of trailing
+// batch dims where that holds is one strided call, and the dims before it
+// become separate calls. When that would take too many calls, or for
+// integer dtypes, a tiled kernel computes the product instead, as the host
+// does (operands converted to float, sums in double, rounded to float).
+//
+// Gemm's C is broadcast into Y first (a copy when it already is [M,N], a
+// small kernel otherwise) and cuBLAS adds the product with Gemm's beta.
+//
+//===----------------------------------------------------------------------===//
 #include "compiler/cuda/KernelEmitter.h"
+
+#include "runtime/BundleFormat.h"
+
+#include "llvm/Support/raw_ostream.h"
 
 namespace snug {
 namespace cuda {
+namespace {
 
-llvm::ArrayRef<EmitterEntry> getGemmEmitters() { return {}; }
+using ir::DType;
+
+std::string lit(int64_t value) { return cudaIntLiteral(value); }
+
+/// More GEMM steps than this for one MatMul run as one kernel instead.
+constexpr int64_t kMaxGemmSteps = 64;
+/// The tiled kernel's square tile.
+constexpr int64_t kTile = 16;
+
+/// cuBLAS's element type for `type`, or 0 when cuBLAS does not take it.
+uint8_t cublasDType(DType type) {
+  switch (type) {
+  case DType::F32:
+    return bundle::DTypeF32;
+  case DType::F16:
+    return bundle::DTypeF16;
+  case DType::BF16:
+    return bundle::DTypeBF16;
+  case DType::F64:
+    return bundle::DTypeF64;
+  default:
+    return 0;
+  }
+}
+
+bool fitsInt32(int64_t value) { return value <= INT32_MAX; }
+
+/// A batch dim of a product: its extent and each operand's offset step per
+/// index, in elements (0 for an operand broadcast along it).
+struct BatchAxis {
+  int64_t extent, strideA, strideB, strideY;
+};
+
+/// A row-major product Y[b] = op(A[b]) op(B[b]) of M x K by K x N matrices
+/// over `batch` (outermost first).
+struct Product {
+  int64_t m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
+  std::vector<BatchAxis> batch;
+
+  int64_t batchCount() const {
+    int64_t count = 1;
+    for (const BatchAxis &axis : batch)
+      count *= axis.extent;
+    return count;
+  }
+};
+
+/// The column-major cuBLAS call for `product`'s batch items whose first one
+/// sits `offsetA`, `offsetB`, `offsetY` elements into the operands, with
+/// `count` items `stride` apart.
+bundle::DeviceGemm gemmStep(const EmitContext &context, const Product &product,
+                            int64_t offsetA, int64_t offsetB, int64_t offsetY,
+                            int64_t count, const BatchAxis &stride) {
+  const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
+  uint64_t size = ir::getDTypeSize(y.dtype);
+  bundle::DeviceGemm gemm;
+  gemm.dtype = cublasDType(y.dtype);
+  gemm.m = int32_t(product.n), gemm.n = int32_t(product.m);
+  gemm.k = int32_t(product.k), gemm.batch = int32_t(count);
+  gemm.transA = product.transB, gemm.transB = product.transA;
+  gemm.lda = product.transB ? product.k : product.n;
+  gemm.ldb = product.transA ? product.m : product.k;
+  gemm.ldc = product.n;
+  gemm.strideA = stride.strideB, gemm.strideB = stride.strideA;
+  gemm.strideC = stride.strideY;
+  gemm.a = b.at(uint64_t(offsetB) * size);
+  gemm.b = a.at(uint64_t(offsetA) * size);
+  gemm.c = y.at(uint64_t(offsetY) * size);
+  return gemm;
+}
+
+/// Splits `product`'s batch into strided cuBLAS calls (see the file
+/// comment); empty when more than kMaxGemmSteps would be needed.
+std::vector<bundle::DeviceGemm> planGemms(const EmitContext &context,
+                                          const Product &product) {
+  const std::vector<BatchAxis> &batch = product.batch;
+  // The longest run of trailing dims that one stride per operand walks:
+  // the next outer dim joins when each operand's step over it is its step
+  // over the run times the run's extent.
+  size_t first = batch.size();
+  BatchAxis run{1, 0, 0, 0};
+  if (first)
+    run = batch[--first];
+  auto joins = [&](const BatchAxis &axis) {
+    return axis.strideA == run.strideA * run.extent &&
+           axis.strideB == run.strideB * run.extent &&
+           axis.strideY == run.strideY * run.extent;
+  };
+  while (first > 0 && joins(batch[first - 1]))
+    run.extent *= batch[--first].extent;
+  int64_t calls = 1;
+  for (size_t d = 0; d < first; ++d)
+    calls *= batch[d].extent;
+  if (calls > kMaxGemmSteps)
+    return {};
+  std::vector<bundle::DeviceGemm> steps;
+  for (int64_t call = 0; call < calls; ++call) {
+    int64_t offsetA = 0, offsetB = 0, offsetY = 0, rest = call;
+    for (size_t d = first; d-- > 0;) {
+      int64_t index = rest % batch[d].extent;
+      rest /= batch[d].extent;
+      offsetA += index * batch[d].strideA;
+      offsetB += index * batch[d].strideB;
+      offsetY += index * batch[d].strideY;
+    }
+    steps.push_back(
+        gemmStep(context, product, offsetA, offsetB, offsetY, run.extent, run));
+  }
+  return steps;
+}
+
+/// The offset in Gemm's C (rank <= 2, broadcast to [M, N]) of the element
+/// for Y's (`row`, `col`).
+std::string offsetInC(const TensorRef &c, const std::string &row,
+                      const std::string &col) {
+  int64_t rows = c.rank() == 2 ? c.dims[0] : 1;
+  int64_t cols = c.rank() >= 1 ? c.dims.back() : 1;
+  if (rows == 1)
+    return cols == 1 ? "0" : col;
+  return cols == 1 ? row : row + " * " + lit(cols) + " + " + col;
+}
+
+/// The offset of batch item `z` in the operand whose steps over `batch` are
+/// `stride` (0 where it is broadcast).
+std::string batchOffset(llvm::ArrayRef<BatchAxis> batch,
+                        int64_t BatchAxis::*stride) {
+  std::string offset;
+  int64_t below = 1;
+  for (size_t d = batch.size(); d-- > 0;) {
+    std::string index = below == 1 ? "z" : "(z / " + lit(below) + ")";
+    if (d != 0) // the outermost dim needs no modulo
+      index = "(" + index + " % " + lit(batch[d].extent) + ")";
+    if (batch[d].*stride)
+      offset +=
+          (offset.empty() ? "" : " + ") + index + " * " + lit(batch[d].*stride);
+    below *= batch[d].extent;
+  }
+  return offset.empty() ? "0" : offset;
+}
+
+/// Y[b] = alpha * op(A[b]) op(B[b]) (+ beta * C broadcast, for Gemm) as a
+/// tiled kernel: 16x16 tiles through shared memory, one result per thread,
+/// blockIdx.z walking the batch. Sums as the host: in double over
+/// float-converted operands for integers (the result rounded to float
+/// before it is stored), in the compute type for the floats.
+llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
+                              float alpha, float beta) {
+  const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
+  bool isFloat = cublasDType(y.dtype) != 0;
+  std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
+  std::string operand =
+      isFloat ? "(" + acc + ")snug_load" : "(double)(float)snug_load";
+  int64_t rowTiles = (product.m + kTile - 1) / kTile;
+  int64_t colTiles = (product.n + kTile - 1) / kTile;
+  if (rowTiles > 65535 || colTiles > INT32_MAX)
+    return context.unsupported("the product is too large for the kernel");
+  int64_t largest = std::max({a.numElements, b.numElements, y.numElements});
+  std::string idx = largest <= INT32_MAX ? "int" : "int64_t";
+  std::string aAt = product.transA ? "p * " + lit(product.m) + " + i"
+                                   : "i * " + lit(product.k) + " + p";
+  std::string bAt = product.transB ? "j * " + lit(product.k) + " + p"
+                                   : "p * " + lit(product.n) + " + j";
+  std::string result = "sum";
+  if (alpha != 1)
+    result = "(" + acc + ")" + cudaFloatLiteral(alpha) + " * sum";
+  if (context.hasIn(2) && beta != 0)
+    result += " + (" + acc + ")" + cudaFloatLiteral(beta) +
+              " * snug_load(c + " + offsetInC(context.in(2), "i", "j") + ")";
+  if (!isFloat) // the host rounds its double result to float first
+    result = "(float)(" + result + ")";
+
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << "  __shared__ " << acc << " As[" << kTile << "][" << kTile << "];\n"
+     << "  __shared__ " << acc << " Bs[" << kTile << "][" << kTile + 1 << "];\n"
+     << "  const int tx = threadIdx.x, ty = threadIdx.y;\n"
+     << "  const " << idx << " i = (" << idx << ")blockIdx.y * " << kTile
+     << " + ty, j = (" << idx << ")blockIdx.x * " << kTile << " + tx;\n"
+     << "  for (" << idx << " z = blockIdx.z; z < " << lit(product.batchCount())
+     << "; z += gridDim.z) {\n"
+     << "    const " << cudaTypeName(a.dtype) << " *az = a + "
+     << batchOffset(product.batch, &BatchAxis::strideA) << ";\n"
+     << "    const " << cudaTypeName(b.dtype) << " *bz = b + "
+     << batchOffset(product.batch, &BatchAxis::strideB) << ";\n"
+     << "    " << acc << " sum = 0;\n"
+     << "    for (" << idx << " k0 = 0; k0 < " << lit(product.k)
+     << "; k0 += " << kTile << ") {\n"
+     << "      " << idx << " p = k0 + tx;\n"
+     << "      As[ty][tx] = i < " << lit(product.m) << " && p < "
+     << lit(product.k) << " ? " << operand << "(az + " << aAt << ") : 0;\n"
+     << "      p = k0 + ty;\n"
+     << "      Bs[ty][tx] = p < " << lit(product.k) << " && j < "
+     << lit(product.n) << " ? " << operand << "(bz + " << bAt << ") : 0;\n"
+     << "      __syncthreads();\n"
+     << "      for (int q = 0; q < " << kTile << "; ++q)\n"
+     << "        sum += As[ty][q] * Bs[q][tx];\n"
+     << "      __syncthreads();\n"
+     << "    }\n"
+     << "    if (i < " << lit(product.m) << " && j < " << lit(product.n)
+     << ")\n"
+     << "      snug_store(y + z * " << lit(product.m * product.n) << " + i * "
+     << lit(product.n) << " + j, " << result << ");\n"
+     << "  }\n";
+  Kernel kernel;
+  kernel.tag = context.node.getOpName().lower();
+  kernel.block = {uint32_t(kTile), uint32_t(kTile), 1};
+  kernel.grid = {uint32_t(colTiles), uint32_t(rowTiles),
+                 uint32_t(std::min<int64_t>(product.batchCount(), 65535))};
+  kernel.addTensor("a", a, true);
+  kernel.addTensor("b", b, true);
+  if (context.hasIn(2) && beta != 0)
+    kernel.addTensor("c", context.in(2), true);
+  kernel.addTensor("y", y, false);
+  kernel.body = os.str();
+  context.launch(std::move(kernel));
+  return llvm::Error::success();
+}
+
+/// Whether cuBLAS can take `product` (32-bit sizes) in `type`.
+bool cublasTakes(DType type, const Product &product) {
+  return cublasDType(type) && fitsInt32(product.m) && fitsInt32(product.n) &&
+         fitsInt32(product.k) && fitsInt32(product.batchCount());
+}
+
+llvm::Error emitMatMul(EmitContext &context) {
+  const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
+  if (!a.rank() || !b.rank())
+    return context.unsupported("operands must have rank >= 1");
+  std::vector<int64_t> aDims = a.dims, bDims = b.dims;
+  if (aDims.size() == 1)
+    aDims.insert(aDims.begin(), 1);
+  if (bDims.size() == 1)
+    bDims.push_back(1);
+  Product product;
+  product.m = aDims[aDims.size() - 2], product.k = aDims.back();
+  product.n = bDims.back();
+  if (bDims[bDims.size() - 2] != product.k)
+    return context.unsupported("inner dims differ");
+  // Batch dims, right-aligned; an operand's stride is 0 where it has 1.
+  size_t rank = std::max(aDims.size(), bDims.size()) - 2;
+  aDims.insert(aDims.begin(), rank + 2 - aDims.size(), 1);
+  bDims.insert(bDims.begin(), rank + 2 - bDims.size(), 1);
+  int64_t strideA = product.m * product.k, strideB = product.k * product.n,
+          strideY = product.m * product.n;
+  std::vector<BatchAxis> batch(rank);
+  for (size_t d = rank; d-- > 0;) {
+    int64_t extent = std::max(aDims[d], bDims[d]);
+    if ((aDims[d] != extent && aDims[d] != 1) ||
+        (bDims[d] != extent && bDims[d] != 1))
+      return context.unsupported("batch dims do not broadcast");
+    batch[d] = {extent, aDims[d] == 1 ? 0 : strideA,
+                bDims[d] == 1 ? 0 : strideB, strideY};
+    strideA *= aDims[d], strideB *= bDims[d], strideY *= extent;
+  }
+  // Unit dims walk nothing.
+  for (const BatchAxis &axis : batch)
+    if (axis.extent != 1)
+      product.batch.push_back(axis);
+  if (y.numElements != product.batchCount() * product.m * product.n)
+    return context.unsupported("result size does not match the product");
+  if (!y.numElements)
+    return llvm::Error::success();
+  // A batch over A alone with B shared is one taller product.
+  bool foldBatch = llvm::all_of(product.batch, [](const BatchAxis &axis) {
+    return axis.strideB == 0 && axis.strideA != 0;
+  });
+  if (foldBatch) {
+    product.m *= product.batchCount();
+    product.batch.clear();
+  }
+  if (cublasTakes(y.dtype, product)) {
+    std::vector<bundle::DeviceGemm> steps = planGemms(context, product);
+    for (const bundle::DeviceGemm &step : steps)
+      context.gemm(step);
+    if (!steps.empty())
+      return llvm::Error::success();
+  }
+  return launchTiledKernel(context, product, 1.0f, 0.0f);
+}
+
+/// Writes C, broadcast to [M, N], into Y: a copy when it already has Y's
+/// shape and type, else a kernel.
+void broadcastC(EmitContext &context, int64_t m, int64_t n) {
+  const TensorRef &c = context.in(2), &y = context.out();
+  if (c.dtype == y.dtype && c.numElements == y.numElements) {
+    context.copy(y.place, c.place, y.bytes);
+    return;
+  }
+  std::string idx = y.numElements <= INT32_MAX ? "int" : "int64_t";
+  std::string at = offsetInC(c, "e / " + lit(n), "e % " + lit(n));
+  Kernel kernel;
+  kernel.tag = "gemm_bias";
+  kernel.block = {256, 1, 1};
+  kernel.grid = gridFor(y.numElements, 256);
+  kernel.addTensor("c", c, true);
+  kernel.addTensor("y", y, false);
+  kernel.body =
+      "  for (" + idx + " e = (" + idx +
+      ")blockIdx.x * blockDim.x + threadIdx.x; e < " + lit(m * n) + "; e += (" +
+      idx + ")gridDim.x * blockDim.x)\n    snug_store(y + e, snug_load(c + " +
+      at + "));\n";
+  context.launch(std::move(kernel));
+}
+
+llvm::Error emitGemm(EmitContext &context) {
+  const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
+  if (a.rank() != 2 || b.rank() != 2 || y.rank() != 2)
+    return context.unsupported("A, B and Y must be 2-d");
+  Product product;
+  product.transA = context.intAttr("transA", 0);
+  product.transB = context.intAttr("transB", 0);
+  product.m = a.dims[product.transA ? 1 : 0];
+  product.k = a.dims[product.transA ? 0 : 1];
+  product.n = b.dims[product.transB ? 0 : 1];
+  if (b.dims[product.transB ? 1 : 0] != product.k || y.dims[0] != product.m ||
+      y.dims[1] != product.n)
+    return context.unsupported("A, B and Y shapes do not agree");
+  float alpha = context.floatAttr("alpha", 1.0f);
+  float beta = context.floatAttr("beta", 1.0f);
+  if (context.hasIn(2)) {
+    const TensorRef &c = context.in(2);
+    bool broadcasts =
+        c.rank() <= 2 &&
+        (c.rank() < 2 || c.dims[0] == 1 || c.dims[0] == product.m) &&
+        (c.rank() < 1 || c.dims.back() == 1 || c.dims.back() == product.n);
+    if (!broadcasts)
+      return context.unsupported("C does not broadcast to M x N");
+  }
+  if (!y.numElements)
+    return llvm::Error::success();
+  if (!cublasTakes(y.dtype, product))
+    return launchTiledKernel(context, product, alpha, beta);
+  // beta scales what Y holds when cuBLAS runs: C, or nothing.
+  bool withC = context.hasIn(2) && beta != 0;
+  if (withC)
+    broadcastC(context, product.m, product.n);
+  bundle::DeviceGemm gemm =
+      gemmStep(context, product, 0, 0, 0, 1, BatchAxis{1, 0, 0, 0});
+  gemm.alpha = alpha;
+  gemm.beta = withC ? beta : 0.0f;
+  context.gemm(gemm);
+  return llvm::Error::success();
+}
+
+const EmitterEntry gemmEmitters[] = {
+    {"MatMul", emitMatMul},
+    {"Gemm", emitGemm},
+};
+
+} // namespace
+
+llvm::ArrayRef<EmitterEntry> getGemmEmitters() { return gemmEmitters; }
 
 } // namespace cuda
 } // namespace snug

@@ -20,15 +20,31 @@ fewer than --min-passed tests pass.
 
 Inputs whose shapes in the model are symbolic are bound (--input NAME:DIMS)
 from the test's own input_N.pb.
+
+--device cudasim runs the CUDA backend's product on the CUDA simulator
+(tests/cudasim) instead:
+    snugc compile model.onnx -o T.snug --target=cuda --dump-cuda DIR
+    tests/cudasim/compile_kernels.sh DIR/model.cu DIR/model.so
+    snug-run T.snug --device host --check test_data_set_0 --poison
+    snug-cudasim T.snug --kernels DIR/model.so --check test_data_set_0
+A model the CUDA backend refuses ("cannot compile for CUDA: ...", an op
+without a CUDA kernel) is SKIPPED with the op; an NVRTC or g++ failure of
+the emitted kernels, a simulator error or a mismatch is FAILED. With
+--require-host-parity the exit status is 1 when any test passes on the host
+executor but fails on the simulator. Bounded subsets: --max-test-bytes N
+keeps the tests whose model and test data take at most N bytes,
+--per-op-set N the first N tests of each set of op types a model uses.
 """
 import argparse
 import collections
 import concurrent.futures
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import onnx
 
@@ -80,6 +96,120 @@ def bindings_for(test_dir):
     return flags
 
 
+def compile_failure(stderr):
+    """(outcome, detail) of a failed snugc compile."""
+    ops = UNSUPPORTED.findall(stderr)
+    if ops and "does not support" in stderr:
+        return "skipped", ",".join(
+            "op " + op for op in sorted({op for op, _, _ in ops}))
+    for kind, pattern in SKIP_REASONS:
+        match = pattern.search(stderr)
+        if match:
+            return "skipped", f"{kind} {match.group(1)}"
+    message = [l for l in stderr.splitlines() if "error" in l]
+    return "failed", "compile: " + (message[0] if message else stderr[-300:])
+
+
+# What snugc says when the CUDA backend refuses a node (EmitContext::
+# unsupported, or an op without an emitter).
+CUDA_REFUSED = re.compile(r"cannot compile for CUDA: node '[^']*' \((\w+)\): (.*?)"
+                          r"(?: \(--target=host|$)", re.M)
+
+
+def first_error(text, fallback_chars=300):
+    lines = [l for l in text.splitlines()
+             if "MISMATCH" in l or "error" in l]
+    return lines[0] if lines else text[-fallback_chars:]
+
+
+def run_one_cudasim(test_dir, tools, scratch, planner, cudasim_dir):
+    """(name, outcome, detail, passes on the host) on the CUDA simulator."""
+    name = os.path.relpath(test_dir, os.path.dirname(os.path.dirname(test_dir)))
+    work = os.path.join(scratch, name.replace(os.sep, "__"))
+    os.makedirs(work, exist_ok=True)
+    bundle = os.path.join(work, "model.snug")
+    data = os.path.join(test_dir, "test_data_set_0")
+    try:
+        flags = bindings_for(test_dir)
+    except Exception as error:  # a model onnx itself cannot read
+        return name, "failed", f"cannot read the model: {error}", False
+    compile_cmd = [os.path.join(tools, "snugc"), "compile",
+                   os.path.join(test_dir, "model.onnx"), "-o", bundle,
+                   "--memory-report=none", "--planner=" + planner,
+                   "--target=cuda", "--arch=sm_80", "--dump-cuda", work] + flags
+    result = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        refused = CUDA_REFUSED.search(result.stderr)
+        if refused:
+            why = refused.group(2)
+            if "has no CUDA kernel" in why:
+                return name, "skipped", f"cuda: no kernel for {refused.group(1)}", None
+            return name, "skipped", f"cuda: {refused.group(1)} unsupported ({why[:60]})", None
+        outcome, detail = compile_failure(result.stderr)
+        host_ok = None
+        if outcome == "failed":  # NVRTC, or an emitter's internal error
+            host_ok = run_one(test_dir, tools, work, planner)[1] == "passed"
+        return name, outcome, detail, host_ok
+    source = os.path.join(work, "model.cu")
+    library = os.path.join(work, "model.so")
+    result = subprocess.run(
+        ["sh", os.path.join(cudasim_dir, "compile_kernels.sh"), source, library],
+        capture_output=True, text=True, timeout=300)
+    def host():  # only asked when the simulator fails
+        return subprocess.run([os.path.join(tools, "snug-run"), bundle, "--device",
+                               "host", "--check", data, "--poison"],
+                              capture_output=True, text=True, timeout=300)
+    if result.returncode == 0:
+        try:
+            sim = subprocess.run([os.path.join(tools, "snug-cudasim"), bundle,
+                                  "--kernels", library, "--check", data],
+                                 capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            sim = subprocess.CompletedProcess([], 124, "", "error: timed out "
+                                              "after 300 s (a kernel that never ends?)")
+    if result.returncode != 0:
+        host_ok = host().returncode == 0
+        shutil.rmtree(work, ignore_errors=True)
+        return (name, "failed", "g++ (kernels as host C++): " +
+                first_error(result.stderr), host_ok)
+    if sim.returncode != 0:
+        detail = "cudasim: " + first_error(sim.stdout + sim.stderr)
+        on_host = host()
+        if on_host.returncode != 0:
+            detail += (" (fails on the host too: " +
+                       first_error(on_host.stdout + on_host.stderr) + ")")
+        shutil.rmtree(work, ignore_errors=True)
+        return name, "failed", detail, on_host.returncode == 0
+    shutil.rmtree(work, ignore_errors=True)
+    return name, "passed", "", True
+
+
+def test_bytes(test_dir):
+    """The bytes of model.onnx and test_data_set_0/."""
+    total = os.path.getsize(os.path.join(test_dir, "model.onnx"))
+    data = os.path.join(test_dir, "test_data_set_0")
+    for entry in os.listdir(data):
+        total += os.path.getsize(os.path.join(data, entry))
+    return total
+
+
+def first_per_op_set(tests, count):
+    """The first `count` tests of each set of op types (tests onnx cannot
+    read are kept: they fail visibly)."""
+    seen, kept = collections.Counter(), []
+    for test in tests:
+        try:
+            model = onnx.load(os.path.join(test, "model.onnx"),
+                              load_external_data=False)
+            key = tuple(sorted({node.op_type for node in model.graph.node}))
+        except Exception:
+            key = test
+        if seen[key] < count:
+            seen[key] += 1
+            kept.append(test)
+    return kept
+
+
 def run_one(test_dir, tools, scratch, planner):
     name = os.path.relpath(test_dir, os.path.dirname(os.path.dirname(test_dir)))
     bundle = os.path.join(scratch, name.replace(os.sep, "__") + ".snug")
@@ -93,16 +223,7 @@ def run_one(test_dir, tools, scratch, planner):
                    "--target=host"] + flags
     result = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
-        ops = UNSUPPORTED.findall(result.stderr)
-        if ops and "does not support" in result.stderr:
-            return name, "skipped", ",".join(
-                "op " + op for op in sorted({op for op, _, _ in ops}))
-        for kind, pattern in SKIP_REASONS:
-            match = pattern.search(result.stderr)
-            if match:
-                return name, "skipped", f"{kind} {match.group(1)}"
-        message = [l for l in result.stderr.splitlines() if "error" in l]
-        return name, "failed", "compile: " + (message[0] if message else result.stderr[-300:])
+        return (name,) + compile_failure(result.stderr)
     run_cmd = [os.path.join(tools, "snug-run"), bundle, "--device", "host",
                "--check", os.path.join(test_dir, "test_data_set_0"), "--poison"]
     result = subprocess.run(run_cmd, capture_output=True, text=True, timeout=300)
@@ -122,20 +243,46 @@ def main():
     parser.add_argument("--planner", default="best")
     parser.add_argument("--min-pass-ratio", type=float, default=0.9)
     parser.add_argument("--min-passed", type=int, default=1)
+    parser.add_argument("--device", choices=["host", "cudasim"], default="host")
+    parser.add_argument("--cudasim-dir", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "cudasim"),
+        help="where compile_kernels.sh is (--device cudasim)")
+    parser.add_argument("--max-test-bytes", type=int, default=0,
+                        help="only tests whose model and data take at most "
+                             "this many bytes (0: all)")
+    parser.add_argument("--per-op-set", type=int, default=0,
+                        help="only the first N tests (by name) of each set of "
+                             "op types a model uses (0: all)")
+    parser.add_argument("--require-host-parity", action="store_true",
+                        help="--device cudasim: exit 1 when a test passes on "
+                             "the host but fails on the simulator")
     args = parser.parse_args()
 
     tests = find_tests(args.roots)
+    if args.max_test_bytes:
+        tests = [t for t in tests if test_bytes(t) <= args.max_test_bytes]
+    if args.per_op_set:
+        tests = first_per_op_set(tests, args.per_op_set)
     if not tests:
         print("conformance: no tests found under", " ".join(args.roots))
         return 1
     outcomes = collections.Counter()
     failures, skipped_ops = [], collections.Counter()
+    host_only = []  # --device cudasim: pass on the host, fail on the simulator
+    start = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            futures = [pool.submit(run_one, t, args.tools, scratch, args.planner)
-                       for t in tests]
+            if args.device == "cudasim":
+                futures = [pool.submit(run_one_cudasim, t, args.tools, scratch,
+                                       args.planner, args.cudasim_dir)
+                           for t in tests]
+            else:
+                futures = [pool.submit(run_one, t, args.tools, scratch, args.planner)
+                           for t in tests]
             for future in futures:
-                name, outcome, detail = future.result()
+                name, outcome, detail = future.result()[:3]
+                if outcome == "failed" and future.result()[3:] == (True,):
+                    host_only.append(name)
                 outcomes[outcome] += 1
                 if outcome == "failed":
                     failures.append((name, detail))
@@ -152,7 +299,13 @@ def main():
     ratio = passed / max(1, passed + failed)
     print(f"pass ratio of tests whose ops are supported: {passed}/{passed + failed}"
           f" = {100 * ratio:.1f}%")
+    if args.device == "cudasim":
+        print(f"cudasim: {len(tests)} tests in {time.monotonic() - start:.0f} s; "
+              f"{len(host_only)} pass on the host but fail on the simulator"
+              + (": " + ", ".join(host_only) if host_only else ""))
     print(f"conformance: {passed} passed, {failed} failed, {outcomes['skipped']} skipped")
+    if args.require_host_parity and host_only:
+        return 1
     return 0 if ratio >= args.min_pass_ratio and passed >= args.min_passed else 1
 
 

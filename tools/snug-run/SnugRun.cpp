@@ -2,7 +2,8 @@
 //
 //   snug-run model.snug [--device host|cuda] [--input NAME=@x.npy|@x.pb|random]
 //            [--output-dir DIR] [--check DIR] [--rtol R] [--atol A]
-//            [--poison] [--seed N] [--describe]
+//            [--poison] [--seed N] [--describe] [--runs N] [--warmup W]
+//            [--no-graphs]
 //
 // Loads a bundle through the C API, sets every input (from a file, random,
 // or, with --check DIR, from DIR/input_N.pb or DIR/NAME.npy), runs once,
@@ -10,6 +11,15 @@
 // output with DIR/output_N.pb or DIR/NAME.npy: |a - b| <= atol + rtol * |b|
 // elementwise, NaN matching NaN. --describe prints the bundle's sizes and
 // inputs/outputs (dtype, dims, arena offset, bytes) and runs nothing.
+//
+// On --device cuda it also prints the device memory the bundle predicts
+// (weights + device arena) against what the session allocated ("match" or
+// "MISMATCH") and what its creation took from the device, then times
+// --warmup (3) + --runs (20) runs (the second captures a CUDA graph, the
+// rest replay it; --no-graphs runs step by step) and prints the median, min
+// and max latency. The outputs checked are those of the last run, which
+// must equal the first run's bit for bit. On the host, runs are timed only
+// when --runs or --warmup is given (the reference kernels are slow).
 // Runtime only: no LLVM, no protobuf.
 // Exit codes: 0 ok (and every output matches), 1 user error or mismatch,
 // 2 internal error.
@@ -21,6 +31,7 @@
 #include "runtime/BundleFormat.h"
 #include "tools/snug-run/TensorFiles.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +55,9 @@ struct Options {
   bool poison = false;
   bool describe = false;
   uint64_t seed = 1;
+  uint32_t runs = 20, warmup = 3;
+  bool timingGiven = false; // --runs or --warmup on the command line
+  bool graphs = true;
 };
 
 int usage(const char *message) {
@@ -51,103 +65,62 @@ int usage(const char *message) {
                "error: %s\nusage: snug-run MODEL.snug [--device host|cuda] "
                "[--input NAME=@FILE|random]... [--output-dir DIR] "
                "[--check DIR] [--rtol R] [--atol A] [--poison] [--seed N] "
-               "[--describe]\n",
+               "[--describe] [--runs N] [--warmup W] [--no-graphs]\n",
                message);
   return 1;
 }
 
-bool fileExists(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0;
-}
-
-std::string dimsString(const std::vector<int64_t> &dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i)
-    s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 std::string typeString(uint8_t dtype, const std::vector<int64_t> &dims) {
-  return std::string(bundle::dtypeName(dtype)) + dimsString(dims);
-}
-
-double elementAt(const HostTensor &t, size_t i) {
-  const uint8_t *p = t.bytes.data() + i * bundle::dtypeSize(t.dtype);
-  switch (t.dtype) {
-  case bundle::DTypeF32: { float v; std::memcpy(&v, p, 4); return v; }
-  case bundle::DTypeF64: { double v; std::memcpy(&v, p, 8); return v; }
-  case bundle::DTypeF16: { uint16_t v; std::memcpy(&v, p, 2); return f16ToFloat(v); }
-  case bundle::DTypeBF16: { uint16_t v; std::memcpy(&v, p, 2); return bf16ToFloat(v); }
-  case bundle::DTypeI64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
-  case bundle::DTypeI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-  case bundle::DTypeI16: { int16_t v; std::memcpy(&v, p, 2); return v; }
-  case bundle::DTypeI8: return int8_t(*p);
-  case bundle::DTypeU8: return *p;
-  case bundle::DTypeBool: return *p != 0;
-  }
-  return 0;
-}
-
-void fillRandom(HostTensor &t, uint64_t &state) {
-  size_t size = bundle::dtypeSize(t.dtype), count = t.bytes.size() / size;
-  for (size_t i = 0; i < count; ++i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    double unit = double(state >> 11) / double(uint64_t(1) << 53); // [0, 1)
-    uint8_t *p = t.bytes.data() + i * size;
-    switch (t.dtype) {
-    case bundle::DTypeF32: { float v = float(2 * unit - 1); std::memcpy(p, &v, 4); break; }
-    case bundle::DTypeF64: { double v = 2 * unit - 1; std::memcpy(p, &v, 8); break; }
-    case bundle::DTypeF16: { uint16_t v = floatToF16(float(2 * unit - 1)); std::memcpy(p, &v, 2); break; }
-    case bundle::DTypeBF16: { uint16_t v = floatToBf16(float(2 * unit - 1)); std::memcpy(p, &v, 2); break; }
-    case bundle::DTypeBool: *p = unit < 0.5; break;
-    default: { // small non-negative integers: safe as indices into dim >= 10
-      int64_t v = int64_t(unit * 10);
-      std::memcpy(p, &v, size); // little-endian: low bytes first
-    }
-    }
-  }
-}
-
-/// Reads an input or expected-output file and checks it against `info`.
-bool loadTensor(const std::string &path, const snug_tensor_info &info,
-                HostTensor &tensor, std::string &error) {
-  if (!readTensorFile(path, tensor, error))
-    return false;
-  std::vector<int64_t> dims(info.dims, info.dims + info.rank);
-  if (tensor.dtype != info.dtype || tensor.dims != dims) {
-    error = "'" + path + "' holds " + typeString(tensor.dtype, tensor.dims) +
-            ", '" + info.name + "' is " + typeString(uint8_t(info.dtype), dims);
-    return false;
-  }
-  return true;
-}
-
-/// The file for tensor `name` (index `index`) in a test-data directory.
-std::string findDataFile(const std::string &dir, const char *kind,
-                         size_t index, const std::string &name) {
-  for (const std::string &candidate :
-       {dir + "/" + kind + "_" + std::to_string(index) + ".pb",
-        dir + "/" + name + ".npy",
-        dir + "/" + kind + "_" + std::to_string(index) + ".npy"})
-    if (fileExists(candidate))
-      return candidate;
-  return "";
-}
-
-std::string fileName(const std::string &name) {
-  std::string out = name.empty() ? "output" : name;
-  for (char &c : out)
-    if (c == '/' || c == '\\' || c == ':')
-      c = '_';
-  return out;
+  return tensorTypeString(dtype, dims);
 }
 
 int apiError(const char *what, snug_status status) {
-  std::fprintf(stderr, "error: %s: %s\n", what, snug_last_error());
+  // "no CUDA device: ..." says all there is to say.
+  if (status == SNUG_ERROR_NO_DEVICE)
+    std::fprintf(stderr, "error: %s\n", snug_last_error());
+  else
+    std::fprintf(stderr, "error: %s: %s\n", what, snug_last_error());
   bool internal = status == SNUG_ERROR_RUNTIME ||
                   status == SNUG_ERROR_OUT_OF_MEMORY;
   return internal ? 2 : 1;
+}
+
+/// Predicted (from the bundle) against allocated (by the session).
+void printDeviceMemory(const snug_sizes &sizes, const snug_session *session) {
+  snug_memory_stats stats;
+  if (snug_session_memory(session, &stats) != SNUG_OK) {
+    std::printf("device memory: unavailable (%s)\n", snug_last_error());
+    return;
+  }
+  uint64_t predicted = sizes.weights + sizes.device_arena;
+  std::printf("device memory: predicted %llu bytes (weights %llu + device "
+              "arena %llu, cuBLAS workspace %llu inside), allocated %llu "
+              "bytes in %llu allocations: %s\n",
+              (unsigned long long)predicted, (unsigned long long)sizes.weights,
+              (unsigned long long)sizes.device_arena,
+              (unsigned long long)sizes.workspace,
+              (unsigned long long)stats.allocated_bytes,
+              (unsigned long long)stats.allocations,
+              predicted == stats.allocated_bytes ? "match" : "MISMATCH");
+  std::printf("device memory used by the session: %llu bytes (allocations "
+              "plus stream, module and cuBLAS overheads)\n",
+              (unsigned long long)stats.device_used_bytes);
+}
+
+void printLatency(std::vector<double> milliseconds, const Options &options,
+                  const char *clock) {
+  if (milliseconds.empty()) {
+    std::printf("latency: no timed runs (%u warmup)\n", options.warmup);
+    return;
+  }
+  std::sort(milliseconds.begin(), milliseconds.end());
+  size_t n = milliseconds.size();
+  double median = n % 2 ? milliseconds[n / 2]
+                        : (milliseconds[n / 2 - 1] + milliseconds[n / 2]) / 2;
+  std::printf("latency: median %.3f ms, min %.3f ms, max %.3f ms over %zu "
+              "runs after %u warmup (%s)\n",
+              median, milliseconds.front(), milliseconds.back(), n,
+              options.warmup, clock);
 }
 
 } // namespace
@@ -187,6 +160,18 @@ int main(int argc, char **argv) {
     } else if (is("--check")) {
       if (!value(options.checkDir))
         return usage("--check needs a directory");
+    } else if (is("--runs") || is("--warmup")) {
+      bool runs = is("--runs");
+      if (!value(text))
+        return usage(runs ? "--runs needs a count" : "--warmup needs a count");
+      char *end;
+      unsigned long count = std::strtoul(text.c_str(), &end, 10);
+      if (text.empty() || *end || text[0] == '-' || count > 1000000)
+        return usage(("bad count '" + text + "'").c_str());
+      (runs ? options.runs : options.warmup) = uint32_t(count);
+      options.timingGiven = true;
+    } else if (arg == "--no-graphs") {
+      options.graphs = false;
     } else if (is("--rtol") || is("--atol") || is("--seed")) {
       if (!value(text))
         return usage("a value is missing");
@@ -244,6 +229,11 @@ int main(int argc, char **argv) {
                 (unsigned long long)sizes.alignment,
                 (unsigned long long)sizes.io,
                 (unsigned long long)sizes.lower_bound);
+    if (sizes.device_arena)
+      std::printf("CUDA device arena %llu bytes (cuBLAS workspace %llu "
+                  "inside)\n",
+                  (unsigned long long)sizes.device_arena,
+                  (unsigned long long)sizes.workspace);
     for (int list = 0; list < 2; ++list) {
       size_t count = 0;
       (void)(list ? snug_bundle_output_count(bundle, &count)
@@ -267,6 +257,7 @@ int main(int argc, char **argv) {
   snug_session_options_init(&sessionOptions);
   sessionOptions.device = device;
   sessionOptions.poison = options.poison;
+  sessionOptions.cuda_graphs = options.graphs;
   snug_session *session = nullptr;
   if (snug_status s = snug_session_create(bundle, &sessionOptions, &session)) {
     int code = apiError("cannot create a session", s);
@@ -288,50 +279,59 @@ int main(int argc, char **argv) {
       return cleanup(usage(snug_last_error()));
   }
   uint64_t state = options.seed * 0x9e3779b97f4a7c15ull + 1;
+  std::vector<HostTensor> inputs(inputCount);
   for (size_t i = 0; i < inputCount; ++i) {
     snug_tensor_info info;
     (void)snug_bundle_input_info(bundle, i, &info);
     HostTensor tensor;
-    tensor.dtype = uint8_t(info.dtype);
-    tensor.dims.assign(info.dims, info.dims + info.rank);
-    std::string source;
+    std::string source, error;
     auto given = options.inputs.find(info.name);
     if (given != options.inputs.end())
       source = given->second;
-    else if (!options.checkDir.empty()) {
-      std::string path = findDataFile(options.checkDir, "input", i, info.name);
-      if (path.empty()) {
-        std::fprintf(stderr, "error: no data for input '%s' in '%s'\n",
-                     info.name, options.checkDir.c_str());
-        return cleanup(1);
-      }
-      source = "@" + path;
-    } else {
-      std::fprintf(stderr, "error: input '%s' needs --input %s=@FILE|random\n",
-                   info.name, info.name);
-      return cleanup(1);
-    }
-    std::string error;
-    if (source == "random") {
-      tensor.bytes.assign(info.bytes, 0);
-      fillRandom(tensor, state);
-    } else if (source.size() > 1 && source[0] == '@') {
-      if (!loadTensor(source.substr(1), info, tensor, error)) {
-        std::fprintf(stderr, "error: input '%s': %s\n", info.name, error.c_str());
-        return cleanup(1);
-      }
-    } else {
-      std::fprintf(stderr, "error: input '%s': '%s' is not @FILE or random\n",
-                   info.name, source.c_str());
+    if (!loadInputData(info.name, i, uint8_t(info.dtype),
+                       std::vector<int64_t>(info.dims, info.dims + info.rank),
+                       source, options.checkDir, state, tensor, error)) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
       return cleanup(1);
     }
     if (snug_status s = snug_session_set_input(session, i, tensor.bytes.data(),
                                                tensor.bytes.size()))
       return cleanup(apiError("cannot set input", s));
+    inputs[i] = std::move(tensor);
   }
 
   if (snug_status s = snug_session_run(session))
     return cleanup(apiError("run failed", s));
+  if (device == SNUG_DEVICE_CUDA)
+    printDeviceMemory(sizes, session);
+
+  // Timing; the outputs checked below are then the last run's (a CUDA graph
+  // replay), which must equal the first run's exactly.
+  bool timed = device == SNUG_DEVICE_CUDA || options.timingGiven;
+  std::vector<std::vector<uint8_t>> firstOutputs;
+  if (timed && options.warmup + uint64_t(options.runs) > 0) {
+    for (size_t i = 0; i < outputCount; ++i) {
+      snug_tensor_info info;
+      (void)snug_bundle_output_info(bundle, i, &info);
+      firstOutputs.emplace_back(info.bytes);
+      if (snug_status s = snug_session_get_output(
+              session, i, firstOutputs.back().data(), info.bytes))
+        return cleanup(apiError("cannot read output", s));
+    }
+    for (size_t i = 0; i < inputCount; ++i)
+      if (snug_status s = snug_session_set_input(
+              session, i, inputs[i].bytes.data(), inputs[i].bytes.size()))
+        return cleanup(apiError("cannot set input", s));
+    std::vector<double> milliseconds(options.runs);
+    if (snug_status s = snug_session_benchmark(
+            session, options.warmup, options.runs, milliseconds.data()))
+      return cleanup(apiError("timed run failed", s));
+    printLatency(milliseconds, options,
+                 device == SNUG_DEVICE_CUDA
+                     ? (options.graphs ? "CUDA events, graphs on"
+                                       : "CUDA events, graphs off")
+                     : "wall clock");
+  }
 
   if (!options.outputDir.empty()) {
     std::error_code error;
@@ -354,62 +354,33 @@ int main(int argc, char **argv) {
     if (snug_status s = snug_session_get_output(session, i, actual.bytes.data(),
                                                 actual.bytes.size()))
       return cleanup(apiError("cannot read output", s));
+    if (!firstOutputs.empty() && firstOutputs[i] != actual.bytes) {
+      std::printf("output %s: MISMATCH between the first and the last run "
+                  "(a repeated run must give identical bytes)\n",
+                  info.name);
+      allMatch = false;
+    }
     std::string error;
     if (!options.outputDir.empty() &&
-        !writeNpy(options.outputDir + "/" + fileName(info.name) + ".npy",
+        !writeNpy(options.outputDir + "/" + tensorFileName(info.name) + ".npy",
                   actual, error)) {
       std::fprintf(stderr, "error: %s\n", error.c_str());
       return cleanup(1);
     }
-    std::string type = typeString(actual.dtype, actual.dims);
     if (options.checkDir.empty()) {
-      std::printf("output %s %s\n", info.name, type.c_str());
+      std::printf("output %s %s\n", info.name,
+                  typeString(actual.dtype, actual.dims).c_str());
       continue;
     }
-    std::string path = findDataFile(options.checkDir, "output", i, info.name);
-    if (path.empty()) {
-      std::fprintf(stderr, "error: no expected data for output '%s' in '%s'\n",
-                   info.name, options.checkDir.c_str());
-      return cleanup(1);
-    }
-    HostTensor expected;
-    if (!readTensorFile(path, expected, error)) {
+    std::string report;
+    int match = checkOutputData(actual, i, options.checkDir, options.rtol,
+                                options.atol, report, error);
+    if (match < 0) {
       std::fprintf(stderr, "error: %s\n", error.c_str());
       return cleanup(1);
     }
-    if (expected.dims != actual.dims ||
-        expected.bytes.size() / bundle::dtypeSize(expected.dtype) !=
-            actual.bytes.size() / bundle::dtypeSize(actual.dtype)) {
-      std::printf("output %s %s: MISMATCH, expected shape %s\n", info.name,
-                  type.c_str(),
-                  typeString(expected.dtype, expected.dims).c_str());
-      allMatch = false;
-      continue;
-    }
-    double maxAbs = 0, maxRel = 0;
-    size_t bad = 0, count = actual.bytes.size() / bundle::dtypeSize(actual.dtype);
-    for (size_t k = 0; k < count; ++k) {
-      double a = elementAt(actual, k), b = elementAt(expected, k);
-      if (std::isnan(a) || std::isnan(b)) {
-        if (std::isnan(a) != std::isnan(b))
-          ++bad, maxAbs = INFINITY, maxRel = INFINITY;
-        continue;
-      }
-      if (a == b) // equal infinities too
-        continue;
-      double diff = std::fabs(a - b);
-      maxAbs = std::max(maxAbs, diff);
-      if (b != 0)
-        maxRel = std::max(maxRel, diff / std::fabs(b));
-      if (!(diff <= options.atol + options.rtol * std::fabs(b)))
-        ++bad;
-    }
-    std::printf("output %s %s: max abs %.3g, max rel %.3g: %s", info.name,
-                type.c_str(), maxAbs, maxRel, bad ? "MISMATCH" : "ok");
-    if (bad)
-      std::printf(" (%zu of %zu elements)", bad, count);
-    std::printf("\n");
-    allMatch = allMatch && !bad;
+    std::printf("%s\n", report.c_str());
+    allMatch = allMatch && match;
   }
   if (!options.checkDir.empty())
     std::printf("%s (rtol %g, atol %g)\n",

@@ -1,10 +1,14 @@
 //===- TensorFiles.cpp - .npy and ONNX TensorProto (.pb) files ------------===//
 #include "tools/snug-run/TensorFiles.h"
 
+#include "ir/Float16.h"
 #include "runtime/BundleFormat.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 
 namespace snug {
 
@@ -351,6 +355,170 @@ bool readTensorProto(const std::vector<uint8_t> &file, HostTensor &tensor,
     return false;
   }
   return true;
+}
+
+std::string tensorTypeString(uint8_t dtype, const std::vector<int64_t> &dims) {
+  std::string s = std::string(dtypeName(dtype)) + "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::string tensorFileName(const std::string &name) {
+  std::string out = name.empty() ? "output" : name;
+  for (char &c : out)
+    if (c == '/' || c == '\\' || c == ':')
+      c = '_';
+  return out;
+}
+
+static double elementAt(const HostTensor &t, size_t i) {
+  const uint8_t *p = t.bytes.data() + i * dtypeSize(t.dtype);
+  switch (t.dtype) {
+  case DTypeF32: { float v; std::memcpy(&v, p, 4); return v; }
+  case DTypeF64: { double v; std::memcpy(&v, p, 8); return v; }
+  case DTypeF16: { uint16_t v; std::memcpy(&v, p, 2); return f16ToFloat(v); }
+  case DTypeBF16: { uint16_t v; std::memcpy(&v, p, 2); return bf16ToFloat(v); }
+  case DTypeI64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+  case DTypeI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+  case DTypeI16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+  case DTypeI8: return int8_t(*p);
+  case DTypeU8: return *p;
+  case DTypeBool: return *p != 0;
+  }
+  return 0;
+}
+
+void fillRandom(HostTensor &t, uint64_t &state) {
+  size_t size = dtypeSize(t.dtype), count = t.bytes.size() / size;
+  for (size_t i = 0; i < count; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    double unit = double(state >> 11) / double(uint64_t(1) << 53); // [0, 1)
+    uint8_t *p = t.bytes.data() + i * size;
+    switch (t.dtype) {
+    case DTypeF32: { float v = float(2 * unit - 1); std::memcpy(p, &v, 4); break; }
+    case DTypeF64: { double v = 2 * unit - 1; std::memcpy(p, &v, 8); break; }
+    case DTypeF16: { uint16_t v = floatToF16(float(2 * unit - 1)); std::memcpy(p, &v, 2); break; }
+    case DTypeBF16: { uint16_t v = floatToBf16(float(2 * unit - 1)); std::memcpy(p, &v, 2); break; }
+    case DTypeBool: *p = unit < 0.5; break;
+    default: { // small non-negative integers: safe as indices into dim >= 10
+      int64_t v = int64_t(unit * 10);
+      std::memcpy(p, &v, size); // little-endian: low bytes first
+    }
+    }
+  }
+}
+
+static bool fileExists(const std::string &path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0;
+}
+
+std::string findDataFile(const std::string &dir, const char *kind,
+                         size_t index, const std::string &name) {
+  for (const std::string &candidate :
+       {dir + "/" + kind + "_" + std::to_string(index) + ".pb",
+        dir + "/" + name + ".npy",
+        dir + "/" + kind + "_" + std::to_string(index) + ".npy"})
+    if (fileExists(candidate))
+      return candidate;
+  return "";
+}
+
+bool loadInputData(const std::string &name, size_t index, uint8_t dtype,
+                   const std::vector<int64_t> &dims, const std::string &given,
+                   const std::string &checkDir, uint64_t &randomState,
+                   HostTensor &tensor, std::string &error) {
+  tensor.name = name;
+  tensor.dtype = dtype;
+  tensor.dims = dims;
+  std::string source = given;
+  if (source.empty() && !checkDir.empty()) {
+    std::string path = findDataFile(checkDir, "input", index, name);
+    if (path.empty()) {
+      error = "no data for input '" + name + "' in '" + checkDir + "'";
+      return false;
+    }
+    source = "@" + path;
+  } else if (source.empty()) {
+    error = "input '" + name + "' needs --input " + name + "=@FILE|random";
+    return false;
+  }
+  if (source == "random") {
+    uint64_t count = 1;
+    for (int64_t dim : dims)
+      count *= uint64_t(dim);
+    tensor.bytes.assign(count * dtypeSize(dtype), 0);
+    fillRandom(tensor, randomState);
+    return true;
+  }
+  if (source.size() < 2 || source[0] != '@') {
+    error = "input '" + name + "': '" + source + "' is not @FILE or random";
+    return false;
+  }
+  std::string path = source.substr(1), why;
+  if (!readTensorFile(path, tensor, why)) {
+    error = "input '" + name + "': " + why;
+    return false;
+  }
+  if (tensor.dtype != dtype || tensor.dims != dims) {
+    error = "input '" + name + "': '" + path + "' holds " +
+            tensorTypeString(tensor.dtype, tensor.dims) + ", '" + name +
+            "' is " + tensorTypeString(dtype, dims);
+    return false;
+  }
+  tensor.name = name;
+  return true;
+}
+
+int checkOutputData(const HostTensor &actual, size_t index,
+                    const std::string &checkDir, double rtol, double atol,
+                    std::string &report, std::string &error) {
+  std::string path = findDataFile(checkDir, "output", index, actual.name);
+  if (path.empty()) {
+    error = "no expected data for output '" + actual.name + "' in '" +
+            checkDir + "'";
+    return -1;
+  }
+  HostTensor expected;
+  if (!readTensorFile(path, expected, error))
+    return -1;
+  std::string type = tensorTypeString(actual.dtype, actual.dims);
+  if (expected.dims != actual.dims ||
+      expected.bytes.size() / dtypeSize(expected.dtype) !=
+          actual.bytes.size() / dtypeSize(actual.dtype)) {
+    report = "output " + actual.name + " " + type +
+             ": MISMATCH, expected shape " +
+             tensorTypeString(expected.dtype, expected.dims);
+    return 0;
+  }
+  double maxAbs = 0, maxRel = 0;
+  size_t bad = 0, count = actual.bytes.size() / dtypeSize(actual.dtype);
+  for (size_t k = 0; k < count; ++k) {
+    double a = elementAt(actual, k), b = elementAt(expected, k);
+    if (std::isnan(a) || std::isnan(b)) {
+      if (std::isnan(a) != std::isnan(b))
+        ++bad, maxAbs = INFINITY, maxRel = INFINITY;
+      continue;
+    }
+    if (a == b) // equal infinities too
+      continue;
+    double diff = std::fabs(a - b);
+    maxAbs = std::max(maxAbs, diff);
+    if (b != 0)
+      maxRel = std::max(maxRel, diff / std::fabs(b));
+    if (!(diff <= atol + rtol * std::fabs(b)))
+      ++bad;
+  }
+  char line[512];
+  std::snprintf(line, sizeof line, "output %s %s: max abs %.3g, max rel %.3g: %s",
+                actual.name.c_str(), type.c_str(), maxAbs, maxRel,
+                bad ? "MISMATCH" : "ok");
+  report = line;
+  if (bad)
+    report += " (" + std::to_string(bad) + " of " + std::to_string(count) +
+              " elements)";
+  return bad ? 0 : 1;
 }
 
 } // namespace snug

@@ -34,6 +34,38 @@ bool writeNpy(const std::string &path, const HostTensor &tensor,
               std::string &error);
 bool readWholeFile(const std::string &path, std::vector<uint8_t> &bytes);
 
+// What snug-run and snug-cudasim (tests/cudasim) share: choosing input data,
+// and checking outputs against reference files.
+
+/// "f32[1,3]".
+std::string tensorTypeString(uint8_t dtype, const std::vector<int64_t> &dims);
+/// A file name for tensor `name` (path separators replaced; "output" if
+/// empty).
+std::string tensorFileName(const std::string &name);
+/// Reproducible random contents, advancing `state`: floats in [-1, 1),
+/// small non-negative integers (safe as indices into a dim >= 10), bools.
+void fillRandom(HostTensor &tensor, uint64_t &state);
+/// The file for tensor `name` (index `index`) in an ONNX test-data
+/// directory: KIND_INDEX.pb, NAME.npy or KIND_INDEX.npy ("" when none
+/// exists); `kind` is "input" or "output".
+std::string findDataFile(const std::string &dir, const char *kind,
+                         size_t index, const std::string &name);
+/// The data of input `index` (`name`, dtype[dims]): from `source` when not
+/// empty ("@FILE" or "random"), else from `checkDir`'s file for it. False
+/// with `error` set (naming the input) on failure.
+bool loadInputData(const std::string &name, size_t index, uint8_t dtype,
+                   const std::vector<int64_t> &dims, const std::string &source,
+                   const std::string &checkDir, uint64_t &randomState,
+                   HostTensor &tensor, std::string &error);
+/// Compares output `index` (`actual`, named) with `checkDir`'s file for it:
+/// |a - b| <= atol + rtol * |b| elementwise, NaN matching NaN. Sets `report`
+/// to the line snug-run prints ("output y f32[2]: max abs 0, max rel 0: ok"
+/// or "...: MISMATCH (3 of 4 elements)"). Returns 1 on a match, 0 on a
+/// mismatch, -1 with `error` set when the reference cannot be read.
+int checkOutputData(const HostTensor &actual, size_t index,
+                    const std::string &checkDir, double rtol, double atol,
+                    std::string &report, std::string &error);
+
 } // namespace snug
 
 #endif // SNUG_TOOLS_SNUGRUN_TENSORFILES_H

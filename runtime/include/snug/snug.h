@@ -14,6 +14,19 @@
  * every input must be set (snug_session_set_input, or written through
  * snug_session_input_data) before each run; run fails otherwise.
  *
+ * CUDA sessions (SNUG_DEVICE_CUDA) run the bundle's device plan; the bundle
+ * must have been compiled with --target=cuda. The runtime loads the NVIDIA
+ * driver (libcuda.so.1) and cuBLAS only when such a session is created, so
+ * it starts on machines without them (SNUG_ERROR_NO_DEVICE then). The
+ * session works in the calling thread's current CUDA context if there is
+ * one (an application of the CUDA runtime has its device's primary context
+ * current), else in device 0's primary context; it makes that context
+ * current only during its own calls. It allocates the weights and the
+ * device arena once, at creation, after checking them against the free
+ * device memory; a run allocates nothing. The first run executes the plan
+ * step by step, the second captures it into a CUDA graph, later runs replay
+ * the graph. Every call returns once its work on the device is done.
+ *
  *===----------------------------------------------------------------------===*/
 #ifndef SNUG_SNUG_H
 #define SNUG_SNUG_H
@@ -36,7 +49,10 @@ extern "C" {
 #endif
 #endif
 
-#define SNUG_API_VERSION 1
+/* 2: CUDA sessions; snug_sizes.device_arena and .workspace;
+   snug_session_options.stream and .cuda_graphs; snug_session_memory and
+   snug_session_benchmark. */
+#define SNUG_API_VERSION 2
 
 typedef enum snug_status {
   SNUG_OK = 0,
@@ -86,23 +102,57 @@ typedef struct snug_sizes {
   uint64_t weights;   /* bytes of the weights section */
   uint64_t io;        /* bytes of all inputs and outputs (inside the arena) */
   uint64_t lower_bound; /* the planner's lower bound for the arena (0: none) */
+  /* The CUDA device arena: the arena followed by the cuBLAS workspace (0
+     without a device plan). A CUDA session allocates weights +
+     device_arena bytes of device memory, nothing else. */
+  uint64_t device_arena;
+  uint64_t workspace; /* bytes of the cuBLAS workspace inside device_arena */
 } snug_sizes;
 
+/* Initialize with snug_session_options_init: later versions add fields at
+   the end, and it sets their defaults. */
 typedef struct snug_session_options {
   snug_device device;
-  /* Optional caller-owned arena: at least snug_sizes.arena bytes, aligned to
-     min(alignment, 64). NULL: the session allocates its own. */
+  /* Optional caller-owned arena. Host: at least snug_sizes.arena bytes,
+     aligned to min(alignment, 64). CUDA: a device pointer to at least
+     snug_sizes.device_arena bytes, aligned to 256 bytes. NULL: the session
+     allocates its own. */
   void *arena;
   uint64_t arena_bytes;
   /* Host only: fill the arena with a NaN pattern (0xFF bytes) before each
      run, except the inputs, so a read of never-written memory shows. */
   int poison;
+  /* CUDA only: the CUstream (cudaStream_t) to run on, of the context the
+     session works in; the session synchronizes it at the end of each call.
+     NULL: the session creates its own non-blocking stream. */
+  void *stream;
+  /* CUDA only: capture the plan into a CUDA graph on the second run and
+     replay it afterwards (1, the default), or run step by step (0). */
+  int cuda_graphs;
 } snug_session_options;
+
+/* What a session holds in memory (snug_session_memory). */
+typedef struct snug_memory_stats {
+  snug_device device;
+  /* Bytes and count of the session's own allocations: CUDA, the weights
+     and (unless the caller owns it) the device arena, exactly
+     snug_sizes.weights + snug_sizes.device_arena; host, the arena unless
+     the caller owns it (the weights are used from the mapped bundle). */
+  uint64_t allocated_bytes;
+  uint64_t allocations;
+  /* CUDA: how much the device's free memory (cuMemGetInfo) fell while the
+     session was created: the allocations plus the stream, module and cuBLAS
+     overheads (not the context's own, which exists before the first
+     measurement; another process allocating meanwhile skews it). Host: 0. */
+  uint64_t device_used_bytes;
+  uint64_t arena_bytes;   /* the arena the session runs in, owned or not */
+  uint64_t weights_bytes; /* CUDA: the device copy of the weights; host: 0 */
+} snug_memory_stats;
 
 /* Message of the last failed call on this thread ("" when none). */
 SNUG_API const char *snug_last_error(void);
 SNUG_API const char *snug_status_name(snug_status status);
-/* "0.1.0"; the runtime's version. */
+/* "0.2.0"; the runtime's version. */
 SNUG_API const char *snug_version(void);
 
 SNUG_API snug_status snug_bundle_load(const char *path, snug_bundle **bundle);
@@ -128,26 +178,50 @@ SNUG_API snug_status snug_bundle_find_output(const snug_bundle *bundle,
 SNUG_API const char *snug_bundle_pipeline(const snug_bundle *bundle);
 SNUG_API const char *snug_bundle_compiler_version(const snug_bundle *bundle);
 
+/* The defaults: host device, own arena, no poisoning, own stream, CUDA
+   graphs on. */
 SNUG_API void snug_session_options_init(snug_session_options *options);
-/* The bundle must outlive the session. options may be NULL (host, own arena). */
+/* The bundle must outlive the session. options may be NULL (the defaults).
+   A CUDA session fails with SNUG_ERROR_NO_DEVICE without a driver or
+   device, SNUG_ERROR_UNSUPPORTED for a bundle without a device plan or
+   without a kernel image for the device's arch, SNUG_ERROR_OUT_OF_MEMORY
+   when weights + arena exceed the free device memory (nothing allocated). */
 SNUG_API snug_status snug_session_create(const snug_bundle *bundle,
                                          const snug_session_options *options,
                                          snug_session **session);
 SNUG_API void snug_session_destroy(snug_session *session);
-/* Copies `bytes` (must equal the input's size) into the input's place. */
+/* Copies `bytes` (must equal the input's size) into the input's place
+   (host to device for a CUDA session). */
 SNUG_API snug_status snug_session_set_input(snug_session *session, size_t index,
                                             const void *data, size_t bytes);
-/* Pointer to the input's place in the arena; marks the input as set. */
+/* Pointer to the input's place in the arena; marks the input as set. For a
+   CUDA session a DEVICE pointer: write it on the session's stream, or
+   synchronize before the next run. */
 SNUG_API snug_status snug_session_input_data(snug_session *session,
                                              size_t index, void **data);
 SNUG_API snug_status snug_session_run(snug_session *session);
-/* Copies the output of the last run out (bytes must equal its size). */
+/* Copies the output of the last run out (bytes must equal its size; device
+   to host for a CUDA session). */
 SNUG_API snug_status snug_session_get_output(snug_session *session,
                                              size_t index, void *data,
                                              size_t bytes);
-/* Pointer to the output inside the arena; valid until the next run. */
+/* Pointer to the output inside the arena; valid until the next run. For a
+   CUDA session a DEVICE pointer. */
 SNUG_API snug_status snug_session_output_data(snug_session *session,
                                               size_t index, const void **data);
+/* The session's memory: its own allocations, and for CUDA the device memory
+   its creation took. */
+SNUG_API snug_status snug_session_memory(const snug_session *session,
+                                         snug_memory_stats *stats);
+/* Times the plan: `warmup` untimed runs, then `runs` timed ones, their
+   milliseconds in milliseconds[0 .. runs-1] (CUDA: device time between CUDA
+   events around each run; host: wall time). The inputs must be set as for
+   snug_session_run; they are restored before every run (the plan may
+   overwrite them), outside the timed part, so afterwards the outputs are
+   those of a normal run and the inputs must be set again. */
+SNUG_API snug_status snug_session_benchmark(snug_session *session,
+                                            uint32_t warmup, uint32_t runs,
+                                            double *milliseconds);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -8,6 +8,8 @@
 //   if (snug::Status s = bundle.load("model.snug")) { puts(s.message.c_str()); }
 //   snug::Session session;
 //   s = session.create(bundle);               // host, own arena
+//   (or: snug_session_options o; snug_session_options_init(&o);
+//        o.device = SNUG_DEVICE_CUDA; s = session.create(bundle, &o);)
 //   s = session.setInput(0, x.data(), x.size() * sizeof(float));
 //   s = session.run();
 //   s = session.getOutput(0, y.data(), y.size() * sizeof(float));
@@ -18,8 +20,10 @@
 
 #include "snug/snug.h"
 
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace snug {
 
@@ -89,6 +93,23 @@ public:
   Status getOutput(size_t index, void *data, size_t bytes) {
     return Status::from(snug_session_get_output(handle, index, data, bytes));
   }
+  /// Host pointers for a host session, device pointers for a CUDA one.
+  Status inputData(size_t index, void *&data) {
+    return Status::from(snug_session_input_data(handle, index, &data));
+  }
+  Status outputData(size_t index, const void *&data) {
+    return Status::from(snug_session_output_data(handle, index, &data));
+  }
+  Status memory(snug_memory_stats &stats) const {
+    return Status::from(snug_session_memory(handle, &stats));
+  }
+  /// `warmup` untimed runs, then one time in milliseconds per entry of
+  /// `milliseconds` (its size is the number of timed runs).
+  Status benchmark(uint32_t warmup, std::vector<double> &milliseconds) {
+    return Status::from(snug_session_benchmark(
+        handle, warmup, uint32_t(milliseconds.size()), milliseconds.data()));
+  }
+  snug_session *get() { return handle; }
 
 private:
   snug_session *handle = nullptr;

@@ -1,0 +1,120 @@
+//===- CudaDriver.h - The CUDA driver and cuBLAS, loaded lazily -*- C++ -*-===//
+//
+// The runtime must start, and run the host executor, on machines without an
+// NVIDIA driver, so it links neither libcuda nor libcublas: the first CUDA
+// session dlopens libcuda.so.1 and resolves every entry point through
+// cuGetProcAddress, which hands out the ABI version (cuMemAlloc_v2, ...)
+// that matches the toolkit headers this file was compiled with; cuBLAS is
+// dlopened only for plans that have a GEMM. The toolkit headers provide
+// types only. Both tables are loaded once per process and never unloaded.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_RUNTIME_CUDA_CUDADRIVER_H
+#define SNUG_RUNTIME_CUDA_CUDADRIVER_H
+
+#include "runtime/Status.h"
+
+#include <cublas_api.h>
+#include <cuda.h>
+
+#include <string>
+
+namespace snug {
+namespace rt {
+namespace cuda {
+
+// Every driver function the runtime calls: (member, symbol). The symbol is
+// the header's name, which cuda.h may map to a versioned one (cuMemAlloc ->
+// cuMemAlloc_v2); the member's type follows that mapping, and so does the
+// version cuGetProcAddress returns for CUDA_VERSION.
+#define SNUG_CUDA_DRIVER_FUNCTIONS(X)                                          \
+  X(GetErrorName, cuGetErrorName)                                              \
+  X(GetErrorString, cuGetErrorString)                                          \
+  X(Init, cuInit)                                                              \
+  X(DeviceGetCount, cuDeviceGetCount)                                          \
+  X(DeviceGet, cuDeviceGet)                                                    \
+  X(DeviceGetName, cuDeviceGetName)                                            \
+  X(DeviceGetAttribute, cuDeviceGetAttribute)                                  \
+  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)                          \
+  X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease)                        \
+  X(CtxGetCurrent, cuCtxGetCurrent)                                            \
+  X(CtxGetDevice, cuCtxGetDevice)                                              \
+  X(CtxPushCurrent, cuCtxPushCurrent)                                          \
+  X(CtxPopCurrent, cuCtxPopCurrent)                                            \
+  X(MemGetInfo, cuMemGetInfo)                                                  \
+  X(MemAlloc, cuMemAlloc)                                                      \
+  X(MemFree, cuMemFree)                                                        \
+  X(MemcpyHtoDAsync, cuMemcpyHtoDAsync)                                        \
+  X(MemcpyDtoHAsync, cuMemcpyDtoHAsync)                                        \
+  X(MemcpyDtoDAsync, cuMemcpyDtoDAsync)                                        \
+  X(ModuleLoadDataEx, cuModuleLoadDataEx)                                      \
+  X(ModuleUnload, cuModuleUnload)                                              \
+  X(ModuleGetFunction, cuModuleGetFunction)                                    \
+  X(FuncGetAttribute, cuFuncGetAttribute)                                      \
+  X(LaunchKernel, cuLaunchKernel)                                              \
+  X(StreamCreate, cuStreamCreate)                                              \
+  X(StreamDestroy, cuStreamDestroy)                                            \
+  X(StreamSynchronize, cuStreamSynchronize)                                    \
+  X(StreamBeginCapture, cuStreamBeginCapture)                                  \
+  X(StreamEndCapture, cuStreamEndCapture)                                      \
+  X(GraphInstantiateWithFlags, cuGraphInstantiateWithFlags)                    \
+  X(GraphLaunch, cuGraphLaunch)                                                \
+  X(GraphExecDestroy, cuGraphExecDestroy)                                      \
+  X(GraphDestroy, cuGraphDestroy)                                              \
+  X(EventCreate, cuEventCreate)                                                \
+  X(EventDestroy, cuEventDestroy)                                              \
+  X(EventRecord, cuEventRecord)                                                \
+  X(EventSynchronize, cuEventSynchronize)                                      \
+  X(EventElapsedTime, cuEventElapsedTime)
+
+struct CudaDriver {
+#define SNUG_CUDA_MEMBER(member, symbol) decltype(&::symbol) member = nullptr;
+  SNUG_CUDA_DRIVER_FUNCTIONS(SNUG_CUDA_MEMBER)
+#undef SNUG_CUDA_MEMBER
+  /// Optional (driver 12.4+): loads a function's code now rather than at
+  /// its first launch under lazy module loading. Null when absent.
+  decltype(&::cuFuncLoad) FuncLoad = nullptr;
+  /// cuDriverGetVersion: 12080 for CUDA 12.8.
+  int version = 0;
+
+  /// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
+  std::string describe(CUresult result) const;
+};
+
+/// The driver, loaded and cuInit-ed on the first call. Fails with
+/// SNUG_ERROR_NO_DEVICE "no CUDA device: <why>" (no libcuda.so.1, too old a
+/// driver, cuInit failing, no device); the outcome is cached.
+Status getCudaDriver(const CudaDriver *&driver);
+
+// cuBLAS functions by their exported (versioned) names. Types are spelled
+// out because cublas_api.h overloads some of them in C++.
+struct Cublas {
+  cublasStatus_t (*Create)(cublasHandle_t *) = nullptr;
+  cublasStatus_t (*Destroy)(cublasHandle_t) = nullptr;
+  cublasStatus_t (*SetStream)(cublasHandle_t, cudaStream_t) = nullptr;
+  cublasStatus_t (*SetWorkspace)(cublasHandle_t, void *, size_t) = nullptr;
+  cublasStatus_t (*SetMathMode)(cublasHandle_t, cublasMath_t) = nullptr;
+  cublasStatus_t (*GemmStridedBatchedEx)(
+      cublasHandle_t, cublasOperation_t, cublasOperation_t, int m, int n, int k,
+      const void *alpha, const void *a, cudaDataType aType, int lda,
+      long long strideA, const void *b, cudaDataType bType, int ldb,
+      long long strideB, const void *beta, void *c, cudaDataType cType, int ldc,
+      long long strideC, int batchCount, cublasComputeType_t computeType,
+      cublasGemmAlgo_t algo) = nullptr;
+  /// The file that was loaded ("libcublas.so.13"), for messages.
+  std::string library;
+};
+
+/// cuBLAS, dlopened on the first call (libcublas.so.13, .12, libcublas.so,
+/// then the toolkit's library directory of the build). Fails with
+/// SNUG_ERROR_NO_DEVICE naming what was tried; the outcome is cached.
+Status getCublas(const Cublas *&cublas);
+
+/// "CUBLAS_STATUS_NOT_INITIALIZED" for a status.
+const char *cublasStatusName(cublasStatus_t status);
+
+} // namespace cuda
+} // namespace rt
+} // namespace snug
+
+#endif // SNUG_RUNTIME_CUDA_CUDADRIVER_H

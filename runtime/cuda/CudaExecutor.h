@@ -1,0 +1,148 @@
+//===- CudaExecutor.h - Running a device plan on a CUDA device --*- C++ -*-===//
+//
+// The CUDA executor runs a bundle's device plan (runtime/DevicePlan.h). All
+// that can fail for reasons other than a kernel fault happens at creation:
+// the driver, the device, the kernel image for its arch, the free memory
+// check, the weights and arena allocations (once, exactly the planned
+// sizes), the weight upload, module and function loading, cuBLAS setup with
+// its workspace inside the arena, resolving every launch argument to a
+// device address or value, and one call of each GEMM (so that cuBLAS loads
+// its kernels then, not during a run). A run then only enqueues: the first
+// run executes the steps one by one, the second captures them into a CUDA
+// graph, and every later run replays that graph (fixed addresses make this
+// safe). Runs allocate nothing themselves (the driver may take memory for
+// the graph it instantiates in the second run) and synchronize before they
+// return.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_RUNTIME_CUDA_CUDAEXECUTOR_H
+#define SNUG_RUNTIME_CUDA_CUDAEXECUTOR_H
+
+#include "runtime/BundleReader.h"
+#include "runtime/cuda/CudaContext.h"
+#include "runtime/cuda/CudaDriver.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace snug {
+namespace rt {
+namespace cuda {
+
+struct CudaSessionOptions {
+  /// A caller-owned device arena of `arenaBytes` (>= the device arena,
+  /// 256-byte aligned), or null for the session to allocate one.
+  void *arena = nullptr;
+  uint64_t arenaBytes = 0;
+  /// A caller CUstream, or null for a stream of the session's own.
+  void *stream = nullptr;
+  /// Capture the plan into a CUDA graph on the second run.
+  bool graphs = true;
+};
+
+struct CudaMemoryStats {
+  uint64_t allocatedBytes = 0; // the session's own cuMemAlloc bytes
+  uint64_t allocations = 0;
+  uint64_t deviceUsedBytes = 0; // free memory before minus after creation
+  uint64_t arenaBytes = 0;      // the device arena, owned or borrowed
+  uint64_t weightsBytes = 0;
+};
+
+class CudaExecutor {
+public:
+  /// Fails with NO_DEVICE (no driver or device, no cuBLAS for a plan with
+  /// GEMMs), UNSUPPORTED (no device plan, no image for the device's arch),
+  /// INVALID_ARGUMENT (caller arena) or OUT_OF_MEMORY (checked before any
+  /// allocation); nothing stays allocated on failure.
+  static Status create(const Bundle &bundle, const CudaSessionOptions &options,
+                       std::unique_ptr<CudaExecutor> &out);
+  ~CudaExecutor();
+  CudaExecutor(const CudaExecutor &) = delete;
+  CudaExecutor &operator=(const CudaExecutor &) = delete;
+
+  /// Runs the plan and waits for it. With `milliseconds`, also the device
+  /// time between the run's first and last step (CUDA events).
+  Status run(double *milliseconds = nullptr);
+
+  /// Host <-> device copies into and out of the arena (or, for reads, the
+  /// weights), ordered with the runs on the session's stream; they return
+  /// once the copy is done.
+  Status write(uint64_t arenaOffset, const void *data, uint64_t bytes);
+  Status read(const Location &location, void *data, uint64_t bytes);
+  /// The device address of a location (arena or weights).
+  void *getDevicePointer(const Location &location) const;
+
+  const CudaMemoryStats &getMemoryStats() const { return stats; }
+
+private:
+  explicit CudaExecutor(const Bundle &bundle, const CudaDriver &driver)
+      : bundle(bundle), driver(driver) {}
+
+  /// A device step with every address and value resolved.
+  struct Step {
+    uint8_t kind = 0;
+    size_t index = 0; // in the device plan, for messages
+    // Launch.
+    CUfunction function = nullptr;
+    unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+    unsigned sharedBytes = 0;
+    size_t firstParam = 0, paramCount = 0;
+    // Gemm.
+    cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+    int m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, batch = 1;
+    long long strideA = 0, strideB = 0, strideC = 0;
+    cudaDataType dataType = CUDA_R_32F;
+    cublasComputeType_t computeType = CUBLAS_COMPUTE_32F;
+    // alpha and beta in the compute type's precision, read by cuBLAS
+    // through a host pointer at enqueue time (and baked into a captured
+    // graph then).
+    float alpha32 = 1, beta32 = 0;
+    double alpha64 = 1, beta64 = 0;
+    // Gemm operands and Copy.
+    CUdeviceptr a = 0, b = 0, c = 0;
+    uint64_t bytes = 0;
+  };
+
+  Status setUp(const CudaSessionOptions &options);
+  Status loadKernels(const KernelImageRef &image);
+  Status setUpCublas();
+  Status resolveSteps();
+  Status warmUpCublas();
+  CUdeviceptr resolve(const bundle::DeviceArg &arg) const;
+  /// Enqueues step `i` on the stream.
+  Status enqueueStep(const Step &step);
+  Status enqueueSteps();
+  Status captureGraph();
+  std::string describeStep(const Step &step) const;
+  Status runtimeError(const std::string &what, CUresult result) const;
+
+  const Bundle &bundle;
+  const CudaDriver &driver;
+  const Cublas *cublas = nullptr;
+  std::unique_ptr<CudaContext> context;
+  std::string deviceName;
+  uint32_t arch = 0;
+  CUstream stream = nullptr;
+  bool ownsStream = false;
+  CUevent startEvent = nullptr, endEvent = nullptr;
+  CUdeviceptr weights = 0, arena = 0;
+  bool ownsWeights = false, ownsArena = false;
+  CUmodule module = nullptr;
+  std::vector<CUfunction> functions;
+  cublasHandle_t cublasHandle = nullptr;
+  std::vector<Step> steps;
+  std::vector<uint64_t> paramValues;
+  std::vector<void *> params; // pointers into paramValues, per launch
+  bool graphs = true;
+  CUgraphExec graphExec = nullptr;
+  uint64_t completedRuns = 0;
+  CudaMemoryStats stats;
+};
+
+} // namespace cuda
+} // namespace rt
+} // namespace snug
+
+#endif // SNUG_RUNTIME_CUDA_CUDAEXECUTOR_H

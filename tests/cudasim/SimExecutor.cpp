@@ -1,0 +1,493 @@
+//===- SimExecutor.cpp - Running a device plan on the host ----------------===//
+#include "tests/cudasim/SimExecutor.h"
+
+#include "ir/Float16.h"
+#include "runtime/BundleFormat.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace snug {
+namespace cudasim {
+
+using namespace bundle;
+
+namespace {
+
+constexpr uint8_t kCanary = 0xA5;
+
+size_t pageSize() {
+  static size_t page = size_t(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+/// What the crash handler reports; set before each step.
+struct CrashState {
+  const KernelLibrary *kernels = nullptr;
+  const DeviceMemory *memory = nullptr;
+  long step = -1;
+  char op[256] = {0};
+  char kind[96] = {0};
+  int exitCode = 3;
+};
+CrashState crash;
+
+double seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       since)
+      .count();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// DeviceMemory
+//===----------------------------------------------------------------------===//
+
+DeviceMemory::~DeviceMemory() {
+  for (Region *region : {&arenaRegion, &weightsRegion})
+    if (region->map)
+      munmap(region->map, region->mapBytes);
+  if (crash.memory == this)
+    crash.memory = nullptr;
+}
+
+bool DeviceMemory::mapRegion(Region &region, uint64_t bytes,
+                             std::string &error) {
+  size_t page = pageSize();
+  // Room for the bytes, rounded to 256, and a leading slack of up to a page.
+  size_t dataBytes = (size_t(bytes) + 256 + page - 1) / page * page;
+  size_t mapBytes = dataBytes + 2 * page;
+  void *map = mmap(nullptr, mapBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (map == MAP_FAILED) {
+    error = "cannot map " + std::to_string(bytes) + " bytes of device memory";
+    return false;
+  }
+  region.map = static_cast<uint8_t *>(map);
+  region.mapBytes = mapBytes;
+  region.data = region.map + page;
+  region.dataBytes = dataBytes;
+  mprotect(region.map, page, PROT_NONE);
+  mprotect(region.data + dataBytes, page, PROT_NONE);
+  uintptr_t end = reinterpret_cast<uintptr_t>(region.data + dataBytes);
+  region.base = reinterpret_cast<uint8_t *>((end - bytes) & ~uintptr_t(255));
+  region.bytes = bytes;
+  std::memset(region.data, kCanary, region.base - region.data);
+  std::memset(region.base + bytes, kCanary,
+              region.data + dataBytes - (region.base + bytes));
+  return true;
+}
+
+bool DeviceMemory::allocate(uint64_t arenaSize, uint8_t poison,
+                            const uint8_t *weightBytes, uint64_t weightsSize,
+                            std::string &error) {
+  if (!mapRegion(arenaRegion, arenaSize, error) ||
+      !mapRegion(weightsRegion, weightsSize, error))
+    return false;
+  arena = arenaRegion.base;
+  arenaBytes = arenaSize;
+  std::memset(arena, poison, arenaSize);
+  if (weightsSize)
+    std::memcpy(weightsRegion.base, weightBytes, weightsSize);
+  // Kernels never write the weights: make a write fault.
+  mprotect(weightsRegion.data, weightsRegion.dataBytes, PROT_READ);
+  weights = weightsRegion.base;
+  weightsBytes = weightsSize;
+  crash.memory = this;
+  return true;
+}
+
+uint8_t *DeviceMemory::resolve(const DeviceArg &arg) const {
+  if (arg.kind == ArgArena)
+    return arena + arg.value;
+  return const_cast<uint8_t *>(weights) + arg.value;
+}
+
+std::string DeviceMemory::checkCanaries() const {
+  const Region &r = arenaRegion;
+  for (const uint8_t *p = r.data; p < r.base; ++p)
+    if (*p != kCanary)
+      return "before the start of the device arena, at byte -" +
+             std::to_string(r.base - p);
+  const uint8_t *end = r.base + r.bytes;
+  for (const uint8_t *p = end; p < r.data + r.dataBytes; ++p)
+    if (*p != kCanary)
+      return "past the end of the device arena (" + std::to_string(r.bytes) +
+             " bytes), at byte " + std::to_string(p - r.base);
+  return "";
+}
+
+std::string DeviceMemory::describeAddress(uintptr_t address) const {
+  auto in = [&](const Region &r, const char *name) -> std::string {
+    uintptr_t map = reinterpret_cast<uintptr_t>(r.map);
+    uintptr_t base = reinterpret_cast<uintptr_t>(r.base);
+    if (!r.map || address < map || address >= map + r.mapBytes)
+      return "";
+    if (address < base)
+      return std::to_string(base - address) + " bytes before the start of " +
+             name;
+    if (address >= base + r.bytes)
+      return std::to_string(address - (base + r.bytes)) +
+             " bytes past the end of " + name + " (" +
+             std::to_string(r.bytes) + " bytes)";
+    return "at offset " + std::to_string(address - base) + " of " + name;
+  };
+  std::string where = in(arenaRegion, "the device arena");
+  if (where.empty()) {
+    where = in(weightsRegion, "the weights");
+    if (!where.empty())
+      where += " (read-only: a kernel wrote to the weights?)";
+  }
+  return where;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelLibrary
+//===----------------------------------------------------------------------===//
+
+KernelLibrary::~KernelLibrary() {
+  if (crash.kernels == this)
+    crash.kernels = nullptr;
+  if (handle)
+    dlclose(handle);
+}
+
+bool KernelLibrary::load(const std::string &path,
+                         const std::vector<std::string> &kernelSymbols,
+                         std::string &error) {
+  // A name without a slash would be searched for on the library path.
+  std::string file = path.find('/') == std::string::npos ? "./" + path : path;
+  handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    error = "cannot load kernels '" + path + "': " + (why ? why : "?");
+    return false;
+  }
+  auto abi = reinterpret_cast<int (*)()>(dlsym(handle, "snug_cudasim_abi_version"));
+  launchFn = reinterpret_cast<LaunchFn>(dlsym(handle, "snug_cudasim_launch"));
+  whereFn = reinterpret_cast<int (*)(char *, size_t)>(
+      dlsym(handle, "snug_cudasim_where"));
+  roundsFn = reinterpret_cast<unsigned long long (*)()>(
+      dlsym(handle, "snug_cudasim_rounds"));
+  if (!abi || !launchFn) {
+    error = "'" + path + "' has no snug_cudasim_launch: build it with "
+            "tests/cudasim/compile_kernels.sh (g++ -include CudaSim.h)";
+    return false;
+  }
+  if (abi() != 1) {
+    error = "'" + path + "' was built against CudaSim.h ABI version " +
+            std::to_string(abi()) + ", this simulator expects 1; rebuild it";
+    return false;
+  }
+  symbols = kernelSymbols;
+  std::string missing;
+  unsigned missingCount = 0;
+  for (const std::string &symbol : symbols) {
+    auto thunk = reinterpret_cast<Thunk>(
+        dlsym(handle, (symbol + "_sim").c_str()));
+    if (!thunk) {
+      if (missingCount++ < 5)
+        missing += (missing.empty() ? "" : ", ") + symbol + "_sim";
+    }
+    thunks.push_back(thunk);
+  }
+  if (missingCount) {
+    error = "'" + path + "' lacks " + std::to_string(missingCount) +
+            " kernel thunk(s) of the device plan: " + missing +
+            (missingCount > 5 ? ", ..." : "") +
+            " (built from another model's source?)";
+    return false;
+  }
+  crash.kernels = this;
+  return true;
+}
+
+bool KernelLibrary::launch(size_t index, void **args, const uint32_t grid[3],
+                           const uint32_t block[3], unsigned flags,
+                           std::string &error) {
+  char message[2048];
+  if (launchFn(thunks[index], args, grid, block, symbols[index].c_str(), flags,
+               message, sizeof message)) {
+    error = message;
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+double loadElement(const uint8_t *p, uint8_t dtype) {
+  switch (dtype) {
+  case DTypeF32: { float v; std::memcpy(&v, p, 4); return v; }
+  case DTypeF64: { double v; std::memcpy(&v, p, 8); return v; }
+  case DTypeF16: { uint16_t v; std::memcpy(&v, p, 2); return f16ToFloat(v); }
+  default: { uint16_t v; std::memcpy(&v, p, 2); return bf16ToFloat(v); }
+  }
+}
+
+void storeElement(uint8_t *p, uint8_t dtype, double value) {
+  switch (dtype) {
+  case DTypeF32: { float v = float(value); std::memcpy(p, &v, 4); return; }
+  case DTypeF64: std::memcpy(p, &value, 8); return;
+  case DTypeF16: { uint16_t v = floatToF16(float(value)); std::memcpy(p, &v, 2); return; }
+  default: { uint16_t v = floatToBf16(float(value)); std::memcpy(p, &v, 2); return; }
+  }
+}
+
+/// Whether [a, a + aBytes) and [b, b + bBytes) of the same region overlap.
+bool overlaps(const DeviceArg &a, uint64_t aBytes, const DeviceArg &b,
+              uint64_t bBytes) {
+  return a.kind == b.kind && aBytes && bBytes && a.value < b.value + bBytes &&
+         b.value < a.value + aBytes;
+}
+
+} // namespace
+
+bool referenceGemm(const DeviceGemm &g, const DeviceMemory &memory,
+                   std::string &error) {
+  uint8_t dtype = g.dtype;
+  if (dtype != DTypeF32 && dtype != DTypeF64 && dtype != DTypeF16 &&
+      dtype != DTypeBF16) {
+    error = std::string("GEMM of dtype ") + dtypeName(dtype) +
+            " (cuBLAS takes f32, f64, f16, bf16)";
+    return false;
+  }
+  int64_t m = g.m, n = g.n, k = g.k, batch = g.batch;
+  if (m <= 0 || n <= 0 || batch <= 0)
+    return true;
+  size_t size = dtypeSize(dtype);
+  int64_t aRows = g.transA ? k : m, aCols = g.transA ? m : k;
+  int64_t bRows = g.transB ? n : k, bCols = g.transB ? k : n;
+  uint64_t aBytes = gemmOperandExtent(aRows, aCols, g.lda, g.strideA, batch) * size;
+  uint64_t bBytes = gemmOperandExtent(bRows, bCols, g.ldb, g.strideB, batch) * size;
+  uint64_t cBytes = gemmOperandExtent(m, n, g.ldc, g.strideC, batch) * size;
+  if (overlaps(g.c, cBytes, g.a, aBytes) || overlaps(g.c, cBytes, g.b, bBytes)) {
+    error = "GEMM output C overlaps an input (cuBLAS leaves the result "
+            "undefined)";
+    return false;
+  }
+  if ((g.transA ? g.lda < std::max<int64_t>(k, 1) : g.lda < std::max<int64_t>(m, 1)) ||
+      (g.transB ? g.ldb < std::max<int64_t>(n, 1) : g.ldb < std::max<int64_t>(k, 1)) ||
+      g.ldc < std::max<int64_t>(m, 1)) {
+    error = "GEMM leading dimension too small (cuBLAS rejects it: lda " +
+            std::to_string(g.lda) + ", ldb " + std::to_string(g.ldb) +
+            ", ldc " + std::to_string(g.ldc) + ")";
+    return false;
+  }
+  const uint8_t *a = memory.resolve(g.a), *b = memory.resolve(g.b);
+  uint8_t *c = memory.resolve(g.c);
+  // op(A) as rows (row i: op(A)(i, 0..k-1)) and op(B) column j, in double.
+  std::vector<double> rowsA(size_t(m) * size_t(std::max<int64_t>(k, 0)));
+  std::vector<double> column(size_t(std::max<int64_t>(k, 0)));
+  for (int64_t batchIndex = 0; batchIndex < batch; ++batchIndex) {
+    const uint8_t *ab = a + batchIndex * g.strideA * int64_t(size);
+    const uint8_t *bb = b + batchIndex * g.strideB * int64_t(size);
+    uint8_t *cb = c + batchIndex * g.strideC * int64_t(size);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) {
+        int64_t index = g.transA ? p + i * g.lda : i + p * g.lda;
+        rowsA[size_t(i * k + p)] = loadElement(ab + index * size, dtype);
+      }
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t p = 0; p < k; ++p) {
+        int64_t index = g.transB ? j + p * g.ldb : p + j * g.ldb;
+        column[size_t(p)] = loadElement(bb + index * size, dtype);
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        const double *row = rowsA.data() + i * k;
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += row[p] * column[size_t(p)];
+        uint8_t *out = cb + (i + j * g.ldc) * int64_t(size);
+        double value = double(g.alpha) * sum;
+        if (g.beta != 0) // beta == 0: C is not read (it may hold NaN)
+          value += double(g.beta) * loadElement(out, dtype);
+        if (dtype != DTypeF64)
+          value = double(float(value)); // the f32 result, then stored
+        storeElement(out, dtype, value);
+      }
+    }
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The step loop
+//===----------------------------------------------------------------------===//
+
+bool runDevicePlan(const DevicePlan &plan, KernelLibrary &kernels,
+                   DeviceMemory &memory, const RunOptions &options,
+                   const DescribeOp &describeOp, RunStats &stats,
+                   std::string &error) {
+  std::vector<uint64_t> slots;
+  std::vector<void *> argv;
+  size_t count = std::min(plan.steps.size(), options.stopAfter);
+  for (size_t i = 0; i < count; ++i) {
+    const DeviceStep &step = plan.steps[i];
+    std::string op = describeOp ? describeOp(step.op)
+                                : "op #" + std::to_string(step.op);
+    std::string where = "step " + std::to_string(i) + " (" + op + ")";
+    crash.step = long(i);
+    std::snprintf(crash.op, sizeof crash.op, "%s", op.c_str());
+    auto start = std::chrono::steady_clock::now();
+    std::string what;
+    if (step.kind == StepLaunch) {
+      const DeviceLaunch &l = step.launch;
+      if (l.kernel >= kernels.symbols.size()) {
+        error = where + ": unknown kernel " + std::to_string(l.kernel);
+        return false;
+      }
+      const std::string &symbol = kernels.symbols[l.kernel];
+      std::snprintf(crash.kind, sizeof crash.kind, "launch of %s",
+                    symbol.c_str());
+      if (l.sharedBytes) {
+        error = where + ": kernel " + symbol + " asks for " +
+                std::to_string(l.sharedBytes) +
+                " bytes of dynamic shared memory; the kernel rules allow "
+                "static __shared__ only";
+        return false;
+      }
+      slots.assign(l.args.size(), 0);
+      argv.assign(l.args.size(), nullptr);
+      for (size_t a = 0; a < l.args.size(); ++a) {
+        const DeviceArg &arg = l.args[a];
+        if (arg.isPointer()) {
+          uint8_t *pointer = memory.resolve(arg);
+          std::memcpy(&slots[a], &pointer, sizeof pointer);
+        } else {
+          slots[a] = arg.value; // i32, f32: the low bytes (little-endian)
+        }
+        argv[a] = &slots[a];
+      }
+      if (!kernels.launch(l.kernel, argv.data(), l.grid, l.block,
+                          options.schedule, error)) {
+        error = where + ": " + error;
+        return false;
+      }
+      uint64_t blocks = uint64_t(l.grid[0]) * l.grid[1] * l.grid[2];
+      stats.blocks += blocks;
+      stats.threads += blocks * l.block[0] * l.block[1] * l.block[2];
+      ++stats.launches;
+      double s = seconds(start);
+      stats.launchSeconds += s;
+      if (options.trace)
+        std::fprintf(options.trace,
+                     "step %zu %s: launch %s grid(%u,%u,%u) block(%u,%u,%u): "
+                     "%.3f ms\n",
+                     i, op.c_str(), symbol.c_str(), l.grid[0], l.grid[1],
+                     l.grid[2], l.block[0], l.block[1], l.block[2], s * 1e3);
+      what = "kernel " + symbol;
+    } else if (step.kind == StepGemm) {
+      const DeviceGemm &g = step.gemm;
+      std::snprintf(crash.kind, sizeof crash.kind, "GEMM");
+      if (!referenceGemm(g, memory, error)) {
+        error = where + ": " + error;
+        return false;
+      }
+      ++stats.gemms;
+      double s = seconds(start);
+      stats.gemmSeconds += s;
+      if (options.trace)
+        std::fprintf(options.trace,
+                     "step %zu %s: gemm %s m %d n %d k %d batch %d%s%s: "
+                     "%.3f ms\n",
+                     i, op.c_str(), dtypeName(g.dtype), g.m, g.n, g.k,
+                     g.batch, g.transA ? " transA" : "",
+                     g.transB ? " transB" : "", s * 1e3);
+      what = "the GEMM";
+    } else if (step.kind == StepCopy) {
+      const DeviceCopy &c = step.copy;
+      std::snprintf(crash.kind, sizeof crash.kind, "copy");
+      if (overlaps(c.dst, c.bytes, c.src, c.bytes) &&
+          c.dst.value != c.src.value) {
+        error = where + ": copy of " + std::to_string(c.bytes) +
+                " bytes between overlapping ranges (cudaMemcpyAsync leaves "
+                "the result undefined)";
+        return false;
+      }
+      std::memmove(memory.resolve(c.dst), memory.resolve(c.src), c.bytes);
+      ++stats.copies;
+      double s = seconds(start);
+      stats.copySeconds += s;
+      if (options.trace)
+        std::fprintf(options.trace, "step %zu %s: copy %llu bytes: %.3f ms\n",
+                     i, op.c_str(), (unsigned long long)c.bytes, s * 1e3);
+      what = "the copy";
+    } else {
+      error = where + ": unknown step kind " + std::to_string(step.kind);
+      return false;
+    }
+    std::string hit = memory.checkCanaries();
+    if (!hit.empty()) {
+      error = where + ": " + what + " wrote " + hit;
+      return false;
+    }
+  }
+  crash.step = -1;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Crash reports
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+void onCrash(int signal, siginfo_t *info, void *) {
+  char where[512] = {0};
+  if (crash.kernels)
+    crash.kernels->where(where, sizeof where);
+  const char *name = signal == SIGSEGV  ? "SIGSEGV (bad memory access)"
+                     : signal == SIGBUS ? "SIGBUS"
+                     : signal == SIGFPE ? "SIGFPE (integer division by zero?)"
+                                        : "SIGILL (__builtin_trap?)";
+  std::fprintf(stderr, "error: %s", name);
+  if (crash.step >= 0)
+    std::fprintf(stderr, " in step %ld (%s), %s", crash.step, crash.op,
+                 crash.kind);
+  if (where[0])
+    std::fprintf(stderr, ", %s", where);
+  if (crash.memory && (signal == SIGSEGV || signal == SIGBUS)) {
+    std::string hit = crash.memory->describeAddress(
+        reinterpret_cast<uintptr_t>(info->si_addr));
+    std::fprintf(stderr, "; address %p%s%s", info->si_addr,
+                 hit.empty() ? " (outside device memory; a fiber stack "
+                               "overflow? raise SNUG_CUDASIM_STACK_KB)"
+                             : ": ",
+                 hit.c_str());
+  }
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+  _exit(crash.exitCode);
+}
+
+} // namespace
+
+void installCrashHandler(int exitCode) {
+  crash.exitCode = exitCode;
+  static std::vector<char> altStack(1 << 16);
+  stack_t stack;
+  stack.ss_sp = altStack.data();
+  stack.ss_size = altStack.size();
+  stack.ss_flags = 0;
+  sigaltstack(&stack, nullptr);
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_sigaction = onCrash;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+    sigaction(signal, &action, nullptr);
+}
+
+} // namespace cudasim
+} // namespace snug

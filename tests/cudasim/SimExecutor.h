@@ -1,0 +1,155 @@
+//===- SimExecutor.h - Running a device plan on the host --------*- C++ -*-===//
+//
+// The host side of the CUDA simulator: device memory (the device arena and
+// a copy of the weights in host memory, fenced by guard pages and canaries),
+// the kernels (a shared object built by compile_kernels.sh from the emitted
+// source, with CudaSim.h's block scheduler inside), and the step loop:
+// Launch runs SYM_sim over the grid through snug_cudasim_launch, Gemm runs a
+// reference column-major strided-batched GEMM with cuBLAS's semantics, Copy
+// is a memmove. Used by snug-cudasim and the simulator's tests. Runtime
+// headers only (no LLVM).
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_TESTS_CUDASIM_SIMEXECUTOR_H
+#define SNUG_TESTS_CUDASIM_SIMEXECUTOR_H
+
+#include "runtime/DevicePlan.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace snug {
+namespace cudasim {
+
+/// Host memory standing in for device memory: one mapping per region, with
+/// a PROT_NONE page before and after, the region placed (256-byte aligned,
+/// like cudaMalloc) so its end is within 256 bytes of the trailing guard
+/// page; the slack around it holds a canary that checkCanaries verifies.
+class DeviceMemory {
+public:
+  DeviceMemory() = default;
+  DeviceMemory(const DeviceMemory &) = delete;
+  DeviceMemory &operator=(const DeviceMemory &) = delete;
+  ~DeviceMemory();
+
+  /// Maps an arena of `arenaBytes` filled with `poison` (0xFF: every float
+  /// a NaN) and a read-only copy of `weights`.
+  bool allocate(uint64_t arenaBytes, uint8_t poison, const uint8_t *weights,
+                uint64_t weightsBytes, std::string &error);
+
+  uint8_t *arena = nullptr;
+  uint64_t arenaBytes = 0;
+  const uint8_t *weights = nullptr;
+  uint64_t weightsBytes = 0;
+
+  /// The address of `arg` (arena or weights + offset).
+  uint8_t *resolve(const bundle::DeviceArg &arg) const;
+  /// "" when the canaries around the arena are intact, else where the first
+  /// hit lies ("past the end of the device arena (1000 bytes), at byte
+  /// 1002").
+  std::string checkCanaries() const;
+  /// Where `address` lies, for a crash report: "N bytes past the end of the
+  /// device arena", "in the weights (read-only)", or "".
+  std::string describeAddress(uintptr_t address) const;
+
+private:
+  struct Region {
+    uint8_t *map = nullptr; // the whole mapping, guards included
+    size_t mapBytes = 0;
+    uint8_t *data = nullptr; // first byte after the leading guard
+    size_t dataBytes = 0;    // up to the trailing guard
+    uint8_t *base = nullptr;
+    uint64_t bytes = 0;
+  };
+  bool mapRegion(Region &region, uint64_t bytes, std::string &error);
+  Region arenaRegion, weightsRegion;
+};
+
+/// The kernels of a bundle: LIB.so's snug_cudasim_launch and one SYM_sim
+/// thunk per symbol of the device plan.
+class KernelLibrary {
+public:
+  using Thunk = void (*)(void **);
+  using LaunchFn = int (*)(Thunk, void **, const unsigned *, const unsigned *,
+                           const char *, unsigned, char *, size_t);
+
+  KernelLibrary() = default;
+  KernelLibrary(const KernelLibrary &) = delete;
+  KernelLibrary &operator=(const KernelLibrary &) = delete;
+  ~KernelLibrary();
+
+  /// dlopens `path` and looks up every symbol's thunk; an error names the
+  /// missing ones.
+  bool load(const std::string &path, const std::vector<std::string> &symbols,
+            std::string &error);
+
+  /// Runs kernel `index` over `grid` x `block`; false with `error` set
+  /// (naming the kernel) on a barrier deadlock, divergence or trap.
+  bool launch(size_t index, void **args, const uint32_t grid[3],
+              const uint32_t block[3], unsigned flags, std::string &error);
+  /// Barrier rounds so far.
+  unsigned long long rounds() const { return roundsFn ? roundsFn() : 0; }
+  /// The simulator's position inside a launch, for crash reports ("" when
+  /// outside one). Async-signal tolerable (snprintf of integers).
+  int where(char *out, size_t size) const {
+    return whereFn ? whereFn(out, size) : 0;
+  }
+
+  std::vector<std::string> symbols;
+
+private:
+  void *handle = nullptr;
+  LaunchFn launchFn = nullptr;
+  int (*whereFn)(char *, size_t) = nullptr;
+  unsigned long long (*roundsFn)() = nullptr;
+  std::vector<Thunk> thunks;
+};
+
+struct RunOptions {
+  /// SNUG_CUDASIM_REVERSE (1) or SNUG_CUDASIM_SHUFFLE (2): the order the
+  /// threads of a block run in each round.
+  unsigned schedule = 0;
+  /// One line per step (kind, kernel, grid, time) to this stream.
+  std::FILE *trace = nullptr;
+  /// Run only steps [0, stopAfter) (for bisecting a wrong result).
+  size_t stopAfter = SIZE_MAX;
+};
+
+struct RunStats {
+  size_t launches = 0, gemms = 0, copies = 0;
+  uint64_t blocks = 0, threads = 0;
+  double launchSeconds = 0, gemmSeconds = 0, copySeconds = 0;
+};
+
+/// "node 'conv1' (Conv)" for a step's host op, for messages.
+using DescribeOp = std::function<std::string(uint32_t op)>;
+
+/// Runs `plan` step by step. Errors name the step, its op and the kernel:
+/// a launch that fails (deadlock, divergence, trap), an argument count the
+/// plan and the kernel disagree on cannot be detected (the thunk reads what
+/// it expects), an overlapping copy or GEMM, a canary hit after a step.
+bool runDevicePlan(const bundle::DevicePlan &plan, KernelLibrary &kernels,
+                   DeviceMemory &memory, const RunOptions &options,
+                   const DescribeOp &describeOp, RunStats &stats,
+                   std::string &error);
+
+/// The reference of one cuBLAS strided-batched GEMM (column-major; op(A)
+/// m x k, op(B) k x n; C = alpha * op(A) op(B) + beta * C, C not read when
+/// beta is 0), accumulating in double; f16 and bf16 through float. False with
+/// `error` set on an unsupported dtype or when C overlaps A or B.
+bool referenceGemm(const bundle::DeviceGemm &gemm, const DeviceMemory &memory,
+                   std::string &error);
+
+/// Installs SIGSEGV/SIGBUS/SIGFPE/SIGILL handlers (on an alternate stack) that
+/// print where the simulator was (step, op, kernel, block, thread, and what
+/// the fault address hit) and exit with `exitCode`.
+void installCrashHandler(int exitCode);
+
+} // namespace cudasim
+} // namespace snug
+
+#endif // SNUG_TESTS_CUDASIM_SIMEXECUTOR_H

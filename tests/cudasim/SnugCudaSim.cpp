@@ -1,0 +1,269 @@
+//===- SnugCudaSim.cpp - Run a bundle's device plan on the host -----------===//
+//
+//   snug-cudasim BUNDLE --kernels LIB.so [--input NAME=@FILE|random]...
+//                [--check DIR] [--rtol R] [--atol A] [--output-dir DIR]
+//                [--seed N] [--schedule forward|reverse|shuffle] [--trace]
+//                [--stop-after N]
+//
+// Runs the CUDA backend's product without a GPU: the bundle's device plan
+// (runtime/DevicePlan.h), step by step, with the emitted kernels compiled
+// as host C++ (LIB.so, from tests/cudasim/compile_kernels.sh) and GEMMs by a
+// reference implementation of cuBLAS's. The device arena is host memory
+// filled with 0xFF (NaN in every float type), weights are a read-only copy.
+// Inputs, --check and the exit codes follow snug-run: 0 ok (and every output
+// matches), 1 user error or mismatch, 2 internal error, 3 a kernel fault
+// (crash, barrier deadlock or divergence, a write out of the arena).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/BundleReader.h"
+#include "tests/cudasim/SimExecutor.h"
+#include "tools/snug-run/TensorFiles.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace snug;
+
+namespace {
+
+enum ExitCode { ExitOk = 0, ExitUser = 1, ExitInternal = 2, ExitKernel = 3 };
+
+struct Options {
+  std::string bundle, kernels;
+  std::map<std::string, std::string> inputs; // name -> "@path" or "random"
+  std::string outputDir, checkDir;
+  double rtol = 1e-3, atol = 1e-4;
+  uint64_t seed = 1;
+  cudasim::RunOptions run;
+};
+
+int usage(const char *message) {
+  std::fprintf(stderr,
+               "error: %s\nusage: snug-cudasim BUNDLE --kernels LIB.so "
+               "[--input NAME=@FILE|random]... [--check DIR] [--rtol R] "
+               "[--atol A] [--output-dir DIR] [--seed N] "
+               "[--schedule forward|reverse|shuffle] [--trace] "
+               "[--stop-after N]\n",
+               message);
+  return ExitUser;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](std::string &into) {
+      size_t eq = arg.find('=');
+      if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+        into = arg.substr(eq + 1);
+        return true;
+      }
+      if (i + 1 >= argc)
+        return false;
+      into = argv[++i];
+      return true;
+    };
+    auto is = [&](const char *flag) {
+      return arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0;
+    };
+    std::string text;
+    if (is("--kernels")) {
+      if (!value(options.kernels))
+        return usage("--kernels needs a shared object");
+    } else if (is("--input")) {
+      if (!value(text))
+        return usage("--input needs NAME=@FILE or NAME=random");
+      size_t eq = text.find('=');
+      if (eq == std::string::npos)
+        return usage(("--input '" + text + "' is not NAME=@FILE|random").c_str());
+      options.inputs[text.substr(0, eq)] = text.substr(eq + 1);
+    } else if (is("--output-dir")) {
+      if (!value(options.outputDir))
+        return usage("--output-dir needs a value");
+    } else if (is("--check")) {
+      if (!value(options.checkDir))
+        return usage("--check needs a directory");
+    } else if (is("--schedule")) {
+      if (!value(text))
+        return usage("--schedule needs forward, reverse or shuffle");
+      if (text == "forward")
+        options.run.schedule = 0;
+      else if (text == "reverse")
+        options.run.schedule = 1;
+      else if (text == "shuffle")
+        options.run.schedule = 2;
+      else
+        return usage(("unknown schedule '" + text + "'").c_str());
+    } else if (is("--rtol") || is("--atol") || is("--seed") ||
+               is("--stop-after")) {
+      if (!value(text))
+        return usage("a value is missing");
+      char *end;
+      double number = std::strtod(text.c_str(), &end);
+      if (*end || number < 0)
+        return usage(("bad number '" + text + "'").c_str());
+      if (is("--rtol"))
+        options.rtol = number;
+      else if (is("--atol"))
+        options.atol = number;
+      else if (is("--seed"))
+        options.seed = uint64_t(number);
+      else
+        options.run.stopAfter = size_t(number);
+    } else if (arg == "--trace") {
+      options.run.trace = stdout;
+    } else if (arg == "--help" || arg == "-h") {
+      usage("help");
+      return ExitOk;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usage(("unknown option '" + arg + "'").c_str());
+    } else if (options.bundle.empty()) {
+      options.bundle = arg;
+    } else {
+      return usage("more than one bundle given");
+    }
+  }
+  if (options.bundle.empty())
+    return usage("no bundle given");
+  if (options.kernels.empty())
+    return usage("no --kernels LIB.so given (tests/cudasim/compile_kernels.sh "
+                 "builds it from snugc compile --dump-cuda's source)");
+
+  std::unique_ptr<rt::Bundle> bundle;
+  if (rt::Status status = rt::readBundle(options.bundle, bundle)) {
+    std::fprintf(stderr, "error: %s\n", status.getMessage().c_str());
+    return ExitUser;
+  }
+  if (!bundle->hasDevicePlan) {
+    std::fprintf(stderr,
+                 "error: bundle '%s' has no device plan (compiled with "
+                 "--target=host?)\n",
+                 options.bundle.c_str());
+    return ExitUser;
+  }
+  const bundle::DevicePlan &plan = bundle->devicePlan;
+  std::printf("snug-cudasim: bundle %s: device arena %llu bytes, weights "
+              "%llu bytes, %zu kernels, %zu steps\n",
+              options.bundle.c_str(), (unsigned long long)plan.arenaBytes,
+              (unsigned long long)bundle->weightsSize, plan.kernels.size(),
+              plan.steps.size());
+
+  std::string error;
+  cudasim::KernelLibrary kernels;
+  if (!kernels.load(options.kernels, plan.kernels, error)) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return ExitUser;
+  }
+  cudasim::DeviceMemory memory;
+  if (!memory.allocate(plan.arenaBytes, 0xFF, bundle->getWeights(),
+                       bundle->weightsSize, error)) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return ExitInternal;
+  }
+  cudasim::installCrashHandler(ExitKernel);
+
+  for (const auto &entry : options.inputs) {
+    bool known = false;
+    for (const rt::TensorDesc &input : bundle->inputs)
+      known |= input.name == entry.first;
+    if (!known)
+      return usage(("the bundle has no input '" + entry.first + "'").c_str());
+  }
+  uint64_t state = options.seed * 0x9e3779b97f4a7c15ull + 1;
+  for (size_t i = 0; i < bundle->inputs.size(); ++i) {
+    const rt::TensorDesc &input = bundle->inputs[i];
+    const rt::Location &place = input.location;
+    auto given = options.inputs.find(input.name);
+    HostTensor tensor;
+    if (!loadInputData(input.name, i, place.dtype, place.dims,
+                       given == options.inputs.end() ? "" : given->second,
+                       options.checkDir, state, tensor, error)) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
+      return ExitUser;
+    }
+    if (place.kind != bundle::Arena || tensor.bytes.size() != place.bytes) {
+      std::fprintf(stderr, "error: input '%s' is not %llu bytes in the arena\n",
+                   input.name.c_str(), (unsigned long long)place.bytes);
+      return ExitInternal;
+    }
+    std::memcpy(memory.arena + place.offset, tensor.bytes.data(), place.bytes);
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  cudasim::RunStats stats;
+  auto describe = [&](uint32_t op) { return bundle->ops[op].describe(op); };
+  if (!cudasim::runDevicePlan(plan, kernels, memory, options.run, describe,
+                              stats, error)) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return ExitKernel;
+  }
+  double elapsed = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  std::printf("ran %zu launches (%llu blocks, %llu threads, %llu barrier "
+              "rounds), %zu GEMMs, %zu copies in %.3f s (kernels %.3f s, "
+              "GEMMs %.3f s)\n",
+              stats.launches, (unsigned long long)stats.blocks,
+              (unsigned long long)stats.threads, kernels.rounds(), stats.gemms,
+              stats.copies, elapsed, stats.launchSeconds, stats.gemmSeconds);
+  if (options.run.stopAfter < plan.steps.size())
+    std::printf("stopped after step %zu of %zu\n", options.run.stopAfter,
+                plan.steps.size());
+
+  if (!options.outputDir.empty()) {
+    std::error_code code;
+    std::filesystem::create_directories(options.outputDir, code);
+    if (code) {
+      std::fprintf(stderr, "error: cannot create '%s': %s\n",
+                   options.outputDir.c_str(), code.message().c_str());
+      return ExitUser;
+    }
+  }
+  bool allMatch = true;
+  for (size_t i = 0; i < bundle->outputs.size(); ++i) {
+    const rt::TensorDesc &output = bundle->outputs[i];
+    const rt::Location &place = output.location;
+    HostTensor actual;
+    actual.name = output.name;
+    actual.dtype = place.dtype;
+    actual.dims = place.dims;
+    const uint8_t *bytes = place.kind == bundle::Weight
+                               ? memory.weights + place.offset
+                               : memory.arena + place.offset;
+    actual.bytes.assign(bytes, bytes + place.bytes);
+    if (!options.outputDir.empty() &&
+        !writeNpy(options.outputDir + "/" + tensorFileName(output.name) +
+                      ".npy",
+                  actual, error)) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
+      return ExitUser;
+    }
+    if (options.checkDir.empty()) {
+      std::printf("output %s %s\n", output.name.c_str(),
+                  tensorTypeString(actual.dtype, actual.dims).c_str());
+      continue;
+    }
+    std::string report;
+    int match = checkOutputData(actual, i, options.checkDir, options.rtol,
+                                options.atol, report, error);
+    if (match < 0) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
+      return ExitUser;
+    }
+    std::printf("%s\n", report.c_str());
+    allMatch = allMatch && match;
+  }
+  if (!options.checkDir.empty())
+    std::printf("%s (rtol %g, atol %g)\n",
+                allMatch ? "all outputs match" : "outputs differ", options.rtol,
+                options.atol);
+  return allMatch ? ExitOk : ExitUser;
+}

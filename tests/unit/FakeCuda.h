@@ -1,0 +1,39 @@
+//===- FakeCuda.h - What the fake CUDA driver counts ------------*- C++ -*-===//
+//
+// The counters of tests/unit/FakeCuda.cpp, read by snug-fake-cuda-tests
+// through dlsym(fakeCudaStats) on the library the runtime dlopened.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_TESTS_UNIT_FAKECUDA_H
+#define SNUG_TESTS_UNIT_FAKECUDA_H
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+#define FAKE_CUDA_API __attribute__((visibility("default")))
+
+/// What the fake charges against free memory besides allocations, so that
+/// device_used_bytes has something to measure.
+constexpr uint64_t kFakeModuleBytes = 2u << 20;
+constexpr uint64_t kFakeCublasBytes = 4u << 20;
+
+struct FakeCudaStats {
+  // Live objects (created minus destroyed).
+  int primaryRetains = 0;
+  int streams = 0, events = 0, modules = 0, cublasHandles = 0;
+  int graphs = 0, graphExecs = 0;
+  std::map<void *, uint64_t> allocBytes; // live allocations
+  // Totals.
+  int allocCalls = 0;
+  int hostToDevice = 0, deviceToDevice = 0;
+  int directLaunches = 0, gemms = 0;
+  int instantiations = 0, graphLaunches = 0;
+  int functionsLoaded = 0;
+  // cuBLAS settings last made.
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  int mathMode = -1, lastComputeType = -1;
+};
+
+#endif // SNUG_TESTS_UNIT_FAKECUDA_H

@@ -1,0 +1,456 @@
+//===- FakeCudaTest.cpp - The CUDA executor against a fake driver ---------===//
+//
+// Runs with LD_LIBRARY_PATH pointing at the fake libcuda.so.1 and
+// libcublas.so.13 of FakeCuda.cpp, so the executor's whole life — lazy
+// loading, the checks, allocation, upload, argument marshalling, eager run,
+// graph capture and replay, I/O, timing, destruction — runs on a CPU, with
+// the fake's counters as witnesses. What only a real device can show (real
+// kernels, the real cuBLAS, driver memory accounting) is tests/gpu's job.
+//
+//===----------------------------------------------------------------------===//
+#include "FakeCuda.h"
+#include "CudaTestPlans.h"
+#include "RuntimeTestUtil.h"
+
+#include "ir/Module.h"
+#include "runtime/cuda/CudaContext.h"
+#include "snug/snug.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+using namespace snug;
+using namespace snug::testing;
+
+namespace {
+
+/// The fake's counters, null when the libcuda.so.1 on the loader's path is
+/// not the fake (the test runs outside ctest, which sets LD_LIBRARY_PATH).
+/// Loading it here first makes the runtime's dlopen find this very copy.
+const FakeCudaStats *fakeOrNull() {
+  static const FakeCudaStats *stats = [] {
+    void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!library)
+      return static_cast<const FakeCudaStats *>(nullptr);
+    auto get = reinterpret_cast<const FakeCudaStats *(*)()>(
+        dlsym(library, "fakeCudaStats"));
+    return get ? get() : nullptr;
+  }();
+  return stats;
+}
+
+const FakeCudaStats &fake() { return *fakeOrNull(); }
+
+class FakeCudaTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!fakeOrNull())
+      GTEST_SKIP() << "libcuda.so.1 is not the fake driver: run through "
+                      "ctest, or with LD_LIBRARY_PATH=" SNUG_FAKE_CUDA_DIR;
+  }
+};
+
+std::vector<bundle::KernelImage> fakeImages() {
+  return {image(bundle::ImageCubin, 90, "FAKE cubin")};
+}
+
+struct Loaded {
+  TempFile file;
+  snug_bundle *bundle = nullptr;
+  explicit Loaded(const std::vector<uint8_t> &bytes) {
+    writeFile(file.path, bytes);
+    EXPECT_EQ(snug_bundle_load(file.path.c_str(), &bundle), SNUG_OK)
+        << snug_last_error();
+  }
+  ~Loaded() { snug_bundle_destroy(bundle); }
+};
+
+snug_session_options cudaOptions(int graphs = 1) {
+  snug_session_options options;
+  snug_session_options_init(&options);
+  options.device = SNUG_DEVICE_CUDA;
+  options.cuda_graphs = graphs;
+  return options;
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Sets x, runs, returns y and z.
+std::vector<float> runMlp(snug_session *session, std::vector<float> x) {
+  EXPECT_EQ(snug_session_set_input(session, 0, x.data(), 16), SNUG_OK)
+      << snug_last_error();
+  if (snug_session_run(session) != SNUG_OK) {
+    ADD_FAILURE() << snug_last_error();
+    return {};
+  }
+  std::vector<float> out(4);
+  EXPECT_EQ(snug_session_get_output(session, 0, out.data(), 8), SNUG_OK);
+  EXPECT_EQ(snug_session_get_output(session, 1, out.data() + 2, 8), SNUG_OK);
+  return out;
+}
+
+/// Every object the fake hands out is back.
+void expectNothingLive() {
+  const FakeCudaStats &f = fake();
+  EXPECT_EQ(f.allocBytes.size(), 0u);
+  EXPECT_EQ(f.streams, 0);
+  EXPECT_EQ(f.events, 0);
+  EXPECT_EQ(f.modules, 0);
+  EXPECT_EQ(f.cublasHandles, 0);
+  EXPECT_EQ(f.graphs, 0);
+  EXPECT_EQ(f.graphExecs, 0);
+  EXPECT_EQ(f.primaryRetains, 0);
+}
+
+} // namespace
+
+// Eager, then capture, then replay: the host's numbers every time, kernels
+// launched directly only in the first run, one graph instantiated.
+TEST_F(FakeCudaTest, RunsEagerThenCapturesThenReplays) {
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlan(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  const FakeCudaStats &f = fake();
+  int launches = f.directLaunches, instantiations = f.instantiations;
+  int replays = f.graphLaunches, gemms = f.gemms, copies = f.deviceToDevice;
+  std::vector<float> expected = {8.5f, -0.875f, 8.5f, -0.875f};
+  EXPECT_EQ(runMlp(session, {1, 2, 3, -4}), expected);
+  EXPECT_EQ(f.directLaunches, launches + 2);
+  EXPECT_EQ(f.gemms, gemms + 1);
+  EXPECT_EQ(f.deviceToDevice, copies + 1);
+  EXPECT_EQ(f.instantiations, instantiations);
+  EXPECT_EQ(runMlp(session, {1, 2, 3, -4}), expected); // captured
+  EXPECT_EQ(f.instantiations, instantiations + 1);
+  EXPECT_EQ(f.graphLaunches, replays + 1);
+  for (int run = 0; run < 3; ++run) // replays, with other inputs
+    EXPECT_EQ(runMlp(session, {0, 0, 0, 1}),
+              (std::vector<float>{-0.125f, 1.5f, -0.125f, 1.5f}));
+  EXPECT_EQ(f.directLaunches, launches + 2);
+  EXPECT_EQ(f.instantiations, instantiations + 1);
+  EXPECT_EQ(f.graphLaunches, replays + 4);
+  // cuBLAS: exact math, the workspace inside the arena after the host
+  // plan's part, f32 computed in f32 (CUBLAS_COMPUTE_32F = 68).
+  EXPECT_EQ(f.mathMode, 0);
+  EXPECT_EQ(f.workspaceBytes, 1024u);
+  EXPECT_EQ(f.lastComputeType, 68);
+  snug_session_destroy(session);
+  expectNothingLive();
+}
+
+TEST_F(FakeCudaTest, GraphsOff) {
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlan(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions(0);
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK);
+  int instantiations = fake().instantiations;
+  int launches = fake().directLaunches;
+  for (int run = 0; run < 4; ++run)
+    EXPECT_EQ(runMlp(session, {1, 2, 3, -4}),
+              (std::vector<float>{8.5f, -0.875f, 8.5f, -0.875f}));
+  EXPECT_EQ(fake().instantiations, instantiations);
+  EXPECT_EQ(fake().directLaunches, launches + 8);
+  snug_session_destroy(session);
+  expectNothingLive();
+}
+
+// Two allocations of exactly the predicted sizes at creation, none later;
+// device_used_bytes sees the module's and cuBLAS's share too.
+TEST_F(FakeCudaTest, MemoryIsAllocatedOnceAndExactly) {
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlan(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  snug_sizes sizes;
+  ASSERT_EQ(snug_bundle_sizes(loaded.bundle, &sizes), SNUG_OK);
+  int before = fake().allocCalls;
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK);
+  EXPECT_EQ(fake().allocCalls, before + 2);
+  snug_memory_stats stats;
+  ASSERT_EQ(snug_session_memory(session, &stats), SNUG_OK);
+  EXPECT_EQ(stats.device, SNUG_DEVICE_CUDA);
+  EXPECT_EQ(stats.allocated_bytes, sizes.weights + sizes.device_arena);
+  EXPECT_EQ(stats.allocated_bytes, 128u + 1280u);
+  EXPECT_EQ(stats.allocations, 2u);
+  EXPECT_EQ(stats.arena_bytes, 1280u);
+  EXPECT_EQ(stats.weights_bytes, 128u);
+  EXPECT_EQ(stats.device_used_bytes,
+            stats.allocated_bytes + kFakeModuleBytes + kFakeCublasBytes);
+  for (int run = 0; run < 5; ++run)
+    runMlp(session, {1, 2, 3, -4});
+  double ms[4];
+  float x[4] = {1, 2, 3, -4};
+  ASSERT_EQ(snug_session_set_input(session, 0, x, sizeof x), SNUG_OK);
+  ASSERT_EQ(snug_session_benchmark(session, 2, 4, ms), SNUG_OK)
+      << snug_last_error();
+  for (double t : ms)
+    EXPECT_GE(t, 0);
+  EXPECT_EQ(fake().allocCalls, before + 2);
+  // The weights were uploaded, and kernels loaded before the first launch.
+  EXPECT_GE(fake().functionsLoaded, 2);
+  snug_session_destroy(session);
+  expectNothingLive();
+}
+
+// I/O pointers are device addresses inside the session's arena.
+TEST_F(FakeCudaTest, DataPointersAreDeviceAddresses) {
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlan(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK);
+  void *input = nullptr;
+  const void *output = nullptr;
+  ASSERT_EQ(snug_session_input_data(session, 0, &input), SNUG_OK);
+  ASSERT_EQ(snug_session_output_data(session, 1, &output), SNUG_OK);
+  EXPECT_EQ(static_cast<const uint8_t *>(output) -
+                static_cast<const uint8_t *>(input),
+            128);                              // z at 128, x at 0
+  EXPECT_TRUE(fake().allocBytes.count(input)); // the arena's base
+  // The fake's device memory is host memory: write x through the pointer.
+  float x[4] = {1, 2, 3, -4};
+  std::memcpy(input, x, sizeof x);
+  ASSERT_EQ(snug_session_run(session), SNUG_OK) << snug_last_error();
+  float z[2];
+  std::memcpy(z, output, sizeof z);
+  EXPECT_EQ(z[0], 8.5f);
+  EXPECT_EQ(z[1], -0.875f);
+  snug_session_destroy(session);
+}
+
+// The caller's arena and stream are used, not allocated or created.
+TEST_F(FakeCudaTest, CallerArenaAndStream) {
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlan(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  const rt::cuda::CudaDriver *driver;
+  ASSERT_TRUE(rt::cuda::getCudaDriver(driver).isOk());
+  std::unique_ptr<rt::cuda::CudaContext> context;
+  ASSERT_TRUE(rt::cuda::CudaContext::acquire(*driver, context).isOk());
+  CUstream stream = nullptr;
+  {
+    rt::cuda::ContextScope scope(*driver, context->get());
+    ASSERT_EQ(driver->StreamCreate(&stream, 0), CUDA_SUCCESS);
+  }
+  void *arena = std::aligned_alloc(256, 1280);
+  snug_session_options options = cudaOptions();
+  options.arena = arena;
+  options.arena_bytes = 1280;
+  options.stream = stream;
+  snug_session *session = nullptr;
+  int streams = fake().streams;
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  EXPECT_EQ(fake().streams, streams); // the caller's
+  snug_memory_stats stats;
+  ASSERT_EQ(snug_session_memory(session, &stats), SNUG_OK);
+  EXPECT_EQ(stats.allocated_bytes, 128u);
+  EXPECT_EQ(stats.allocations, 1u);
+  EXPECT_EQ(stats.arena_bytes, 1280u);
+  for (int run = 0; run < 3; ++run) // eager, capture, replay on the stream
+    EXPECT_EQ(runMlp(session, {1, 2, 3, -4}),
+              (std::vector<float>{8.5f, -0.875f, 8.5f, -0.875f}));
+  float y[2];
+  std::memcpy(y, arena, sizeof y); // y lives at offset 0 of the caller's arena
+  EXPECT_EQ(y[0], 8.5f);
+  EXPECT_EQ(fake().workspace, static_cast<uint8_t *>(arena) + 256);
+  snug_session_destroy(session);
+  std::free(arena);
+  {
+    rt::cuda::ContextScope scope(*driver, context->get());
+    EXPECT_EQ(driver->StreamDestroy(stream), CUDA_SUCCESS);
+  }
+  context.reset();
+  expectNothingLive();
+}
+
+TEST_F(FakeCudaTest, OutOfMemoryBeforeAllocating) {
+  bundle::DevicePlan plan = mlpPlan();
+  plan.workspaceBytes = uint64_t(2) << 30; // the fake has 1 GiB
+  plan.arenaBytes = plan.workspaceOffset + plan.workspaceBytes;
+  Loaded loaded(cudaBundleOf(kMlp, plan, fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  int before = fake().allocCalls;
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  EXPECT_EQ(snug_session_create(loaded.bundle, &options, &session),
+            SNUG_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(session, nullptr);
+  std::string message = snug_last_error();
+  EXPECT_TRUE(contains(message, "needs 2147484032 bytes (2.0 GiB) on the CUDA "
+                                "device (arena 2147483904 bytes"))
+      << message;
+  EXPECT_TRUE(contains(message, "weights 128 bytes)")) << message;
+  EXPECT_TRUE(contains(message, "'Fake GPU' has 1073741824 bytes (1.0 GiB) "
+                                "free of 1073741824"))
+      << message;
+  EXPECT_EQ(fake().allocCalls, before);
+  expectNothingLive();
+}
+
+// Creation failures after some resources exist release them all.
+TEST_F(FakeCudaTest, FailedCreationLeaksNothing) {
+  bundle::DevicePlan plan = mlpPlan();
+  plan.kernels[1] = "snug_missing"; // not in the image
+  Loaded missing(cudaBundleOf(kMlp, plan, fakeImages()));
+  ASSERT_TRUE(missing.bundle);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  EXPECT_EQ(snug_session_create(missing.bundle, &options, &session),
+            SNUG_ERROR_INVALID_BUNDLE);
+  EXPECT_TRUE(contains(snug_last_error(), "kernel 'snug_missing' is not in"))
+      << snug_last_error();
+  expectNothingLive();
+
+  plan = mlpPlan();
+  plan.kernels[1] = "snug_heavy"; // 128 threads per block at most
+  plan.steps[2].launch.block[0] = 256;
+  Loaded heavy(cudaBundleOf(kMlp, plan, fakeImages()));
+  ASSERT_TRUE(heavy.bundle);
+  EXPECT_EQ(snug_session_create(heavy.bundle, &options, &session),
+            SNUG_ERROR_UNSUPPORTED);
+  std::string message = snug_last_error();
+  EXPECT_TRUE(contains(message, "device step 2 of op #2 (LeakyRelu)"))
+      << message;
+  EXPECT_TRUE(contains(message, "256 threads per block")) << message;
+  EXPECT_TRUE(contains(message, "allows 128")) << message;
+  expectNothingLive();
+
+  Loaded garbage(cudaBundleOf(kMlp, mlpPlan(),
+                              {image(bundle::ImageCubin, 90, "not an image")}));
+  ASSERT_TRUE(garbage.bundle);
+  EXPECT_EQ(snug_session_create(garbage.bundle, &options, &session),
+            SNUG_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(contains(snug_last_error(), "cannot load its cubin sm_90"))
+      << snug_last_error();
+  expectNothingLive();
+}
+
+// A launch failure names the step and the op; the session stays usable for
+// later runs of an intact plan, and nothing leaks.
+TEST_F(FakeCudaTest, LaunchErrorsNameTheOp) {
+  bundle::DevicePlan plan = mlpPlan();
+  plan.kernels[0] = "snug_fail";
+  Loaded loaded(cudaBundleOf(kMlp, plan, fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK);
+  float x[4] = {1, 2, 3, -4};
+  ASSERT_EQ(snug_session_set_input(session, 0, x, sizeof x), SNUG_OK);
+  EXPECT_EQ(snug_session_run(session), SNUG_ERROR_RUNTIME);
+  std::string message = snug_last_error();
+  EXPECT_TRUE(contains(message, "device step 1 of op #1 (Add)")) << message;
+  EXPECT_TRUE(contains(message, "launching kernel 'snug_fail'")) << message;
+  EXPECT_TRUE(contains(message, "CUDA_ERROR_LAUNCH_FAILED")) << message;
+  float y[2];
+  EXPECT_EQ(snug_session_get_output(session, 0, y, sizeof y),
+            SNUG_ERROR_INVALID_ARGUMENT); // no successful run
+  snug_session_destroy(session);
+  expectNothingLive();
+}
+
+TEST_F(FakeCudaTest, ImageChoiceAndHostOnlyBundles) {
+  Loaded sm80(
+      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImageCubin, 80, "FAKE")}));
+  Loaded hostOnly(bundleOf(kMlp));
+  ASSERT_TRUE(sm80.bundle && hostOnly.bundle);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  EXPECT_EQ(snug_session_create(sm80.bundle, &options, &session),
+            SNUG_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(contains(snug_last_error(), "'Fake GPU' (sm_90)"))
+      << snug_last_error();
+  EXPECT_EQ(snug_session_create(hostOnly.bundle, &options, &session),
+            SNUG_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(contains(snug_last_error(), "compiled for the host only"))
+      << snug_last_error();
+  expectNothingLive();
+
+  // PTX not newer than the device is JIT-compiled.
+  Loaded ptx(
+      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImagePtx, 80, "FAKE ptx")}));
+  ASSERT_TRUE(ptx.bundle);
+  ASSERT_EQ(snug_session_create(ptx.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  EXPECT_EQ(runMlp(session, {1, 2, 3, -4}),
+            (std::vector<float>{8.5f, -0.875f, 8.5f, -0.875f}));
+  snug_session_destroy(session);
+  expectNothingLive();
+}
+
+// Weights go up in chunks of at most 64 MiB, straight from the mapping; an
+// output that is a weight reads them back from the device.
+TEST_F(FakeCudaTest, WeightsUploadInChunks) {
+  const int64_t count = (uint64_t(65) << 20) / 4 + 3; // just over 65 MiB
+  ir::Module module("big");
+  std::vector<uint8_t> bytes(count * 4);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = uint8_t(i * 7 + 1);
+  ir::Value *w =
+      module.addWeight("w", ir::TensorType(ir::DType::F32, {count}), bytes);
+  module.setOutputs({w});
+  module.setAttribute("arena", ir::Attribute::getInt(0));
+  bundle::DevicePlan plan; // nothing to run: the output is the weight
+  std::vector<bundle::KernelImage> images = fakeImages();
+  auto serialized = serializeBundle(module, {"p", "v", &plan, &images});
+  ASSERT_TRUE(static_cast<bool>(serialized))
+      << toString(serialized.takeError());
+  Loaded loaded(*serialized);
+  ASSERT_TRUE(loaded.bundle);
+  int uploads = fake().hostToDevice;
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  EXPECT_EQ(fake().hostToDevice, uploads + 2);
+  snug_memory_stats stats;
+  ASSERT_EQ(snug_session_memory(session, &stats), SNUG_OK);
+  EXPECT_EQ(stats.allocations, 1u); // no arena: its size is 0
+  ASSERT_EQ(snug_session_run(session), SNUG_OK) << snug_last_error();
+  std::vector<uint8_t> out(bytes.size());
+  ASSERT_EQ(snug_session_get_output(session, 0, out.data(), out.size()),
+            SNUG_OK)
+      << snug_last_error();
+  EXPECT_TRUE(out == bytes);
+  snug_session_destroy(session);
+  expectNothingLive();
+}
+
+// snug-run --device cuda: predicted against allocated device memory, the
+// latency summary, and the outputs of the last (replayed) run equal to the
+// first run's.
+TEST_F(FakeCudaTest, SnugRunReportsMemoryAndLatency) {
+  TempFile bundle;
+  writeFile(bundle.path, cudaBundleOf(kMlp, mlpPlan(), fakeImages()));
+  TempFile output("txt");
+  std::string command = std::string(SNUG_RUN_TOOL) + " " + bundle.path +
+                        " --device cuda --input x=random --runs 5 "
+                        "--warmup 1 > " +
+                        output.path + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::FILE *file = std::fopen(output.path.c_str(), "r");
+  ASSERT_TRUE(file);
+  std::string text(4096, '\0');
+  text.resize(std::fread(&text[0], 1, text.size(), file));
+  std::fclose(file);
+  EXPECT_TRUE(contains(text, "device memory: predicted 1408 bytes (weights "
+                             "128 + device arena 1280, cuBLAS workspace 1024 "
+                             "inside), allocated 1408 bytes in 2 allocations: "
+                             "match"))
+      << text;
+  EXPECT_TRUE(contains(text, "device memory used by the session: 6292864 "
+                             "bytes"))
+      << text;
+  EXPECT_TRUE(contains(text, "latency: median ")) << text;
+  EXPECT_TRUE(contains(text, "over 5 runs after 1 warmup (CUDA events, "
+                             "graphs on)"))
+      << text;
+  EXPECT_TRUE(contains(text, "output y f32[1,2]")) << text;
+  EXPECT_FALSE(contains(text, "MISMATCH")) << text;
+}
