@@ -28,5 +28,7 @@ config.substitutions.append(("%python", os.environ.get("SNUG_PYTHON", "python3")
 
 # Tests that drive a browser run where Chromium is installed
 # (tools/install-deps.sh installs it).
+if os.environ.get("SNUG_HAVE_NVRTC") == "1":
+    config.available_features.add("nvrtc")
 if shutil.which("chromium"):
     config.available_features.add("chromium")
