@@ -12,6 +12,11 @@ computed at export (rtol 1e-3, atol 1e-4), and checks that the two runs give
 bit-identical outputs: the arena plan may move tensors, never change them.
 Also checks that the memory report's arena and weights bytes are exactly
 what the bundle tells the runtime to allocate.
+With --cuda the default planner's bundle is compiled for CUDA as well (every
+kernel through NVRTC for sm_80 and sm_90), and the report's workspace must
+be the device arena's part after the intermediates. With --cudasim BIN the
+emitted kernels and the device plan also run on the host CUDA simulator
+(tests/cudasim) against the same reference.
 Exports the model first when the cache lacks it; exits 77 (ctest: skipped)
 when it is missing and cannot be exported here.
 """
@@ -36,6 +41,22 @@ def run(command):
         sys.exit(1)
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def check_device_arena(described, report):
+    """The device arena the bundle asks for is the report's arena plus its
+    workspace: what the memory report predicts is what the runtime
+    allocates."""
+    match = re.search(r"CUDA device arena (\d+) bytes", described)
+    expected = report["arena_bytes"] + report["workspace_bytes"]
+    if not match or int(match.group(1)) != expected:
+        print(f"FAILED: the report predicts a device arena of {expected} bytes "
+              f"(arena + workspace); the bundle says: {described.strip()}")
+        return False
+    return True
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
@@ -44,6 +65,8 @@ def main():
     parser.add_argument("--cache")
     parser.add_argument("--tools", required=True)
     parser.add_argument("--export-script")
+    parser.add_argument("--cuda", action="store_true")
+    parser.add_argument("--cudasim", help="directory of snug-cudasim")
     args = parser.parse_args()
 
     model_dir = ensure_model(args)
@@ -59,13 +82,12 @@ def main():
         for planner in ("best", "none"):
             bundle = os.path.join(scratch, f"{planner}.snug")
             report_path = os.path.join(scratch, f"{planner}.json")
-            # The default planner's bundle is compiled for CUDA too, so every
-            # zoo kernel goes through NVRTC for sm_80 and sm_90.
-            target = "cuda" if planner == "best" else "host"
+            cuda = planner == "best" and (args.cuda or args.cudasim)
+            dump = os.path.join(scratch, "cuda")
             run([snugc, "compile", model, "-o", bundle, "--planner=" + planner,
-                 "--target=" + target,
+                 "--target=" + ("cuda" if cuda else "host"),
                  "--memory-report=json", "--memory-report-file=" + report_path]
-                + flags)
+                + (["--dump-cuda", dump] if cuda else []) + flags)
             with open(report_path) as f:
                 report = json.load(f)
             described = subprocess.run([snug_run, bundle, "--describe"],
@@ -77,6 +99,14 @@ def main():
                       f"and weights {report['weights_bytes']} bytes; the bundle "
                       f"says: {described.strip()}")
                 return 1
+            if cuda and not check_device_arena(described, report):
+                return 1
+            if cuda and args.cudasim:
+                library = os.path.join(dump, "model.so")
+                run([os.path.join(REPO, "tests", "cudasim", "compile_kernels.sh"),
+                     os.path.join(dump, "model.cu"), library])
+                run([os.path.join(args.cudasim, "snug-cudasim"), bundle,
+                     "--kernels", library, "--check", data])
             outputs[planner] = os.path.join(scratch, f"out-{planner}")
             run([snug_run, bundle, "--device", "host", "--check", data,
                  "--poison", "--output-dir", outputs[planner]])
