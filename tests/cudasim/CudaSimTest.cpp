@@ -143,6 +143,13 @@ extern "C" __global__ void __launch_bounds__(64) racy(int *y, int base) {
   y[threadIdx.x] = threadIdx.x ? s[threadIdx.x - 1] : base - 1;
 }
 
+// 512 KiB of locals: more than a fiber's stack.
+extern "C" __global__ void __launch_bounds__(32) deep(float *y) {
+  volatile float big[131072];
+  big[threadIdx.x] = 1.0f;
+  y[threadIdx.x] = big[threadIdx.x];
+}
+
 extern "C" __global__ void __launch_bounds__(32) relu(const float *x, float *y, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     float v = snug_load(x + i);
@@ -163,17 +170,18 @@ extern "C" void partial_sim(void **a) { partial(*(int **)a[0]); }
 extern "C" void trap_sim(void **a) { trap(*(int **)a[0]); }
 extern "C" void poke_sim(void **a) { poke(*(float **)a[0], *(int64_t *)a[1]); }
 extern "C" void racy_sim(void **a) { racy(*(int **)a[0], *(int *)a[1]); }
+extern "C" void deep_sim(void **a) { deep(*(float **)a[0]); }
 extern "C" void relu_sim(void **a) { relu(*(const float **)a[0], *(float **)a[1], *(int *)a[2]); }
 #endif
 )cuda";
 
 const std::vector<std::string> kSymbols = {
     "rotate", "scan",  "rowsum", "shuffles", "ids",  "deadlock", "divergent",
-    "counts", "partial", "trap", "poke",     "racy", "relu"};
+    "counts", "partial", "trap", "poke",     "racy", "deep", "relu"};
 
 enum Kernel {
   Rotate, Scan, RowSum, Shuffles, Ids, Deadlock, Divergent, Counts, Partial,
-  Trap, Poke, Racy, Relu
+  Trap, Poke, Racy, Deep, Relu
 };
 
 std::string scratchDir() {
@@ -186,26 +194,68 @@ std::string scratchDir() {
   return dir;
 }
 
-/// Compiles the kernels (once per variant) and returns the .so path.
+/// Removes the scratch directory after the last test (not from a static
+/// destructor: death-test children exit through those too).
+class ScratchCleanup : public ::testing::Environment {
+public:
+  void TearDown() override {
+    std::error_code error;
+    std::filesystem::remove_all(scratchDir(), error);
+  }
+};
+::testing::Environment *const scratchCleanup =
+    ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Compiles the kernels (once per variant and contents: the libraries are
+/// cached in the build tree, as ctest runs every test in its own process)
+/// and returns the .so path.
 std::string buildKernels(const std::string &extraFlags) {
   static std::map<std::string, std::string> built;
   auto found = built.find(extraFlags);
   if (found != built.end())
     return found->second;
-  std::string dir = scratchDir();
-  std::string source = dir + "/kernels.cu";
-  {
-    std::ofstream out(source);
-    out << cuda::getCudaPrelude().str() << kKernels;
+  std::string source = cuda::getCudaPrelude().str() + kKernels;
+  // FNV-1a over everything the library depends on.
+  uint64_t hash = 1469598103934665603ull;
+  for (const std::string &part :
+       {source, extraFlags, readText(SNUG_CUDASIM_DIR "/CudaSim.h"),
+        readText(SNUG_CUDASIM_DIR "/compile_kernels.sh")})
+    for (unsigned char c : part + '\0')
+      hash = (hash ^ c) * 1099511628211ull;
+  char key[32];
+  std::snprintf(key, sizeof key, "%016llx", (unsigned long long)hash);
+  std::string dir = SNUG_CUDASIM_TEST_CACHE;
+  std::filesystem::create_directories(dir);
+  std::string library = dir + "/kernels-" + key + ".so";
+  if (!std::filesystem::exists(library)) {
+    std::string stem = library + "." + std::to_string(getpid());
+    {
+      std::ofstream out(stem + ".cu");
+      out << source;
+    }
+    std::string command = "sh " SNUG_CUDASIM_DIR "/compile_kernels.sh " +
+                          stem + ".cu " + stem + ".so " + extraFlags;
+    int status = std::system(command.c_str());
+    EXPECT_EQ(status, 0) << command;
+    std::error_code error;
+    if (status == 0) // a rename: a concurrent test never sees half a file
+      std::filesystem::rename(stem + ".so", library, error);
+    std::error_code ignored;
+    std::filesystem::remove(stem + ".cu", ignored);
+    if (status != 0 || error) {
+      EXPECT_FALSE(error) << error.message();
+      library = "";
+    }
   }
-  std::string library =
-      dir + "/kernels" + std::to_string(built.size()) + ".so";
-  std::string command = "sh " SNUG_CUDASIM_DIR "/compile_kernels.sh " +
-                        source + " " + library + " " + extraFlags;
-  int status = std::system(command.c_str());
-  EXPECT_EQ(status, 0) << command;
-  built[extraFlags] = status == 0 ? library : "";
-  return built[extraFlags];
+  built[extraFlags] = library;
+  return library;
 }
 
 /// A launch with pointer or scalar arguments.
@@ -495,6 +545,23 @@ TEST(CudaSimExecutorDeathTest, ReportsACrashWithTheKernelAndAddress) {
               "end of the device arena \\(1024 bytes\\)");
   EXPECT_EXIT(crash(3, true), ::testing::ExitedWithCode(3),
               "at offset 12 of the weights \\(read-only");
+  auto overflow = [] {
+    KernelLibrary kernels;
+    std::string error;
+    if (!kernels.load(buildKernels(""), kSymbols, error))
+      std::exit(9);
+    installCrashHandler(3);
+    std::vector<float> y(32);
+    Args args;
+    args.add(y.data());
+    uint32_t grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
+    kernels.launch(Deep, args.get(), grid, block, 0, error);
+    std::exit(0);
+  };
+  EXPECT_EXIT(overflow(),
+      ::testing::ExitedWithCode(3),
+      "SIGSEGV \\(bad memory access\\), kernel deep, block \\(0,0,0\\), "
+      "thread \\(0,0,0\\); address 0x[0-9a-f]+ \\(a fiber stack overflow");
 }
 
 //===----------------------------------------------------------------------===//
@@ -640,10 +707,7 @@ ToolRun runTool(const std::string &arguments) {
   ToolRun run;
   int status = std::system(command.c_str());
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  run.output = text.str();
+  run.output = readText(log);
   return run;
 }
 

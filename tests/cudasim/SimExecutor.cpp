@@ -9,6 +9,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 namespace snug {
@@ -304,9 +305,20 @@ bool referenceGemm(const DeviceGemm &g, const DeviceMemory &memory,
       }
       for (int64_t i = 0; i < m; ++i) {
         const double *row = rowsA.data() + i * k;
-        double sum = 0;
-        for (int64_t p = 0; p < k; ++p)
-          sum += row[p] * column[size_t(p)];
+        const double *col = column.data();
+        // Four partial sums (in double, so the order hardly matters): the
+        // loop pipelines and vectorizes.
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        int64_t p = 0;
+        for (; p + 4 <= k; p += 4) {
+          s0 += row[p] * col[p];
+          s1 += row[p + 1] * col[p + 1];
+          s2 += row[p + 2] * col[p + 2];
+          s3 += row[p + 3] * col[p + 3];
+        }
+        for (; p < k; ++p)
+          s0 += row[p] * col[p];
+        double sum = (s0 + s1) + (s2 + s3);
         uint8_t *out = cb + (i + j * g.ldc) * int64_t(size);
         double value = double(g.alpha) * sum;
         if (g.beta != 0) // beta == 0: C is not read (it may hold NaN)
@@ -442,7 +454,20 @@ bool runDevicePlan(const DevicePlan &plan, KernelLibrary &kernels,
 
 namespace {
 
-void onCrash(int signal, siginfo_t *info, void *) {
+/// Whether `address` lies just below the interrupted stack pointer (a fiber
+/// stack overflowing into its guard page).
+bool nearStackPointer(uintptr_t address, void *context) {
+#if defined(__x86_64__) && defined(REG_RSP)
+  auto *uc = static_cast<ucontext_t *>(context);
+  uintptr_t sp = uintptr_t(uc->uc_mcontext.gregs[REG_RSP]);
+  return address + (64u << 10) >= sp && address <= sp + 4096;
+#else
+  (void)address, (void)context;
+  return false;
+#endif
+}
+
+void onCrash(int signal, siginfo_t *info, void *context) {
   char where[512] = {0};
   if (crash.kernels)
     crash.kernels->where(where, sizeof where);
@@ -456,13 +481,19 @@ void onCrash(int signal, siginfo_t *info, void *) {
                  crash.kind);
   if (where[0])
     std::fprintf(stderr, ", %s", where);
-  if (crash.memory && (signal == SIGSEGV || signal == SIGBUS)) {
-    std::string hit = crash.memory->describeAddress(
-        reinterpret_cast<uintptr_t>(info->si_addr));
-    std::fprintf(stderr, "; address %p%s%s", info->si_addr,
-                 hit.empty() ? " (outside device memory; a fiber stack "
-                               "overflow? raise SNUG_CUDASIM_STACK_KB)"
-                             : ": ",
+  if (signal == SIGSEGV || signal == SIGBUS) {
+    std::string hit = crash.memory
+                          ? crash.memory->describeAddress(
+                                reinterpret_cast<uintptr_t>(info->si_addr))
+                          : "";
+    const char *what = ": ";
+    if (hit.empty())
+      what = nearStackPointer(reinterpret_cast<uintptr_t>(info->si_addr),
+                              context)
+                 ? " (a fiber stack overflow: the kernel's locals need more; "
+                   "raise SNUG_CUDASIM_STACK_KB, 256 by default)"
+                 : " (outside device memory: a wild pointer)";
+    std::fprintf(stderr, "; address %p%s%s", info->si_addr, what,
                  hit.c_str());
   }
   std::fprintf(stderr, "\n");
