@@ -9,9 +9,10 @@
 // the weight tile (16 consecutive k per row, coalesced) and the patch tile
 // (64 consecutive pixels per k, coalesced for stride 1) from global memory
 // straight into shared memory, with the pads, strides and dilations baked
-// in, and each thread accumulates a 4x4 register tile. The next k step's
-// loads are issued before the current step's arithmetic, so they overlap.
-// The bias is added when the tile is stored.
+// in, and each thread accumulates a 4x4 register tile from 16-byte vector
+// reads of shared memory. The next k step's loads are issued before the
+// current step's arithmetic, so they overlap. The bias is added when the
+// tile is stored.
 //
 // Convolutions with few output channels per group (depthwise, or grouped
 // ones with MG < 16) waste most of a 64-row tile: a direct kernel, one
@@ -20,13 +21,17 @@
 // it.
 //
 // Everything runs as the host reference (runtime/host/kernels/
-// ConvKernels.cpp) defines it: 1 to 3 spatial dims, sums in float (double
-// for f64), f16/bf16 converted on load and rounded on store.
+// ConvKernels.cpp) defines it: 1 to 3 spatial dims, sums in float,
+// f16/bf16 converted on load and rounded on store, integers truncated on
+// store. f64 sums in double (the host's float sums are the less accurate
+// of the two; they agree to float precision).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/KernelEmitter.h"
 
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 
 namespace snug {
 namespace cuda {

@@ -25,7 +25,10 @@
 
 #include "runtime/BundleFormat.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 
 namespace snug {
 namespace cuda {
@@ -173,10 +176,10 @@ std::string batchOffset(llvm::ArrayRef<BatchAxis> batch,
 }
 
 /// Y[b] = alpha * op(A[b]) op(B[b]) (+ beta * C broadcast, for Gemm) as a
-/// tiled kernel: 16x16 tiles through shared memory, one result per thread,
-/// blockIdx.z walking the batch. Sums as the host: in double over
-/// float-converted operands for integers (the result rounded to float
-/// before it is stored), in the compute type for the floats.
+/// tiled kernel: 16x16 tiles through shared memory, one result per thread.
+/// Sums as the host: in double over float-converted operands for integers
+/// (the result rounded to float before it is stored), in the compute type
+/// for the floats.
 llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
                               float alpha, float beta) {
   const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
@@ -186,7 +189,7 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
       isFloat ? "(" + acc + ")snug_load" : "(double)(float)snug_load";
   int64_t rowTiles = (product.m + kTile - 1) / kTile;
   int64_t colTiles = (product.n + kTile - 1) / kTile;
-  if (rowTiles > 65535 || colTiles > INT32_MAX)
+  if (colTiles > INT32_MAX)
     return context.unsupported("the product is too large for the kernel");
   int64_t largest = std::max({a.numElements, b.numElements, y.numElements});
   std::string idx = largest <= INT32_MAX ? "int" : "int64_t";
@@ -205,13 +208,17 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
 
   std::string body;
   llvm::raw_string_ostream os(body);
+  // blockIdx.y walks (batch item, row tile) pairs, blockIdx.x column tiles.
+  int64_t tiles = product.batchCount() * rowTiles;
   os << "  __shared__ " << acc << " As[" << kTile << "][" << kTile << "];\n"
      << "  __shared__ " << acc << " Bs[" << kTile << "][" << kTile + 1 << "];\n"
      << "  const int tx = threadIdx.x, ty = threadIdx.y;\n"
-     << "  const " << idx << " i = (" << idx << ")blockIdx.y * " << kTile
-     << " + ty, j = (" << idx << ")blockIdx.x * " << kTile << " + tx;\n"
-     << "  for (" << idx << " z = blockIdx.z; z < " << lit(product.batchCount())
-     << "; z += gridDim.z) {\n"
+     << "  const " << idx << " j = (" << idx << ")blockIdx.x * " << kTile
+     << " + tx;\n"
+     << "  for (" << idx << " t = blockIdx.y; t < " << lit(tiles)
+     << "; t += gridDim.y) {\n"
+     << "    const " << idx << " z = t / " << lit(rowTiles) << ", i = t % "
+     << lit(rowTiles) << " * " << kTile << " + ty;\n"
      << "    const " << cudaTypeName(a.dtype) << " *az = a + "
      << batchOffset(product.batch, &BatchAxis::strideA) << ";\n"
      << "    const " << cudaTypeName(b.dtype) << " *bz = b + "
@@ -238,8 +245,8 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   Kernel kernel;
   kernel.tag = context.node.getOpName().lower();
   kernel.block = {uint32_t(kTile), uint32_t(kTile), 1};
-  kernel.grid = {uint32_t(colTiles), uint32_t(rowTiles),
-                 uint32_t(std::min<int64_t>(product.batchCount(), 65535))};
+  kernel.grid = {uint32_t(colTiles), uint32_t(std::min<int64_t>(tiles, 65535)),
+                 1};
   kernel.addTensor("a", a, true);
   kernel.addTensor("b", b, true);
   if (context.hasIn(2) && beta != 0)

@@ -174,6 +174,10 @@ llvm::ArrayRef<EmitterEntry> getConvEmitters();          // ConvEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getGemmEmitters();          // GemmEmitters.cpp
 EmitFn lookupEmitter(llvm::StringRef opName);
 
+/// GlobalAveragePool / GlobalMaxPool: registered with the pools, emitted as
+/// row reductions (ReductionEmitters.cpp).
+llvm::Error emitGlobalPool(EmitContext &context, bool isMax);
+
 } // namespace cuda
 } // namespace snug
 

@@ -20,9 +20,6 @@
 namespace snug {
 namespace cuda {
 
-// Defined with the row reductions in ReductionEmitters.cpp.
-llvm::Error emitGlobalPool(EmitContext &context, bool isMax);
-
 namespace {
 
 using ir::DType;

@@ -25,16 +25,13 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/KernelEmitter.h"
 
-#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace snug {
 namespace cuda {
-
-// Registered by PoolingEmitters.cpp; a global pool is a row reduction.
-llvm::Error emitGlobalPool(EmitContext &context, bool isMax);
 
 namespace {
 
@@ -601,16 +598,39 @@ llvm::Error emitReduction(EmitContext &context, Reduce kind,
   return llvm::Error::success();
 }
 
-/// Reduce* in canonical form: `axes` explicit (all axes when empty, unless
-/// noop_with_empty_axes).
+/// The axes a Reduce* reduces: the `axes` attribute (canonical form), else
+/// an i64/i32 weight operand (opset 18 style), as the host reads them.
+llvm::Expected<std::vector<int64_t>> reduceAxes(const EmitContext &context) {
+  if (context.hasAttr("axes") || !context.hasIn(1))
+    return context.intsAttr("axes");
+  const ir::Value *operand = context.node.getOperand(1);
+  llvm::ArrayRef<uint8_t> data =
+      operand->isWeight() ? context.node.getModule()->getWeightData(operand)
+                          : llvm::ArrayRef<uint8_t>();
+  DType type = operand->getType().getDType();
+  size_t size = type == DType::I64 ? 8 : type == DType::I32 ? 4 : 0;
+  if (!size || data.size() != size * context.in(1).numElements)
+    return context.unsupported("axes must be an attribute or a constant "
+                               "integer operand");
+  std::vector<int64_t> axes;
+  for (size_t at = 0; at < data.size(); at += size) {
+    int64_t axis64;
+    int32_t axis32;
+    std::memcpy(size == 8 ? (void *)&axis64 : (void *)&axis32, &data[at], size);
+    axes.push_back(size == 8 ? axis64 : axis32);
+  }
+  return axes;
+}
+
+/// Reduce*: all axes when none are given, unless noop_with_empty_axes.
 template <Reduce Kind> llvm::Error emitReduceOp(EmitContext &context) {
   const TensorRef &x = context.in(0);
-  if (!context.hasAttr("axes") && context.hasIn(1))
-    return context.unsupported("axes must be an attribute (canonical form)");
-  std::vector<int64_t> axes = context.intsAttr("axes");
+  auto axes = reduceAxes(context);
+  if (!axes)
+    return axes.takeError();
   std::vector<bool> reduced(
-      x.rank(), axes.empty() && !context.intAttr("noop_with_empty_axes", 0));
-  for (int64_t axis : axes) {
+      x.rank(), axes->empty() && !context.intAttr("noop_with_empty_axes", 0));
+  for (int64_t axis : *axes) {
     if (axis < 0)
       axis += x.rank();
     if (axis < 0 || axis >= int64_t(x.rank()))
