@@ -22,6 +22,7 @@
 // the operand.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/KernelEmitter.h"
 
 #include "ir/Float16.h"
@@ -31,8 +32,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <numeric>
 
 namespace snug {
@@ -40,25 +41,6 @@ namespace cuda {
 
 // Index and loop helpers shared with the elementwise emitters, defined in
 // ElementwiseEmitters.cpp (see there for what each emits).
-namespace codegen {
-const char *indexTypeFor(int64_t count, int64_t extent);
-std::string gridStrideLoop(const char *indexType, int64_t count);
-void launchGridStride(EmitContext &context, Kernel kernel, int64_t work);
-std::string emitCoordinates(llvm::ArrayRef<int64_t> dims,
-                            const char *indexType, llvm::StringRef index,
-                            llvm::StringRef prefix,
-                            const std::vector<bool> &needed = {});
-std::string emitOffsets(llvm::ArrayRef<int64_t> dims,
-                        llvm::ArrayRef<std::vector<int64_t>> strides,
-                        llvm::ArrayRef<std::string> names,
-                        const char *indexType, llvm::StringRef index);
-void collapseDims(std::vector<int64_t> &dims,
-                  std::vector<std::vector<int64_t>> &strides);
-std::string storeConverted(ir::DType dtype, llvm::StringRef computeType,
-                           llvm::StringRef pointer, llvm::StringRef value);
-bool broadcastStrides(const TensorRef &operand, llvm::ArrayRef<int64_t> outDims,
-                      std::vector<int64_t> &strides);
-} // namespace codegen
 
 using namespace codegen;
 
@@ -126,20 +108,29 @@ struct CopyDim {
   int64_t dst;
 };
 
-/// Unit dims dropped, dims ordered by destination stride (outermost first),
-/// neighbours merged where both sides step over the inner dim exactly.
-/// Empty when there is nothing to move or a single element.
-std::vector<CopyDim> canonicalize(std::vector<CopyDim> dims) {
-  llvm::erase_if(dims, [](const CopyDim &d) { return d.size == 1; });
-  std::stable_sort(dims.begin(), dims.end(),
-                   [](const CopyDim &a, const CopyDim &b) { return a.dst > b.dst; });
-  std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> strides(2);
+/// `dims` as sizes and the two stride vectors (source, destination) the
+/// shared index helpers take.
+void unzip(llvm::ArrayRef<CopyDim> dims, std::vector<int64_t> &sizes,
+           std::vector<std::vector<int64_t>> &strides) {
+  strides.assign(2, {});
   for (const CopyDim &d : dims) {
     sizes.push_back(d.size);
     strides[0].push_back(d.src);
     strides[1].push_back(d.dst);
   }
+}
+
+/// Unit dims dropped, dims ordered by destination stride (outermost first),
+/// neighbours merged where both sides step over the inner dim exactly.
+/// Empty when there is nothing to move or a single element.
+std::vector<CopyDim> canonicalize(std::vector<CopyDim> dims) {
+  llvm::erase_if(dims, [](const CopyDim &d) { return d.size == 1; });
+  std::stable_sort(
+      dims.begin(), dims.end(),
+      [](const CopyDim &a, const CopyDim &b) { return a.dst > b.dst; });
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> strides;
+  unzip(dims, sizes, strides);
   collapseDims(sizes, strides);
   std::vector<CopyDim> result;
   for (size_t d = 0; d < sizes.size(); ++d)
@@ -190,12 +181,8 @@ void emitCanonicalCopy(EmitContext &context, llvm::StringRef tag,
   kernel.body += addUnitPointer(kernel, "dst", dst, dstOffset, false, bytes);
   int64_t count = countOf(dims);
   std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> strides(2);
-  for (const CopyDim &d : dims) {
-    sizes.push_back(d.size);
-    strides[0].push_back(d.src);
-    strides[1].push_back(d.dst);
-  }
+  std::vector<std::vector<int64_t>> strides;
+  unzip(dims, sizes, strides);
   int64_t extent = int64_t(std::max(src.bytes, dst.bytes) / bytes);
   const char *index = indexTypeFor(count, extent);
   kernel.body += gridStrideLoop(index, count);
@@ -247,20 +234,22 @@ void emitTiledTranspose(EmitContext &context, const TensorRef &x,
      << "; b += gridDim.z)\n"
      << "    for (" << I << " ty = blockIdx.y; ty < " << cudaIntLiteral(tilesY)
      << "; ty += gridDim.y)\n"
-     << "      for (" << I << " tx = blockIdx.x; tx < " << cudaIntLiteral(tilesX)
-     << "; tx += gridDim.x) {\n"
+     << "      for (" << I << " tx = blockIdx.x; tx < "
+     << cudaIntLiteral(tilesX) << "; tx += gridDim.x) {\n"
      << "        const " << unit << " *from = src + b * "
      << cudaIntLiteral(rows * cols) << ";\n"
      << "        " << unit << " *to = dst + b * " << cudaIntLiteral(rows * cols)
      << ";\n"
      << "        for (int k = threadIdx.y; k < 32; k += 8) {\n"
-     << "          const " << I << " r = ty * 32 + k, c = tx * 32 + threadIdx.x;\n"
+     << "          const " << I
+     << " r = ty * 32 + k, c = tx * 32 + threadIdx.x;\n"
      << "          if (r < " << R << " && c < " << C << ")\n"
      << "            tile[k][threadIdx.x] = from[r * " << C << " + c];\n"
      << "        }\n"
      << "        __syncthreads();\n"
      << "        for (int k = threadIdx.y; k < 32; k += 8) {\n"
-     << "          const " << I << " c = tx * 32 + k, r = ty * 32 + threadIdx.x;\n"
+     << "          const " << I
+     << " c = tx * 32 + k, r = ty * 32 + threadIdx.x;\n"
      << "          if (r < " << R << " && c < " << C << ")\n"
      << "            to[c * " << R << " + r] = tile[threadIdx.x][k];\n"
      << "        }\n"
@@ -289,7 +278,8 @@ llvm::Error emitTranspose(EmitContext &context) {
   for (size_t d = 0; d < rank; ++d) {
     int64_t p = perm[d];
     if (p < 0 || p >= int64_t(rank) || seen[p] || y.dims[d] != x.dims[p])
-      return context.unsupported("perm is not a permutation matching the result");
+      return context.unsupported(
+          "perm is not a permutation matching the result");
     seen[p] = true;
     dims.push_back({y.dims[d], inStrides[p], outStrides[d]});
   }
@@ -302,8 +292,8 @@ llvm::Error emitTranspose(EmitContext &context) {
   if (n == 2 || n == 3) {
     const CopyDim &c = dims[n - 2], &r = dims[n - 1];
     bool swap = c.src == 1 && c.dst == r.size && r.dst == 1 && r.src == c.size;
-    bool batched =
-        n == 2 || (dims[0].src == r.size * c.size && dims[0].dst == dims[0].src);
+    bool batched = n == 2 || (dims[0].src == r.size * c.size &&
+                              dims[0].dst == dims[0].src);
     if (swap && batched && r.size >= 16 && c.size >= 16) {
       emitTiledTranspose(context, x, y, n == 3 ? dims[0].size : 1, r.size,
                          c.size);
@@ -358,7 +348,8 @@ llvm::Error emitConcat(EmitContext &context) {
                                  "rank and dtype");
     int64_t chunk = x.dims[split.axis] * split.inner;
     if (x.numElements != split.outer * chunk)
-      return context.unsupported("operands differ from the result off the axis");
+      return context.unsupported(
+          "operands differ from the result off the axis");
     if (at + chunk > row)
       return context.unsupported("operands exceed the result along the axis");
     emitStridedCopy(context, "concat", x, 0, y, uint64_t(at) * bytes,
@@ -380,7 +371,8 @@ llvm::Error emitSplit(EmitContext &context) {
   for (const TensorRef &y : context.results) {
     if (!y.present)
       return context.unsupported("every result must be present");
-    int64_t chunk = y.rank() == x.rank() ? y.dims[split.axis] * split.inner : -1;
+    int64_t chunk =
+        y.rank() == x.rank() ? y.dims[split.axis] * split.inner : -1;
     if (chunk < 0 || y.numElements != split.outer * chunk || at + chunk > row)
       return context.unsupported("results do not split the operand");
     emitStridedCopy(context, "split", x, uint64_t(at) * bytes, y, 0,
@@ -532,7 +524,8 @@ llvm::Error emitGather(EmitContext &context) {
   unsigned bytes = elementBytes(x);
   unsigned unit = widestUnit(bytes, uint64_t(split.inner) * bytes,
                              {x.place.value, y.place.value});
-  int64_t inner = split.inner * bytes / unit, total = y.numElements * bytes / unit;
+  int64_t inner = split.inner * bytes / unit,
+          total = y.numElements * bytes / unit;
   Kernel kernel;
   kernel.tag = "gather";
   kernel.body = unitPrologue(unit);
@@ -650,7 +643,8 @@ llvm::Error emitPad(EmitContext &context) {
     kernel.body += "    bool inside = true;\n";
   for (size_t d = 0; d < outDims.size(); ++d) {
     std::string coordinate = "d" + std::to_string(d);
-    std::string stride = inStrides[d] == 1 ? "" : " * " + cudaIntLiteral(inStrides[d]);
+    std::string stride =
+        inStrides[d] == 1 ? "" : " * " + cudaIntLiteral(inStrides[d]);
     if (!padded[d]) {
       kernel.body += "    from += " + coordinate + stride + ";\n";
       continue;
@@ -659,8 +653,9 @@ llvm::Error emitPad(EmitContext &context) {
                    padMapping(mode, inDims[d], before[d], coordinate, I) +
                    "      from += at" + stride + ";\n    }\n";
   }
-  kernel.body += mode == "constant" ? "    out[i] = inside ? x[from] : pad_value;\n"
-                                    : "    out[i] = x[from];\n";
+  kernel.body += mode == "constant"
+                     ? "    out[i] = inside ? x[from] : pad_value;\n"
+                     : "    out[i] = x[from];\n";
   kernel.body += "  }\n";
   launchGridStride(context, std::move(kernel), y.numElements);
   return llvm::Error::success();
@@ -738,7 +733,8 @@ std::string nearestClosedForm(const ResizeAxis &axis, llvm::StringRef transform,
                               llvm::StringRef nearest, llvm::StringRef o) {
   int64_t g = std::gcd(axis.in, axis.out), p = axis.in / g, q = axis.out / g;
   for (int64_t k = 0; k < axis.out; ++k) {
-    double src = resizeSource(transform, double(k), axis.scale, axis.in, axis.out);
+    double src =
+        resizeSource(transform, double(k), axis.scale, axis.in, axis.out);
     int64_t i = std::min(std::max<int64_t>(nearestIndex(nearest, src), 0),
                          axis.in - 1);
     if (i != k * p / q)
@@ -761,7 +757,8 @@ llvm::Error emitResize(EmitContext &context) {
   std::string mode = context.stringAttr("mode", "nearest");
   std::string transform =
       context.stringAttr("coordinate_transformation_mode", "half_pixel");
-  std::string nearest = context.stringAttr("nearest_mode", "round_prefer_floor");
+  std::string nearest =
+      context.stringAttr("nearest_mode", "round_prefer_floor");
   if (mode != "nearest" && mode != "linear")
     return context.unsupported("mode '" + mode + "' is not supported");
   if (transform == "tf_crop_and_resize")
@@ -832,9 +829,9 @@ llvm::Error emitResize(EmitContext &context) {
     // of the second.
     os << "    double s" << d << " = " << source << ";\n"
        << "    s" << d << " = s" << d << " < 0.0 ? 0.0 : s" << d << ";\n"
-       << "    s" << d << " = " << cudaFloatLiteral(double(axis.in - 1)) << " < s"
-       << d << " ? " << cudaFloatLiteral(double(axis.in - 1)) << " : s" << d
-       << ";\n"
+       << "    s" << d << " = " << cudaFloatLiteral(double(axis.in - 1))
+       << " < s" << d << " ? " << cudaFloatLiteral(double(axis.in - 1))
+       << " : s" << d << ";\n"
        << "    const int64_t lo" << d << " = (int64_t)floor(s" << d << ");\n"
        << "    const int64_t hi" << d << " = lo" << d << " + 1 < " << N1
        << " ? lo" << d << " + 1 : " << N1 << ";\n"
@@ -850,7 +847,8 @@ llvm::Error emitResize(EmitContext &context) {
     // order and zero-weight corners skipped, as the host (a NaN there
     // would otherwise spread).
     os << "    double acc = 0.0;\n";
-    for (uint64_t corner = 0; corner < (uint64_t(1) << blend.size()); ++corner) {
+    for (uint64_t corner = 0; corner < (uint64_t(1) << blend.size());
+         ++corner) {
       std::string weight, at = offset;
       for (size_t k = 0; k < blend.size(); ++k) {
         std::string d = std::to_string(blend[k]);
@@ -863,7 +861,8 @@ llvm::Error emitResize(EmitContext &context) {
          << "      if (w != 0.0)\n        acc += w * (double)snug_load(x + ("
          << at << "));\n    }\n";
     }
-    os << "    " << storeConverted(y.dtype, "double", "out + i", "acc") << "  }\n";
+    os << "    " << storeConverted(y.dtype, "double", "out + i", "acc")
+       << "  }\n";
   }
   kernel.body = os.str();
   launchGridStride(context, std::move(kernel), y.numElements);
@@ -1001,7 +1000,8 @@ llvm::Error emitConstantBytes(EmitContext &context, const TensorRef &out,
 llvm::Error emitShape(EmitContext &context) {
   const TensorRef &x = context.in(0), &y = context.out();
   int64_t rank = x.rank();
-  int64_t start = context.intAttr("start", 0), end = context.intAttr("end", rank);
+  int64_t start = context.intAttr("start", 0),
+          end = context.intAttr("end", rank);
   if (start < 0)
     start += rank;
   if (end < 0)
@@ -1098,7 +1098,8 @@ llvm::Error emitRange(EmitContext &context) {
   std::string value =
       floatMath ? "first + (double)i * step"
                 : "(int64_t)((uint64_t)first + (uint64_t)i * (uint64_t)step)";
-  kernel.body += "    " + storeConverted(y.dtype, type, "out + i", value) + "  }\n";
+  kernel.body +=
+      "    " + storeConverted(y.dtype, type, "out + i", value) + "  }\n";
   launchGridStride(context, std::move(kernel), y.numElements);
   return llvm::Error::success();
 }

@@ -13,6 +13,9 @@
 // double arithmetic rounds differently from float: Pow, Mean, Sum of more
 // than two), integers in int64 with wrapping, host-defined division by zero
 // and the host's NaN rules (std::min/std::max order, Relu keeping NaN).
+// Add, Sub, Mul, Div, Min, Max, Mod, PRelu, compares, Where and Cast give
+// the host's bits; transcendentals agree to a few ulps (forms that do not
+// cancel in float where the host's formula would, see unaryStatements).
 // Unary ops on integers compute in double and convert back as the host's
 // storeDouble does (truncation, NaN to 0, pinned at the int64 range).
 //
@@ -20,6 +23,7 @@
 // DataMovementEmitters.cpp, which declares them.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/KernelEmitter.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -33,196 +37,6 @@
 
 namespace snug {
 namespace cuda {
-namespace codegen {
-
-//===----------------------------------------------------------------------===//
-// Shared with DataMovementEmitters.cpp
-//===----------------------------------------------------------------------===//
-
-const char *indexTypeFor(int64_t count, int64_t extent) {
-  // A grid-stride index stays below count + grid size (under 2^29 threads),
-  // so int holds it when both are below 2^30; 32-bit division by a constant
-  // is much cheaper than 64-bit.
-  return count < (int64_t(1) << 30) && extent < (int64_t(1) << 30) ? "int"
-                                                                    : "int64_t";
-}
-
-std::string gridStrideLoop(const char *indexType, int64_t count) {
-  std::string type = indexType;
-  return "  for (" + type + " i = (" + type +
-         ")(blockIdx.x * blockDim.x + threadIdx.x); i < " +
-         cudaIntLiteral(count) + "; i += (" + type +
-         ")(gridDim.x * blockDim.x)) {\n";
-}
-
-void launchGridStride(EmitContext &context, Kernel kernel, int64_t work) {
-  kernel.block.x = 256;
-  kernel.grid = gridFor(work, kernel.block.x);
-  context.launch(std::move(kernel));
-}
-
-std::string emitCoordinates(llvm::ArrayRef<int64_t> dims,
-                            const char *indexType, llvm::StringRef index,
-                            llvm::StringRef prefix,
-                            const std::vector<bool> &needed) {
-  auto isNeeded = [&](size_t d) { return needed.empty() || needed[d]; };
-  size_t rank = dims.size(), outermost = rank;
-  for (size_t d = rank; d-- > 0;)
-    if (isNeeded(d))
-      outermost = d;
-  if (outermost == rank)
-    return "";
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  std::string I = indexType, rest = prefix.str() + "rest";
-  if (rank == 1) {
-    os << "    const " << I << " " << prefix << "0 = " << index << ";\n";
-    return os.str();
-  }
-  os << "    " << I << " " << rest << " = " << index << ";\n";
-  // Peel dims from the innermost; the outermost needed one needs no
-  // division after it (and no modulo when it is dim 0).
-  for (size_t d = rank; d-- > outermost;) {
-    std::string size = cudaIntLiteral(dims[d]);
-    if (d == 0) {
-      os << "    const " << I << " " << prefix << "0 = " << rest << ";\n";
-      break;
-    }
-    if (isNeeded(d))
-      os << "    const " << I << " " << prefix << d << " = " << rest << " % "
-         << size << ";\n";
-    if (d > outermost && dims[d] != 1)
-      os << "    " << rest << " /= " << size << ";\n";
-  }
-  return os.str();
-}
-
-/// Row-major strides of `dims`.
-static std::vector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
-
-/// The sum of coordinate * stride terms; "0" when every stride is 0.
-static std::string linearCombination(llvm::ArrayRef<int64_t> strides,
-                                     llvm::StringRef prefix) {
-  std::string sum;
-  for (size_t d = 0; d < strides.size(); ++d) {
-    if (!strides[d])
-      continue;
-    if (!sum.empty())
-      sum += " + ";
-    sum += prefix.str() + std::to_string(d);
-    if (strides[d] != 1)
-      sum += " * " + cudaIntLiteral(strides[d]);
-  }
-  return sum.empty() ? "0" : sum;
-}
-
-std::string emitOffsets(llvm::ArrayRef<int64_t> dims,
-                        llvm::ArrayRef<std::vector<int64_t>> strides,
-                        llvm::ArrayRef<std::string> names,
-                        const char *indexType, llvm::StringRef index) {
-  std::vector<int64_t> contiguous = contiguousStrides(dims);
-  auto isZero = [](const std::vector<int64_t> &s) {
-    return llvm::all_of(s, [](int64_t v) { return v == 0; });
-  };
-  // Coordinates are only needed by an operand that is neither walked in
-  // order (offset = index) nor a broadcast scalar (offset = 0).
-  bool needCoordinates = llvm::any_of(strides, [&](const std::vector<int64_t> &s) {
-    return s != contiguous && !isZero(s);
-  });
-  std::vector<bool> needed(dims.size(), false);
-  for (const std::vector<int64_t> &s : strides)
-    if (s != contiguous)
-      for (size_t d = 0; d < dims.size(); ++d)
-        needed[d] = needed[d] || s[d] != 0;
-  std::string text;
-  if (needCoordinates)
-    text += emitCoordinates(dims, indexType, index, "d", needed);
-  for (size_t k = 0; k < strides.size(); ++k) {
-    std::string value = strides[k] == contiguous ? index.str()
-                        : isZero(strides[k])     ? std::string("0")
-                                                 : linearCombination(strides[k], "d");
-    text += "    const " + std::string(indexType) + " " + names[k] + " = " +
-            value + ";\n";
-  }
-  return text;
-}
-
-void collapseDims(std::vector<int64_t> &dims,
-                  std::vector<std::vector<int64_t>> &strides) {
-  std::vector<int64_t> newDims;
-  std::vector<std::vector<int64_t>> newStrides(strides.size());
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d] == 1)
-      continue; // any stride: the coordinate is always 0
-    bool mergeable = !newDims.empty();
-    for (size_t k = 0; k < strides.size() && mergeable; ++k)
-      mergeable = newStrides[k].back() == strides[k][d] * dims[d];
-    if (mergeable) {
-      // The outer dim steps exactly over the inner one for every tensor:
-      // one dim of the product's size with the inner strides.
-      newDims.back() *= dims[d];
-      for (size_t k = 0; k < strides.size(); ++k)
-        newStrides[k].back() = strides[k][d];
-      continue;
-    }
-    newDims.push_back(dims[d]);
-    for (size_t k = 0; k < strides.size(); ++k)
-      newStrides[k].push_back(strides[k][d]);
-  }
-  dims = std::move(newDims);
-  strides = std::move(newStrides);
-}
-
-std::string storeConverted(ir::DType dtype, llvm::StringRef computeType,
-                           llvm::StringRef pointer, llvm::StringRef value) {
-  std::string store = "snug_store(" + pointer.str() + ", ";
-  switch (dtype) {
-  case ir::DType::F32:
-  case ir::DType::F16:
-  case ir::DType::BF16:
-    return store + "(float)(" + value.str() + "));\n";
-  case ir::DType::F64:
-    return store + "(double)(" + value.str() + "));\n";
-  case ir::DType::Bool:
-    return store + "(" + value.str() + ") != 0);\n";
-  default:
-    break;
-  }
-  if (computeType == "int64_t")
-    return store + "(int64_t)(" + value.str() + "));\n"; // wraps as the host
-  // Floats to integers as the host's storeDouble: truncation, NaN to 0,
-  // pinned at the int64 range, then wrapped to the narrower type.
-  return "{\n      const double t = (double)(" + value.str() + ");\n      " +
-         store +
-         "t != t ? (int64_t)0 : t >= 0x1p+63 ? (int64_t)9223372036854775807LL"
-         " : t <= -0x1p+63 ? (int64_t)(-9223372036854775807LL - 1)"
-         " : (int64_t)t);\n    }\n";
-}
-
-bool broadcastStrides(const TensorRef &operand, llvm::ArrayRef<int64_t> outDims,
-                      std::vector<int64_t> &strides) {
-  size_t rank = outDims.size();
-  if (operand.rank() > rank)
-    return false;
-  std::vector<int64_t> own = operand.strides();
-  strides.assign(rank, 0);
-  size_t shift = rank - operand.rank();
-  for (size_t d = 0; d < operand.rank(); ++d) {
-    int64_t dim = operand.dims[d];
-    if (dim == outDims[d + shift])
-      strides[d + shift] = dim == 1 ? 0 : own[d];
-    else if (dim != 1)
-      return false;
-  }
-  return true;
-}
-
-} // namespace codegen
 
 using namespace codegen;
 
@@ -232,6 +46,16 @@ bool isFloat(ir::DType type) { return ir::isFloatDType(type); }
 bool isNarrowFloat(ir::DType type) {
   return type == ir::DType::F32 || type == ir::DType::F16 ||
          type == ir::DType::BF16;
+}
+
+/// Where a value of type `a` meets one of type `b` (a comparison, a cast):
+/// double when either is a float, as the host's loadDouble (float when
+/// both are narrow floats, which converts and compares identically), int64
+/// otherwise, as its loadInt.
+std::string mixedComputeType(ir::DType a, ir::DType b) {
+  if (isNarrowFloat(a) && isNarrowFloat(b))
+    return "float";
+  return isFloat(a) || isFloat(b) ? "double" : "int64_t";
 }
 
 /// The op's name as a symbol tag: "snug.cast" -> "cast".
@@ -291,7 +115,6 @@ private:
 /// (Where's values); otherwise it is converted to the load type.
 struct EwInput {
   const TensorRef *ref;
-  ir::DType loadAs; // unused when raw
   bool raw = false;
 };
 
@@ -308,6 +131,15 @@ struct EwKernel {
   std::string compute;
   bool rawStore = false;
 };
+
+/// `text`'s non-empty lines indented by `spaces`.
+std::string indent(llvm::StringRef text, unsigned spaces) {
+  std::string result;
+  for (llvm::StringRef line : llvm::split(text, '\n'))
+    if (!line.empty())
+      result += std::string(spaces, ' ') + line.str() + "\n";
+  return result;
+}
 
 /// True when the kernel can move float4-sized vectors: f32 everywhere,
 /// every operand the result's shape or a scalar, whole vectors, and every
@@ -363,7 +195,8 @@ std::string vectorBody(const EwKernel &spec, const TensorRef &out,
     if (spec.inputs[k].ref->numElements != 1)
       text += "    const snug_f32x4 x" + std::to_string(k) +
               " = ((const snug_f32x4 *)in" + std::to_string(k) + ")[i];\n";
-  text += "    snug_f32x4 y;\n#pragma unroll\n    for (int l = 0; l < 4; ++l) {\n";
+  text +=
+      "    snug_f32x4 y;\n#pragma unroll\n    for (int l = 0; l < 4; ++l) {\n";
   text += lanes + spec.compute + "      y.v[l] = (float)(r);\n    }\n";
   text += "    ((snug_f32x4 *)out)[i] = y;\n  }\n";
   return text;
@@ -434,22 +267,13 @@ llvm::Error emitElementwise(EmitContext &context, EwKernel spec) {
     kernel.addTensor(name, *ref, true);
   kernel.addTensor("out", out, false);
   kernel.body = spec.setup;
-  // Indent the compute statements into the loop.
-  std::string compute;
-  for (llvm::StringRef line : llvm::split(spec.compute, '\n'))
-    if (!line.empty())
-      compute += "    " + line.str() + "\n";
-  spec.compute = compute;
   int64_t work = out.numElements;
   if (canVectorize(spec, out)) {
     work /= 4;
-    std::string lanes;
-    for (llvm::StringRef line : llvm::split(spec.compute, '\n'))
-      if (!line.empty())
-        lanes += "  " + line.str() + "\n";
-    spec.compute = lanes;
+    spec.compute = indent(spec.compute, 6); // inside the lane loop
     kernel.body += vectorBody(spec, out, indexTypeFor(work, extent));
   } else {
+    spec.compute = indent(spec.compute, 4);
     kernel.body += scalarBody(spec, out, indexTypeFor(work, extent));
   }
   launchGridStride(context, std::move(kernel), work);
@@ -507,41 +331,47 @@ std::string unaryStatements(const EmitContext &context, llvm::StringRef op,
     return result(x + " * " + m.call("tanh", softplus));
   if (op == "Not")
     return result(x + " == " + lit(0) + " ? " + lit(1) + " : " + lit(0));
+  // Where the host's formula cancels (x / 6 + 1/2 near x = -3, e^x - 1
+  // near 0, 1 + erf or 1 + tanh far below 0) float would lose every digit
+  // that double keeps, so these use forms equal in exact arithmetic that do
+  // not cancel: (x + 3) / 6, expm1, erfc and x * sigmoid(2u); fma rounds
+  // alpha * x + beta once, as double does.
   if (op == "HardSwish")
-    return let("t", x + " / " + lit(6) + " + " + lit(0.5)) +
+    return let("t", "(" + x + " + " + lit(3) + ") / " + lit(6)) +
            let("u", Math::min(lit(1), "t")) +
            result(x + " * " + Math::max(lit(0), "u"));
   if (op == "HardSigmoid")
-    return let("t", attr("alpha", 0.2f) + " * " + x + " + " +
-                        attr("beta", 0.5f)) +
+    return let("t", m.call("fma", attr("alpha", 0.2f) + ", " + x + ", " +
+                                      attr("beta", 0.5f))) +
            let("u", Math::min(lit(1), "t")) + result(Math::max(lit(0), "u"));
   if (op == "Elu")
-    return result(x + " >= " + lit(0) + " ? " + x + " : " + attr("alpha", 1.0f) +
-                  " * (" + m.call("exp", x) + " - " + lit(1) + ")");
+    return result(x + " >= " + lit(0) + " ? " + x + " : " +
+                  attr("alpha", 1.0f) + " * " + m.call("expm1", x));
   if (op == "Celu") {
     std::string alpha = attr("alpha", 1.0f);
-    return let("t", alpha + " * (" + m.call("exp", x + " / " + alpha) + " - " +
-                        lit(1) + ")") +
+    return let("t", alpha + " * " + m.call("expm1", x + " / " + alpha)) +
            result(Math::max(lit(0), x) + " + " + Math::min(lit(0), "t"));
   }
   if (op == "Selu")
     return result(attr("gamma", 1.05070102214813232421875f) + " * (" + x +
                   " > " + lit(0) + " ? " + x + " : " +
-                  attr("alpha", 1.67326319217681884765625f) + " * (" +
-                  m.call("exp", x) + " - " + lit(1) + "))");
+                  attr("alpha", 1.67326319217681884765625f) + " * " +
+                  m.call("expm1", x) + ")");
   if (op == "LeakyRelu")
     return result(x + " >= " + lit(0) + " ? " + x + " : " +
                   attr("alpha", 0.01f) + " * " + x);
   if (op == "ThresholdedRelu")
     return result(x + " > " + attr("alpha", 1.0f) + " ? " + x + " : " + lit(0));
   if (op == "Gelu") {
-    std::string inner =
-        context.stringAttr("approximate", "none") == "tanh"
-            ? m.call("tanh", lit(0.7978845608028654) + " * (" + x + " + " +
-                                 lit(0.044715) + " * " + x + " * " + x +
-                                 " * " + x + ")")
-            : m.call("erf", x + " / " + lit(std::sqrt(2.0)));
-    return result(lit(0.5) + " * " + x + " * (" + lit(1) + " + " + inner + ")");
+    // x/2 (1 + tanh(u)) = x / (1 + e^(-2u)); x/2 (1 + erf(z)) = x/2 erfc(-z).
+    if (context.stringAttr("approximate", "none") == "tanh")
+      return let("u", lit(0.7978845608028654) + " * (" + x + " + " +
+                          lit(0.044715) + " * " + x + " * " + x + " * " + x +
+                          ")") +
+             result(x + " / (" + lit(1) + " + " +
+                    m.call("exp", lit(-2) + " * u") + ")");
+    return result(lit(0.5) + " * " + x + " * " +
+                  m.call("erfc", "-" + x + " / " + lit(std::sqrt(2.0))));
   }
   if (op == "Clip") // bounds lo, hi from the setup; NaN passes through
     return let("t", Math::max("lo", x)) +
@@ -589,7 +419,7 @@ llvm::Error emitUnary(EmitContext &context) {
   if (spec.compute.empty())
     return context.unsupported("no CUDA expression for this unary op");
   spec.tag = tagFor(op);
-  spec.inputs = {{&x, x.dtype}};
+  spec.inputs = {{&x}};
   spec.loadType = spec.resultType = m.computeType();
   return emitElementwise(context, std::move(spec));
 }
@@ -598,7 +428,8 @@ llvm::Error emitUnary(EmitContext &context) {
 // Broadcasting folds, comparisons, Where
 //===----------------------------------------------------------------------===//
 
-enum class BinOp { Add, Sub, Mul, Div, Pow, Mod, FMod, Min, Max, And, Or, Xor, PRelu };
+enum class BinOp { Add, Sub, Mul, Div, Pow, Mod, FMod, Min, Max, And, Or, Xor,
+                   PRelu };
 
 /// Statements setting r = op(p, q) (p may be r itself: each reads p and q
 /// before it writes r): in m's float type when `floatMath`, in int64
@@ -700,7 +531,7 @@ llvm::Error emitFold(EmitContext &context, BinOp op, bool mean) {
   spec.tag = tagFor(context.node.getOpName());
   spec.loadType = spec.resultType = type;
   for (const TensorRef &ref : context.operands)
-    spec.inputs.push_back({&ref, ref.dtype});
+    spec.inputs.push_back({&ref});
   spec.compute = type + " r" + (count == 1 ? " = a0" : "") + ";\n";
   for (size_t k = 1; k < count; ++k)
     spec.compute += foldStep(op, floatMath, m, k == 1 ? "a0" : "r",
@@ -719,29 +550,26 @@ llvm::Error emitMean(EmitContext &context) {
 }
 
 llvm::Error emitMod(EmitContext &context) {
-  return emitFold(context, context.intAttr("fmod", 0) ? BinOp::FMod : BinOp::Mod,
-                  false);
+  return emitFold(context,
+                  context.intAttr("fmod", 0) ? BinOp::FMod : BinOp::Mod, false);
 }
 
-/// Equal, Greater ...: compared in double when either side is a float (in
-/// float when both are narrow floats, which gives the same answers), in
-/// int64 otherwise.
+/// Equal, Greater ...: both sides in mixedComputeType, a bool result.
 llvm::Error emitCompare(EmitContext &context) {
   if (context.operands.size() != 2 || context.results.empty())
     return context.unsupported("expects two operands and one result");
   const TensorRef &a = context.in(0), &b = context.in(1);
-  std::string type = isNarrowFloat(a.dtype) && isNarrowFloat(b.dtype) ? "float"
-                     : isFloat(a.dtype) || isFloat(b.dtype)          ? "double"
-                                                                     : "int64_t";
-  std::string relation = llvm::StringSwitch<std::string>(context.node.getOpName())
-                             .Case("Equal", "==")
-                             .Case("Greater", ">")
-                             .Case("GreaterOrEqual", ">=")
-                             .Case("Less", "<")
-                             .Default("<=");
+  std::string type = mixedComputeType(a.dtype, b.dtype);
+  std::string relation =
+      llvm::StringSwitch<std::string>(context.node.getOpName())
+          .Case("Equal", "==")
+          .Case("Greater", ">")
+          .Case("GreaterOrEqual", ">=")
+          .Case("Less", "<")
+          .Default("<=");
   EwKernel spec;
   spec.tag = tagFor(context.node.getOpName());
-  spec.inputs = {{&a, a.dtype}, {&b, b.dtype}};
+  spec.inputs = {{&a}, {&b}};
   spec.loadType = type;
   spec.resultType = "int64_t";
   spec.compute = "const bool r = a0 " + relation + " a1;";
@@ -760,7 +588,7 @@ llvm::Error emitWhere(EmitContext &context) {
   EwKernel spec;
   spec.tag = "where";
   bool floatCondition = isFloat(c.dtype);
-  spec.inputs = {{&c, c.dtype}, {&a, a.dtype, true}, {&b, b.dtype, true}};
+  spec.inputs = {{&c}, {&a, true}, {&b, true}};
   spec.loadType = floatCondition ? "double" : "int64_t";
   spec.rawStore = true;
   std::string take = floatCondition ? "(a0 >= 1 || a0 <= -1)" : "a0 != 0";
@@ -773,10 +601,9 @@ llvm::Error emitWhere(EmitContext &context) {
 // Cast
 //===----------------------------------------------------------------------===//
 
-/// Cast / snug.cast: through double when either side is a float (in float
-/// when both are narrow floats: float -> double -> float is exact), through
-/// int64 otherwise, as the host's loadDouble/storeDouble and
-/// loadInt/storeInt.
+/// Cast / snug.cast: through mixedComputeType, stored as the host's
+/// storeDouble / storeInt (float -> double -> float being exact, narrow
+/// floats convert through float alone).
 llvm::Error emitCast(EmitContext &context) {
   if (!context.hasIn(0) || context.results.empty())
     return context.unsupported("expects one operand and one result");
@@ -791,12 +618,10 @@ llvm::Error emitCast(EmitContext &context) {
       ir::getDTypeSize(x.dtype) != ir::getDTypeSize(out.dtype))
     return context.unsupported("an in-place cast between element sizes "
                                "would race across threads");
-  std::string type = isNarrowFloat(x.dtype) && isNarrowFloat(out.dtype) ? "float"
-                     : isFloat(x.dtype) || isFloat(out.dtype)           ? "double"
-                                                                        : "int64_t";
+  std::string type = mixedComputeType(x.dtype, out.dtype);
   EwKernel spec;
   spec.tag = "cast";
-  spec.inputs = {{&x, x.dtype}};
+  spec.inputs = {{&x}};
   spec.loadType = spec.resultType = type;
   spec.compute = "const " + type + " r = a0;";
   return emitElementwise(context, std::move(spec));

@@ -34,7 +34,7 @@ static cl::opt<std::string> target(
     "target",
     cl::desc("cuda (kernels, device plan, runs on the host too) or host "
              "(host executor only, no NVRTC)"),
-    cl::init("host"), InTargetCommands(),
+    cl::init(cuda::isNvrtcAvailable() ? "cuda" : "host"), InTargetCommands(),
     cl::cat(getTargetCategory()));
 static cl::opt<std::string>
     archList("arch",

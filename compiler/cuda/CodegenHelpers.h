@@ -1,0 +1,46 @@
+//===- CodegenHelpers.h - Index math and loops the emitters share -*- C++ -*-===//
+//
+// Pieces of emitted code more than one op family needs: grid-stride loops,
+// row-major coordinates and strided offsets with constant divisors, dim
+// collapsing, broadcast strides and converting stores.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_CUDA_CODEGENHELPERS_H
+#define SNUG_COMPILER_CUDA_CODEGENHELPERS_H
+
+#include "compiler/cuda/KernelEmitter.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace snug {
+namespace cuda {
+
+// Each is documented at its definition (CodegenHelpers.cpp).
+namespace codegen {
+const char *indexTypeFor(int64_t count, int64_t extent);
+std::string gridStrideLoop(const char *indexType, int64_t count);
+void launchGridStride(EmitContext &context, Kernel kernel, int64_t work);
+std::string emitCoordinates(llvm::ArrayRef<int64_t> dims,
+                            const char *indexType, llvm::StringRef index,
+                            llvm::StringRef prefix,
+                            const std::vector<bool> &needed = {});
+std::string emitOffsets(llvm::ArrayRef<int64_t> dims,
+                        llvm::ArrayRef<std::vector<int64_t>> strides,
+                        llvm::ArrayRef<std::string> names,
+                        const char *indexType, llvm::StringRef index);
+void collapseDims(std::vector<int64_t> &dims,
+                  std::vector<std::vector<int64_t>> &strides);
+std::string storeConverted(ir::DType dtype, llvm::StringRef computeType,
+                           llvm::StringRef pointer, llvm::StringRef value);
+bool broadcastStrides(const TensorRef &operand, llvm::ArrayRef<int64_t> outDims,
+                      std::vector<int64_t> &strides);
+} // namespace codegen
+
+} // namespace cuda
+} // namespace snug
+
+#endif // SNUG_COMPILER_CUDA_CODEGENHELPERS_H
