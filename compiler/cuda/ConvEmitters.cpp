@@ -66,17 +66,6 @@ struct ConvShape {
   std::string acc, index; // accumulator and index types
 };
 
-/// The attribute `name` with `count` values, `fallback` each when absent;
-/// empty when present with another count.
-std::vector<int64_t> windowAttr(const EmitContext &context,
-                                llvm::StringRef name, size_t count,
-                                int64_t fallback) {
-  if (!context.hasAttr(name))
-    return std::vector<int64_t>(count, fallback);
-  std::vector<int64_t> values = context.intsAttr(name);
-  return values.size() == count ? values : std::vector<int64_t>();
-}
-
 /// Reads and checks Conv's (or, with `transpose`, ConvTranspose's) shape;
 /// the weight is [M, CG, k...] (transposed: [C, MG, k...]).
 llvm::Expected<ConvShape> readConv(const EmitContext &context, bool transpose) {
@@ -89,9 +78,9 @@ llvm::Expected<ConvShape> readConv(const EmitContext &context, bool transpose) {
   std::vector<int64_t> kernel = context.hasAttr("kernel_shape")
                                     ? context.intsAttr("kernel_shape")
                                     : kernelDims;
-  std::vector<int64_t> strides = windowAttr(context, "strides", spatial, 1),
-                       dilations = windowAttr(context, "dilations", spatial, 1),
-                       pads = windowAttr(context, "pads", 2 * spatial, 0);
+  std::vector<int64_t> strides = context.windowAttr("strides", spatial, 1),
+                       dilations = context.windowAttr("dilations", spatial, 1),
+                       pads = context.windowAttr("pads", 2 * spatial, 0);
   if (kernel != kernelDims || strides.empty() || dilations.empty() ||
       pads.empty())
     return context.unsupported("kernel_shape, strides, dilations or pads do "

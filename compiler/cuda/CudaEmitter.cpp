@@ -148,6 +148,15 @@ bool EmitContext::hasAttr(llvm::StringRef name) const {
   return node.getAttribute(name) != nullptr;
 }
 
+std::vector<int64_t> EmitContext::windowAttr(llvm::StringRef name,
+                                             size_t count,
+                                             int64_t fallback) const {
+  if (!hasAttr(name))
+    return std::vector<int64_t>(count, fallback);
+  std::vector<int64_t> values = intsAttr(name);
+  return values.size() == count ? values : std::vector<int64_t>();
+}
+
 void EmitContext::launch(Kernel kernel) {
   DeviceStep step;
   step.kind = StepLaunch;

@@ -139,6 +139,10 @@ public:
   std::string stringAttr(llvm::StringRef name,
                          llvm::StringRef fallback = "") const;
   bool hasAttr(llvm::StringRef name) const;
+  /// A per-spatial-dim attribute (strides, pads, ...): `count` values,
+  /// `fallback` each when absent; empty when present with another count.
+  std::vector<int64_t> windowAttr(llvm::StringRef name, size_t count,
+                                  int64_t fallback) const;
 
   /// Records a launch of `kernel` (the driver names and dedupes it).
   void launch(Kernel kernel);

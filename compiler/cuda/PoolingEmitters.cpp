@@ -39,27 +39,16 @@ struct PoolAxis {
   int64_t in, out, kernel, stride, dilation, padBegin, padEnd;
 };
 
-/// The attribute `name` with `count` values, `fallback` each when absent;
-/// empty when present with another count.
-std::vector<int64_t> windowAttr(const EmitContext &context,
-                                llvm::StringRef name, size_t count,
-                                int64_t fallback) {
-  if (!context.hasAttr(name))
-    return std::vector<int64_t>(count, fallback);
-  std::vector<int64_t> values = context.intsAttr(name);
-  return values.size() == count ? values : std::vector<int64_t>();
-}
-
 llvm::Expected<std::vector<PoolAxis>> readWindow(const EmitContext &context) {
   const TensorRef &x = context.in(0), &y = context.out();
   size_t spatial = x.rank() - 2;
   if (x.rank() < 3 || x.rank() > 5 || y.rank() != x.rank() ||
       y.dims[0] != x.dims[0] || y.dims[1] != x.dims[1])
     return context.unsupported("supports 1 to 3 spatial dims");
-  std::vector<int64_t> kernel = windowAttr(context, "kernel_shape", spatial, 0),
-                       strides = windowAttr(context, "strides", spatial, 1),
-                       dilations = windowAttr(context, "dilations", spatial, 1),
-                       pads = windowAttr(context, "pads", 2 * spatial, 0);
+  std::vector<int64_t> kernel = context.windowAttr("kernel_shape", spatial, 0),
+                       strides = context.windowAttr("strides", spatial, 1),
+                       dilations = context.windowAttr("dilations", spatial, 1),
+                       pads = context.windowAttr("pads", 2 * spatial, 0);
   if (kernel.empty() || strides.empty() || dilations.empty() || pads.empty())
     return context.unsupported("kernel_shape, strides, dilations or pads do "
                                "not fit the spatial dims");

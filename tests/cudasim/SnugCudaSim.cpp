@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleReader.h"
 #include "tests/cudasim/SimExecutor.h"
+#include "tools/snug-run/RunFlags.h"
 #include "tools/snug-run/TensorFiles.h"
 
 #include <chrono>
@@ -34,12 +35,8 @@ namespace {
 
 enum ExitCode { ExitOk = 0, ExitUser = 1, ExitInternal = 2, ExitKernel = 3 };
 
-struct Options {
-  std::string bundle, kernels;
-  std::map<std::string, std::string> inputs; // name -> "@path" or "random"
-  std::string outputDir, checkDir;
-  double rtol = 1e-3, atol = 1e-4;
-  uint64_t seed = 1;
+struct Options : RunFlags {
+  std::string kernels;
   cudasim::RunOptions run;
 };
 
@@ -58,41 +55,23 @@ int usage(const char *message) {
 
 int main(int argc, char **argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](std::string &into) {
-      size_t eq = arg.find('=');
-      if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-        into = arg.substr(eq + 1);
-        return true;
-      }
-      if (i + 1 >= argc)
-        return false;
-      into = argv[++i];
-      return true;
-    };
-    auto is = [&](const char *flag) {
-      return arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0;
-    };
-    std::string text;
-    if (is("--kernels")) {
-      if (!value(options.kernels))
+  ArgCursor cursor(argc, argv);
+  while (cursor.next()) {
+    std::string text, error;
+    switch (parseRunFlag(cursor, options, error)) {
+    case FlagResult::Taken:
+      continue;
+    case FlagResult::Error:
+      return usage(error.c_str());
+    case FlagResult::NotMine:
+      break;
+    }
+    const std::string &arg = cursor.current();
+    if (cursor.is("--kernels")) {
+      if (!cursor.value(options.kernels))
         return usage("--kernels needs a shared object");
-    } else if (is("--input")) {
-      if (!value(text))
-        return usage("--input needs NAME=@FILE or NAME=random");
-      size_t eq = text.find('=');
-      if (eq == std::string::npos)
-        return usage(("--input '" + text + "' is not NAME=@FILE|random").c_str());
-      options.inputs[text.substr(0, eq)] = text.substr(eq + 1);
-    } else if (is("--output-dir")) {
-      if (!value(options.outputDir))
-        return usage("--output-dir needs a value");
-    } else if (is("--check")) {
-      if (!value(options.checkDir))
-        return usage("--check needs a directory");
-    } else if (is("--schedule")) {
-      if (!value(text))
+    } else if (cursor.is("--schedule")) {
+      if (!cursor.value(text))
         return usage("--schedule needs forward, reverse or shuffle");
       if (text == "forward")
         options.run.schedule = 0;
@@ -102,33 +81,18 @@ int main(int argc, char **argv) {
         options.run.schedule = 2;
       else
         return usage(("unknown schedule '" + text + "'").c_str());
-    } else if (is("--rtol") || is("--atol") || is("--seed") ||
-               is("--stop-after")) {
-      if (!value(text))
-        return usage("a value is missing");
-      char *end;
-      double number = std::strtod(text.c_str(), &end);
-      if (*end || number < 0)
-        return usage(("bad number '" + text + "'").c_str());
-      if (is("--rtol"))
-        options.rtol = number;
-      else if (is("--atol"))
-        options.atol = number;
-      else if (is("--seed"))
-        options.seed = uint64_t(number);
-      else
-        options.run.stopAfter = size_t(number);
+    } else if (cursor.is("--stop-after")) {
+      double number;
+      if (!cursor.number(number, error))
+        return usage(error.c_str());
+      options.run.stopAfter = size_t(number);
     } else if (arg == "--trace") {
       options.run.trace = stdout;
     } else if (arg == "--help" || arg == "-h") {
       usage("help");
       return ExitOk;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return usage(("unknown option '" + arg + "'").c_str());
-    } else if (options.bundle.empty()) {
-      options.bundle = arg;
     } else {
-      return usage("more than one bundle given");
+      return usage(("unknown option '" + arg + "'").c_str());
     }
   }
   if (options.bundle.empty())

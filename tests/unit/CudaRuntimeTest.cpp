@@ -22,17 +22,6 @@ using namespace snug::testing;
 
 namespace {
 
-struct Loaded {
-  TempFile file;
-  snug_bundle *bundle = nullptr;
-  explicit Loaded(const std::vector<uint8_t> &bytes) {
-    writeFile(file.path, bytes);
-    EXPECT_EQ(snug_bundle_load(file.path.c_str(), &bundle), SNUG_OK)
-        << snug_last_error();
-  }
-  ~Loaded() { snug_bundle_destroy(bundle); }
-};
-
 std::unique_ptr<rt::Bundle> parsed(const std::vector<uint8_t> &bytes) {
   std::unique_ptr<rt::Bundle> bundle;
   rt::Status s = rt::parseBundle(bytes.data(), bytes.size(), "m.snug", bundle);

@@ -55,17 +55,6 @@ std::vector<bundle::KernelImage> fakeImages() {
   return {image(bundle::ImageCubin, 90, "FAKE cubin")};
 }
 
-struct Loaded {
-  TempFile file;
-  snug_bundle *bundle = nullptr;
-  explicit Loaded(const std::vector<uint8_t> &bytes) {
-    writeFile(file.path, bytes);
-    EXPECT_EQ(snug_bundle_load(file.path.c_str(), &bundle), SNUG_OK)
-        << snug_last_error();
-  }
-  ~Loaded() { snug_bundle_destroy(bundle); }
-};
-
 snug_session_options cudaOptions(int graphs = 1) {
   snug_session_options options;
   snug_session_options_init(&options);

@@ -21,17 +21,6 @@ const char *kMlp =
     "  return %y\n"
     "}\n";
 
-struct Loaded {
-  TempFile file;
-  snug_bundle *bundle = nullptr;
-  explicit Loaded(const std::vector<uint8_t> &bytes) {
-    writeFile(file.path, bytes);
-    EXPECT_EQ(snug_bundle_load(file.path.c_str(), &bundle), SNUG_OK)
-        << snug_last_error();
-  }
-  ~Loaded() { snug_bundle_destroy(bundle); }
-};
-
 } // namespace
 
 TEST(RuntimeApiTest, DescribesSizesAndIo) {

@@ -68,6 +68,18 @@ inline void writeFile(const std::string &path, const std::vector<uint8_t> &bytes
   fclose(file);
 }
 
+/// A bundle written to a temporary file and loaded through the C API.
+struct Loaded {
+  TempFile file;
+  snug_bundle *bundle = nullptr;
+  explicit Loaded(const std::vector<uint8_t> &bytes) {
+    writeFile(file.path, bytes);
+    EXPECT_EQ(snug_bundle_load(file.path.c_str(), &bundle), SNUG_OK)
+        << snug_last_error();
+  }
+  ~Loaded() { snug_bundle_destroy(bundle); }
+};
+
 /// Recomputes the size and hash fields after a test edits a bundle.
 void fixUpHeader(std::vector<uint8_t> &bytes);
 

@@ -29,6 +29,7 @@
 
 #include "ir/Float16.h"
 #include "runtime/BundleFormat.h"
+#include "tools/snug-run/RunFlags.h"
 #include "tools/snug-run/TensorFiles.h"
 
 #include <algorithm>
@@ -46,15 +47,10 @@ using namespace snug;
 
 namespace {
 
-struct Options {
-  std::string bundle;
+struct Options : RunFlags {
   std::string device = "host";
-  std::map<std::string, std::string> inputs; // name -> "@path" or "random"
-  std::string outputDir, checkDir;
-  double rtol = 1e-3, atol = 1e-4;
   bool poison = false;
   bool describe = false;
-  uint64_t seed = 1;
   uint32_t runs = 20, warmup = 3;
   bool timingGiven = false; // --runs or --warmup on the command line
   bool graphs = true;
@@ -127,42 +123,24 @@ void printLatency(std::vector<double> milliseconds, const Options &options,
 
 int main(int argc, char **argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](std::string &into) {
-      size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        into = arg.substr(eq + 1);
-        return true;
-      }
-      if (i + 1 >= argc)
-        return false;
-      into = argv[++i];
-      return true;
-    };
-    auto is = [&](const char *flag) {
-      return arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0;
-    };
-    std::string text;
-    if (is("--device")) {
-      if (!value(options.device))
+  ArgCursor cursor(argc, argv);
+  while (cursor.next()) {
+    std::string text, error;
+    switch (parseRunFlag(cursor, options, error)) {
+    case FlagResult::Taken:
+      continue;
+    case FlagResult::Error:
+      return usage(error.c_str());
+    case FlagResult::NotMine:
+      break;
+    }
+    const std::string &arg = cursor.current();
+    if (cursor.is("--device")) {
+      if (!cursor.value(options.device))
         return usage("--device needs a value");
-    } else if (is("--input")) {
-      if (!value(text))
-        return usage("--input needs NAME=@FILE or NAME=random");
-      size_t eq = text.find('=');
-      if (eq == std::string::npos)
-        return usage(("--input '" + text + "' is not NAME=@FILE|random").c_str());
-      options.inputs[text.substr(0, eq)] = text.substr(eq + 1);
-    } else if (is("--output-dir")) {
-      if (!value(options.outputDir))
-        return usage("--output-dir needs a value");
-    } else if (is("--check")) {
-      if (!value(options.checkDir))
-        return usage("--check needs a directory");
-    } else if (is("--runs") || is("--warmup")) {
-      bool runs = is("--runs");
-      if (!value(text))
+    } else if (cursor.is("--runs") || cursor.is("--warmup")) {
+      bool runs = cursor.is("--runs");
+      if (!cursor.value(text))
         return usage(runs ? "--runs needs a count" : "--warmup needs a count");
       char *end;
       unsigned long count = std::strtoul(text.c_str(), &end, 10);
@@ -172,19 +150,6 @@ int main(int argc, char **argv) {
       options.timingGiven = true;
     } else if (arg == "--no-graphs") {
       options.graphs = false;
-    } else if (is("--rtol") || is("--atol") || is("--seed")) {
-      if (!value(text))
-        return usage("a value is missing");
-      char *end;
-      double number = std::strtod(text.c_str(), &end);
-      if (*end || number < 0)
-        return usage(("bad number '" + text + "'").c_str());
-      if (is("--rtol"))
-        options.rtol = number;
-      else if (is("--atol"))
-        options.atol = number;
-      else
-        options.seed = uint64_t(number);
     } else if (arg == "--poison") {
       options.poison = true;
     } else if (arg == "--describe") {
@@ -192,12 +157,8 @@ int main(int argc, char **argv) {
     } else if (arg == "--help" || arg == "-h") {
       usage("help");
       return 0;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return usage(("unknown option '" + arg + "'").c_str());
-    } else if (options.bundle.empty()) {
-      options.bundle = arg;
     } else {
-      return usage("more than one bundle given");
+      return usage(("unknown option '" + arg + "'").c_str());
     }
   }
   std::printf("snug-run %s (git %s) device %s\n", SNUG_VERSION, SNUG_GIT_HASH,
