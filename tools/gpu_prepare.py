@@ -6,7 +6,8 @@ Writes ROOT/bin (snug-gpu-tests and its bundles, carried with part 1) and
 ROOT/<part>/<name>/{model.snug, test_data_set_0/} where part 1 holds
 the default model, the ONNX node tests that pass on the host executor and the
 smallest zoo models, and parts 2.. hold the rest of the zoo, each part at most
---part-mib (the device tool carries 64 MiB of ignored files per call; run
+--part-mib, default 56 (the device tool carries 64 MiB of ignored files per
+call, bin/ included with part 1; run
 gpu-check.sh once per part, carrying that part). Bundles are compiled for
 --arch (default sm_90, the H200) with PTX, at opset 17.
 
@@ -59,7 +60,7 @@ def main():
     parser.add_argument("--tools", default=os.path.join(REPO, "build", "bin"))
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--part-mib", type=int, default=60)
+    parser.add_argument("--part-mib", type=int, default=56)
     parser.add_argument("--node-tests", nargs="*", default=[
         os.path.join(REPO, ".cache", "onnx-1.22.0", "node")])
     parser.add_argument("--zoo", default=os.path.join(REPO, ".cache", "models"))
@@ -114,13 +115,14 @@ def main():
             if entry.endswith("-opset17"):
                 models.append((size_of(os.path.join(args.zoo, entry)), entry))
     budget = args.part_mib << 20
-    part, used = 1, size_of(part1)
+    # bin/ travels with part 1.
+    part, used = 1, size_of(part1) + size_of(os.path.join(args.root, "bin"))
     for size, entry in sorted(models):
-        if used + size > budget:
-            part, used = part + 1, 0
         if size > budget:
             print(f"{entry}: {size >> 20} MiB does not fit in one part; skipped")
             continue
+        if used + size > budget:
+            part, used = part + 1, 0
         out = os.path.join(args.root, str(part), entry)
         ok, message = compile_one(snugc, os.path.join(args.zoo, entry), out,
                                   zoo_cache.bindings(os.path.join(args.zoo, entry)),
@@ -132,8 +134,8 @@ def main():
         print(f"part {part}: {entry} ({size_of(out) >> 20} MiB)")
     with open(os.path.join(args.root, "parts.json"), "w") as f:
         json.dump({"parts": part, "arch": args.arch}, f)
-    print(f"{part} parts under {args.root}; on the GPU machine run, per part P: "
-          f"tools/gpu-check.sh {os.path.relpath(args.root, REPO)}/P")
+    print(f"{part} parts under {args.root}; carry {args.root}/bin with part 1, "
+          f"and on the GPU machine run tools/gpu-check.sh ROOT/P per part P")
     return 0
 
 
