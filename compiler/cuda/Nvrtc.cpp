@@ -95,6 +95,20 @@ std::string blameKernels(const CudaProgram &program, llvm::StringRef log) {
 
 } // namespace
 
+std::vector<unsigned> getNvrtcArchs() {
+  std::vector<unsigned> archs;
+#ifdef SNUG_HAVE_NVRTC
+  int count = 0;
+  if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0)
+    return archs;
+  std::vector<int> values(size_t(count), 0);
+  if (nvrtcGetSupportedArchs(values.data()) != NVRTC_SUCCESS)
+    return archs;
+  archs.assign(values.begin(), values.end());
+#endif
+  return archs;
+}
+
 bool isNvrtcAvailable() {
 #ifdef SNUG_HAVE_NVRTC
   return true;

@@ -22,6 +22,10 @@ namespace cuda {
 /// Whether this build can compile kernels (NVRTC was found at build time).
 bool isNvrtcAvailable();
 
+/// The SM architectures this NVRTC compiles for (80 = sm_80); empty
+/// without NVRTC.
+std::vector<unsigned> getNvrtcArchs();
+
 /// Cubins for each of `archs` (80 = sm_80) and PTX for the newest.
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs);

@@ -76,6 +76,16 @@ static llvm::Expected<std::vector<unsigned>> parseArchs() {
   }
   if (archs.empty())
     return userError("--arch: no architecture given");
+  std::vector<unsigned> supported = cuda::getNvrtcArchs();
+  for (unsigned arch : archs)
+    if (!supported.empty() &&
+        std::find(supported.begin(), supported.end(), arch) == supported.end()) {
+      std::string list;
+      for (unsigned known : supported)
+        list += (list.empty() ? "sm_" : ", sm_") + std::to_string(known);
+      return userError("--arch: this NVRTC cannot compile for sm_" +
+                       std::to_string(arch) + " (it knows " + list + ")");
+    }
   std::sort(archs.begin(), archs.end());
   archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
   return archs;

@@ -1,0 +1,131 @@
+//===- CudaEmitterTest.cpp - The CUDA emitter's driver and NVRTC ----------===//
+#include "RuntimeTestUtil.h"
+
+#include "compiler/cuda/CudaEmitter.h"
+#include "compiler/cuda/Nvrtc.h"
+
+using namespace snug;
+using namespace snug::testing;
+
+namespace {
+
+llvm::Expected<cuda::CudaProgram> emit(const std::string &text) {
+  auto module = parseOrDie(text);
+  if (!module)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "parse");
+  return cuda::emitCuda(*module, computeWeightsLayout(*module),
+                        cuda::CudaOptions());
+}
+
+// Two Relus of one shape: one kernel, launched twice at different places.
+const char *kTwoRelus =
+    "func @f(%x: f32[4,64] {offset = 0}) -> f32[4,64] "
+    "attributes {alignment = 256, arena = 2048} {\n"
+    "  %a = Relu(%x) : f32[4,64] {offset = 1024}\n"
+    "  %b = Relu(%a) : f32[4,64] {offset = 0}\n"
+    "  return %b\n"
+    "}\n";
+
+} // namespace
+
+TEST(CudaEmitterTest, IdenticalKernelsAreEmittedOnce) {
+  auto program = emit(kTwoRelus);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  ASSERT_EQ(program->plan.kernels.size(), 1u);
+  ASSERT_EQ(program->plan.steps.size(), 2u);
+  for (const bundle::DeviceStep &step : program->plan.steps) {
+    EXPECT_EQ(step.kind, bundle::StepLaunch);
+    EXPECT_EQ(step.launch.kernel, 0u);
+  }
+  EXPECT_EQ(program->plan.steps[0].launch.args[0].value, 0u);
+  EXPECT_EQ(program->plan.steps[0].launch.args[1].value, 1024u);
+  EXPECT_EQ(program->plan.steps[1].launch.args[0].value, 1024u);
+  // No GEMM, no workspace: the device arena is the plan's.
+  EXPECT_EQ(program->plan.arenaBytes, 2048u);
+  EXPECT_EQ(program->plan.workspaceBytes, 0u);
+  const std::string &symbol = program->plan.kernels[0];
+  EXPECT_NE(program->source.find("void __launch_bounds__"), std::string::npos);
+  EXPECT_NE(program->source.find(symbol + "("), std::string::npos);
+  EXPECT_NE(program->source.find(symbol + "_sim(void **args)"),
+            std::string::npos);
+}
+
+TEST(CudaEmitterTest, ViewsOnTheirOperandsBytesEmitNothing) {
+  auto program = emit(
+      "func @f(%x: f32[4,64] {offset = 0}) -> f32[256] "
+      "attributes {alignment = 256, arena = 2048} {\n"
+      "  %v = Reshape(%x) {shape = [256]} : f32[256] {offset = 0}\n"
+      "  %w = Reshape(%x) {shape = [256]} : f32[256] {offset = 1024}\n"
+      "  %y = Add(%v, %w) : f32[256] {offset = 1024}\n"
+      "  return %y\n"
+      "}\n");
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  // The first view shares the input's bytes: no step. The second is a copy.
+  ASSERT_EQ(program->plan.steps.size(), 2u);
+  const bundle::DeviceStep &copy = program->plan.steps[0];
+  EXPECT_EQ(copy.kind, bundle::StepCopy);
+  EXPECT_EQ(copy.op, 1u);
+  EXPECT_EQ(copy.copy.src.value, 0u);
+  EXPECT_EQ(copy.copy.dst.value, 1024u);
+  EXPECT_EQ(copy.copy.bytes, 1024u);
+  EXPECT_EQ(program->plan.steps[1].kind, bundle::StepLaunch);
+}
+
+TEST(CudaEmitterTest, GemmsGetAWorkspaceAfterTheArena) {
+  auto program = emit(
+      "func @f(%x: f32[8,16] {offset = 0}, %w: f32[16,4] weight) -> "
+      "f32[8,4] attributes {alignment = 256, arena = 1000} {\n"
+      "  %y = MatMul(%x, %w) : f32[8,4] {offset = 512}\n"
+      "  return %y\n"
+      "}\n");
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  EXPECT_EQ(program->plan.workspaceOffset, 1024u); // 1000 aligned to 256
+  EXPECT_EQ(program->plan.workspaceBytes, cuda::CudaOptions().cublasWorkspaceBytes);
+  EXPECT_EQ(program->plan.arenaBytes, 1024u + program->plan.workspaceBytes);
+  bool hasGemm = false;
+  for (const bundle::DeviceStep &step : program->plan.steps)
+    hasGemm |= step.kind == bundle::StepGemm;
+  EXPECT_TRUE(hasGemm);
+}
+
+TEST(CudaEmitterTest, NvrtcCompilesCubinsAndPtx) {
+  if (!cuda::isNvrtcAvailable())
+    GTEST_SKIP() << "built without NVRTC";
+  auto program = emit(kTwoRelus);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  auto images = cuda::compileCudaProgram(*program, {80, 90});
+  ASSERT_TRUE(bool(images)) << toString(images.takeError());
+  ASSERT_EQ(images->size(), 3u);
+  EXPECT_EQ((*images)[0].kind, bundle::ImageCubin);
+  EXPECT_EQ((*images)[0].arch, 80u);
+  EXPECT_EQ((*images)[1].arch, 90u);
+  EXPECT_EQ((*images)[2].kind, bundle::ImagePtx);
+  EXPECT_EQ((*images)[2].arch, 90u);
+  // Cubins are ELF files; PTX is NUL-terminated text naming the kernel.
+  EXPECT_EQ(std::string((*images)[0].bytes.begin(), (*images)[0].bytes.begin() + 4),
+            "\x7f" "ELF");
+  const std::vector<uint8_t> &ptx = (*images)[2].bytes;
+  ASSERT_FALSE(ptx.empty());
+  EXPECT_EQ(ptx.back(), 0);
+  EXPECT_NE(std::string(ptx.begin(), ptx.end()).find(program->plan.kernels[0]),
+            std::string::npos);
+}
+
+TEST(CudaEmitterTest, NvrtcFailuresAreInternalErrorsNamingTheNode) {
+  if (!cuda::isNvrtcAvailable())
+    GTEST_SKIP() << "built without NVRTC";
+  auto program = emit(kTwoRelus);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  // Break the kernel's body: NVRTC's log points into its lines.
+  size_t body = program->source.find("{\n", program->source.find(
+                                                 "__launch_bounds__"));
+  ASSERT_NE(body, std::string::npos);
+  program->source.insert(body + 2, "  this is not C++;\n");
+  auto images = cuda::compileCudaProgram(*program, {90});
+  ASSERT_FALSE(bool(images));
+  std::string message = toString(images.takeError());
+  EXPECT_NE(message.find("internal error: NVRTC could not compile"),
+            std::string::npos) << message;
+  EXPECT_NE(message.find("node #0 (Relu)"), std::string::npos) << message;
+  EXPECT_NE(message.find("snug.cu("), std::string::npos) << message;
+}
