@@ -21,7 +21,8 @@ fewer than --min-passed tests pass.
 Inputs whose shapes in the model are symbolic are bound (--input NAME:DIMS)
 from the test's own input_N.pb.
 
---device cudasim runs the CUDA backend's product on the CUDA simulator
+--device cuda runs the CUDA bundles on the device (exit 77, skipped, without
+one). --device cudasim runs the CUDA backend's product on the CUDA simulator
 (tests/cudasim) instead:
     snugc compile model.onnx -o T.snug --target=cuda --dump-cuda DIR
     tests/cudasim/compile_kernels.sh DIR/model.cu DIR/model.so
@@ -47,6 +48,9 @@ import tempfile
 import time
 
 import onnx
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from cuda_device import no_device_reason  # noqa: E402
 
 UNSUPPORTED = re.compile(r"^\s+(\S+) \(domain ([^,]*), opset (\d+)\): \d+ node", re.M)
 # What the compiler says when a model is outside what snug supports.
@@ -210,7 +214,7 @@ def first_per_op_set(tests, count):
     return kept
 
 
-def run_one(test_dir, tools, scratch, planner):
+def run_one(test_dir, tools, scratch, planner, device="host"):
     name = os.path.relpath(test_dir, os.path.dirname(os.path.dirname(test_dir)))
     bundle = os.path.join(scratch, name.replace(os.sep, "__") + ".snug")
     try:
@@ -220,12 +224,16 @@ def run_one(test_dir, tools, scratch, planner):
     compile_cmd = [os.path.join(tools, "snugc"), "compile",
                    os.path.join(test_dir, "model.onnx"), "-o", bundle,
                    "--memory-report=none", "--planner=" + planner,
-                   "--target=host"] + flags
+                   "--target=" + ("cuda" if device == "cuda" else "host")] + flags
     result = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
+        refused = CUDA_REFUSED.search(result.stderr)
+        if device == "cuda" and refused:
+            return name, "skipped", f"cuda: {refused.group(1)} unsupported"
         return (name,) + compile_failure(result.stderr)
-    run_cmd = [os.path.join(tools, "snug-run"), bundle, "--device", "host",
-               "--check", os.path.join(test_dir, "test_data_set_0"), "--poison"]
+    run_cmd = [os.path.join(tools, "snug-run"), bundle, "--device", device,
+               "--check", os.path.join(test_dir, "test_data_set_0")]
+    run_cmd += ["--poison"] if device == "host" else ["--runs", "1", "--warmup", "0"]
     result = subprocess.run(run_cmd, capture_output=True, text=True, timeout=300)
     os.remove(bundle)
     if result.returncode != 0:
@@ -243,7 +251,7 @@ def main():
     parser.add_argument("--planner", default="best")
     parser.add_argument("--min-pass-ratio", type=float, default=0.9)
     parser.add_argument("--min-passed", type=int, default=1)
-    parser.add_argument("--device", choices=["host", "cudasim"], default="host")
+    parser.add_argument("--device", choices=["host", "cudasim", "cuda"], default="host")
     parser.add_argument("--cudasim-dir", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "cudasim"),
         help="where compile_kernels.sh is (--device cudasim)")
@@ -258,6 +266,11 @@ def main():
                              "the host but fails on the simulator")
     args = parser.parse_args()
 
+    if args.device == "cuda":
+        reason = no_device_reason()
+        if reason:
+            print(f"skipped: no CUDA device: {reason}")
+            return 77
     tests = find_tests(args.roots)
     if args.max_test_bytes:
         tests = [t for t in tests if test_bytes(t) <= args.max_test_bytes]
@@ -277,7 +290,8 @@ def main():
                                        args.planner, args.cudasim_dir)
                            for t in tests]
             else:
-                futures = [pool.submit(run_one, t, args.tools, scratch, args.planner)
+                futures = [pool.submit(run_one, t, args.tools, scratch,
+                                       args.planner, args.device)
                            for t in tests]
             for future in futures:
                 name, outcome, detail = future.result()[:3]

@@ -31,6 +31,9 @@ import tempfile
 
 from zoo_cache import SKIP, bindings, ensure_model
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from cuda_device import no_device_reason  # noqa: E402
+
 
 def run(command):
     result = subprocess.run(command, capture_output=True, text=True)
@@ -57,6 +60,33 @@ def check_device_arena(described, report):
     return True
 
 
+def run_on_device(args):
+    """The default planner's CUDA bundle on the device: outputs against the
+    reference, and the device memory snug allocates equal to the prediction."""
+    reason = no_device_reason()
+    if reason:
+        print(f"skipped: no CUDA device: {reason}")
+        return SKIP
+    model_dir = ensure_model(args)
+    if model_dir is None:
+        return SKIP
+    with tempfile.TemporaryDirectory() as scratch:
+        bundle = os.path.join(scratch, "cuda.snug")
+        run([os.path.join(args.tools, "snugc"), "compile",
+             os.path.join(model_dir, "model.onnx"), "-o", bundle,
+             "--target=cuda", "--memory-report=none"] + bindings(model_dir))
+        result = subprocess.run(
+            [os.path.join(args.tools, "snug-run"), bundle, "--device", "cuda",
+             "--check", os.path.join(model_dir, "test_data_set_0"),
+             "--runs", "5", "--warmup", "2"], capture_output=True, text=True)
+        print(result.stdout + result.stderr)
+        if result.returncode != 0 or "allocations: match" not in result.stdout:
+            print("FAILED: the device run does not match the reference or "
+                  "the prediction")
+            return 1
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
@@ -67,7 +97,11 @@ def main():
     parser.add_argument("--export-script")
     parser.add_argument("--cuda", action="store_true")
     parser.add_argument("--cudasim", help="directory of snug-cudasim")
+    parser.add_argument("--gpu", action="store_true",
+                        help="run the CUDA bundle on the device (skip without one)")
     args = parser.parse_args()
+    if args.gpu:
+        return run_on_device(args)
 
     model_dir = ensure_model(args)
     if model_dir is None:
