@@ -5,13 +5,14 @@
 //   weights   device bytes of the weights the plan reads (weights section)
 //   arena     one allocation for every intermediate value, graph inputs and
 //             outputs included (io lives in the arena by default)
-//   workspace the cuBLAS workspace of the CUDA target, in the same device
-//             allocation as the arena, after the intermediates
+//   workspace the cuBLAS workspace of the CUDA target. It lies over tensors
+//             dead at every GEMM step, so it adds to the device arena only
+//             what does not fit there ("device arena")
 //   runtime   module images and library handles snug allocates
-// predicted peak = weights + arena + workspace + runtime: exactly the device
-// bytes the runtime allocates. The CUDA context (and the memory cuBLAS and
-// the driver keep for themselves) is outside any program's control and is
-// not part of the figure.
+// predicted peak = weights + device arena (arena + what the workspace adds)
+// + runtime: exactly the device bytes the runtime allocates. The CUDA
+// context (and the memory cuBLAS and the driver keep for themselves) is
+// outside any program's control and is not part of the figure.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_MEMORYREPORT_H
@@ -42,6 +43,8 @@ struct MemoryReport {
   uint64_t lowerBoundUnsharedBytes = 0;
   uint64_t noReuseBytes = 0;
   uint64_t workspaceBytes = 0;
+  /// The arena the CUDA executor allocates: arena + what the workspace adds.
+  uint64_t deviceArenaBytes = 0;
   uint64_t ioBytes = 0;
   uint64_t runtimeBytes = 0;
   uint64_t predictedPeakBytes = 0;
@@ -58,7 +61,8 @@ struct MemoryReport {
 llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
                                                llvm::StringRef modelName,
                                                double planningMs,
-                                               uint64_t workspaceBytes = 0);
+                                               uint64_t workspaceBytes = 0,
+                                               uint64_t deviceArenaBytes = 0);
 
 void printMemoryReportPretty(const MemoryReport &report,
                              llvm::raw_ostream &os);

@@ -382,12 +382,14 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
   if (!cursor.u64(plan.arenaBytes) || !cursor.u64(plan.workspaceOffset) ||
       !cursor.u64(plan.workspaceBytes))
     return false;
+  // The workspace may lie over the host plan's tensors (those dead at every
+  // GEMM); it only has to fit in the device arena.
   if (plan.arenaBytes < b.arenaSize ||
       plan.workspaceOffset > plan.arenaBytes ||
-      plan.workspaceBytes > plan.arenaBytes - plan.workspaceOffset ||
-      (plan.workspaceBytes && plan.workspaceOffset < b.arenaSize))
+      plan.workspaceBytes > plan.arenaBytes - plan.workspaceOffset)
     return cursor.fail("device arena of " + std::to_string(plan.arenaBytes) +
-                       " bytes does not hold the host arena and workspace");
+                       " bytes does not hold the host arena and the "
+                       "workspace");
   if (!cursor.count(count, 4))
     return false;
   plan.kernels.resize(count);

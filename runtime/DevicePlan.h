@@ -11,8 +11,10 @@
 // once, when the session is created. All shapes are static, so kernels carry
 // their sizes as constants and their arguments are mostly pointers.
 //
-// The device arena is the host plan's arena followed by the cuBLAS workspace
-// (workspaceOffset, workspaceBytes); it is one allocation.
+// The device arena is the host plan's arena, grown where needed to hold the
+// cuBLAS workspace (workspaceOffset, workspaceBytes, 256-byte aligned); the
+// workspace lies over tensors that are dead at every GEMM step. One
+// allocation.
 //
 // Encoding (DevicePlan section), in the flat stream of BundleFormat.h:
 //   u64 device arena bytes, u64 workspace offset, u64 workspace bytes

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CudaEmitter.h"
 #include "compiler/cuda/KernelEmitter.h"
+#include "passes/Liveness.h"
+#include "passes/PlanMemory.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -240,6 +242,41 @@ std::string kernelText(const Kernel &kernel, llvm::StringRef symbol) {
 
 unsigned countLines(llvm::StringRef text) { return unsigned(text.count('\n')); }
 
+/// Where the cuBLAS workspace goes: the lowest 256-aligned offset whose
+/// `bytes` no value live at any GEMM step (`gemmSteps`, schedule indices)
+/// occupies. cuBLAS touches the workspace only inside its calls, so it may
+/// share bytes with any tensor dead at every GEMM; when no gap in the arena
+/// is large enough, it goes after the highest byte the GEMM steps use, and
+/// the device arena grows by what sticks out.
+llvm::Expected<uint64_t> placeWorkspace(const ir::Module &module,
+                                        std::vector<int64_t> gemmSteps,
+                                        uint64_t bytes) {
+  llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
+  if (!sharing)
+    return sharing.takeError();
+  LivenessInfo liveness = computeLiveness(module, *sharing);
+  std::sort(gemmSteps.begin(), gemmSteps.end());
+  std::vector<std::pair<uint64_t, uint64_t>> occupied;
+  for (const auto &entry : liveness.intervals) {
+    const ir::Value *value = entry.first;
+    auto first = std::lower_bound(gemmSteps.begin(), gemmSteps.end(),
+                                  entry.second.first);
+    if (!value->getArenaOffset() || first == gemmSteps.end() ||
+        *first > entry.second.second)
+      continue;
+    uint64_t offset = *value->getArenaOffset();
+    occupied.push_back({offset, offset + value->getType().getByteSize()});
+  }
+  std::sort(occupied.begin(), occupied.end());
+  uint64_t candidate = 0;
+  for (const auto &range : occupied) {
+    if (range.first >= candidate + bytes)
+      break;
+    candidate = std::max(candidate, llvm::alignTo(range.second, 256));
+  }
+  return candidate;
+}
+
 } // namespace
 
 llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
@@ -348,20 +385,24 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
     symbolOf[key] = index;
     remap[i] = index;
   }
-  bool hasGemm = false;
+  std::vector<int64_t> gemmSteps;
   for (DeviceStep &step : steps) {
     if (step.kind == StepLaunch)
       step.launch.kernel = remap[step.launch.kernel];
-    hasGemm |= step.kind == StepGemm;
+    if (step.kind == StepGemm)
+      gemmSteps.push_back(step.op);
   }
   program.plan.steps = std::move(steps);
-  uint64_t arenaBytes = uint64_t(arena->getInt());
-  program.plan.arenaBytes = arenaBytes;
-  if (hasGemm && options.cublasWorkspaceBytes) {
-    program.plan.workspaceOffset = llvm::alignTo(arenaBytes, 256);
+  program.plan.arenaBytes = uint64_t(arena->getInt());
+  if (!gemmSteps.empty() && options.cublasWorkspaceBytes) {
+    auto offset = placeWorkspace(module, gemmSteps,
+                                 options.cublasWorkspaceBytes);
+    if (!offset)
+      return offset.takeError();
+    program.plan.workspaceOffset = *offset;
     program.plan.workspaceBytes = options.cublasWorkspaceBytes;
-    program.plan.arenaBytes =
-        program.plan.workspaceOffset + program.plan.workspaceBytes;
+    program.plan.arenaBytes = std::max(program.plan.arenaBytes,
+                                       *offset + options.cublasWorkspaceBytes);
   }
   return program;
 }

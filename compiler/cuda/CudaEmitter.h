@@ -6,9 +6,10 @@
 // device plan: kernel symbols and, per node, launches, cuBLAS GEMMs and
 // copies, all addressed as offsets into the device arena and weights.
 //
-// The device arena is the plan's arena with the cuBLAS workspace after it,
-// when the module has a GEMM (one allocation; the memory report counts the
-// workspace separately, as workspace_bytes).
+// The device arena is the plan's arena, holding the cuBLAS workspace when
+// the module has a GEMM: cuBLAS touches it only inside its calls, so it is
+// placed over tensors that are dead at every GEMM step, and the arena grows
+// only by what does not fit (one allocation either way).
 //
 // Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, inference Dropout)
 // that the planner placed on their operand's bytes emit nothing; otherwise

@@ -48,14 +48,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def check_device_arena(described, report):
-    """The device arena the bundle asks for is the report's arena plus its
-    workspace: what the memory report predicts is what the runtime
-    allocates."""
+    """The device arena the bundle asks for is the report's, and the
+    report's predicted peak is weights + device arena: what the memory
+    report predicts is what the runtime allocates."""
     match = re.search(r"CUDA device arena (\d+) bytes", described)
-    expected = report["arena_bytes"] + report["workspace_bytes"]
-    if not match or int(match.group(1)) != expected:
+    expected = report["device_arena_bytes"]
+    if not match or int(match.group(1)) != expected or (
+            report["predicted_peak_bytes"] != report["weights_bytes"] + expected):
         print(f"FAILED: the report predicts a device arena of {expected} bytes "
-              f"(arena + workspace); the bundle says: {described.strip()}")
+              f"and a peak of {report['predicted_peak_bytes']}; the bundle "
+              f"says: {described.strip()}")
         return False
     return True
 

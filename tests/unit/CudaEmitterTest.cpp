@@ -9,12 +9,13 @@ using namespace snug::testing;
 
 namespace {
 
-llvm::Expected<cuda::CudaProgram> emit(const std::string &text) {
+llvm::Expected<cuda::CudaProgram>
+emit(const std::string &text,
+     const cuda::CudaOptions &options = cuda::CudaOptions()) {
   auto module = parseOrDie(text);
   if (!module)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "parse");
-  return cuda::emitCuda(*module, computeWeightsLayout(*module),
-                        cuda::CudaOptions());
+  return cuda::emitCuda(*module, computeWeightsLayout(*module), options);
 }
 
 // Two Relus of one shape: one kernel, launched twice at different places.
@@ -71,7 +72,9 @@ TEST(CudaEmitterTest, ViewsOnTheirOperandsBytesEmitNothing) {
   EXPECT_EQ(program->plan.steps[1].kind, bundle::StepLaunch);
 }
 
-TEST(CudaEmitterTest, GemmsGetAWorkspaceAfterTheArena) {
+TEST(CudaEmitterTest, TheWorkspaceGrowsTheArenaOnlyByWhatDoesNotFit) {
+  // At the MatMul (step 0) x [0, 512) and y [512, 640) are live: the 4 MiB
+  // workspace goes after them, at 768, and the arena grows to hold it.
   auto program = emit(
       "func @f(%x: f32[8,16] {offset = 0}, %w: f32[16,4] weight) -> "
       "f32[8,4] attributes {alignment = 256, arena = 1000} {\n"
@@ -79,13 +82,35 @@ TEST(CudaEmitterTest, GemmsGetAWorkspaceAfterTheArena) {
       "  return %y\n"
       "}\n");
   ASSERT_TRUE(bool(program)) << toString(program.takeError());
-  EXPECT_EQ(program->plan.workspaceOffset, 1024u); // 1000 aligned to 256
-  EXPECT_EQ(program->plan.workspaceBytes, cuda::CudaOptions().cublasWorkspaceBytes);
-  EXPECT_EQ(program->plan.arenaBytes, 1024u + program->plan.workspaceBytes);
+  uint64_t bytes = cuda::CudaOptions().cublasWorkspaceBytes;
+  EXPECT_EQ(program->plan.workspaceOffset, 768u);
+  EXPECT_EQ(program->plan.workspaceBytes, bytes);
+  EXPECT_EQ(program->plan.arenaBytes, 768u + bytes);
   bool hasGemm = false;
   for (const bundle::DeviceStep &step : program->plan.steps)
     hasGemm |= step.kind == bundle::StepGemm;
   EXPECT_TRUE(hasGemm);
+}
+
+TEST(CudaEmitterTest, TheWorkspaceLiesOverTensorsDeadAtEveryGemm) {
+  // x [0, 512) dies at step 0; at the MatMul (step 2) only v [1024, 1536)
+  // and y [1536, 1664) are live, so a 1 KiB workspace fits at 0 and the
+  // arena does not grow.
+  cuda::CudaOptions options;
+  options.cublasWorkspaceBytes = 1024;
+  auto program = emit(
+      "func @f(%x: f32[8,16] {offset = 0}, %w: f32[16,4] weight) -> "
+      "f32[8,4] attributes {alignment = 256, arena = 1792} {\n"
+      "  %t = Relu(%x) : f32[8,16] {offset = 512}\n"
+      "  %v = Neg(%t) : f32[8,16] {offset = 1024}\n"
+      "  %y = MatMul(%v, %w) : f32[8,4] {offset = 1536}\n"
+      "  return %y\n"
+      "}\n",
+      options);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  EXPECT_EQ(program->plan.workspaceOffset, 0u);
+  EXPECT_EQ(program->plan.workspaceBytes, 1024u);
+  EXPECT_EQ(program->plan.arenaBytes, 1792u);
 }
 
 TEST(CudaEmitterTest, NvrtcCompilesCubinsAndPtx) {

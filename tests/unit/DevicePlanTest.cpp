@@ -21,8 +21,8 @@ const char *kModule =
 
 DevicePlan makePlan() {
   DevicePlan plan;
-  plan.arenaBytes = 128 + 256;
-  plan.workspaceOffset = 128;
+  plan.arenaBytes = 512;
+  plan.workspaceOffset = 256;
   plan.workspaceBytes = 256;
   plan.kernels = {"snug_fill_0"};
   DeviceStep launch;
@@ -82,8 +82,8 @@ TEST(DevicePlanTest, RoundTrips) {
   ASSERT_FALSE(status) << status.getMessage();
   ASSERT_TRUE(bundle->hasDevicePlan);
   const DevicePlan &plan = bundle->devicePlan;
-  EXPECT_EQ(plan.arenaBytes, 384u);
-  EXPECT_EQ(plan.workspaceOffset, 128u);
+  EXPECT_EQ(plan.arenaBytes, 512u);
+  EXPECT_EQ(plan.workspaceOffset, 256u);
   EXPECT_EQ(plan.workspaceBytes, 256u);
   ASSERT_EQ(plan.kernels, std::vector<std::string>{"snug_fill_0"});
   ASSERT_EQ(plan.steps.size(), 3u);
@@ -118,16 +118,16 @@ TEST(DevicePlanTest, ReaderRejectsBadSteps) {
   } cases[] = {
       {"unknown kernel", [](DevicePlan &p) { p.steps[0].launch.kernel = 1; }},
       {"outside the device arena",
-       [](DevicePlan &p) { p.steps[0].launch.args[0].value = 385; }},
+       [](DevicePlan &p) { p.steps[0].launch.args[0].value = 513; }},
       {"outside the device weights",
        [](DevicePlan &p) { p.steps[0].launch.args[1].value = 65; }},
       {"bad launch configuration",
        [](DevicePlan &p) { p.steps[0].launch.block[0] = 2048; }},
-      // 4 batches of 16 floats, 128 bytes apart, from offset 64: past 384.
+      // 4 batches of 16 floats, 192 bytes apart, from offset 64: past 512.
       {"outside the device arena",
        [](DevicePlan &p) {
          p.steps[1].gemm.batch = 4;
-         p.steps[1].gemm.strideC = 32;
+         p.steps[1].gemm.strideC = 48;
        }},
       {"leading dimension too small",
        [](DevicePlan &p) { p.steps[1].gemm.lda = 2; }},
@@ -136,9 +136,11 @@ TEST(DevicePlanTest, ReaderRejectsBadSteps) {
       {"copy must go into the arena",
        [](DevicePlan &p) { p.steps[2].copy.dst = DeviceArg::weight(0); }},
       {"lies outside its region",
-       [](DevicePlan &p) { p.steps[2].copy.bytes = 400; }},
+       [](DevicePlan &p) { p.steps[2].copy.bytes = 500; }},
       {"does not hold the host arena",
-       [](DevicePlan &p) { p.workspaceOffset = 64; }},
+       [](DevicePlan &p) { p.workspaceOffset = 300; }},
+      {"does not hold the host arena",
+       [](DevicePlan &p) { p.arenaBytes = 64; }},
       {"names op", [](DevicePlan &p) { p.steps[2].op = 7; }},
   };
   for (const Case &c : cases) {

@@ -126,7 +126,8 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
 
 llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs,
-                              uint64_t workspaceBytes) {
+                              uint64_t workspaceBytes,
+                              uint64_t deviceArenaBytes) {
   if (!timelinePath.empty()) {
     std::error_code errorCode;
     llvm::ToolOutputFile output(timelinePath, errorCode,
@@ -141,7 +142,8 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   if (reportFormat == "none")
     return llvm::Error::success();
   llvm::Expected<MemoryReport> report =
-      buildMemoryReport(module, modelName, planningMs, workspaceBytes);
+      buildMemoryReport(module, modelName, planningMs, workspaceBytes,
+                        deviceArenaBytes);
   if (!report)
     return report.takeError();
   // `plan` prints only the report, so stdout; `compile` keeps stdout for its
@@ -193,12 +195,8 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode,
   if (!error)
     error = writeMemoryReport(**module, llvm::sys::path::filename(path),
                               planningMs,
-                              // The workspace and the padding aligning it.
-                              program ? program->plan.arenaBytes -
-                                            uint64_t(module->get()
-                                                         ->getAttribute("arena")
-                                                         ->getInt())
-                                      : 0);
+                              program ? program->plan.workspaceBytes : 0,
+                              program ? program->plan.arenaBytes : 0);
   if (error) {
     exitCode = reportError(std::move(error));
     return llvm::None;

@@ -33,10 +33,12 @@ llvm::Error planModule(ir::Module &module, double &planningMs);
 std::string getPipelineDescription();
 
 /// Writes the report and timeline the flags ask for. `modelName` heads them;
-/// `workspaceBytes` is the device plan's cuBLAS workspace (0 for the host).
+/// `workspaceBytes` and `deviceArenaBytes` come from the device plan (0 for
+/// the host target).
 llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs,
-                              uint64_t workspaceBytes);
+                              uint64_t workspaceBytes,
+                              uint64_t deviceArenaBytes);
 
 /// What compile and plan share: check the planning and target flags, import
 /// `path` and run the pipeline, plan, emit CUDA for --target=cuda (into
