@@ -522,22 +522,16 @@ bool Evaluator::unary() {
   return true;
 }
 
-static llvm::Optional<double> applyBinary(llvm::StringRef op, double a,
-                                          double b) {
+/// The binary ops whose folding is the same in double and int64
+/// arithmetic: sums, products, compares and logic.
+template <class T>
+static llvm::Optional<T> applySharedBinary(llvm::StringRef op, T a, T b) {
   if (op == "Add" || op == "Sum")
     return a + b;
   if (op == "Sub")
     return a - b;
   if (op == "Mul")
     return a * b;
-  if (op == "Div")
-    return a / b;
-  if (op == "Pow")
-    return std::pow(a, b);
-  if (op == "Max")
-    return std::fmax(a, b);
-  if (op == "Min")
-    return std::fmin(a, b);
   if (op == "Equal")
     return a == b;
   if (op == "Less")
@@ -557,39 +551,30 @@ static llvm::Optional<double> applyBinary(llvm::StringRef op, double a,
   return llvm::None;
 }
 
+static llvm::Optional<double> applyBinary(llvm::StringRef op, double a,
+                                          double b) {
+  if (op == "Div")
+    return a / b;
+  if (op == "Pow")
+    return std::pow(a, b);
+  if (op == "Max")
+    return std::fmax(a, b);
+  if (op == "Min")
+    return std::fmin(a, b);
+  return applySharedBinary(op, a, b);
+}
+
 static llvm::Optional<int64_t> applyIntBinary(llvm::StringRef op, int64_t a,
                                               int64_t b) {
-  if (op == "Add" || op == "Sum")
-    return a + b;
-  if (op == "Sub")
-    return a - b;
-  if (op == "Mul")
-    return a * b;
   if (op == "Div")
     return b == 0 ? 0 : a / b;
   if (op == "Max")
     return std::max(a, b);
   if (op == "Min")
     return std::min(a, b);
-  if (op == "Equal")
-    return a == b;
-  if (op == "Less")
-    return a < b;
-  if (op == "LessOrEqual")
-    return a <= b;
-  if (op == "Greater")
-    return a > b;
-  if (op == "GreaterOrEqual")
-    return a >= b;
-  if (op == "And")
-    return a && b;
-  if (op == "Or")
-    return a || b;
-  if (op == "Xor")
-    return (a != 0) != (b != 0);
   if (op == "Mod")
     return b == 0 ? 0 : ((a % b) + b) % b;
-  return llvm::None;
+  return applySharedBinary(op, a, b);
 }
 
 bool Evaluator::binary() {

@@ -215,6 +215,9 @@ bool isView(llvm::StringRef op) {
          op == "Unsqueeze" || op == "Identity";
 }
 
+/// What stands for a kernel's symbol until the kernel is known to be new.
+constexpr const char *kSymbolPlaceholder = "SNUG_KERNEL_SYMBOL";
+
 /// The kernel's text with `symbol` as its name.
 std::string kernelText(const Kernel &kernel, llvm::StringRef symbol) {
   std::string text;
@@ -366,7 +369,7 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
   for (const auto &node : module.getNodes())
     nodeNames.push_back(node->describe());
   for (size_t i = 0; i < kernels.size(); ++i) {
-    std::string key = kernelText(kernels[i], "SNUG_KERNEL");
+    std::string key = kernelText(kernels[i], kSymbolPlaceholder);
     auto found = symbolOf.find(key);
     if (found != symbolOf.end()) {
       remap[i] = found->second;
@@ -375,7 +378,12 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
     unsigned index = unsigned(program.plan.kernels.size());
     std::string symbol =
         "snug_" + kernels[i].tag + "_" + std::to_string(index);
-    std::string text = kernelText(kernels[i], symbol);
+    // The text with its name: the placeholder stands only where the
+    // symbol goes (the definition and the simulator thunk).
+    std::string text = key;
+    for (size_t at = text.find(kSymbolPlaceholder); at != std::string::npos;
+         at = text.find(kSymbolPlaceholder, at + symbol.size()))
+      text.replace(at, std::strlen(kSymbolPlaceholder), symbol);
     program.source += "\n// " + nodeNames[kernelNode[i]] + "\n" + text;
     unsigned first = line + 2, last = line + 1 + countLines(text);
     line = last + 1;

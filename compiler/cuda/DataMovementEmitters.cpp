@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/KernelEmitter.h"
+#include "runtime/ResizeCoordinates.h"
 
 #include "ir/Float16.h"
 
@@ -665,20 +666,6 @@ llvm::Error emitPad(EmitContext &context) {
 // Resize
 //===----------------------------------------------------------------------===//
 
-/// The host's input coordinate of output coordinate `o` along one axis.
-double resizeSource(llvm::StringRef mode, double o, double scale,
-                    int64_t inSize, int64_t outSize) {
-  if (mode == "asymmetric")
-    return o / scale;
-  if (mode == "align_corners")
-    return outSize == 1 ? 0.0 : o * double(inSize - 1) / double(outSize - 1);
-  if (mode == "pytorch_half_pixel")
-    return outSize > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "tf_half_pixel_for_nearest")
-    return (o + 0.5) / scale;
-  return (o + 0.5) / scale - 0.5; // half_pixel
-}
-
 /// The same, as device code over `o` (an integer coordinate): the same
 /// double operations in the same order, so the same bits.
 std::string resizeSourceCode(llvm::StringRef mode, llvm::StringRef o,
@@ -695,17 +682,6 @@ std::string resizeSourceCode(llvm::StringRef mode, llvm::StringRef o,
   if (mode == "tf_half_pixel_for_nearest")
     return "(" + x + " + 0.5) / " + s;
   return "(" + x + " + 0.5) / " + s + " - 0.5";
-}
-
-int64_t nearestIndex(llvm::StringRef mode, double x) {
-  if (mode == "floor")
-    return int64_t(std::floor(x));
-  if (mode == "ceil")
-    return int64_t(std::ceil(x));
-  double f = std::floor(x);
-  if (x - f == 0.5)
-    return int64_t(mode == "round_prefer_ceil" ? f + 1 : f);
-  return int64_t(std::round(x));
 }
 
 std::string nearestIndexCode(llvm::StringRef mode, llvm::StringRef x) {
@@ -734,8 +710,8 @@ std::string nearestClosedForm(const ResizeAxis &axis, llvm::StringRef transform,
   int64_t g = std::gcd(axis.in, axis.out), p = axis.in / g, q = axis.out / g;
   for (int64_t k = 0; k < axis.out; ++k) {
     double src =
-        resizeSource(transform, double(k), axis.scale, axis.in, axis.out);
-    int64_t i = std::min(std::max<int64_t>(nearestIndex(nearest, src), 0),
+        resize::sourceCoordinate(transform, double(k), axis.scale, axis.in, axis.out);
+    int64_t i = std::min(std::max<int64_t>(resize::nearestIndex(nearest, src), 0),
                          axis.in - 1);
     if (i != k * p / q)
       return "";

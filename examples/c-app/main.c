@@ -86,17 +86,18 @@ static float halfToFloat(uint16_t h) {
 /* Element i of a tensor of `dtype` at `data`, as a double. */
 static double elementAt(const void *data, snug_dtype dtype, size_t i) {
   const unsigned char *p = (const unsigned char *)data + i * dtypeSize(dtype);
+/* memcpy, not a cast: `p` need not be aligned for the type. */
+#define LOAD_AS(type)                                                         \
+  do {                                                                         \
+    type v;                                                                    \
+    memcpy(&v, p, sizeof v);                                                   \
+    return (double)v;                                                          \
+  } while (0)
   switch (dtype) {
-  case SNUG_DTYPE_F32: {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-  }
-  case SNUG_DTYPE_F64: {
-    double v;
-    memcpy(&v, p, 8);
-    return v;
-  }
+  case SNUG_DTYPE_F32:
+    LOAD_AS(float);
+  case SNUG_DTYPE_F64:
+    LOAD_AS(double);
   case SNUG_DTYPE_F16: {
     uint16_t v;
     memcpy(&v, p, 2);
@@ -112,26 +113,18 @@ static double elementAt(const void *data, snug_dtype dtype, size_t i) {
     return f;
   }
   case SNUG_DTYPE_I8:
-    return *(const int8_t *)p;
+    LOAD_AS(int8_t);
   case SNUG_DTYPE_U8:
   case SNUG_DTYPE_BOOL:
-    return *p;
-  case SNUG_DTYPE_I16: {
-    int16_t v;
-    memcpy(&v, p, 2);
-    return v;
+    LOAD_AS(uint8_t);
+  case SNUG_DTYPE_I16:
+    LOAD_AS(int16_t);
+  case SNUG_DTYPE_I32:
+    LOAD_AS(int32_t);
+  case SNUG_DTYPE_I64:
+    LOAD_AS(int64_t);
   }
-  case SNUG_DTYPE_I32: {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-  }
-  case SNUG_DTYPE_I64: {
-    int64_t v;
-    memcpy(&v, p, 8);
-    return (double)v;
-  }
-  }
+#undef LOAD_AS
   return 0;
 }
 

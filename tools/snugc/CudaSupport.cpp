@@ -23,30 +23,23 @@ static cl::OptionCategory &getTargetCategory() {
   return category;
 }
 
-struct InTargetCommands {
-  template <class Opt> void apply(Opt &option) const {
-    option.addSubCommand(getCompileCommand());
-    option.addSubCommand(getPlanCommand());
-  }
-};
-
 static cl::opt<std::string> target(
     "target",
     cl::desc("cuda (kernels, device plan, runs on the host too) or host "
              "(host executor only, no NVRTC)"),
-    cl::init(cuda::isNvrtcAvailable() ? "cuda" : "host"), InTargetCommands(),
+    cl::init(cuda::isNvrtcAvailable() ? "cuda" : "host"), InPlanningCommands(),
     cl::cat(getTargetCategory()));
 static cl::opt<std::string>
     archList("arch",
              cl::desc("GPU architectures to compile cubins for, comma "
                       "separated; PTX is added for the newest"),
              cl::value_desc("sm_80,sm_90"), cl::init("sm_80,sm_90"),
-             InTargetCommands(), cl::cat(getTargetCategory()));
+             InPlanningCommands(), cl::cat(getTargetCategory()));
 static cl::opt<uint64_t> cublasWorkspace(
     "cublas-workspace",
     cl::desc("Bytes of cuBLAS workspace in the device arena (models with a "
              "GEMM)"),
-    cl::init(4u << 20), InTargetCommands(), cl::cat(getTargetCategory()));
+    cl::init(4u << 20), InPlanningCommands(), cl::cat(getTargetCategory()));
 static cl::opt<std::string>
     dumpCuda("dump-cuda",
              cl::desc("Write the emitted CUDA C++ and device plan to "

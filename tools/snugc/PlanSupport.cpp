@@ -24,14 +24,6 @@ static cl::OptionCategory &getPlanCategory() {
   return category;
 }
 
-/// The options of the subcommands that plan (compile and plan).
-struct InPlanningCommands {
-  template <class Opt> void apply(Opt &option) const {
-    option.addSubCommand(getCompileCommand());
-    option.addSubCommand(getPlanCommand());
-  }
-};
-
 static cl::opt<std::string>
     plannerName("planner",
                 cl::desc("Arena packing: none|greedy-size|greedy-breadth|"

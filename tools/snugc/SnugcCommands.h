@@ -45,6 +45,15 @@ struct InAllCommands {
 };
 inline InAllCommands inAllCommands() { return {}; }
 
+/// A cl modifier for the options of the subcommands that plan a model
+/// (compile and plan): planning, report and target flags.
+struct InPlanningCommands {
+  template <class Opt> void apply(Opt &option) const {
+    option.addSubCommand(getCompileCommand());
+    option.addSubCommand(getPlanCommand());
+  }
+};
+
 } // namespace snugc
 } // namespace snug
 

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/host/Kernels.h"
+#include "runtime/ResizeCoordinates.h"
 
 #include <algorithm>
 #include <cmath>
@@ -310,32 +311,6 @@ Status padKernel(KernelContext &ctx) {
   return Status::ok();
 }
 
-/// The input coordinate of output coordinate `o` along one axis.
-double resizeSource(const std::string &mode, double o, double scale,
-                    int64_t inSize, int64_t outSize) {
-  if (mode == "asymmetric")
-    return o / scale;
-  if (mode == "align_corners")
-    return outSize == 1 ? 0.0
-                        : o * double(inSize - 1) / double(outSize - 1);
-  if (mode == "pytorch_half_pixel")
-    return outSize > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "tf_half_pixel_for_nearest")
-    return (o + 0.5) / scale;
-  return (o + 0.5) / scale - 0.5; // half_pixel
-}
-
-int64_t nearestIndex(const std::string &mode, double x) {
-  if (mode == "floor")
-    return int64_t(std::floor(x));
-  if (mode == "ceil")
-    return int64_t(std::ceil(x));
-  double f = std::floor(x);
-  if (x - f == 0.5)
-    return int64_t(mode == "round_prefer_ceil" ? f + 1 : f);
-  return int64_t(std::round(x));
-}
-
 Status resizeKernel(KernelContext &ctx) {
   if (Status s = ctx.expect(1, 1))
     return s;
@@ -366,11 +341,11 @@ Status resizeKernel(KernelContext &ctx) {
   for (size_t d = 0; d < rank; ++d) {
     int64_t n = x.dim(d);
     for (int64_t o = 0; o < y.dim(d); ++o) {
-      double src = resizeSource(transform, double(o), scales[d], n, y.dim(d));
+      double src = resize::sourceCoordinate(transform, double(o), scales[d], n, y.dim(d));
       if (x.dim(d) == y.dim(d) && scales[d] == 1.0)
         src = double(o);
       if (mode == "nearest") {
-        int64_t i = std::min(std::max<int64_t>(nearestIndex(nearest, src), 0), n - 1);
+        int64_t i = std::min(std::max<int64_t>(resize::nearestIndex(nearest, src), 0), n - 1);
         low[d].push_back(i), high[d].push_back(i), weight[d].push_back(0.0);
       } else {
         src = std::min(std::max(src, 0.0), double(n - 1));
