@@ -84,7 +84,7 @@ std::string Node::describe() const {
                            [&](const auto &node) { return node.get() == this; });
     os << "node #" << (it - nodes.begin());
   }
-  os << " (" << opName << ")";
+  os << " (" << info->name << ")";
   return os.str();
 }
 
@@ -155,11 +155,10 @@ unsigned Module::eraseUnusedWeights() {
   return before - arguments.size();
 }
 
-Node *Module::createNode(llvm::StringRef opName,
-                         llvm::ArrayRef<Value *> operands,
+Node *Module::createNode(const OpInfo &info, llvm::ArrayRef<Value *> operands,
                          llvm::ArrayRef<TensorType> resultTypes,
                          AttributeMap nodeAttributes) {
-  Node *node = new Node(this, opName);
+  Node *node = new Node(this, info);
   node->setOperands(operands);
   for (unsigned i = 0; i < resultTypes.size(); ++i) {
     std::unique_ptr<Value> result(
@@ -172,19 +171,28 @@ Node *Module::createNode(llvm::StringRef opName,
   return node;
 }
 
-Node *Module::addNode(llvm::StringRef opName, llvm::ArrayRef<Value *> operands,
+Node *Module::addNode(OpCode op, llvm::ArrayRef<Value *> operands,
                       llvm::ArrayRef<TensorType> resultTypes,
                       AttributeMap nodeAttributes) {
-  return insertNode(nodes.size(), opName, operands, resultTypes,
+  return insertNode(nodes.size(), op, operands, resultTypes,
                     std::move(nodeAttributes));
 }
 
-Node *Module::insertNode(size_t index, llvm::StringRef opName,
+Node *Module::addNode(llvm::StringRef opName, llvm::ArrayRef<Value *> operands,
+                      llvm::ArrayRef<TensorType> resultTypes,
+                      AttributeMap nodeAttributes) {
+  const OpInfo *info = lookupOp(opName);
+  assert(info && "addNode: the op is not in the op table");
+  return insertNode(nodes.size(), info->code, operands, resultTypes,
+                    std::move(nodeAttributes));
+}
+
+Node *Module::insertNode(size_t index, OpCode op,
                          llvm::ArrayRef<Value *> operands,
                          llvm::ArrayRef<TensorType> resultTypes,
                          AttributeMap nodeAttributes) {
-  Node *node =
-      createNode(opName, operands, resultTypes, std::move(nodeAttributes));
+  Node *node = createNode(getOpInfo(op), operands, resultTypes,
+                          std::move(nodeAttributes));
   nodes.insert(nodes.begin() + index, std::unique_ptr<Node>(node));
   return node;
 }

@@ -16,6 +16,7 @@
 #define SNUG_IR_MODULE_H
 
 #include "ir/Attribute.h"
+#include "ir/OpInfo.h"
 #include "ir/TensorType.h"
 #include "ir/WeightBlob.h"
 
@@ -97,7 +98,12 @@ public:
   Node(const Node &) = delete;
   Node &operator=(const Node &) = delete;
 
-  llvm::StringRef getOpName() const { return opName; }
+  /// The op's entry in the op table (ir/Ops.def).
+  const OpInfo &getOpInfo() const { return *info; }
+  OpCode getOpCode() const { return info->code; }
+  bool is(OpCode code) const { return info->code == code; }
+  /// The op's name, for printing and messages; dispatch on getOpCode().
+  llvm::StringRef getOpName() const { return info->name; }
   /// The ONNX node name (for messages); may be empty.
   llvm::StringRef getName() const { return name; }
   void setName(llvm::StringRef newName) { name = newName.str(); }
@@ -127,11 +133,11 @@ public:
 
 private:
   friend class Module;
-  Node(Module *module, llvm::StringRef opName) : module(module), opName(opName.str()) {}
+  Node(Module *module, const OpInfo &info) : module(module), info(&info) {}
   void dropOperands();
 
   Module *module;
-  std::string opName;
+  const OpInfo *info;
   std::string name;
   llvm::SmallVector<Value *, 4> operands;
   llvm::SmallVector<std::unique_ptr<Value>, 1> results;
@@ -172,12 +178,16 @@ public:
   /// Nodes in schedule order.
   llvm::ArrayRef<std::unique_ptr<Node>> getNodes() const { return nodes; }
   /// Appends a node to the schedule.
+  Node *addNode(OpCode op, llvm::ArrayRef<Value *> operands,
+                llvm::ArrayRef<TensorType> resultTypes,
+                AttributeMap attributes = {});
+  /// As above, by the op's table name; the op must be in the table
+  /// (callers with untrusted names look them up with lookupOp first).
   Node *addNode(llvm::StringRef opName, llvm::ArrayRef<Value *> operands,
                 llvm::ArrayRef<TensorType> resultTypes,
                 AttributeMap attributes = {});
   /// Inserts a node before position `index` of the schedule.
-  Node *insertNode(size_t index, llvm::StringRef opName,
-                   llvm::ArrayRef<Value *> operands,
+  Node *insertNode(size_t index, OpCode op, llvm::ArrayRef<Value *> operands,
                    llvm::ArrayRef<TensorType> resultTypes,
                    AttributeMap attributes = {});
   /// Erases every node for which `shouldErase` holds, in one sweep. Their
@@ -204,7 +214,7 @@ public:
   const WeightBlob &getWeightBlob() const { return weightBlob; }
 
 private:
-  Node *createNode(llvm::StringRef opName, llvm::ArrayRef<Value *> operands,
+  Node *createNode(const OpInfo &info, llvm::ArrayRef<Value *> operands,
                    llvm::ArrayRef<TensorType> resultTypes,
                    AttributeMap attributes);
 

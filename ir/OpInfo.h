@@ -1,27 +1,104 @@
-//===- OpInfo.h - Lookup in the op table ------------------------*- C++ -*-===//
+//===- OpInfo.h - The op table as data --------------------------*- C++ -*-===//
 //
-// The op table (Ops.def) as data: arity and the verifier's type family.
+// The op table (Ops.def) as data: an OpCode per op, its arity, the
+// verifier's type family, its traits and the element types it takes. A node
+// holds its op's OpInfo, so passes ask `node.getOpCode() == OpCode::Conv` or
+// `node.getOpInfo().isElementwise()` rather than comparing names; the only
+// lookups by name are the parser's and the importer's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_IR_OPINFO_H
 #define SNUG_IR_OPINFO_H
 
+#include "ir/DType.h"
+
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
 
 namespace snug {
 namespace ir {
 
+enum class OpCode : uint16_t {
+#define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
+           FAMILY, TRAITS, DTYPES)                                              \
+  ID,
+#include "ir/Ops.def"
+};
+
+/// How many ops the table has (OpCode values are 0 .. getAllOpsCount()-1).
+constexpr size_t getAllOpsCount() {
+  return 0
+#define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
+           FAMILY, TRAITS, DTYPES)                                              \
+  +1
+#include "ir/Ops.def"
+      ;
+}
+
 enum class OpFamily { Unary, Broadcast, Compare, Other };
 
+/// Trait bits (Ops.def's header says what each promises).
+namespace op_traits {
+enum : unsigned {
+  None = 0,
+  Elementwise = 1u << 0,
+  InPlace = 1u << 1,
+  View = 1u << 2,
+  Commutative = 1u << 3,
+  SideEffects = 1u << 4,
+  NoFold = 1u << 5,
+};
+} // namespace op_traits
+
+/// A set of element types, one bit per DType.
+using DTypeSet = uint16_t;
+constexpr DTypeSet dtypeBit(DType type) {
+  return DTypeSet(1u << unsigned(type));
+}
+namespace dtype_sets {
+constexpr DTypeSet FloatTypes = dtypeBit(DType::F32) | dtypeBit(DType::F16) |
+                                dtypeBit(DType::BF16) | dtypeBit(DType::F64);
+constexpr DTypeSet IntTypes = dtypeBit(DType::I64) | dtypeBit(DType::I32) |
+                              dtypeBit(DType::I16) | dtypeBit(DType::I8) |
+                              dtypeBit(DType::U8);
+constexpr DTypeSet BoolTypes = dtypeBit(DType::Bool);
+constexpr DTypeSet NumericTypes = FloatTypes | IntTypes;
+constexpr DTypeSet AnyType = NumericTypes | BoolTypes;
+} // namespace dtype_sets
+
 struct OpInfo {
+  OpCode code;
   const char *name;
   int minOperands, maxOperands; // -1: unbounded
   int minResults, maxResults;   // -1: unbounded
   OpFamily family;
+  unsigned traits;
+  DTypeSet dtypes; // what operand 0 may hold
+
+  bool has(unsigned trait) const { return (traits & trait) == trait; }
+  bool isElementwise() const { return has(op_traits::Elementwise); }
+  bool isView() const { return has(op_traits::View); }
+  bool mayRunInPlace() const { return has(op_traits::InPlace); }
+  bool isCommutative() const { return has(op_traits::Commutative); }
+  bool hasSideEffects() const { return has(op_traits::SideEffects); }
+  bool isFoldable() const {
+    return !has(op_traits::NoFold) && !hasSideEffects();
+  }
+  bool acceptsDType(DType type) const { return dtypes & dtypeBit(type); }
 };
 
 /// nullptr for an op the table does not list.
 const OpInfo *lookupOp(llvm::StringRef name);
+/// The table's entry for `code`.
+const OpInfo &getOpInfo(OpCode code);
+/// Every entry, in table order.
+llvm::ArrayRef<OpInfo> getAllOps();
+/// "f32, f16, bf16, f64" for messages.
+std::string dtypeSetString(DTypeSet set);
 
 } // namespace ir
 } // namespace snug

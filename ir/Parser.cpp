@@ -697,7 +697,8 @@ bool Parser::parseNode() {
   std::string opName;
   if (parseName(opName, "an op name"))
     return true;
-  if (!lookupOp(opName))
+  const OpInfo *opInfo = lookupOp(opName);
+  if (!opInfo)
     return emitError(opLocation, "unknown op '" + opName + "'");
 
   llvm::SmallVector<Value *, 4> operands;
@@ -750,7 +751,8 @@ bool Parser::parseNode() {
       return true;
   }
 
-  Node *node = module->addNode(opName, operands, types, std::move(attributes));
+  Node *node =
+      module->addNode(opInfo->code, operands, types, std::move(attributes));
   node->setName(nodeName);
   if (locations)
     locations->nodes[node] = locationString(start);

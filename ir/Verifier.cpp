@@ -129,32 +129,33 @@ void ModuleVerifier::verifyNode(const Node &node) {
       report(&node, "operand " + llvm::Twine(i) +
                         " is not defined before this node in the schedule");
   }
-  const OpInfo *info = lookupOp(node.getOpName());
-  if (!info) {
-    report(&node, "unknown op");
-  } else {
-    auto outside = [](int count, int low, int high) {
-      return count < low || (high >= 0 && count > high);
-    };
-    auto range = [](int low, int high) {
-      if (low == high)
-        return llvm::Twine(low).str();
-      if (high < 0)
-        return (llvm::Twine("at least ") + llvm::Twine(low)).str();
-      return (llvm::Twine(low) + " to " + llvm::Twine(high)).str();
-    };
-    int operands = node.getNumOperands(), results = node.getNumResults();
-    if (outside(operands, info->minOperands, info->maxOperands))
-      report(&node, "has " + llvm::Twine(operands) + " operand" +
-                        ordinal(operands) + ", expected " +
-                        range(info->minOperands, info->maxOperands));
-    else if (outside(results, info->minResults, info->maxResults))
-      report(&node, "has " + llvm::Twine(results) + " result" +
-                        ordinal(results) + ", expected " +
-                        range(info->minResults, info->maxResults));
-    else
-      verifyFamily(node, *info);
-  }
+  const OpInfo &info = node.getOpInfo();
+  auto outside = [](int count, int low, int high) {
+    return count < low || (high >= 0 && count > high);
+  };
+  auto range = [](int low, int high) {
+    if (low == high)
+      return llvm::Twine(low).str();
+    if (high < 0)
+      return (llvm::Twine("at least ") + llvm::Twine(low)).str();
+    return (llvm::Twine(low) + " to " + llvm::Twine(high)).str();
+  };
+  int operands = node.getNumOperands(), results = node.getNumResults();
+  const Value *first = operands ? node.getOperand(0) : nullptr;
+  if (outside(operands, info.minOperands, info.maxOperands))
+    report(&node, "has " + llvm::Twine(operands) + " operand" +
+                      ordinal(operands) + ", expected " +
+                      range(info.minOperands, info.maxOperands));
+  else if (outside(results, info.minResults, info.maxResults))
+    report(&node, "has " + llvm::Twine(results) + " result" +
+                      ordinal(results) + ", expected " +
+                      range(info.minResults, info.maxResults));
+  else if (first && !info.acceptsDType(first->getType().getDType()))
+    report(&node, "operand 0 has element type " +
+                      getDTypeName(first->getType().getDType()) +
+                      ", the op takes " + dtypeSetString(info.dtypes));
+  else
+    verifyFamily(node, info);
   for (unsigned i = 0; i < node.getNumResults(); ++i) {
     const Value *result = node.getResult(i);
     checkName(result, &node);

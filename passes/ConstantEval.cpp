@@ -675,7 +675,8 @@ static const llvm::StringSet<> &binaryOps() {
 llvm::Expected<bool> Evaluator::run() {
   llvm::StringRef op = node.getOpName();
   for (unsigned i = 0; i < operands.size(); ++i)
-    if (needsOperandData(op, i) && node.getOperand(i) && !operands[i])
+    if (needsOperandData(node.getOpCode(), i) && node.getOperand(i) &&
+        !operands[i])
       return false;
   if (copyOps().count(op))
     return copyOperand();
@@ -712,20 +713,21 @@ llvm::Expected<bool> Evaluator::run() {
   return false;
 }
 
-bool canEvaluate(llvm::StringRef opName) {
+bool canEvaluate(ir::OpCode op) {
   static const llvm::StringSet<> others = {
       "Shape",     "Size",   "Constant", "ConstantOfShape", "Range", "Cast",
       "Transpose", "Concat", "Gather",   "Slice",           "Split", "Expand",
       "Tile",      "Where"};
+  llvm::StringRef opName = ir::getOpInfo(op).name;
   return copyOps().count(opName) || unaryOps().count(opName) ||
          binaryOps().count(opName) || others.count(opName);
 }
 
-bool needsOperandData(llvm::StringRef opName, unsigned index) {
-  if (opName == "Shape" || opName == "Size")
+bool needsOperandData(ir::OpCode op, unsigned index) {
+  if (op == ir::OpCode::Shape || op == ir::OpCode::Size)
     return false;
   // Dropout's ratio and training-mode operands do not change its result.
-  if (opName == "Dropout")
+  if (op == ir::OpCode::Dropout)
     return index == 0;
   return true;
 }

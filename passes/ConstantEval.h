@@ -29,10 +29,10 @@ using OperandData = llvm::Optional<llvm::ArrayRef<uint8_t>>;
 using ResultData = std::vector<std::vector<uint8_t>>;
 
 /// True when evaluateNode handles `opName`.
-bool canEvaluate(llvm::StringRef opName);
+bool canEvaluate(ir::OpCode op);
 /// True when the op needs the data of operand `index` (Shape and Size read
 /// only its type).
-bool needsOperandData(llvm::StringRef opName, unsigned index);
+bool needsOperandData(ir::OpCode op, unsigned index);
 
 /// The bytes of every result of `node` (whose result types are set), or None
 /// when the op, an element type or a parameter is outside what snug folds.

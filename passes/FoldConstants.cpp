@@ -50,7 +50,7 @@ bool FoldConstants::forwardNode(ir::Module &module, ir::Node &node) {
   ir::Value *result = node.getResult(0);
   if (!input || (node.getNumResults() > 1 && node.getResult(1)->hasUses()))
     return false;
-  if (node.getOpName() == "Dropout" && node.getNumOperands() > 2 &&
+  if (node.is(ir::OpCode::Dropout) && node.getNumOperands() > 2 &&
       node.getOperand(2)) {
     // training_mode must be a constant false to drop the node.
     ir::Value *mode = node.getOperand(2);
@@ -71,7 +71,7 @@ bool FoldConstants::forwardNode(ir::Module &module, ir::Node &node) {
 
 llvm::Expected<bool> FoldConstants::foldNode(ir::Module &module,
                                              ir::Node &node) {
-  llvm::StringRef op = node.getOpName();
+  ir::OpCode op = node.getOpCode();
   if (!canEvaluate(op))
     return false;
   llvm::SmallVector<OperandData, 4> operands;
@@ -112,8 +112,7 @@ llvm::Expected<bool> FoldConstants::run(ir::Module &module) {
   llvm::SmallPtrSet<const ir::Node *, 16> folded;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
     bool done = false;
-    llvm::StringRef op = node->getOpName();
-    if (op == "Identity" || op == "Dropout") {
+    if (node->is(ir::OpCode::Identity) || node->is(ir::OpCode::Dropout)) {
       done = forwardNode(module, *node);
       if (done)
         addStatistic("nodes-forwarded");

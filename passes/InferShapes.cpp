@@ -35,7 +35,7 @@ private:
 llvm::Expected<bool> InferShapes::run(ir::Module &module) {
   bool changed = false;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
-    if (!hasShapeFunction(node->getOpName())) {
+    if (!hasShapeFunction(node->getOpCode())) {
       addStatistic("nodes-skipped");
       continue;
     }

@@ -15,36 +15,17 @@
 
 #include "ir/OpInfo.h"
 
-#include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 #include <memory>
 
 namespace snug {
 
-bool isViewOp(llvm::StringRef opName) {
-  return llvm::StringSwitch<bool>(opName)
-      .Cases("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", true)
-      .Default(false);
-}
-
-bool isElementwiseOp(llvm::StringRef opName) {
-  if (opName == "Softmax" || opName == "LogSoftmax" || isViewOp(opName))
-    return false;
-  const ir::OpInfo *info = ir::lookupOp(opName);
-  if (!info)
-    return false;
-  return info->family == ir::OpFamily::Unary ||
-         info->family == ir::OpFamily::Broadcast ||
-         info->family == ir::OpFamily::Compare || opName == "Pow" ||
-         opName == "Where";
-}
-
 /// True when every operand of a Concat is one contiguous block of its
 /// result: nothing outside the axis iterates around them (all dims before
 /// the axis are 1).
 static bool isContiguousConcat(const ir::Node &node) {
-  if (node.getOpName() != "Concat" || node.getNumResults() != 1)
+  if (!node.is(ir::OpCode::Concat) || node.getNumResults() != 1)
     return false;
   const ir::Attribute *axisAttr = node.getAttribute("axis");
   if (!axisAttr || axisAttr->getKind() != ir::Attribute::Kind::Int)
@@ -256,7 +237,7 @@ bool LivenessBuilder::isCallerOwned(unsigned index) const {
 }
 
 bool LivenessBuilder::tryView(const ir::Node &node) {
-  if (!options.views || !isViewOp(node.getOpName()) ||
+  if (!options.views || !node.getOpInfo().isView() ||
       node.getNumResults() != 1 || node.getNumOperands() == 0)
     return false;
   const ir::Value *operand = node.getOperand(0);
@@ -271,7 +252,7 @@ bool LivenessBuilder::tryView(const ir::Node &node) {
 
 bool LivenessBuilder::tryInPlace(const ir::Node &node, int64_t step) {
   if (!options.inPlace || node.getNumResults() != 1 ||
-      !isElementwiseOp(node.getOpName()))
+      !node.getOpInfo().mayRunInPlace())
     return false;
   const ir::Value *result = node.getResult(0);
   for (const ir::Value *operand : node.getOperands()) {

@@ -79,11 +79,6 @@ struct LivenessInfo {
 LivenessInfo computeLiveness(const ir::Module &module,
                              const LivenessOptions &options = {});
 
-/// Ops whose kernel may write its result over an operand of the same type.
-bool isElementwiseOp(llvm::StringRef opName);
-/// Ops whose result is the operand's bytes unchanged.
-bool isViewOp(llvm::StringRef opName);
-
 } // namespace snug
 
 #endif // SNUG_PASSES_LIVENESS_H

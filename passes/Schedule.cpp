@@ -69,7 +69,7 @@ static Graph buildGraph(const ir::Module &module) {
 
 /// Bytes a node adds when it runs; views add nothing.
 static uint64_t resultBytes(const ir::Node &node) {
-  if (isViewOp(node.getOpName()))
+  if (node.getOpInfo().isView())
     return 0;
   uint64_t bytes = 0;
   for (unsigned i = 0; i < node.getNumResults(); ++i)

@@ -22,6 +22,7 @@
 namespace snug {
 
 using ir::DType;
+using ir::OpCode;
 using ir::TensorType;
 
 llvm::Error shapeError(const llvm::Twine &message) {
@@ -536,7 +537,7 @@ static llvm::Expected<ResultTypes> inferDepthToSpace(const ShapeQuery &query) {
   llvm::ArrayRef<int64_t> dims = (*input)->getDims();
   if (dims.size() != 4 || block <= 0)
     return shapeError("expects a 4-d input and a positive blocksize");
-  bool toSpace = query.opName == "DepthToSpace";
+  bool toSpace = query.op == OpCode::DepthToSpace;
   if (toSpace ? dims[1] % (block * block)
               : (dims[2] % block || dims[3] % block))
     return shapeError((*input)->str() + " does not divide by blocksize " +
@@ -650,98 +651,65 @@ static llvm::Expected<ResultTypes> inferDropout(const ShapeQuery &query) {
 // The table
 //===----------------------------------------------------------------------===//
 
-static const llvm::StringMap<ShapeFunctionPtr> &getShapeFunctions() {
-  static const llvm::StringMap<ShapeFunctionPtr> table = [] {
-    llvm::StringMap<ShapeFunctionPtr> map;
-    for (const char *op : {"Abs",
-                           "Ceil",
-                           "Clip",
-                           "Cos",
-                           "Elu",
-                           "Erf",
-                           "Exp",
-                           "Floor",
-                           "Gelu",
-                           "HardSigmoid",
-                           "HardSwish",
-                           "Identity",
-                           "LeakyRelu",
-                           "Log",
-                           "LogSoftmax",
-                           "Neg",
-                           "Not",
-                           "Reciprocal",
-                           "Relu",
-                           "Round",
-                           "Sigmoid",
-                           "Sign",
-                           "Sin",
-                           "Softmax",
-                           "Softplus",
-                           "Sqrt",
-                           "Tanh",
-                           "BatchNormalization",
-                           "InstanceNormalization",
-                           "LRN",
-                           "PRelu",
-                           "Selu",
-                           "Mish",
-                           "Softsign",
-                           "Tan",
-                           "Atan",
-                           "Asin",
-                           "Acos",
-                           "ThresholdedRelu",
-                           "Celu",
-                           "HardMax",
-                           "Hardmax"})
-      map[op] = inferUnary;
-    for (const char *op : {"Add", "And", "Div", "Max", "Min", "Mul", "Or",
-                           "Sub", "Sum", "Mean", "Mod", "Xor"})
-      map[op] = inferBroadcast;
-    for (const char *op :
-         {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"})
-      map[op] = inferCompare;
-    map["Pow"] = inferPow;
-    map["Where"] = inferWhere;
-    map["Cast"] = inferCast;
-    map["Shape"] = inferShape;
-    map["Size"] = inferSize;
-    map["Reshape"] = inferReshape;
-    map["Flatten"] = inferFlatten;
-    map["Transpose"] = inferTranspose;
-    map["Concat"] = inferConcat;
-    map["Gather"] = inferGather;
-    map["Squeeze"] = inferSqueeze;
-    map["Unsqueeze"] = inferUnsqueeze;
-    map["Slice"] = inferSlice;
-    map["Split"] = inferSplit;
-    map["Expand"] = inferExpand;
-    map["Tile"] = inferTile;
-    map["Pad"] = inferPad;
-    map["Resize"] = inferResize;
-    map["DepthToSpace"] = inferDepthToSpace;
-    map["SpaceToDepth"] = inferDepthToSpace;
-    map["Constant"] = inferConstant;
-    map["ConstantOfShape"] = inferConstantOfShape;
-    map["Range"] = inferRange;
-    map["Dropout"] = inferDropout;
+/// Indexed by OpCode; nullptr where the op has none. Ops of the Unary,
+/// Broadcast and Compare families get their family's function from the op
+/// table; the rest register their own here and in ShapeFunctionsNN.cpp.
+static const ShapeFunctionTable &getShapeFunctions() {
+  static const ShapeFunctionTable table = [] {
+    ShapeFunctionTable map{};
+    for (const ir::OpInfo &info : ir::getAllOps()) {
+      ShapeFunctionPtr &entry = map[size_t(info.code)];
+      if (info.family == ir::OpFamily::Unary)
+        entry = inferUnary;
+      else if (info.family == ir::OpFamily::Broadcast)
+        entry = inferBroadcast;
+      else if (info.family == ir::OpFamily::Compare)
+        entry = inferCompare;
+    }
+    auto set = [&](OpCode op, ShapeFunctionPtr function) {
+      map[size_t(op)] = function;
+    };
+    set(OpCode::Pow, inferPow);
+    set(OpCode::Where, inferWhere);
+    set(OpCode::Cast, inferCast);
+    set(OpCode::SnugCast, inferCast);
+    set(OpCode::Shape, inferShape);
+    set(OpCode::Size, inferSize);
+    set(OpCode::Reshape, inferReshape);
+    set(OpCode::Flatten, inferFlatten);
+    set(OpCode::Transpose, inferTranspose);
+    set(OpCode::Concat, inferConcat);
+    set(OpCode::Gather, inferGather);
+    set(OpCode::Squeeze, inferSqueeze);
+    set(OpCode::Unsqueeze, inferUnsqueeze);
+    set(OpCode::Slice, inferSlice);
+    set(OpCode::Split, inferSplit);
+    set(OpCode::Expand, inferExpand);
+    set(OpCode::Tile, inferTile);
+    set(OpCode::Pad, inferPad);
+    set(OpCode::Resize, inferResize);
+    set(OpCode::DepthToSpace, inferDepthToSpace);
+    set(OpCode::SpaceToDepth, inferDepthToSpace);
+    set(OpCode::Constant, inferConstant);
+    set(OpCode::ConstantOfShape, inferConstantOfShape);
+    set(OpCode::Range, inferRange);
+    set(OpCode::Dropout, inferDropout);
     registerNNShapeFunctions(map);
     return map;
   }();
   return table;
 }
 
-bool hasShapeFunction(llvm::StringRef opName) {
-  return getShapeFunctions().count(opName);
+bool hasShapeFunction(OpCode op) {
+  return getShapeFunctions()[size_t(op)] != nullptr;
 }
 
 llvm::Expected<ResultTypes> inferResultTypes(const ShapeQuery &query) {
-  auto it = getShapeFunctions().find(query.opName);
-  if (it == getShapeFunctions().end())
-    return shapeError("snug has no shape function for op '" + query.opName +
-                      "'");
-  auto results = it->second(query);
+  ShapeFunctionPtr function = getShapeFunctions()[size_t(query.op)];
+  if (!function)
+    return shapeError("snug has no shape function for op '" +
+                      llvm::Twine(ir::getOpInfo(query.op).name) + "'");
+  auto results = function(query);
   if (!results)
     return results.takeError();
   for (const TensorType &type : *results) {
@@ -769,7 +737,7 @@ llvm::Expected<ResultTypes> inferResultTypes(const ir::Node &node) {
     else
       data.push_back(llvm::None);
   }
-  ShapeQuery query{node.getOpName(), operands, node.getAttributes(),
+  ShapeQuery query{node.getOpCode(), operands, node.getAttributes(),
                    node.getNumResults(), data};
   auto results = inferResultTypes(query);
   if (!results)

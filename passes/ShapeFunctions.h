@@ -27,7 +27,7 @@ namespace snug {
 /// What a shape function sees: the op, its operand types (nullptr for an
 /// absent optional operand), its attributes, and how many results it has.
 struct ShapeQuery {
-  llvm::StringRef opName;
+  ir::OpCode op;
   llvm::ArrayRef<const ir::TensorType *> operands;
   const ir::AttributeMap &attributes;
   unsigned numResults = 1;
@@ -37,8 +37,8 @@ struct ShapeQuery {
 
 using ResultTypes = llvm::SmallVector<ir::TensorType, 2>;
 
-/// True when snug has a shape function for `opName`.
-bool hasShapeFunction(llvm::StringRef opName);
+/// True when snug has a shape function for `op`.
+bool hasShapeFunction(ir::OpCode op);
 
 /// Result types from a query; the error is a reason without a subject.
 llvm::Expected<ResultTypes> inferResultTypes(const ShapeQuery &query);

@@ -9,8 +9,7 @@
 
 #include "passes/ShapeFunctions.h"
 
-#include "llvm/ADT/StringMap.h"
-
+#include <array>
 #include <string>
 
 namespace snug {
@@ -25,7 +24,9 @@ llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
                                     int64_t defaultValue);
 
 using ShapeFunctionPtr = llvm::Expected<ResultTypes> (*)(const ShapeQuery &);
-void registerNNShapeFunctions(llvm::StringMap<ShapeFunctionPtr> &map);
+using ShapeFunctionTable =
+    std::array<ShapeFunctionPtr, ir::getAllOpsCount()>;
+void registerNNShapeFunctions(ShapeFunctionTable &map);
 
 } // namespace snug
 

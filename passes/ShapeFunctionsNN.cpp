@@ -14,6 +14,7 @@
 namespace snug {
 
 using ir::DType;
+using ir::OpCode;
 using ir::TensorType;
 
 namespace {
@@ -274,7 +275,9 @@ static llvm::Expected<ResultTypes> inferReduce(const ShapeQuery &query) {
       result.push_back(1);
   }
   DType dtype =
-      query.opName.startswith("Arg") ? DType::I64 : (*input)->getDType();
+      (query.op == OpCode::ArgMax || query.op == OpCode::ArgMin)
+          ? DType::I64
+           : (*input)->getDType();
   return ResultTypes{TensorType(dtype, result)};
 }
 
@@ -294,24 +297,26 @@ static llvm::Expected<ResultTypes> inferArgReduce(const ShapeQuery &query) {
   return ResultTypes{TensorType(DType::I64, dims)};
 }
 
-void registerNNShapeFunctions(llvm::StringMap<ShapeFunctionPtr> &map) {
-  map["Conv"] = inferConv;
-  map["ConvTranspose"] = inferConvTranspose;
-  map["MaxPool"] = inferPool;
-  map["AveragePool"] = inferPool;
-  map["LpPool"] = inferPool;
-  map["GlobalAveragePool"] = inferGlobalPool;
-  map["GlobalMaxPool"] = inferGlobalPool;
-  map["MatMul"] = inferMatMul;
-  map["Gemm"] = inferGemm;
-  map["LayerNormalization"] = inferLayerNormalization;
-  for (const char *op :
-       {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-        "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
-        "ReduceSumSquare"})
-    map[op] = inferReduce;
-  map["ArgMax"] = inferArgReduce;
-  map["ArgMin"] = inferArgReduce;
+void registerNNShapeFunctions(ShapeFunctionTable &map) {
+  auto set = [&](OpCode op, ShapeFunctionPtr function) {
+    map[size_t(op)] = function;
+  };
+  set(OpCode::Conv, inferConv);
+  set(OpCode::ConvTranspose, inferConvTranspose);
+  set(OpCode::MaxPool, inferPool);
+  set(OpCode::AveragePool, inferPool);
+  set(OpCode::GlobalAveragePool, inferGlobalPool);
+  set(OpCode::GlobalMaxPool, inferGlobalPool);
+  set(OpCode::MatMul, inferMatMul);
+  set(OpCode::Gemm, inferGemm);
+  set(OpCode::LayerNormalization, inferLayerNormalization);
+  for (OpCode op : {OpCode::ReduceL1, OpCode::ReduceL2,
+                    OpCode::ReduceLogSumExp, OpCode::ReduceMax,
+                    OpCode::ReduceMean, OpCode::ReduceMin, OpCode::ReduceProd,
+                    OpCode::ReduceSum, OpCode::ReduceSumSquare})
+    set(op, inferReduce);
+  set(OpCode::ArgMax, inferArgReduce);
+  set(OpCode::ArgMin, inferArgReduce);
 }
 
 } // namespace snug

@@ -502,8 +502,8 @@ llvm::Error emitConvTranspose(EmitContext &context) {
 }
 
 const EmitterEntry convEmitters[] = {
-    {"Conv", emitConv},
-    {"ConvTranspose", emitConvTranspose},
+    {ir::OpCode::Conv, emitConv},
+    {ir::OpCode::ConvTranspose, emitConvTranspose},
 };
 
 } // namespace

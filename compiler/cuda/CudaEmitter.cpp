@@ -198,22 +198,17 @@ llvm::Error EmitContext::unsupported(const llvm::Twine &why) const {
                                  node.describe() + ": " + why.str());
 }
 
-EmitFn lookupEmitter(llvm::StringRef opName) {
+EmitFn lookupEmitter(ir::OpCode op) {
   for (auto table : {getElementwiseEmitters(), getDataMovementEmitters(),
                      getReductionEmitters(), getPoolingEmitters(),
                      getConvEmitters(), getGemmEmitters()})
     for (const EmitterEntry &entry : table)
-      if (opName == entry.opName)
+      if (op == entry.op)
         return entry.emit;
   return nullptr;
 }
 
 namespace {
-
-bool isView(llvm::StringRef op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" ||
-         op == "Unsqueeze" || op == "Identity";
-}
 
 /// What stands for a kernel's symbol until the kernel is known to be new.
 constexpr const char *kSymbolPlaceholder = "SNUG_KERNEL_SYMBOL";
@@ -345,10 +340,10 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
     EmitContext context(node, opIndex, std::move(operands), std::move(results),
                         steps, kernels);
     size_t kernelsBefore = kernels.size();
-    if (isView(node.getOpName())) {
+    if (node.getOpInfo().isView()) {
       context.copy(context.out().place, context.in(0).place,
                    context.out().bytes);
-    } else if (EmitFn emit = lookupEmitter(node.getOpName())) {
+    } else if (EmitFn emit = lookupEmitter(node.getOpCode())) {
       if (llvm::Error error = emit(context))
         return llvm::Error(std::move(error));
     } else {

@@ -1008,7 +1008,7 @@ llvm::Error emitConstant(EmitContext &context) {
   const TensorRef &y = context.out();
   const ir::Attribute *value = context.node.getAttribute("value");
   bool isTensor = value && value->getKind() == ir::Attribute::Kind::Tensor;
-  if (context.node.getOpName() == "Constant") {
+  if (context.node.is(ir::OpCode::Constant)) {
     if (!isTensor || value->getTensorType().getDType() != y.dtype)
       return context.unsupported("tensor attribute 'value' must match the "
                                  "result");
@@ -1081,23 +1081,23 @@ llvm::Error emitRange(EmitContext &context) {
 }
 
 const EmitterEntry kDataMovementEmitters[] = {
-    {"Transpose", emitTranspose},
-    {"Concat", emitConcat},
-    {"Split", emitSplit},
-    {"Slice", emitSlice},
-    {"Gather", emitGather},
-    {"Pad", emitPad},
-    {"Resize", emitResize},
-    {"Expand", emitExpand},
-    {"Tile", emitTile},
-    {"DepthToSpace", emitDepthToSpace},
-    {"SpaceToDepth", emitSpaceToDepth},
-    {"Dropout", emitDropout},
-    {"Shape", emitShape},
-    {"Size", emitSize},
-    {"Constant", emitConstant},
-    {"ConstantOfShape", emitConstant},
-    {"Range", emitRange},
+    {ir::OpCode::Transpose, emitTranspose},
+    {ir::OpCode::Concat, emitConcat},
+    {ir::OpCode::Split, emitSplit},
+    {ir::OpCode::Slice, emitSlice},
+    {ir::OpCode::Gather, emitGather},
+    {ir::OpCode::Pad, emitPad},
+    {ir::OpCode::Resize, emitResize},
+    {ir::OpCode::Expand, emitExpand},
+    {ir::OpCode::Tile, emitTile},
+    {ir::OpCode::DepthToSpace, emitDepthToSpace},
+    {ir::OpCode::SpaceToDepth, emitSpaceToDepth},
+    {ir::OpCode::Dropout, emitDropout},
+    {ir::OpCode::Shape, emitShape},
+    {ir::OpCode::Size, emitSize},
+    {ir::OpCode::Constant, emitConstant},
+    {ir::OpCode::ConstantOfShape, emitConstant},
+    {ir::OpCode::Range, emitRange},
 };
 
 } // namespace

@@ -384,8 +384,8 @@ llvm::Error emitGemm(EmitContext &context) {
 }
 
 const EmitterEntry gemmEmitters[] = {
-    {"MatMul", emitMatMul},
-    {"Gemm", emitGemm},
+    {ir::OpCode::MatMul, emitMatMul},
+    {ir::OpCode::Gemm, emitGemm},
 };
 
 } // namespace

@@ -167,7 +167,7 @@ using EmitFn = llvm::Error (*)(EmitContext &context);
 /// The family tables; each file registers its ops. lookupEmitter searches
 /// them all.
 struct EmitterEntry {
-  const char *opName;
+  ir::OpCode op;
   EmitFn emit;
 };
 llvm::ArrayRef<EmitterEntry> getElementwiseEmitters();   // ElementwiseEmitters.cpp
@@ -176,7 +176,8 @@ llvm::ArrayRef<EmitterEntry> getReductionEmitters();     // ReductionEmitters.cp
 llvm::ArrayRef<EmitterEntry> getPoolingEmitters();       // PoolingEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getConvEmitters();          // ConvEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getGemmEmitters();          // GemmEmitters.cpp
-EmitFn lookupEmitter(llvm::StringRef opName);
+/// nullptr when no family registers `op`.
+EmitFn lookupEmitter(ir::OpCode op);
 
 /// GlobalAveragePool / GlobalMaxPool: registered with the pools, emitted as
 /// row reductions (ReductionEmitters.cpp).

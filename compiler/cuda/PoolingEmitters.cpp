@@ -220,10 +220,10 @@ llvm::Error emitGlobalMaxPool(EmitContext &context) {
 }
 
 const EmitterEntry poolingEmitters[] = {
-    {"MaxPool", emitMaxPool},
-    {"AveragePool", emitAveragePool},
-    {"GlobalAveragePool", emitGlobalAveragePool},
-    {"GlobalMaxPool", emitGlobalMaxPool},
+    {ir::OpCode::MaxPool, emitMaxPool},
+    {ir::OpCode::AveragePool, emitAveragePool},
+    {ir::OpCode::GlobalAveragePool, emitGlobalAveragePool},
+    {ir::OpCode::GlobalMaxPool, emitGlobalMaxPool},
 };
 
 } // namespace

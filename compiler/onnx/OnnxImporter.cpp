@@ -214,14 +214,14 @@ Importer::getConstant(ir::Value *value) {
   uint64_t resultBytes = 0;
   for (unsigned i = 0; i < node->getNumResults(); ++i)
     resultBytes += node->getResult(i)->getType().getByteSize();
-  if (!canEvaluate(node->getOpName()) || resultBytes > (uint64_t(64) << 20)) {
+  if (!canEvaluate(node->getOpCode()) || resultBytes > (uint64_t(64) << 20)) {
     notConstant.insert(value);
     return Result();
   }
   llvm::SmallVector<OperandData, 4> operands;
   for (unsigned i = 0; i < node->getNumOperands(); ++i) {
     ir::Value *operand = node->getOperand(i);
-    if (!operand || !needsOperandData(node->getOpName(), i)) {
+    if (!operand || !needsOperandData(node->getOpCode(), i)) {
       operands.push_back(llvm::None);
       continue;
     }
@@ -305,12 +305,20 @@ Importer::emit(const onnx::NodeProto &node, llvm::StringRef opName,
                        ? OperandData(module.getWeightData(operand))
                        : OperandData());
   }
-  ShapeQuery query{opName, types, attributes, numResults, data};
+  const ir::OpInfo *info = ir::lookupOp(opName);
+  assert(info && "the importer emits ops of the op table only");
+  if (!operands.empty() && operands[0] &&
+      !info->acceptsDType(operands[0]->getType().getDType()))
+    return error(node, "element type " +
+                           ir::getDTypeName(operands[0]->getType().getDType()) +
+                           " is not supported (" + opName + " takes " +
+                           ir::dtypeSetString(info->dtypes) + ")");
+  ShapeQuery query{info->code, types, attributes, numResults, data};
   auto resultTypes = inferResultTypes(query);
   if (!resultTypes)
     return error(node, toString(resultTypes.takeError()));
   ir::Node *created =
-      module.addNode(opName, operands, *resultTypes, std::move(attributes));
+      module.addNode(info->code, operands, *resultTypes, std::move(attributes));
   if (!node.name().empty())
     created->setName(node.name() + suffix.str());
   return created->getResults();

@@ -456,68 +456,39 @@ static llvm::Error importRange(Importer &importer, onnx::NodeProto &node) {
 // The table
 //===----------------------------------------------------------------------===//
 
+/// Ops whose ONNX form is already canonical (attributes copied as they
+/// are): every elementwise op of the op table, so that adding one needs no
+/// importer change, and these.
+static bool importsAsIs(llvm::StringRef opType) {
+  const ir::OpInfo *info = ir::lookupOp(opType);
+  if (!info)
+    return false;
+  if (info->isElementwise())
+    return true;
+  switch (info->code) {
+  case ir::OpCode::Identity:
+  case ir::OpCode::MatMul:
+  case ir::OpCode::Gemm:
+  case ir::OpCode::GlobalAveragePool:
+  case ir::OpCode::GlobalMaxPool:
+  case ir::OpCode::InstanceNormalization:
+  case ir::OpCode::LRN:
+  case ir::OpCode::Size:
+  case ir::OpCode::DepthToSpace:
+  case ir::OpCode::SpaceToDepth:
+    return true;
+  default:
+    return false;
+  }
+}
+
 OpImporter lookupOpImporter(llvm::StringRef opType) {
   static const llvm::StringMap<OpImporter> table = [] {
     llvm::StringMap<OpImporter> map;
-    for (const char *op : {"Abs",
-                           "Ceil",
-                           "Cos",
-                           "Elu",
-                           "Erf",
-                           "Exp",
-                           "Floor",
-                           "Gelu",
-                           "HardSigmoid",
-                           "HardSwish",
-                           "Identity",
-                           "LeakyRelu",
-                           "Log",
-                           "Neg",
-                           "Not",
-                           "Reciprocal",
-                           "Relu",
-                           "Round",
-                           "Selu",
-                           "Sigmoid",
-                           "Sign",
-                           "Sin",
-                           "Softplus",
-                           "Softsign",
-                           "Sqrt",
-                           "Tanh",
-                           "Add",
-                           "And",
-                           "Div",
-                           "Max",
-                           "Mean",
-                           "Min",
-                           "Mod",
-                           "Mul",
-                           "Or",
-                           "Sub",
-                           "Sum",
-                           "Xor",
-                           "Equal",
-                           "Greater",
-                           "GreaterOrEqual",
-                           "Less",
-                           "LessOrEqual",
-                           "Pow",
-                           "PRelu",
-                           "Where",
-                           "MatMul",
-                           "Gemm",
-                           "GlobalAveragePool",
-                           "GlobalMaxPool",
-                           "InstanceNormalization",
-                           "LRN",
-                           "Size",
-                           "DepthToSpace",
-                           "SpaceToDepth"})
-      map[op] = importGeneric;
     map["Clip"] = importClip;
     map["Softmax"] = importSoftmax;
     map["LogSoftmax"] = importSoftmax;
+    map["Hardmax"] = importSoftmax;
     map["Cast"] = importCast;
     map["Dropout"] = importDropout;
     map["Constant"] = importConstant;
@@ -528,7 +499,12 @@ OpImporter lookupOpImporter(llvm::StringRef opType) {
     return map;
   }();
   auto it = table.find(opType);
-  return it == table.end() ? nullptr : it->second;
+  if (it != table.end())
+    return it->second;
+  // snug's own ops (snug.*) are not ONNX ops.
+  if (!opType.startswith("snug.") && importsAsIs(opType))
+    return importGeneric;
+  return nullptr;
 }
 
 } // namespace onnx_import

@@ -52,7 +52,7 @@ void expectNear(const std::vector<float> &actual,
 
 TEST(HostKernelsTest, EveryOpInTheTableHasAHostKernel) {
   std::vector<std::string> missing;
-#define OP(NAME, ...)                                                          \
+#define OP(ID, NAME, ...)                                                      \
   if (!rt::findHostKernel(NAME))                                               \
     missing.push_back(NAME);
 #include "ir/Ops.def"

@@ -11,6 +11,7 @@
 #include "compiler/bundle/BundleWriter.h"
 #include "ir/Float16.h"
 #include "ir/Parser.h"
+#include "runtime/BundleFormat.h"
 #include "snug/snug.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -18,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -44,6 +46,26 @@ inline std::vector<uint8_t> bundleOf(const std::string &text) {
     return {};
   }
   return std::move(*bytes);
+}
+
+/// `bytes` with the one occurrence of op name `from` replaced by `to` (of
+/// the same length) and the plan hash recomputed: how a test makes a bundle
+/// naming an op that no module can hold.
+inline std::vector<uint8_t> renameOp(std::vector<uint8_t> bytes,
+                                     const std::string &from,
+                                     const std::string &to) {
+  EXPECT_EQ(from.size(), to.size());
+  auto it = std::search(bytes.begin(), bytes.end(), from.begin(), from.end());
+  EXPECT_NE(it, bytes.end()) << from;
+  if (it == bytes.end())
+    return bytes;
+  EXPECT_EQ(std::search(it + 1, bytes.end(), from.begin(), from.end()),
+            bytes.end())
+      << from << " occurs twice";
+  std::copy(to.begin(), to.end(), it);
+  uint64_t hash = bundle::bundleHash(bytes.data(), bytes.size());
+  std::memcpy(bytes.data() + bundle::kHashOffset, &hash, sizeof hash);
+  return bytes;
 }
 
 /// A temporary file path that is removed when the object dies.
