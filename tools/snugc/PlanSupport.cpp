@@ -101,7 +101,13 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
   std::string pipeline = noSchedule ? "" : "schedule,";
   pipeline += "plan-memory{planner=" + plannerName.getValue() +
               " alignment=" + std::to_string(alignment) +
-              " time-limit=" + std::to_string(timeLimit) + "}";
+              " time-limit=" + std::to_string(timeLimit) +
+              // The target's scratch (cuBLAS workspaces) is planned with
+              // everything else.
+              (targetsCuda() ? " target=cuda cublas-workspace=" +
+                                   std::to_string(getCublasWorkspaceCap())
+                             : std::string(" target=host")) +
+              "}";
   if (verifyPlan)
     pipeline += ",verify-plan";
   planPipeline = pipeline;
@@ -118,7 +124,6 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
 
 llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs,
-                              uint64_t workspaceBytes,
                               uint64_t deviceArenaBytes) {
   if (!timelinePath.empty()) {
     std::error_code errorCode;
@@ -134,8 +139,7 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   if (reportFormat == "none")
     return llvm::Error::success();
   llvm::Expected<MemoryReport> report =
-      buildMemoryReport(module, modelName, planningMs, workspaceBytes,
-                        deviceArenaBytes);
+      buildMemoryReport(module, modelName, planningMs, deviceArenaBytes);
   if (!report)
     return report.takeError();
   // `plan` prints only the report, so stdout; `compile` keeps stdout for its
@@ -187,7 +191,6 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode,
   if (!error)
     error = writeMemoryReport(**module, llvm::sys::path::filename(path),
                               planningMs,
-                              program ? program->plan.workspaceBytes : 0,
                               program ? program->plan.arenaBytes : 0);
   if (error) {
     exitCode = reportError(std::move(error));
