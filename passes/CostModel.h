@@ -32,9 +32,10 @@
 //     once per node, whatever the access pattern or cache reuse (a stated
 //     simplification: the model is a traffic lower bound for an ideal
 //     cache, not a cache simulation). Weights count as reads like any other
-//     operand. Three refinements keep the worst overcounts out: Gather and
-//     Slice read only the elements their result holds, and Shape and Size
-//     read no data.
+//     operand. Two refinements keep the worst overcounts out: Gather and
+//     Slice read only as many elements of their data as their result holds
+//     (an embedding lookup reads its rows, not the table), and Shape and
+//     Size read no data.
 //   - FLOPs belong to the dtype the op computes in (operand 0's; Where's
 //     operand 1's, since its operand 0 is the bool condition); bytes belong
 //     to the dtype of the tensor moved.
@@ -47,17 +48,21 @@
 // group, a graph output, or not used at all (its kernel still writes it).
 // Values that stay inside cost no bytes. A view inside a group is followed
 // to the bytes it names. costOfGroup({&node}) == costOfNode(node).
-// A node with a body (`snug.fused`, when the region IR lands) costs
+// A node with a body (`snug.fused`, when the region IR lands) is to cost
 // costOfBody(its body nodes, its operands, its results): FLOPs of the body,
-// bytes at the region boundary; its rule in CostModel.cpp is where that
-// call goes, and the coverage test fails until the op has a rule.
+// bytes at the region boundary. In CostModel.cpp that is a rule whose
+// compute is the body's (addCompute over the body nodes), the node's own
+// traffic being its operands and results like any node's; until the op has
+// a rule, getCostRule's switch does not compile (-Wswitch) and the coverage
+// test fails.
 //
 // The roofline: a node takes max(compute, memory) seconds, compute being the
 // sum over dtypes of FLOPs / peak (f16 and bf16 FLOPs of contractions at the
 // device's dense tensor-core peak, every other FLOP at its f32 non-tensor
 // peak) and memory being bytes moved / HBM bandwidth; a module takes the sum
 // over its nodes (one kernel after the other, no overlap, no launch
-// overhead). It is an estimate of how fast the plan could run, not a
+// overhead). f64 and integer FLOPs also use the f32 figure (a simplification:
+// the zoo is f32; a device entry would need more peaks to do better). It is an estimate of how fast the plan could run, not a
 // measurement or a prediction of what it will: it ignores launch latency,
 // occupancy, caches, and kernels that reach neither roof.
 //
