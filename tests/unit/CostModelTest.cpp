@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/CostModel.h"
 
-#include "compiler/onnx/OnnxImporter.h"
+#include "compiler/Pipeline.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 
@@ -500,7 +500,8 @@ TEST(CostModelTest, Resnet50MatchesThePublishedMacs) {
                  << " is missing (`make zoo` exports the zoo)";
   ImportOptions options;
   options.dims["batch"] = 1;
-  auto module = importOnnxModel(path, options);
+  // As snugc plans it: imported, folded, dead code removed.
+  auto module = importAndRunPipeline(path, options);
   ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());
   Cost cost = costOfModule(**module);
   // torchvision lists 4.09 GMACs (as "GFLOPS") for resnet50 at 224x224:
