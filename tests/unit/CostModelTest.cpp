@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/CostModel.h"
 
+#include "compiler/MemoryReport.h"
 #include "compiler/Pipeline.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
@@ -434,6 +435,30 @@ func @conv(%x: f32[8,256,28,28], %w: f32[256,256,3,3] weight, %h: f16[8,256,28,2
   EXPECT_DOUBLE_EQ(estimate.computeBoundSeconds,
                    estimateSeconds(f32, *h200) + estimateSeconds(f16, *h200));
   EXPECT_GT(f32.getArithmeticIntensity(), relu.getArithmeticIntensity());
+}
+
+TEST(CostModelTest, TheReportNamesItsDevice) {
+  auto module = parse(R"(
+func @mm(%a: f32[64,64], %b: f32[64,64] weight) -> f32[64,64] {
+  %y = MatMul(%a, %b) : f32[64,64]
+  return %y
+})");
+  ASSERT_TRUE(module);
+  // H200 unless told; another device of the table by name.
+  auto h200 = buildCostEstimate(*module);
+  ASSERT_TRUE(bool(h200)) << llvm::toString(h200.takeError());
+  EXPECT_EQ(h200->device, "H200");
+  EXPECT_EQ(h200->macs, 64u * 64 * 64);
+  auto a100 = buildCostEstimate(*module, "a100");
+  ASSERT_TRUE(bool(a100)) << llvm::toString(a100.takeError());
+  EXPECT_EQ(a100->device, "A100");
+  EXPECT_DOUBLE_EQ(a100->rooflineSeconds,
+                   estimateModule(*module, *lookupDevice("a100")).seconds);
+  EXPECT_GT(a100->rooflineSeconds, h200->rooflineSeconds);
+  auto unknown = buildCostEstimate(*module, "tpu");
+  ASSERT_FALSE(bool(unknown));
+  EXPECT_EQ(llvm::toString(unknown.takeError()),
+            "unknown device 'tpu' (known: h200, h100, a100)");
 }
 
 TEST(CostModelTest, EveryOpHasARule) {
