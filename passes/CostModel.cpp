@@ -1,8 +1,8 @@
 //===- CostModel.cpp - FLOPs, bytes and a roofline per node ---------------===//
 //
 // Two halves: the compute of a node (FLOPs and MACs, by the rule its op has;
-// the per-element counts are in elementwiseFlops and the switch of
-// addCompute, each with the formula it counts), and the traffic of a group
+// the counts are in elementwiseFlops and the add* function of each rule,
+// each beside the formula it counts), and the traffic of a group
 // (what crosses its boundary), of which a node's own traffic is the group
 // of one. Counts assume canonical attributes (compiler/onnx/OnnxImporter.h)
 // and read them with the importer's defaults, so hand-written IR costs the
