@@ -312,6 +312,12 @@ Importer::emit(const onnx::NodeProto &node, llvm::StringRef opName,
                            ir::getDTypeName(operands[0]->getType().getDType()) +
                            " is not supported (" + opName + " takes " +
                            ir::dtypeSetString(info->dtypes) + ")");
+  for (const auto &attribute : attributes) {
+    std::string why =
+        ir::checkAttributeKind(info->code, attribute.first, attribute.second);
+    if (!why.empty())
+      return error(node, why);
+  }
   ShapeQuery query{info->code, types, attributes, numResults, data};
   auto resultTypes = inferResultTypes(query);
   if (!resultTypes)
