@@ -153,10 +153,14 @@ SNUG_HD float floatFromBits(uint32_t b) {
 
 namespace m {
 SNUG_SCALAR_MATH1(acos)
+SNUG_SCALAR_MATH1(acosh)
 SNUG_SCALAR_MATH1(asin)
+SNUG_SCALAR_MATH1(asinh)
 SNUG_SCALAR_MATH1(atan)
+SNUG_SCALAR_MATH1(atanh)
 SNUG_SCALAR_MATH1(ceil)
 SNUG_SCALAR_MATH1(cos)
+SNUG_SCALAR_MATH1(cosh)
 SNUG_SCALAR_MATH1(erf)
 SNUG_SCALAR_MATH1(erfc)
 SNUG_SCALAR_MATH1(exp)
@@ -411,10 +415,14 @@ struct Abs : IntOpBase {
   }
 };
 SNUG_UNARY_MATH(Acos, acos)
+SNUG_UNARY_MATH(Acosh, acosh)
 SNUG_UNARY_MATH(Asin, asin)
+SNUG_UNARY_MATH(Asinh, asinh)
 SNUG_UNARY_MATH(Atan, atan)
+SNUG_UNARY_MATH(Atanh, atanh)
 SNUG_UNARY_MATH(Ceil, ceil)
 SNUG_UNARY_MATH(Cos, cos)
+SNUG_UNARY_MATH(Cosh, cosh)
 SNUG_UNARY_MATH(Erf, erf)
 SNUG_UNARY_MATH(Exp, exp)
 SNUG_UNARY_MATH(Floor, floor)
