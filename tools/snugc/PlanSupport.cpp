@@ -90,15 +90,7 @@ llvm::Error checkPlanFlags() {
   return parsePlannerStrategy(plannerName).takeError();
 }
 
-llvm::Error planModule(ir::Module &module, double &planningMs) {
-  planningMs = 0;
-  if (llvm::Error error = checkPlanFlags())
-    return error;
-  if (module.getAttribute("arena"))
-    return llvm::Error::success(); // --passes planned it already
-  llvm::Expected<PlannerStrategy> strategy = parsePlannerStrategy(plannerName);
-  if (!strategy)
-    return strategy.takeError();
+PlanningOptions getPlanningOptions() {
   PlanningOptions planning;
   planning.schedule = !noSchedule;
   planning.planner = plannerName;
@@ -109,7 +101,19 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
   // everything else.
   planning.target = targetsCuda() ? "cuda" : "host";
   planning.cublasWorkspaceBytes = getCublasWorkspaceCap();
-  std::string pipeline = getPlanningPipeline(planning);
+  return planning;
+}
+
+llvm::Error planModule(ir::Module &module, double &planningMs) {
+  planningMs = 0;
+  if (llvm::Error error = checkPlanFlags())
+    return error;
+  if (module.getAttribute("arena"))
+    return llvm::Error::success(); // --passes planned it already
+  llvm::Expected<PlannerStrategy> strategy = parsePlannerStrategy(plannerName);
+  if (!strategy)
+    return strategy.takeError();
+  std::string pipeline = getPlanningPipeline(getPlanningOptions());
   planPipeline = pipeline;
   PassManager passManager(getPassManagerOptions());
   if (llvm::Error error = passManager.addPipeline(pipeline))

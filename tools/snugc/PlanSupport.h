@@ -10,6 +10,7 @@
 #ifndef SNUG_TOOLS_SNUGC_PLANSUPPORT_H
 #define SNUG_TOOLS_SNUGC_PLANSUPPORT_H
 
+#include "compiler/Pipeline.h"
 #include "compiler/cuda/CudaEmitter.h"
 #include "ir/Module.h"
 
@@ -28,6 +29,11 @@ llvm::Error checkPlanFlags();
 /// on a module that has no plan yet, planning the --target's scratch;
 /// stores the planner's time.
 llvm::Error planModule(ir::Module &module, double &planningMs);
+
+/// The planning options snugc's flags give (--planner, --alignment,
+/// --time-limit, --no-schedule, --verify-plan, --target,
+/// --cublas-workspace): what `plan` and `default` in --passes stand for.
+PlanningOptions getPlanningOptions();
 
 /// The whole pipeline a planned module went through, for the bundle's
 /// manifest.
