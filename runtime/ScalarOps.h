@@ -23,8 +23,9 @@
 // (trait Elementwise) is the struct snug::scalar::Foo here.
 // runtime/ScalarOpTable.h walks Ops.def and hands each such struct to the
 // host kernel registration and the CUDA emitter; an Elementwise op without
-// its struct does not compile. Adding an elementwise op is one Ops.def line
-// and one struct below. A struct has:
+// its struct does not compile. Adding an elementwise op is its Ops.def line
+// (and ATTR lines, if it has attributes) and one struct below (Sinh: one
+// line each, and one for the math shim). A struct has:
 //   kArity     1, 2 or 3 operands passed to apply; kFold: a variadic fold,
 //              apply(acc, next) left to right, then finish(acc, count);
 //              kSelect: Where (apply(cond, a, b) on stored values)
