@@ -35,6 +35,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -456,6 +457,7 @@ TEST_F(ScalarParityTest, FoldingHostAndSimulatorAgreeBitForBit) {
   const std::vector<Case> &cases = state->m.cases;
   ASSERT_EQ(bundle.outputs.size(), cases.size());
   unsigned reported = 0, mismatched = 0;
+  int64_t elements = 0;
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case &c = cases[k];
     const ir::Node &node = *c.node;
@@ -475,6 +477,7 @@ TEST_F(ScalarParityTest, FoldingHostAndSimulatorAgreeBitForBit) {
     DType type = node.getResult(0)->getType().getDType();
     size_t size = ir::getDTypeSize(type);
     int64_t count = int64_t(f.size() / size);
+    elements += count;
     bool caseOk = true;
     bool isFloat = ir::isFloatDType(type);
     auto isNaN = [&](const uint8_t *p, int64_t i) {
@@ -523,6 +526,8 @@ TEST_F(ScalarParityTest, FoldingHostAndSimulatorAgreeBitForBit) {
     mismatched += !caseOk;
   }
   EXPECT_EQ(mismatched, 0u) << "of " << cases.size() << " cases";
+  std::printf("compared %zu cases, %lld elements, three ways\n", cases.size(),
+              (long long)elements);
   // The suite covers every elementwise op and every dtype its row admits.
   EXPECT_GT(cases.size(), 300u);
 }
