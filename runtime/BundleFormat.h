@@ -41,7 +41,9 @@ namespace snug {
 namespace bundle {
 
 constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'B', 'N', 'D', 'L'};
-constexpr uint32_t kBundleVersion = 1;
+/// 2: each GEMM of the device plan carries its own cuBLAS workspace
+/// (runtime/DevicePlan.h); the reader still reads version 1.
+constexpr uint32_t kBundleVersion = 2;
 constexpr uint64_t kHeaderSize = 32;
 constexpr uint64_t kSectionEntrySize = 24;
 constexpr uint64_t kHashOffset = 24;

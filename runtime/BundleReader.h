@@ -1,6 +1,7 @@
 //===- BundleReader.h - Reading and checking a .snug bundle -----*- C++ -*-===//
 //
-// Reads a version-1 bundle (runtime/BundleFormat.h) into memory and checks it
+// Reads a version-2 or version-1 bundle (runtime/BundleFormat.h; a v1 device
+// plan's one workspace becomes every GEMM's) into memory and checks it
 // completely before anything runs: magic, version, file size, hash, section
 // table, and that every location of the manifest and the host plan lies inside
 // the arena or the weights section. A bundle that passes can be executed

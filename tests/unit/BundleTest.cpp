@@ -42,7 +42,7 @@ TEST(BundleTest, RoundTripsManifestPlanAndWeights) {
   std::string error;
   auto bundle = parse(bytes, &error);
   ASSERT_TRUE(bundle) << error;
-  EXPECT_EQ(bundle->version, 1u);
+  EXPECT_EQ(bundle->version, bundle::kBundleVersion);
   EXPECT_EQ(bundle->arenaSize, 192u);
   EXPECT_EQ(bundle->alignment, 64u);
   EXPECT_EQ(bundle->lowerBound, 64u);
@@ -156,7 +156,7 @@ TEST(BundleTest, ReaderRejectsBadMagic) {
 
 TEST(BundleTest, ReaderRejectsNewerVersion) {
   std::vector<uint8_t> bytes = bundleOf(kMlp);
-  bytes[8] = 2;
+  bytes[8] = bundle::kBundleVersion + 1;
   std::unique_ptr<rt::Bundle> bundle;
   rt::Status status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
   EXPECT_EQ(status.getCode(), SNUG_ERROR_UNSUPPORTED);

@@ -105,6 +105,10 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
   planning.alignment = alignment;
   planning.timeLimitSeconds = timeLimit;
   planning.verifyPlan = verifyPlan;
+  // The target's scratch (each GEMM's cuBLAS workspace) is planned with
+  // everything else.
+  planning.target = targetsCuda() ? "cuda" : "host";
+  planning.cublasWorkspaceBytes = getCublasWorkspaceCap();
   std::string pipeline = getPlanningPipeline(planning);
   planPipeline = pipeline;
   PassManager passManager(getPassManagerOptions());
@@ -120,7 +124,6 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
 
 llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs,
-                              uint64_t workspaceBytes,
                               uint64_t deviceArenaBytes) {
   if (!timelinePath.empty()) {
     std::error_code errorCode;
@@ -136,8 +139,7 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   if (reportFormat == "none")
     return llvm::Error::success();
   llvm::Expected<MemoryReport> report =
-      buildMemoryReport(module, modelName, planningMs, workspaceBytes,
-                        deviceArenaBytes);
+      buildMemoryReport(module, modelName, planningMs, deviceArenaBytes);
   if (!report)
     return report.takeError();
   // `plan` prints only the report, so stdout; `compile` keeps stdout for its
@@ -189,7 +191,6 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode,
   if (!error)
     error = writeMemoryReport(**module, llvm::sys::path::filename(path),
                               planningMs,
-                              program ? program->plan.workspaceBytes : 0,
                               program ? program->plan.arenaBytes : 0);
   if (error) {
     exitCode = reportError(std::move(error));
