@@ -373,9 +373,9 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
   for (int64_t v : {g.lda, g.ldb, g.ldc, g.strideA, g.strideB, g.strideC})
     if (v > limit)
       return cursor.fail(what + ": GEMM stride too large");
-  uint64_t aBytes = gemmOperandExtent(aRows, aCols, g.lda, g.strideA, g.batch) * size;
-  uint64_t bBytes = gemmOperandExtent(bRows, bCols, g.ldb, g.strideB, g.batch) * size;
-  uint64_t cBytes = gemmOperandExtent(g.m, g.n, g.ldc, g.strideC, g.batch) * size;
+  uint64_t aBytes = gemmOperandBytes(aRows, aCols, g.lda, g.strideA, g.batch, size);
+  uint64_t bBytes = gemmOperandBytes(bRows, bCols, g.ldb, g.strideB, g.batch, size);
+  uint64_t cBytes = gemmOperandBytes(g.m, g.n, g.ldc, g.strideC, g.batch, size);
   if (!readDeviceArg(cursor, g.a, aBytes, arenaSize, weightsSize, what + " A") ||
       !readDeviceArg(cursor, g.b, bBytes, arenaSize, weightsSize, what + " B") ||
       !readDeviceArg(cursor, g.c, cBytes, arenaSize, weightsSize, what + " C"))

@@ -132,12 +132,34 @@ struct KernelImage {
 
 /// The extent, in elements, a column-major operand of `rows` x `cols`
 /// (before op()) with leading dimension `ld` and `batch` matrices `stride`
-/// apart reaches: the index of its last element + 1 (0 when empty).
+/// apart reaches: the index of its last element + 1 (0 when empty), or
+/// UINT64_MAX when that overflows (a crafted plan's extents must fail the
+/// bounds check, not wrap into it).
 inline uint64_t gemmOperandExtent(int64_t rows, int64_t cols, int64_t ld,
                                   int64_t stride, int64_t batch) {
   if (rows <= 0 || cols <= 0 || batch <= 0)
     return 0;
-  return uint64_t((batch - 1) * stride + (cols - 1) * ld + rows);
+  if (ld < 0 || stride < 0)
+    return UINT64_MAX;
+  uint64_t batchPart, colPart, sum;
+  if (__builtin_mul_overflow(uint64_t(batch - 1), uint64_t(stride),
+                             &batchPart) ||
+      __builtin_mul_overflow(uint64_t(cols - 1), uint64_t(ld), &colPart) ||
+      __builtin_add_overflow(batchPart, colPart, &sum) ||
+      __builtin_add_overflow(sum, uint64_t(rows), &sum))
+    return UINT64_MAX;
+  return sum;
+}
+
+/// gemmOperandExtent in bytes of `elementSize` each; UINT64_MAX on overflow.
+inline uint64_t gemmOperandBytes(int64_t rows, int64_t cols, int64_t ld,
+                                 int64_t stride, int64_t batch,
+                                 uint64_t elementSize) {
+  uint64_t bytes;
+  if (__builtin_mul_overflow(gemmOperandExtent(rows, cols, ld, stride, batch),
+                             elementSize, &bytes))
+    return UINT64_MAX;
+  return bytes;
 }
 
 } // namespace bundle

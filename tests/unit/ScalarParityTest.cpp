@@ -102,9 +102,9 @@ std::vector<uint8_t> specialValues(DType type) {
   }
   int bits = int(size) * 8;
   bool isUnsigned = type == DType::U8;
-  int64_t min = isUnsigned ? 0 : -(int64_t(1) << (bits - 1)) ;
-  if (bits == 64)
-    min = std::numeric_limits<int64_t>::min();
+  int64_t min = isUnsigned   ? 0
+                : bits == 64 ? std::numeric_limits<int64_t>::min()
+                             : -(int64_t(1) << (bits - 1));
   int64_t max = isUnsigned ? 255
                 : bits == 64 ? std::numeric_limits<int64_t>::max()
                              : (int64_t(1) << (bits - 1)) - 1;
