@@ -509,18 +509,22 @@ Status sizeKernel(KernelContext &ctx) {
   return Status::ok();
 }
 
-/// Fills the result with the one element of tensor attribute `value`
-/// (ConstantOfShape; default f32 zero), or copies it whole (Constant).
+/// Constant: copies tensor attribute `value` whole.
 Status constantKernel(KernelContext &ctx) {
   const TensorView &y = ctx.out(0);
   const Attr *value = ctx.getAttr("value");
-  if (ctx.op.opName == "Constant") {
-    if (!value || value->kind != AttrTensor || value->tensorDType != y.dtype ||
-        value->tensorBytes.size() != y.bytes)
-      return ctx.error("tensor attribute 'value' must match the result");
-    copyBytes(y.data, value->tensorBytes.data(), y.bytes);
-    return Status::ok();
-  }
+  if (!value || value->kind != AttrTensor || value->tensorDType != y.dtype ||
+      value->tensorBytes.size() != y.bytes)
+    return ctx.error("tensor attribute 'value' must match the result");
+  copyBytes(y.data, value->tensorBytes.data(), y.bytes);
+  return Status::ok();
+}
+
+/// ConstantOfShape: fills the result with the one element of tensor
+/// attribute `value` (default f32 zero).
+Status constantOfShapeKernel(KernelContext &ctx) {
+  const TensorView &y = ctx.out(0);
+  const Attr *value = ctx.getAttr("value");
   double fill = 0;
   if (value && value->kind == AttrTensor && !value->tensorBytes.empty())
     fill = loadDouble(value->tensorBytes.data(), value->tensorDType, 0);
@@ -572,7 +576,7 @@ void registerDataMovementKernels(KernelTable &t) {
   t["Shape"] = shapeKernel;
   t["Size"] = sizeKernel;
   t["Constant"] = constantKernel;
-  t["ConstantOfShape"] = constantKernel;
+  t["ConstantOfShape"] = constantOfShapeKernel;
   t["Range"] = rangeKernel;
 }
 
