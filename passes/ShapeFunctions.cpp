@@ -647,6 +647,16 @@ static llvm::Expected<ResultTypes> inferDropout(const ShapeQuery &query) {
   return results;
 }
 
+/// snug.fused: the yield's types (the verifier checks the body itself).
+static llvm::Expected<ResultTypes> inferFused(const ShapeQuery &query) {
+  if (!query.body)
+    return shapeError("snug.fused has no body to take its result types from");
+  ResultTypes results;
+  for (const ir::Value *value : query.body->getYield())
+    results.push_back(value->getType());
+  return results;
+}
+
 //===----------------------------------------------------------------------===//
 // The table
 //===----------------------------------------------------------------------===//
@@ -694,6 +704,7 @@ static const ShapeFunctionTable &getShapeFunctions() {
     set(OpCode::ConstantOfShape, inferConstantOfShape);
     set(OpCode::Range, inferRange);
     set(OpCode::Dropout, inferDropout);
+    set(OpCode::SnugFused, inferFused);
     registerNNShapeFunctions(map);
     return map;
   }();
@@ -738,7 +749,7 @@ llvm::Expected<ResultTypes> inferResultTypes(const ir::Node &node) {
       data.push_back(llvm::None);
   }
   ShapeQuery query{node.getOpCode(), operands, node.getAttributes(),
-                   node.getNumResults(), data};
+                   node.getNumResults(), data, node.getBody()};
   auto results = inferResultTypes(query);
   if (!results)
     return shapeError(node.describe() + ": " + toString(results.takeError()));
