@@ -166,31 +166,13 @@ void collapseDims(std::vector<int64_t> &dims,
 
 /// A statement storing `value` (of `computeType`: float, double or
 /// int64_t) at `pointer` (a `dtype` element) as the host's storeDouble or
-/// storeInt would.
+/// storeInt would: snug_store converts by runtime/ScalarOps.h's rules (the
+/// float -> integer rule, round to nearest even), which both share.
 std::string storeConverted(ir::DType dtype, llvm::StringRef computeType,
                            llvm::StringRef pointer, llvm::StringRef value) {
-  std::string store = "snug_store(" + pointer.str() + ", ";
-  switch (dtype) {
-  case ir::DType::F32:
-  case ir::DType::F16:
-  case ir::DType::BF16:
-    return store + "(float)(" + value.str() + "));\n";
-  case ir::DType::F64:
-    return store + "(double)(" + value.str() + "));\n";
-  case ir::DType::Bool:
-    return store + "(" + value.str() + ") != 0);\n";
-  default:
-    break;
-  }
-  if (computeType == "int64_t")
-    return store + "(int64_t)(" + value.str() + "));\n"; // wraps as the host
-  // Floats to integers as the host's storeDouble: truncation, NaN to 0,
-  // pinned at the int64 range, then wrapped to the narrower type.
-  return "{\n      const double t = (double)(" + value.str() + ");\n      " +
-         store +
-         "t != t ? (int64_t)0 : t >= 0x1p+63 ? (int64_t)9223372036854775807LL"
-         " : t <= -0x1p+63 ? (int64_t)(-9223372036854775807LL - 1)"
-         " : (int64_t)t);\n    }\n";
+  (void)dtype; // snug_store dispatches on the pointer's element type
+  return "snug_store(" + pointer.str() + ", (" + computeType.str() + ")(" +
+         value.str() + "));\n";
 }
 
 /// `operand`'s strides over `outDims` under numpy broadcasting (0 along a

@@ -3,13 +3,14 @@
 // The op-name -> kernel table (filled once by the family files), attribute
 // access for kernels, and the dtype-generic element loads and stores every
 // kernel goes through (memcpy-based, so unaligned arena offsets written by
-// hand in tests are fine). Float to integer conversions are defined for NaN
-// and out-of-range values (pinned), never undefined behaviour.
+// hand in tests are fine), with the conversions of runtime/ScalarOps.h: the
+// float -> integer rule there (onnxruntime's) is defined for NaN and
+// out-of-range values, never undefined behaviour.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/host/Kernels.h"
 
-#include "ir/Float16.h"
+#include "runtime/ScalarOps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -102,78 +103,59 @@ bool isFloatCode(uint8_t dtype) {
          dtype == DTypeF64;
 }
 
-template <typename T> static T loadAs(const uint8_t *base, int64_t i) {
+template <typename T> static T loadRaw(const uint8_t *base, int64_t i) {
   T value;
   std::memcpy(&value, base + i * int64_t(sizeof(T)), sizeof(T));
   return value;
 }
-template <typename T> static void storeAs(uint8_t *base, int64_t i, T value) {
+template <typename T> static void storeRaw(uint8_t *base, int64_t i, T value) {
   std::memcpy(base + i * int64_t(sizeof(T)), &value, sizeof(T));
 }
 
-double loadDouble(const uint8_t *base, uint8_t dtype, int64_t i) {
+template <class C> C loadAs(const uint8_t *base, uint8_t dtype, int64_t i) {
+  using scalar::to;
+  using scalar::widen;
   switch (dtype) {
-  case DTypeF32: return loadAs<float>(base, i);
-  case DTypeF64: return loadAs<double>(base, i);
-  case DTypeF16: return f16ToFloat(loadAs<uint16_t>(base, i));
-  case DTypeBF16: return bf16ToFloat(loadAs<uint16_t>(base, i));
-  case DTypeI64: return double(loadAs<int64_t>(base, i));
-  case DTypeI32: return loadAs<int32_t>(base, i);
-  case DTypeI16: return loadAs<int16_t>(base, i);
-  case DTypeI8: return loadAs<int8_t>(base, i);
-  case DTypeU8: return loadAs<uint8_t>(base, i);
-  case DTypeBool: return loadAs<uint8_t>(base, i) != 0;
+  case DTypeF32: return to<C>(loadRaw<float>(base, i));
+  case DTypeF64: return to<C>(loadRaw<double>(base, i));
+  case DTypeF16: return to<C>(widen(loadRaw<snug_half>(base, i)));
+  case DTypeBF16: return to<C>(widen(loadRaw<snug_bfloat>(base, i)));
+  case DTypeI64: return to<C>(loadRaw<int64_t>(base, i));
+  case DTypeI32: return to<C>(int64_t(loadRaw<int32_t>(base, i)));
+  case DTypeI16: return to<C>(int64_t(loadRaw<int16_t>(base, i)));
+  case DTypeI8: return to<C>(int64_t(loadRaw<int8_t>(base, i)));
+  case DTypeU8: return to<C>(int64_t(loadRaw<uint8_t>(base, i)));
+  case DTypeBool: return to<C>(loadRaw<uint8_t>(base, i) != 0);
   }
-  return 0;
+  return C(0);
 }
 
-/// Float to integer as onnxruntime does (truncation), with NaN and
-/// out-of-range values pinned so that the conversion is defined.
-static int64_t truncateToInt(double value) {
-  if (std::isnan(value))
-    return 0;
-  if (value >= 9.2233720368547758e18)
-    return std::numeric_limits<int64_t>::max();
-  if (value <= -9.2233720368547758e18)
-    return std::numeric_limits<int64_t>::min();
-  return int64_t(value);
-}
-
-void storeDouble(uint8_t *base, uint8_t dtype, int64_t i, double value) {
+template <class C>
+void storeAs(uint8_t *base, uint8_t dtype, int64_t i, C value) {
+  using scalar::Convert;
   switch (dtype) {
-  case DTypeF32: return storeAs<float>(base, i, float(value));
-  case DTypeF64: return storeAs<double>(base, i, value);
-  case DTypeF16: return storeAs<uint16_t>(base, i, floatToF16(float(value)));
-  case DTypeBF16: return storeAs<uint16_t>(base, i, floatToBf16(float(value)));
-  case DTypeBool: return storeAs<uint8_t>(base, i, value != 0);
-  default: return storeInt(base, dtype, i, truncateToInt(value));
+  case DTypeF32: return storeRaw(base, i, Convert<float>::from(value));
+  case DTypeF64: return storeRaw(base, i, Convert<double>::from(value));
+  case DTypeF16: return storeRaw(base, i, Convert<snug_half>::from(value));
+  case DTypeBF16: return storeRaw(base, i, Convert<snug_bfloat>::from(value));
+  case DTypeI64: return storeRaw(base, i, Convert<int64_t>::from(value));
+  case DTypeI32: return storeRaw(base, i, Convert<int32_t>::from(value));
+  case DTypeI16: return storeRaw(base, i, Convert<int16_t>::from(value));
+  case DTypeI8: return storeRaw(base, i, Convert<int8_t>::from(value));
+  case DTypeU8: return storeRaw(base, i, Convert<uint8_t>::from(value));
+  case DTypeBool:
+    return storeRaw(base, i, uint8_t(Convert<bool>::from(value) ? 1 : 0));
   }
 }
 
-int64_t loadInt(const uint8_t *base, uint8_t dtype, int64_t i) {
-  switch (dtype) {
-  case DTypeI64: return loadAs<int64_t>(base, i);
-  case DTypeI32: return loadAs<int32_t>(base, i);
-  case DTypeI16: return loadAs<int16_t>(base, i);
-  case DTypeI8: return loadAs<int8_t>(base, i);
-  case DTypeU8: return loadAs<uint8_t>(base, i);
-  case DTypeBool: return loadAs<uint8_t>(base, i) != 0;
-  default: return truncateToInt(loadDouble(base, dtype, i));
-  }
-}
-
-void storeInt(uint8_t *base, uint8_t dtype, int64_t i, int64_t value) {
-  // Narrowing wraps (two's complement), as a C++ cast does since C++20.
-  switch (dtype) {
-  case DTypeI64: return storeAs<int64_t>(base, i, value);
-  case DTypeI32: return storeAs<int32_t>(base, i, int32_t(uint32_t(value)));
-  case DTypeI16: return storeAs<int16_t>(base, i, int16_t(uint16_t(value)));
-  case DTypeI8: return storeAs<int8_t>(base, i, int8_t(uint8_t(value)));
-  case DTypeU8: return storeAs<uint8_t>(base, i, uint8_t(value));
-  case DTypeBool: return storeAs<uint8_t>(base, i, value != 0);
-  default: return storeDouble(base, dtype, i, double(value));
-  }
-}
+template float loadAs<float>(const uint8_t *, uint8_t, int64_t);
+template double loadAs<double>(const uint8_t *, uint8_t, int64_t);
+template int64_t loadAs<int64_t>(const uint8_t *, uint8_t, int64_t);
+template bool loadAs<bool>(const uint8_t *, uint8_t, int64_t);
+template void storeAs<float>(uint8_t *, uint8_t, int64_t, float);
+template void storeAs<double>(uint8_t *, uint8_t, int64_t, double);
+template void storeAs<int64_t>(uint8_t *, uint8_t, int64_t, int64_t);
+template void storeAs<bool>(uint8_t *, uint8_t, int64_t, bool);
 
 FloatInput::FloatInput(const TensorView &view) {
   if (view.dtype == DTypeF32 &&

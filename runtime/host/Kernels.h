@@ -4,14 +4,18 @@
 // the plan gives (pointers into the one arena or the weights section) and
 // nowhere else. Kernels are reference code: clear loops, f32 computed
 // directly, f16/bf16/f64 converted to float or double and stored with
-// round-to-nearest-even (ir/Float16.h). A result may alias an operand exactly
+// round-to-nearest-even (runtime/ScalarOps.h). A result may alias an operand exactly
 // when the planner placed it in place (elementwise ops, view copies); every
 // kernel below is written so that this is safe: elementwise loops read
 // element i of every operand before writing element i, copies use memmove or
 // skip when source and destination coincide. Other ops are never aliased by
 // the planner.
 //
-// Kernels are registered by family (one file each) into a table by op name.
+// Kernels are registered by family (one file each) into a table by op name;
+// the elementwise ops' kernels are derived from the op table and
+// runtime/ScalarOps.h (ElementwiseKernels.cpp), which also defines the
+// element conversions below, so that the host, constant folding and the
+// CUDA kernels share them.
 // Parameters come from attributes in snug's canonical form (see
 // compiler/onnx/OnnxImporter.h); where the canonical form keeps an ONNX input
 // as an operand, it is a weight and the kernel reads it like any operand.
@@ -92,14 +96,33 @@ void registerDataMovementKernels(KernelTable &table);
 //===----------------------------------------------------------------------===//
 
 bool isFloatCode(uint8_t dtype);
+
+/// Element `i` of a `dtype` tensor as compute type C (float, double,
+/// int64_t or bool), converted by runtime/ScalarOps.h's rules (f16/bf16
+/// widen exactly; floats to integers by its float -> integer rule).
+/// memcpy-based: unaligned offsets are fine.
+template <class C> C loadAs(const uint8_t *base, uint8_t dtype, int64_t i);
+/// Stores `value` converted to `dtype` by ScalarOps.h's rules (f16/bf16
+/// round to nearest even, integers wrap, floats to integers by the float ->
+/// integer rule).
+template <class C>
+void storeAs(uint8_t *base, uint8_t dtype, int64_t i, C value);
+
 /// Element `i` as a double (bool as 0/1, integers exactly up to 2^53).
-double loadDouble(const uint8_t *base, uint8_t dtype, int64_t i);
-/// Stores `value` rounded to the dtype (f16/bf16 round to nearest even,
-/// integers truncate toward zero, NaN to an integer stores 0).
-void storeDouble(uint8_t *base, uint8_t dtype, int64_t i, double value);
-/// Element `i` of an integer or bool tensor as int64 (floats truncate).
-int64_t loadInt(const uint8_t *base, uint8_t dtype, int64_t i);
-void storeInt(uint8_t *base, uint8_t dtype, int64_t i, int64_t value);
+inline double loadDouble(const uint8_t *base, uint8_t dtype, int64_t i) {
+  return loadAs<double>(base, dtype, i);
+}
+inline void storeDouble(uint8_t *base, uint8_t dtype, int64_t i,
+                        double value) {
+  storeAs<double>(base, dtype, i, value);
+}
+/// Element `i` as int64 (floats by the float -> integer rule).
+inline int64_t loadInt(const uint8_t *base, uint8_t dtype, int64_t i) {
+  return loadAs<int64_t>(base, dtype, i);
+}
+inline void storeInt(uint8_t *base, uint8_t dtype, int64_t i, int64_t value) {
+  storeAs<int64_t>(base, dtype, i, value);
+}
 
 /// A float array view of an operand: the operand itself when it is an
 /// aligned f32 tensor, a converted copy otherwise.

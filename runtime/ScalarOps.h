@@ -1,0 +1,793 @@
+//===- ScalarOps.h - Elementwise semantics, written once --------*- C++ -*-===//
+//
+// The scalar meaning of every elementwise op of the op table (ir/Ops.def),
+// of element loads and stores for every snug dtype, and of float -> integer
+// conversion. One text, three users: the host reference kernels
+// (runtime/host/kernels/ElementwiseKernels.cpp) and so constant folding,
+// which runs them (passes/ConstantEval.cpp); and the CUDA kernels, whose
+// prelude embeds this file verbatim (compiler/cuda/CudaPrelude.cpp, generated
+// at build time) and whose elementwise emitter writes calls to it
+// (compiler/cuda/ElementwiseExpr.h). So folding, the host executor and the
+// device cannot disagree on a formula; the device differs only where its math
+// library does (the bounds are below).
+//
+// Std-only, and it compiles three ways:
+//   - host C++17 (the runtime, the compiler, the tests): std:: math;
+//   - NVRTC (__CUDACC__, __CUDACC_RTC__): no headers at all; the prelude
+//     defines int64_t ... first; CUDA's builtin math (expf, log1p, ...);
+//   - the CUDA simulator (SNUG_CUDA_SIM, host C++ standing in for the
+//     device): the host branch, so simulated kernels compute bit for bit
+//     what the host kernels compute.
+//
+// The link to the op table is a naming convention: op Ops.def ID `Foo`
+// (trait Elementwise) is the struct snug::scalar::Foo here.
+// runtime/ScalarOpTable.h walks Ops.def and hands each such struct to the
+// host kernel registration and the CUDA emitter; an Elementwise op without
+// its struct does not compile. Adding an elementwise op is one Ops.def line
+// and one struct below. A struct has:
+//   kArity     1, 2 or 3 operands passed to apply; kFold: a variadic fold,
+//              apply(acc, next) left to right, then finish(acc, count);
+//              kSelect: Where (apply(cond, a, b) on stored values)
+//   kIntegerMath  integer (and bool) operands compute in int64_t with
+//              wrapping; otherwise they compute in double and convert back
+//              by the float -> integer rule
+//   kCompare   the result is bool
+//   kParams    (host only) the ONNX attributes and their defaults, bound
+//              into a Params {f[0], f[1], i} by bindParams
+//   apply(operands..., const Params &)  templated on the compute type C
+//   absent<C>(index, params)  the value of an absent optional operand (Clip)
+//
+// Compute type (computeKind below, the same for every user): float when
+// every operand is f32/f16/bf16, double when one is f64 or floats meet
+// integers, int64_t when all are integers or bool and the op has integer
+// math, double otherwise. f16/bf16 load as float and store rounded to
+// nearest even, once.
+//
+// Special values. The rules follow onnxruntime 1.x on x86-64 (CPU provider),
+// checked with its Python package; where onnxruntime is inconsistent or
+// crashes, the rule chosen is stated:
+//   - NaN propagates through every arithmetic op, keeping its sign where
+//     onnxruntime does: Relu(NaN) = NaN, Sign(NaN) = NaN, Clip(NaN) = NaN,
+//     HardSigmoid(NaN) = NaN, Max/Min(NaN, x) = Max/Min(x, NaN) = NaN (the
+//     first NaN operand). ThresholdedRelu(NaN) = 0 (NaN > alpha is false),
+//     as onnxruntime. Comparisons with NaN are false (Equal(NaN, NaN) = 0).
+//     onnxruntime's f16 Max/Min drop a NaN second operand and its Erf gives
+//     Erf(NaN) = 1; both are treated as its bugs: here every dtype follows
+//     the f32 rule and Erf(NaN) = NaN.
+//   - Signed zeros: Relu(-0) = -0, Sign(-0) = +0, Abs(-0) = +0, Floor/Ceil/
+//     Round(-0) = -0, LeakyRelu(-0) = Elu(-0) = -0, Celu(-0) = Selu(-0) = +0,
+//     Clip(-0) = -0; Max/Min of equal operands (+0, -0) give the second
+//     (onnxruntime's f32/f64 rule).
+//   - ±Inf: as IEEE arithmetic on the formulas below (Softsign(±Inf) = NaN,
+//     HardSwish(-Inf) = NaN, Mish(-Inf) = NaN, Gelu(-Inf) = NaN, as
+//     onnxruntime); Round is half to even.
+//   - Denormals are values like any other: no flush to zero on the host
+//     (the device compiles without -ftz).
+//   - Float -> integer (Cast, and any op storing a float result into an
+//     integer tensor): truncation toward zero where the value fits; to i64,
+//     NaN and values outside [-2^63, 2^63) give INT64_MIN; to i32, i16, i8
+//     and u8 the value converts to i32 first (NaN or outside the i32 range:
+//     INT32_MIN) and then wraps to the width (two's complement). That is
+//     x86's cvttss2si, which onnxruntime's static_cast compiles to: Cast
+//     1e19 -> i64 = INT64_MIN, 300.0 -> i8 = 44, -129.0 -> u8 = 127,
+//     3e9 -> i16 = 0. To bool: x != 0 (NaN is true).
+//   - Integer arithmetic wraps (two's complement): Add(INT32_MAX, 1) =
+//     INT32_MIN, Abs/Neg(INT_MIN) = INT_MIN, as onnxruntime. Division and
+//     Mod by zero crash onnxruntime (SIGFPE); here x / 0 = 0, Mod(x, 0) = 0,
+//     Div(INT64_MIN, -1) = INT64_MIN (the wrapped quotient; i32's INT32_MIN
+//     / -1 wraps the same way), Mod(x, -1) = 0.
+//   - Integer Pow is pow on doubles then the float -> integer rule, as
+//     onnxruntime: Pow(3, 40) = INT64_MIN (out of range), Pow(2, -1) = 0.
+//   - Elu, Celu and Selu use expm1 and Gelu erfc (exact-arithmetic equal to
+//     the ONNX formulas, without their cancellation): they are more accurate
+//     than onnxruntime near 0 and far below it (Gelu(-10) is -7.6e-23 here,
+//     -0 there).
+//
+// Device math: NVRTC compiles with --fmad=true and CUDA's libdevice, whose
+// documented maximum errors (CUDA C Programming Guide, "Mathematical
+// Functions") are: expf, exp 2 ulp; logf, log 1 ulp; log1pf, expm1f 1-2 ulp;
+// sinf/cosf/tanf 2-4 ulp; asin/acos/atan f 2-4 ulp; tanhf 2 ulp; erff 2 ulp,
+// erfcf 4 ulp; powf 4 ulp; sqrtf, fmaf, rintf, floorf, ceilf, fabsf and
+// + - * / correctly rounded (0 ulp; an a*b+c may be fused into one fma,
+// which rounds once: within 1 ulp of the two-step value). So on a GPU the
+// transcendental ops agree with the host within 4 ulp (8 for the ones
+// composed of two: Gelu, Mish, Softplus, Celu, Selu, Sigmoid, HardSwish's
+// product), and every other op bit for bit. The simulator's "device" is the
+// host branch, so there every op is bit-exact (tests/unit/ScalarParityTest).
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_RUNTIME_SCALAROPS_H
+#define SNUG_RUNTIME_SCALAROPS_H
+
+#if defined(__CUDACC__)
+#define SNUG_HD __host__ __device__ __forceinline__
+#else
+#define SNUG_HD inline
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#endif
+
+// Storage types of the 16-bit floats (the bits; arithmetic is in float).
+struct snug_half { uint16_t bits; };
+struct snug_bfloat { uint16_t bits; };
+
+namespace snug {
+namespace scalar {
+
+//===----------------------------------------------------------------------===//
+// The shim: bit casts and math, builtins on the device, std:: on the host
+//===----------------------------------------------------------------------===//
+
+#if defined(__CUDACC__)
+SNUG_HD uint32_t floatBits(float x) { return __float_as_uint(x); }
+SNUG_HD float floatFromBits(uint32_t b) { return __uint_as_float(b); }
+#define SNUG_SCALAR_MATH1(NAME)                                                \
+  SNUG_HD float NAME(float x) { return ::NAME##f(x); }                         \
+  SNUG_HD double NAME(double x) { return ::NAME(x); }
+#define SNUG_SCALAR_MATH2(NAME)                                                \
+  SNUG_HD float NAME(float x, float y) { return ::NAME##f(x, y); }             \
+  SNUG_HD double NAME(double x, double y) { return ::NAME(x, y); }
+#else
+SNUG_HD uint32_t floatBits(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+SNUG_HD float floatFromBits(uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
+#define SNUG_SCALAR_MATH1(NAME)                                                \
+  SNUG_HD float NAME(float x) { return std::NAME(x); }                         \
+  SNUG_HD double NAME(double x) { return std::NAME(x); }
+#define SNUG_SCALAR_MATH2(NAME)                                                \
+  SNUG_HD float NAME(float x, float y) { return std::NAME(x, y); }             \
+  SNUG_HD double NAME(double x, double y) { return std::NAME(x, y); }
+#endif
+
+namespace m {
+SNUG_SCALAR_MATH1(acos)
+SNUG_SCALAR_MATH1(asin)
+SNUG_SCALAR_MATH1(atan)
+SNUG_SCALAR_MATH1(ceil)
+SNUG_SCALAR_MATH1(cos)
+SNUG_SCALAR_MATH1(erf)
+SNUG_SCALAR_MATH1(erfc)
+SNUG_SCALAR_MATH1(exp)
+SNUG_SCALAR_MATH1(expm1)
+SNUG_SCALAR_MATH1(fabs)
+SNUG_SCALAR_MATH1(floor)
+SNUG_SCALAR_MATH1(log)
+SNUG_SCALAR_MATH1(log1p)
+SNUG_SCALAR_MATH1(rint)
+SNUG_SCALAR_MATH1(sin)
+SNUG_SCALAR_MATH1(sqrt)
+SNUG_SCALAR_MATH1(tan)
+SNUG_SCALAR_MATH1(tanh)
+SNUG_SCALAR_MATH2(fmod)
+SNUG_SCALAR_MATH2(pow)
+#if defined(__CUDACC__)
+SNUG_HD float fma(float x, float y, float z) { return ::fmaf(x, y, z); }
+SNUG_HD double fma(double x, double y, double z) { return ::fma(x, y, z); }
+#else
+SNUG_HD float fma(float x, float y, float z) { return std::fma(x, y, z); }
+SNUG_HD double fma(double x, double y, double z) { return std::fma(x, y, z); }
+#endif
+// Integers reach these only through ops without integer math, which
+// compute in double; fabs is the one integer math asks for.
+SNUG_HD int64_t fabs(int64_t x) {
+  return x < 0 ? int64_t(0 - uint64_t(x)) : x;
+}
+} // namespace m
+
+#undef SNUG_SCALAR_MATH1
+#undef SNUG_SCALAR_MATH2
+
+constexpr int64_t kInt64Min = -9223372036854775807LL - 1;
+constexpr int64_t kInt64Max = 9223372036854775807LL;
+constexpr int32_t kInt32Min = -2147483647 - 1;
+
+template <class C> SNUG_HD bool isNaN(C x) { return x != x; }
+
+//===----------------------------------------------------------------------===//
+// Conversions: 16-bit floats, float -> integer, stores
+//===----------------------------------------------------------------------===//
+
+SNUG_HD float halfToFloat(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0x1fu)
+    return floatFromBits(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent)
+    return floatFromBits(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  float value = (float)mantissa * 5.9604644775390625e-8f; // 2^-24, exact
+  return sign ? -value : value;
+}
+
+/// Round to nearest even; overflow to Inf; NaN becomes the quiet NaN with
+/// its sign.
+SNUG_HD uint16_t floatToHalf(float f) {
+  uint32_t x = floatBits(f);
+  uint32_t sign = (x >> 16) & 0x8000u, magnitude = x & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) // inf, nan (kept quiet)
+    return (uint16_t)(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u));
+  if (magnitude >= 0x477ff000u) // rounds to 65520 or more
+    return (uint16_t)(sign | 0x7c00u);
+  if (magnitude < 0x38800000u) { // below 2^-14: subnormal or zero
+    // magnitude * 2^24 is exact in float below 2^11; round half to even.
+    float scaled = floatFromBits(magnitude) * 16777216.0f;
+    uint32_t whole = (uint32_t)scaled;
+    float rest = scaled - (float)whole;
+    if (rest > 0.5f || (rest == 0.5f && (whole & 1u)))
+      ++whole;
+    return (uint16_t)(sign | whole);
+  }
+  uint32_t h = (((magnitude >> 23) - 112u) << 10) | ((magnitude >> 13) & 0x3ffu);
+  uint32_t rest = magnitude & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    ++h;
+  return (uint16_t)(sign | h);
+}
+
+SNUG_HD float bfloatToFloat(uint16_t b) {
+  return floatFromBits((uint32_t)b << 16);
+}
+
+SNUG_HD uint16_t floatToBfloat(float f) {
+  uint32_t x = floatBits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) // NaN: kept quiet
+    return (uint16_t)((x >> 16) | 0x40u);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/// Float -> i64 (the header's rule): truncation; NaN and values outside
+/// [-2^63, 2^63) give INT64_MIN.
+SNUG_HD int64_t floatToInt64(double x) {
+  if (x >= -9223372036854775808.0 && x < 9223372036854775808.0)
+    return (int64_t)x;
+  return kInt64Min;
+}
+
+/// Float -> i32 (and, wrapped, the narrower integers): truncation; NaN and
+/// values whose truncation is outside the i32 range give INT32_MIN.
+SNUG_HD int32_t floatToInt32(double x) {
+  if (x > -2147483649.0 && x < 2147483648.0)
+    return (int32_t)x;
+  return kInt32Min;
+}
+
+/// Conversion of a compute value (float, double, int64_t, bool) to a
+/// storage type: Convert<T>::from(v).
+template <class T> struct Convert;
+
+template <> struct Convert<float> {
+  SNUG_HD static float from(float v) { return v; }
+  SNUG_HD static float from(double v) { return (float)v; }
+  SNUG_HD static float from(int64_t v) { return (float)v; }
+  SNUG_HD static float from(bool v) { return v ? 1.0f : 0.0f; }
+};
+template <> struct Convert<double> {
+  SNUG_HD static double from(float v) { return v; }
+  SNUG_HD static double from(double v) { return v; }
+  SNUG_HD static double from(int64_t v) { return (double)v; }
+  SNUG_HD static double from(bool v) { return v ? 1.0 : 0.0; }
+};
+// f64 -> f16/bf16 rounds through float (as onnxruntime's Cast does).
+template <> struct Convert<snug_half> {
+  SNUG_HD static snug_half from(float v) { return {floatToHalf(v)}; }
+  SNUG_HD static snug_half from(double v) { return {floatToHalf((float)v)}; }
+  SNUG_HD static snug_half from(int64_t v) { return {floatToHalf((float)v)}; }
+  SNUG_HD static snug_half from(bool v) { return {uint16_t(v ? 0x3c00u : 0u)}; }
+};
+template <> struct Convert<snug_bfloat> {
+  SNUG_HD static snug_bfloat from(float v) { return {floatToBfloat(v)}; }
+  SNUG_HD static snug_bfloat from(double v) {
+    return {floatToBfloat((float)v)};
+  }
+  SNUG_HD static snug_bfloat from(int64_t v) {
+    return {floatToBfloat((float)v)};
+  }
+  SNUG_HD static snug_bfloat from(bool v) { return {uint16_t(v ? 0x3f80u : 0u)}; }
+};
+template <> struct Convert<bool> {
+  SNUG_HD static bool from(float v) { return v != 0; }
+  SNUG_HD static bool from(double v) { return v != 0; }
+  SNUG_HD static bool from(int64_t v) { return v != 0; }
+  SNUG_HD static bool from(bool v) { return v; }
+};
+/// The integers: int64 values wrap to the width; floats follow the rule.
+template <class I> struct ConvertInt {
+  SNUG_HD static I wrap(int64_t v) { return (I)(uint64_t)v; }
+  SNUG_HD static I from(int64_t v) { return wrap(v); }
+  SNUG_HD static I from(bool v) { return (I)(v ? 1 : 0); }
+  SNUG_HD static I from(double v) {
+    return sizeof(I) == 8 ? (I)floatToInt64(v) : wrap(floatToInt32(v));
+  }
+  SNUG_HD static I from(float v) { return from((double)v); }
+};
+template <> struct Convert<int64_t> : ConvertInt<int64_t> {};
+template <> struct Convert<int32_t> : ConvertInt<int32_t> {};
+template <> struct Convert<int16_t> : ConvertInt<int16_t> {};
+template <> struct Convert<int8_t> : ConvertInt<int8_t> {};
+template <> struct Convert<uint8_t> : ConvertInt<uint8_t> {};
+
+/// A stored element as the value arithmetic starts from: float for the
+/// 16-bit floats, the element itself otherwise.
+template <class T> SNUG_HD T widen(T v) { return v; }
+SNUG_HD float widen(snug_half v) { return halfToFloat(v.bits); }
+SNUG_HD float widen(snug_bfloat v) { return bfloatToFloat(v.bits); }
+
+/// A widened element (or any arithmetic value) as one of the compute
+/// types Convert takes: float, double and bool as they are, every integer
+/// type as int64_t.
+SNUG_HD float normalize(float v) { return v; }
+SNUG_HD double normalize(double v) { return v; }
+SNUG_HD bool normalize(bool v) { return v; }
+template <class I> SNUG_HD int64_t normalize(I v) { return (int64_t)v; }
+
+/// A compute value converted to another compute type (float, double,
+/// int64_t or bool). Integers from floats follow the float -> integer rule.
+template <class To, class From> SNUG_HD To to(From v) {
+  return Convert<To>::from(v);
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+/// Attribute values an op reads, bound once per node: two floats and an
+/// integer (an int attribute, or 1 when a string attribute names a choice).
+struct Params {
+  float f[2];
+  int64_t i;
+};
+
+#if !defined(__CUDACC__)
+/// Where an attribute goes: slot 0 or 1 = f[slot] (a float attribute),
+/// slot 2 = i (an int attribute, or, with `choice`, whether the string
+/// attribute equals it). The list ends with a null name.
+struct ParamSpec {
+  const char *name;
+  int slot;
+  float fallback;
+  const char *choice;
+};
+#define SNUG_PARAMS(...)                                                       \
+  static constexpr ParamSpec kParams[] = {__VA_ARGS__ {nullptr, 0, 0, nullptr}};
+#else
+#define SNUG_PARAMS(...)
+#endif
+
+struct OpBase {
+  static constexpr int kArity = 1;
+  static constexpr bool kFold = false;
+  static constexpr bool kSelect = false;
+  static constexpr bool kIntegerMath = false;
+  static constexpr bool kCompare = false;
+  SNUG_PARAMS()
+  template <class C> SNUG_HD static C absent(int, const Params &) {
+    return C(0);
+  }
+};
+
+/// Integer-exact ops (wrapping int64 arithmetic on integers and bool).
+struct IntOpBase : OpBase {
+  static constexpr bool kIntegerMath = true;
+};
+
+// Wrapping int64 arithmetic; float types pass through the C++ operators.
+template <class C> SNUG_HD C wrapAdd(C a, C b) { return a + b; }
+template <class C> SNUG_HD C wrapSub(C a, C b) { return a - b; }
+template <class C> SNUG_HD C wrapMul(C a, C b) { return a * b; }
+template <> SNUG_HD int64_t wrapAdd(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+template <> SNUG_HD int64_t wrapSub(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+template <> SNUG_HD int64_t wrapMul(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+template <class C> SNUG_HD C negate(C x) { return -x; }
+template <> SNUG_HD int64_t negate(int64_t x) {
+  return (int64_t)(0 - (uint64_t)x);
+}
+
+/// log(1 + e^x), x itself above 20 (where e^-x is below half an ulp of x in
+/// float).
+template <class C> SNUG_HD C softplus(C x) {
+  return x > C(20) ? x : m::log1p(m::exp(x));
+}
+
+/// min(max(x, 0), 1) with NaN kept.
+template <class C> SNUG_HD C clamp01(C t) {
+  return isNaN(t) ? t : (t < C(0) ? C(0) : (t > C(1) ? C(1) : t));
+}
+
+#define SNUG_UNARY_MATH(NAME, FN)                                              \
+  struct NAME : OpBase {                                                       \
+    template <class C> SNUG_HD static C apply(C x, const Params &) {           \
+      return m::FN(x);                                                         \
+    }                                                                          \
+  };
+
+// Unary ops.
+struct Abs : IntOpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return m::fabs(x);
+  }
+};
+SNUG_UNARY_MATH(Acos, acos)
+SNUG_UNARY_MATH(Asin, asin)
+SNUG_UNARY_MATH(Atan, atan)
+SNUG_UNARY_MATH(Ceil, ceil)
+SNUG_UNARY_MATH(Cos, cos)
+SNUG_UNARY_MATH(Erf, erf)
+SNUG_UNARY_MATH(Exp, exp)
+SNUG_UNARY_MATH(Floor, floor)
+SNUG_UNARY_MATH(Log, log)
+SNUG_UNARY_MATH(Round, rint) // half to even
+SNUG_UNARY_MATH(Sin, sin)
+SNUG_UNARY_MATH(Sqrt, sqrt)
+SNUG_UNARY_MATH(Tan, tan)
+SNUG_UNARY_MATH(Tanh, tanh)
+#undef SNUG_UNARY_MATH
+
+struct Celu : OpBase {
+  SNUG_PARAMS({"alpha", 0, 1.0f, nullptr}, )
+  // max(0, x) + min(0, alpha (e^(x/alpha) - 1)); + 0 makes -0 give +0.
+  template <class C> SNUG_HD static C apply(C x, const Params &p) {
+    C alpha = C(p.f[0]);
+    return x > C(0) ? x : alpha * m::expm1(x / alpha) + C(0);
+  }
+};
+
+/// Bounds from operands 1 and 2 (scalars), else the `min`/`max` attributes
+/// of opset < 11, else none. NaN passes through; min(max(x, lo), hi), so hi
+/// wins when lo > hi.
+struct Clip : IntOpBase {
+  static constexpr int kArity = 3;
+  SNUG_PARAMS({"min", 0, -std::numeric_limits<float>::infinity(), nullptr},
+              {"max", 1, std::numeric_limits<float>::infinity(), nullptr}, )
+  template <class C> SNUG_HD static C absent(int index, const Params &p) {
+    float bound = p.f[index == 1 ? 0 : 1];
+    if (bound != bound)
+      return C(0);
+    // Integers: an infinite bound is no bound.
+    if (C(0.5) == C(0) && (bound > 9.2e18f || bound < -9.2e18f))
+      return bound < 0 ? C(kInt64Min) : C(kInt64Max);
+    return to<C>(bound);
+  }
+  template <class C>
+  SNUG_HD static C apply(C x, C lo, C hi, const Params &) {
+    C t = x < lo ? lo : x;
+    return t > hi ? hi : t;
+  }
+};
+
+struct Elu : OpBase {
+  SNUG_PARAMS({"alpha", 0, 1.0f, nullptr}, )
+  template <class C> SNUG_HD static C apply(C x, const Params &p) {
+    return x >= C(0) ? x : C(p.f[0]) * m::expm1(x);
+  }
+};
+
+/// x/2 (1 + erf(x/sqrt 2)) = x/2 erfc(-x/sqrt 2); the tanh form
+/// x/2 (1 + tanh u) = x / (1 + e^(-2u)).
+struct Gelu : OpBase {
+  SNUG_PARAMS({"approximate", 2, 0, "tanh"}, )
+  template <class C> SNUG_HD static C apply(C x, const Params &p) {
+    if (p.i) {
+      C u = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
+      return x / (C(1) + m::exp(C(-2) * u));
+    }
+    return C(0.5) * x * m::erfc(-x * C(0.70710678118654752440));
+  }
+};
+
+struct HardSigmoid : OpBase {
+  SNUG_PARAMS({"alpha", 0, 0.2f, nullptr}, {"beta", 1, 0.5f, nullptr}, )
+  template <class C> SNUG_HD static C apply(C x, const Params &p) {
+    return clamp01(m::fma(C(p.f[0]), x, C(p.f[1])));
+  }
+};
+
+/// x * HardSigmoid(x) with alpha 1/6, beta 1/2, as (x + 3) / 6: equal in
+/// exact arithmetic, without x/6 + 1/2's cancellation near -3.
+struct HardSwish : OpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return x * clamp01((x + C(3)) / C(6));
+  }
+};
+
+struct LeakyRelu : OpBase {
+  SNUG_PARAMS({"alpha", 0, 0.01f, nullptr}, )
+  template <class C> SNUG_HD static C apply(C x, const Params &p) {
+    return x >= C(0) ? x : C(p.f[0]) * x;
+  }
+};
+
+struct Mish : OpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return x * m::tanh(softplus(x));
+  }
+};
+
+/// -x: flips the sign of zeros and NaN; INT_MIN wraps to itself.
+struct Neg : IntOpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return negate(x);
+  }
+};
+
+struct Not : IntOpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return x == C(0) ? C(1) : C(0);
+  }
+};
+
+struct Reciprocal : OpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return C(1) / x;
+  }
+};
+
+/// NaN and -0 pass through (x < 0 is false for both).
+struct Relu : IntOpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return x < C(0) ? C(0) : x;
+  }
+};
+
+struct Selu : OpBase {
+  SNUG_PARAMS({"alpha", 0, 1.67326319217681884765625f, nullptr},
+              {"gamma", 1, 1.05070102214813232421875f, nullptr}, )
+  template <class C> SNUG_HD static C apply(C x, const Params &p) {
+    return C(p.f[1]) * (x > C(0) ? x : C(p.f[0]) * m::expm1(x) + C(0));
+  }
+};
+
+struct Sigmoid : OpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return C(1) / (C(1) + m::exp(-x));
+  }
+};
+
+/// -0 gives +0, NaN stays NaN.
+struct Sign : IntOpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return x > C(0) ? C(1) : (x < C(0) ? C(-1) : (x == C(0) ? C(0) : x));
+  }
+};
+
+struct Softplus : OpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return softplus(x);
+  }
+};
+
+struct Softsign : OpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return x / (C(1) + m::fabs(x));
+  }
+};
+
+struct ThresholdedRelu : OpBase {
+  SNUG_PARAMS({"alpha", 0, 1.0f, nullptr}, )
+  template <class C> SNUG_HD static C apply(C x, const Params &p) {
+    return x > C(p.f[0]) ? x : C(0);
+  }
+};
+
+/// x for x >= 0 (and NaN, -0), x * slope below.
+struct PRelu : IntOpBase {
+  static constexpr int kArity = 2;
+  template <class C> SNUG_HD static C apply(C x, C slope, const Params &) {
+    return x < C(0) ? wrapMul(x, slope) : x;
+  }
+};
+
+// Binary ops.
+struct BinaryBase : IntOpBase {
+  static constexpr int kArity = 2;
+};
+
+struct Add : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return wrapAdd(a, b);
+  }
+};
+struct Sub : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return wrapSub(a, b);
+  }
+};
+struct Mul : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return wrapMul(a, b);
+  }
+};
+
+template <class C> SNUG_HD C divide(C a, C b) { return a / b; }
+template <> SNUG_HD int64_t divide(int64_t a, int64_t b) {
+  if (b == 0)
+    return 0;
+  if (b == -1) // INT64_MIN / -1 wraps to INT64_MIN
+    return (int64_t)(0 - (uint64_t)a);
+  return a / b;
+}
+struct Div : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return divide(a, b);
+  }
+};
+
+/// fmod = 0: the sign of the divisor (Python's %); fmod = 1: the dividend's
+/// (C's fmod).
+template <class C> SNUG_HD C modulo(C a, C b, bool truncated) {
+  C r = m::fmod(a, b);
+  if (truncated)
+    return r;
+  return (r != C(0) && ((r < C(0)) != (b < C(0)))) ? r + b : r;
+}
+template <> SNUG_HD int64_t modulo(int64_t a, int64_t b, bool truncated) {
+  if (b == 0 || b == -1) // -1: INT64_MIN % -1 traps in C
+    return 0;
+  int64_t r = a % b;
+  if (truncated)
+    return r;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+struct Mod : BinaryBase {
+  SNUG_PARAMS({"fmod", 2, 0, nullptr}, )
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &p) {
+    return modulo(a, b, p.i != 0);
+  }
+};
+
+struct Pow : OpBase {
+  static constexpr int kArity = 2;
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return m::pow(a, b);
+  }
+};
+
+struct And : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return (a != C(0)) && (b != C(0)) ? C(1) : C(0);
+  }
+};
+struct Or : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return (a != C(0)) || (b != C(0)) ? C(1) : C(0);
+  }
+};
+struct Xor : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return (a != C(0)) != (b != C(0)) ? C(1) : C(0);
+  }
+};
+
+// Comparisons: the result is bool; NaN compares false.
+struct CompareBase : BinaryBase {
+  static constexpr bool kCompare = true;
+};
+struct Equal : CompareBase {
+  template <class C> SNUG_HD static bool apply(C a, C b, const Params &) {
+    return a == b;
+  }
+};
+struct Greater : CompareBase {
+  template <class C> SNUG_HD static bool apply(C a, C b, const Params &) {
+    return a > b;
+  }
+};
+struct GreaterOrEqual : CompareBase {
+  template <class C> SNUG_HD static bool apply(C a, C b, const Params &) {
+    return a >= b;
+  }
+};
+struct Less : CompareBase {
+  template <class C> SNUG_HD static bool apply(C a, C b, const Params &) {
+    return a < b;
+  }
+};
+struct LessOrEqual : CompareBase {
+  template <class C> SNUG_HD static bool apply(C a, C b, const Params &) {
+    return a <= b;
+  }
+};
+
+// Variadic folds: acc = apply(acc, next) over the operands left to right,
+// then finish(acc, count).
+struct FoldBase : IntOpBase {
+  static constexpr int kArity = 2;
+  static constexpr bool kFold = true;
+  template <class C> SNUG_HD static C finish(C acc, int) { return acc; }
+};
+/// The first NaN operand, else the larger (the second when equal).
+struct Max : FoldBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return isNaN(a) ? a : isNaN(b) ? b : (a > b ? a : b);
+  }
+};
+/// The first NaN operand, else the smaller (the second when equal).
+struct Min : FoldBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return isNaN(a) ? a : isNaN(b) ? b : (a < b ? a : b);
+  }
+};
+struct Sum : FoldBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return wrapAdd(a, b);
+  }
+};
+/// The sum in the compute type, divided by the count (integers truncate).
+struct Mean : Sum {
+  template <class C> SNUG_HD static C finish(C acc, int count) {
+    return divide(acc, C(count));
+  }
+};
+
+/// Where(cond, a, b): a's or b's element as stored, never converted.
+struct Where : OpBase {
+  static constexpr int kArity = 3;
+  static constexpr bool kSelect = true;
+  template <class T>
+  SNUG_HD static T apply(bool cond, T a, T b, const Params &) {
+    return cond ? a : b;
+  }
+};
+
+#undef SNUG_PARAMS
+
+//===----------------------------------------------------------------------===//
+// Compute types and parameter binding (host side of the compiler/runtime)
+//===----------------------------------------------------------------------===//
+
+enum class ComputeKind { Float, Double, Int64 };
+
+/// Classes of operand element types, for computeKind.
+enum class ElementClass { NarrowFloat, F64, Integer };
+
+/// The compute type of op `Op` over operands of the given classes (absent
+/// operands left out): the rule in the file comment.
+template <class Op>
+ComputeKind computeKind(const ElementClass *classes, int count) {
+  bool anyFloat = false, anyF64 = false, anyInteger = false;
+  for (int k = 0; k < count; ++k) {
+    anyFloat |= classes[k] != ElementClass::Integer;
+    anyF64 |= classes[k] == ElementClass::F64;
+    anyInteger |= classes[k] == ElementClass::Integer;
+  }
+  if (!anyFloat)
+    return Op::kIntegerMath ? ComputeKind::Int64 : ComputeKind::Double;
+  return anyF64 || anyInteger ? ComputeKind::Double : ComputeKind::Float;
+}
+
+#if !defined(__CUDACC__)
+/// Op's Params from a node's attributes. `Reader` answers
+///   bool has(const char *name); float getFloat(const char *name, float);
+///   int64_t getInt(const char *name, int64_t);
+///   bool stringIs(const char *name, const char *value);
+template <class Op, class Reader> Params bindParams(const Reader &reader) {
+  Params params = {{0, 0}, 0};
+  for (const ParamSpec *spec = Op::kParams; spec->name; ++spec) {
+    if (spec->slot < 2)
+      params.f[spec->slot] = reader.getFloat(spec->name, spec->fallback);
+    else if (spec->choice)
+      params.i = reader.stringIs(spec->name, spec->choice) ? 1 : 0;
+    else
+      params.i = reader.getInt(spec->name, int64_t(spec->fallback));
+  }
+  return params;
+}
+#endif
+
+} // namespace scalar
+} // namespace snug
+
+#endif // SNUG_RUNTIME_SCALAROPS_H
