@@ -61,6 +61,8 @@ constexpr uint32_t kBundleVersion = 2;
 constexpr uint32_t kOldestBundleVersion = 1;
 /// The first version whose host plan ops carry a has-body byte.
 constexpr uint32_t kFirstVersionWithBodies = 2;
+/// The one op that carries a body (the reader holds it to that).
+constexpr const char *kFusedOpName = "snug.fused";
 /// A body operand index meaning "absent" (ONNX's empty input).
 constexpr uint32_t kNoValue = 0xffffffffu;
 constexpr uint64_t kHeaderSize = 32;

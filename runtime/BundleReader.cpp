@@ -461,6 +461,10 @@ bool readHostPlan(Cursor &cursor, Bundle &b) {
       return cursor.fail(op.describe(i) + ": bad has-body byte " +
                          std::to_string(hasBody));
     op.hasBody = hasBody;
+    if (op.hasBody != (op.opName == kFusedOpName))
+      return cursor.fail(op.describe(i) + (op.hasBody
+                                               ? ": only snug.fused has a body"
+                                               : ": snug.fused needs a body"));
     if (op.hasBody && !readBody(cursor, op, op.describe(i)))
       return false;
   }
