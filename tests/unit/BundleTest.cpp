@@ -467,3 +467,49 @@ TEST(BundleFuzzTest, MutatedBundlesNeverCrash) {
   EXPECT_GT(rejected, 0);
   ::testing::Test::RecordProperty("loaded", loaded);
 }
+
+/// The host runs a body per element: values by hand, the weight broadcast
+/// along the rows, and the result in place over its operand (the plan puts
+/// both at offset 0), which is safe because each element's operands are
+/// read before it is written.
+TEST(BundleTest, HostRunsBodies) {
+  auto outputs = runF32(kFused, {{-10.0f, -1.0f, 0.0f, 1.0f}});
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0], (std::vector<float>{-4.5f, 1.0f, 3.0f, 5.0f}));
+  outputs = runF32(
+      "func @f(%x: f32[2,3] {offset = 0}) -> f32[2,3] attributes {arena = "
+      "64} {\n"
+      "  %n = Neg(%x) : f32[2,3] {offset = 0}\n"
+      "  %y = snug.fused(%n) : f32[2,3] {offset = 0} {\n"
+      "  ^bb(%a: f32[2,3]):\n"
+      "    %t = Mul(%a, %a) : f32[2,3]\n"
+      "    %u = Sub(%t, %a) : f32[2,3]\n"
+      "    yield %u\n"
+      "  }\n"
+      "  return %y\n}\n",
+      {{1, 2, 3, -1, -2, 0.5f}});
+  ASSERT_EQ(outputs.size(), 1u);
+  // n = -x; n * n - n.
+  EXPECT_EQ(outputs[0], (std::vector<float>{2, 6, 12, 0, 2, 0.75f}));
+}
+
+/// A body op the host cannot bind is refused before anything runs, naming
+/// the op and the body op.
+TEST(BundleTest, HostRefusesBodiesItCannotRun) {
+  // Softmax is not elementwise: the verifier rejects it, the writer does
+  // not check, and the host must refuse it.
+  auto bundle = parse(bundleOf(
+      "func @f(%x: f32[2] {offset = 0}) -> f32[2] attributes {arena = 64} {\n"
+      "  %y = snug.fused(%x) : f32[2] {offset = 0} {\n"
+      "  ^bb(%a: f32[2]):\n"
+      "    %t = Softmax(%a) {axis = 0} : f32[2]\n"
+      "    yield %t\n"
+      "  }\n"
+      "  return %y\n}\n"));
+  ASSERT_TRUE(bundle);
+  rt::Status status = rt::checkHostSupport(*bundle);
+  EXPECT_EQ(status.getCode(), SNUG_ERROR_UNSUPPORTED);
+  EXPECT_EQ(status.getMessage(),
+            "bundle 'b.snug': op #0 (snug.fused): body op 0 (Softmax) is not "
+            "an elementwise op of the host");
+}
