@@ -10,6 +10,7 @@
 #ifndef SNUG_IR_OPINFO_H
 #define SNUG_IR_OPINFO_H
 
+#include "ir/Attribute.h"
 #include "ir/DType.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -90,6 +91,34 @@ struct OpInfo {
   }
   bool acceptsDType(DType type) const { return dtypes & dtypeBit(type); }
 };
+
+/// One attribute of an op's canonical form (an ATTR line of Ops.def).
+struct AttrSpec {
+  enum class Default { None, Int, Float, String };
+  OpCode op;
+  const char *name;
+  Attribute::Kind kind;
+  Default defaultKind;
+  int64_t intDefault;
+  float floatDefault;
+  const char *stringDefault;
+
+  /// ONNX's default value; None for a required attribute or one without.
+  llvm::Optional<Attribute> getDefault() const;
+};
+
+/// The attributes `op` declares, in Ops.def order.
+llvm::ArrayRef<AttrSpec> getAttrSpecs(OpCode op);
+/// nullptr when `op` declares no attribute `name`.
+const AttrSpec *findAttrSpec(OpCode op, llvm::StringRef name);
+/// Why `value` cannot be attribute `name` of `op` ("attribute 'axis' is a
+/// float, expected an int"); empty when it can or the op does not declare
+/// it. An int may stand for a float (textual IR writes `alpha = 1`), not the
+/// other way round.
+std::string checkAttributeKind(OpCode op, llvm::StringRef name,
+                               const Attribute &value);
+/// "an int", "a list of floats", ... for messages.
+llvm::StringRef describeAttributeKind(Attribute::Kind kind);
 
 /// nullptr for an op the table does not list.
 const OpInfo *lookupOp(llvm::StringRef name);

@@ -180,6 +180,12 @@ void ModuleVerifier::verifyNode(const Node &node,
                       ", the op takes " + dtypeSetString(info.dtypes));
   else
     verifyFamily(node, info);
+  for (const auto &attribute : node.getAttributes()) {
+    std::string why =
+        checkAttributeKind(info.code, attribute.first, attribute.second);
+    if (!why.empty())
+      report(&node, why);
+  }
   for (unsigned i = 0; i < node.getNumResults(); ++i) {
     const Value *result = node.getResult(i);
     checkName(result, &node);

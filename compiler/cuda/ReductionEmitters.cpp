@@ -1,6 +1,6 @@
 //===- ReductionEmitters.cpp - CUDA emitters: reductions, normalizations --===//
 //
-// Softmax, LogSoftmax, LayerNormalization, InstanceNormalization, the
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, InstanceNormalization, the
 // Reduce* family, ArgMax/ArgMin and the global pools all reduce rows: row r
 // of the input starts at some offset and its elements lie at offsets a
 // fixed index walk gives. A RowWalk says how threads share that work:
@@ -315,6 +315,46 @@ llvm::Error emitSoftmaxOp(EmitContext &context) {
 }
 llvm::Error emitLogSoftmaxOp(EmitContext &context) {
   return emitSoftmax(context, true);
+}
+
+/// Hardmax: 1 at the first maximum of each row along `axis`, 0 elsewhere.
+/// The host takes the first element greater than every one before it,
+/// starting below -inf, so NaN never wins and a row of NaN and -inf marks
+/// element 0. In parallel: the maximum of the non-NaN values, then the
+/// first index holding it (element 0 when that maximum is -inf).
+llvm::Error emitHardmax(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  auto axis = axisAttr(context, "axis", -1);
+  if (!axis)
+    return axis.takeError();
+  if (!y.numElements)
+    return llvm::Error::success();
+  RowWalk walk = walkAlong(x, *axis);
+  std::string acc = accType(x.dtype);
+  std::string load = "(" + acc + ")snug_load(x + at)";
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << walk.open({acc, "int64_t"}) << "    " << acc
+     << " best = -snug_inf();\n"
+     << walk.forEach("      const " + acc + " v = " + load +
+                     ";\n      if (v > best) best = v;\n")
+     << walk.combine("best", "snug_op_max", 0) << "    int64_t found = "
+     << lit(walk.count) << ";\n"
+     << walk.forEach("      if (" + load +
+                     " == best) found = found < k ? found : k;\n")
+     << walk.combine("found", "snug_op_min", 1)
+     << "    const int64_t arg = best == -snug_inf() ? 0 : found;\n"
+     << walk.forEach("      " +
+                     walk.write("snug_store(y + at, (" + acc +
+                                ")(k == arg ? 1 : 0));") +
+                     "\n")
+     << walk.close();
+  Kernel kernel = walk.kernel("hardmax");
+  kernel.addTensor("x", x, true);
+  kernel.addTensor("y", y, false);
+  kernel.body = os.str();
+  context.launch(std::move(kernel));
+  return llvm::Error::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -698,6 +738,7 @@ llvm::Error emitArgMin(EmitContext &context) {
 const EmitterEntry reductionEmitters[] = {
     {ir::OpCode::Softmax, emitSoftmaxOp},
     {ir::OpCode::LogSoftmax, emitLogSoftmaxOp},
+    {ir::OpCode::Hardmax, emitHardmax},
     {ir::OpCode::LayerNormalization, emitLayerNormalization},
     {ir::OpCode::BatchNormalization, emitBatchNormalization},
     {ir::OpCode::InstanceNormalization, emitInstanceNormalization},

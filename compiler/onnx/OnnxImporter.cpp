@@ -8,14 +8,13 @@
 // the cycle check). Each node goes through its op's normalizer
 // (OnnxOps.cpp), which emits canonical snug nodes typed by the shape
 // functions. Finally the graph outputs are checked against what the model
-// declares and the import pipeline runs.
+// declares and the module is verified.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 
 #include "ir/Verifier.h"
 #include "passes/ConstantEval.h"
-#include "passes/PassManager.h"
 #include "passes/ShapeFunctions.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -313,6 +312,12 @@ Importer::emit(const onnx::NodeProto &node, llvm::StringRef opName,
                            ir::getDTypeName(operands[0]->getType().getDType()) +
                            " is not supported (" + opName + " takes " +
                            ir::dtypeSetString(info->dtypes) + ")");
+  for (const auto &attribute : attributes) {
+    std::string why =
+        ir::checkAttributeKind(info->code, attribute.first, attribute.second);
+    if (!why.empty())
+      return error(node, why);
+  }
   ShapeQuery query{info->code, types, attributes, numResults, data};
   auto resultTypes = inferResultTypes(query);
   if (!resultTypes)
@@ -730,8 +735,7 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
 }
 
 llvm::Expected<std::unique_ptr<ir::Module>>
-importOnnxModelWithoutPipeline(llvm::StringRef path,
-                               const ImportOptions &options) {
+importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
   onnx::ModelProto model;
   if (llvm::Error error = loadModel(path, model))
     return error;
@@ -750,22 +754,6 @@ importOnnxModelWithoutPipeline(llvm::StringRef path,
             ": internal error: the imported module does not "
             "verify:\n" +
             toString(std::move(error)));
-  return module;
-}
-
-llvm::Expected<std::unique_ptr<ir::Module>>
-importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
-  auto module = importOnnxModelWithoutPipeline(path, options);
-  if (!module)
-    return module.takeError();
-  PassManager passManager;
-  if (llvm::Error error = passManager.addPipeline(options.pipeline))
-    return error;
-  if (llvm::Error error = passManager.run(**module))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        path.str() + ": error: " + toString(std::move(error)));
-  (*module)->eraseUnusedWeights();
   return module;
 }
 

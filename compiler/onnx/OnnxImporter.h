@@ -4,8 +4,8 @@
 // ending .onnxtxt, .textproto or .pbtxt), binds every symbolic dimension,
 // normalizes each node of the default domain (opsets 7 to 21) into one
 // canonical snug form, types every value with the shape functions
-// (passes/ShapeFunctions.h) and runs the import pipeline (default
-// "fold-constants,dce"). Initializers, and graph inputs that are also
+// (passes/ShapeFunctions.h). It runs no pass: the pipelines live in
+// compiler/Pipeline.h. Initializers, and graph inputs that are also
 // initializers, become weights; raw_data is moved, not copied, and external
 // data is mmap-ed (WeightBlob::addMapped), so a weight is never held twice.
 // Constant nodes become weights.
@@ -96,10 +96,6 @@ struct ImportOptions {
   /// (Reshape's shape, Slice's starts) as inputs.
   std::map<std::string, std::pair<ir::TensorType, std::vector<uint8_t>>>
       frozenInputs;
-  /// Pass pipeline run after import ("" runs none).
-  std::string pipeline = "fold-constants,dce";
-  /// Passes to leave out of the pipeline, and the pass manager's other
-  /// options, are the caller's: see importOnnxModel's PassManager overload.
 };
 
 /// Parses `NAME:DIMS[xDTYPE]`; the error says what is wrong.
@@ -132,17 +128,11 @@ private:
   std::vector<UnsupportedOp> ops;
 };
 
-/// Reads the model at `path`, imports it into static IR and runs
-/// `options.pipeline` with default pass-manager options.
+/// Reads the model at `path` and imports it into static IR. No pass runs:
+/// the module still holds the shape subgraphs the importer read
+/// (fold-constants removes them); compiler/Pipeline.h has the pipelines.
 llvm::Expected<std::unique_ptr<ir::Module>>
 importOnnxModel(llvm::StringRef path, const ImportOptions &options);
-
-/// The import alone: no pipeline, so the module still holds the shape
-/// subgraphs the importer read (fold-constants removes them). Callers that
-/// run their own PassManager (snugc) use this.
-llvm::Expected<std::unique_ptr<ir::Module>>
-importOnnxModelWithoutPipeline(llvm::StringRef path,
-                               const ImportOptions &options);
 
 } // namespace snug
 

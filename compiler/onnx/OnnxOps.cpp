@@ -110,41 +110,12 @@ llvm::Expected<AttributeMap> convertAttributes(Importer &importer,
   return attributes;
 }
 
-static void setDefault(AttributeMap &attributes, llvm::StringRef name,
-                       Attribute value) {
-  attributes.emplace(name.str(), std::move(value));
-}
-
-/// ONNX defaults that snug makes explicit on otherwise unchanged ops.
-static void addDefaults(llvm::StringRef op, AttributeMap &attributes) {
-  if (op == "LeakyRelu")
-    setDefault(attributes, "alpha", Attribute::getFloat(0.01f));
-  else if (op == "HardSigmoid") {
-    setDefault(attributes, "alpha", Attribute::getFloat(0.2f));
-    setDefault(attributes, "beta", Attribute::getFloat(0.5f));
-  } else if (op == "Elu")
-    setDefault(attributes, "alpha", Attribute::getFloat(1.0f));
-  else if (op == "Selu") {
-    setDefault(attributes, "alpha", Attribute::getFloat(1.67326319f));
-    setDefault(attributes, "gamma", Attribute::getFloat(1.05070102f));
-  } else if (op == "Gelu")
-    setDefault(attributes, "approximate", Attribute::getString("none"));
-  else if (op == "LRN") {
-    setDefault(attributes, "alpha", Attribute::getFloat(1e-4f));
-    setDefault(attributes, "beta", Attribute::getFloat(0.75f));
-    setDefault(attributes, "bias", Attribute::getFloat(1.0f));
-  } else if (op == "InstanceNormalization")
-    setDefault(attributes, "epsilon", Attribute::getFloat(1e-5f));
-  else if (op == "Mod")
-    setDefault(attributes, "fmod", Attribute::getInt(0));
-  else if (op == "DepthToSpace")
-    setDefault(attributes, "mode", Attribute::getString("DCR"));
-  else if (op == "Gemm") {
-    setDefault(attributes, "alpha", Attribute::getFloat(1.0f));
-    setDefault(attributes, "beta", Attribute::getFloat(1.0f));
-    setDefault(attributes, "transA", Attribute::getInt(0));
-    setDefault(attributes, "transB", Attribute::getInt(0));
-  }
+/// ONNX's defaults (the op table's) made explicit on otherwise unchanged
+/// ops, so that kernels never need fallbacks of their own.
+static void addDefaults(ir::OpCode op, AttributeMap &attributes) {
+  for (const ir::AttrSpec &spec : ir::getAttrSpecs(op))
+    if (llvm::Optional<Attribute> value = spec.getDefault())
+      attributes.emplace(spec.name, std::move(*value));
 }
 
 static llvm::Error importGeneric(Importer &importer, onnx::NodeProto &node) {
@@ -154,7 +125,7 @@ static llvm::Error importGeneric(Importer &importer, onnx::NodeProto &node) {
   auto attributes = convertAttributes(importer, node);
   if (!attributes)
     return attributes.takeError();
-  addDefaults(node.op_type(), *attributes);
+  addDefaults(ir::lookupOp(node.op_type())->code, *attributes);
   return importer.emitAndBind(node, node.op_type(), *inputs,
                               std::move(*attributes));
 }

@@ -14,6 +14,7 @@
 // Unsupported ops and rejected models are listed, not failures.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Pipeline.h"
 #include "compiler/onnx/OnnxImporter.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -166,7 +167,7 @@ int main(int argc, char **argv) {
       ImportOptions options = readBindings(dir);
       llvm::SmallString<256> model(dir);
       llvm::sys::path::append(model, "model.onnx");
-      auto module = importOnnxModel(model, options);
+      auto module = importAndRunPipeline(model, options);
       if (module) {
         ++tally.imported;
         continue;

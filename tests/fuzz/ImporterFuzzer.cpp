@@ -7,6 +7,7 @@
 // Built only with clang (-DSNUG_FUZZ=ON); bench/fuzz/run.sh drives it.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Pipeline.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "ir/Verifier.h"
 
@@ -38,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   snug::ImportOptions options;
   options.dims["batch"] = 1;
-  auto module = snug::importOnnxModel(path, options);
+  auto module = snug::importAndRunPipeline(path, options);
   if (!module) {
     llvm::consumeError(module.takeError());
     return 0;

@@ -1,4 +1,5 @@
 //===- OnnxImporterTest.cpp - Bindings and the importer's error types -----===//
+#include "compiler/Pipeline.h"
 #include "compiler/onnx/OnnxImporter.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -63,7 +64,7 @@ graph {
   output { name: "y" type { tensor_type { elem_type: 1 } } }
 })";
   }
-  auto module = importOnnxModel(path, ImportOptions());
+  auto module = importAndRunPipeline(path, ImportOptions());
   ASSERT_FALSE(bool(module));
   std::vector<std::string> ops;
   llvm::handleAllErrors(module.takeError(),
@@ -93,7 +94,7 @@ graph {
 })";
   }
   ImportOptions options;
-  auto missing = importOnnxModel(path, options);
+  auto missing = importAndRunPipeline(path, options);
   ASSERT_FALSE(bool(missing));
   EXPECT_NE(toString(missing.takeError()).find("is not a constant"),
             std::string::npos);
@@ -102,7 +103,7 @@ graph {
   std::vector<uint8_t> bytes(16);
   std::memcpy(bytes.data(), shape.data(), 16);
   options.frozenInputs["shape"] = {ir::TensorType(ir::DType::I64, {2}), bytes};
-  auto module = importOnnxModel(path, options);
+  auto module = importAndRunPipeline(path, options);
   ASSERT_TRUE(bool(module)) << toString(module.takeError());
   EXPECT_EQ((*module)->getOutputs()[0]->getType().str(), "f32[3,4]");
   EXPECT_EQ((*module)->getInputs().size(), 1u);

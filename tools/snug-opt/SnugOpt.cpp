@@ -18,6 +18,7 @@
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
+#include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
 
@@ -38,7 +39,9 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::init("-"),
                                        cl::cat(category));
 static cl::opt<std::string>
-    pipeline("passes", cl::desc("Pass pipeline, e.g. dce"),
+    pipeline("passes",
+             cl::desc("Pass pipeline, e.g. dce; the names import, plan and "
+                      "default stand for snugc's pipelines"),
              cl::value_desc("pipeline"), cl::init(""), cl::cat(category));
 static cl::opt<bool> splitInputFile(
     "split-input-file",
@@ -99,7 +102,8 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
   options.statistics = passStatistics;
   options.printOptions.elideWeightsOver = elideWeightsOver;
   PassManager passManager(options);
-  if (llvm::Error error = passManager.addPipeline(pipeline)) {
+  if (llvm::Error error =
+          passManager.addPipeline(expandPipelineNames(pipeline))) {
     llvm::errs() << "error: " << toString(std::move(error)) << '\n';
     return Outcome::UserError;
   }
@@ -125,7 +129,7 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
   }
   if (!emitBundle.empty()) {
     BundleOptions bundleOptions;
-    bundleOptions.pipeline = pipeline;
+    bundleOptions.pipeline = expandPipelineNames(pipeline);
     bundleOptions.compilerVersion = SNUG_VERSION;
     std::vector<bundle::KernelImage> noImages;
     if (program) {

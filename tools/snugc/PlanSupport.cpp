@@ -7,6 +7,7 @@
 #include "compiler/MemoryReport.h"
 #include "compiler/PlanTimeline.h"
 #include "passes/MemoryPlanner.h"
+#include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -72,7 +73,7 @@ static llvm::Error userError(const llvm::Twine &message) {
 static std::string planPipeline;
 
 std::string getPipelineDescription() {
-  std::string description = getPipelineOption().str();
+  std::string description = getPipelineOption();
   if (!planPipeline.empty())
     description += (description.empty() ? "" : ",") + planPipeline;
   return description;
@@ -98,12 +99,13 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
   llvm::Expected<PlannerStrategy> strategy = parsePlannerStrategy(plannerName);
   if (!strategy)
     return strategy.takeError();
-  std::string pipeline = noSchedule ? "" : "schedule,";
-  pipeline += "plan-memory{planner=" + plannerName.getValue() +
-              " alignment=" + std::to_string(alignment) +
-              " time-limit=" + std::to_string(timeLimit) + "}";
-  if (verifyPlan)
-    pipeline += ",verify-plan";
+  PlanningOptions planning;
+  planning.schedule = !noSchedule;
+  planning.planner = plannerName;
+  planning.alignment = alignment;
+  planning.timeLimitSeconds = timeLimit;
+  planning.verifyPlan = verifyPlan;
+  std::string pipeline = getPlanningPipeline(planning);
   planPipeline = pipeline;
   PassManager passManager(getPassManagerOptions());
   if (llvm::Error error = passManager.addPipeline(pipeline))

@@ -8,6 +8,7 @@
 #include "tools/snugc/SnugcCommands.h"
 
 #include "compiler/onnx/OnnxImporter.h"
+#include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
 
 #include "llvm/Support/WithColor.h"
@@ -34,8 +35,10 @@ static cl::list<std::string>
                 cl::cat(getCommonCategory()));
 static cl::opt<std::string>
     pipeline("passes",
-             cl::desc("Pass pipeline after import (replaces the default)"),
-             cl::value_desc("pipeline"), cl::init("fold-constants,dce"),
+             cl::desc("Pass pipeline after import (replaces the default "
+                      "'import'; names of compiler/Pipeline.h expand)"),
+             cl::value_desc("pipeline"),
+             cl::init(getDefaultImportPipeline().str()),
              inAllCommands(), cl::cat(getCommonCategory()));
 static cl::list<std::string>
     disablePass("disable-pass", cl::desc("Leave a pass out of the pipeline"),
@@ -84,7 +87,7 @@ PassManagerOptions getPassManagerOptions() {
   return passOptions;
 }
 
-llvm::StringRef getPipelineOption() { return pipeline; }
+std::string getPipelineOption() { return expandPipelineNames(pipeline); }
 
 int reportError(llvm::Error error) {
   std::string message = toString(std::move(error));
@@ -118,12 +121,12 @@ llvm::Optional<std::unique_ptr<ir::Module>> loadModule(llvm::StringRef path,
   PassManagerOptions passOptions = getPassManagerOptions();
   PassManager passManager(passOptions);
   // A bad pipeline is reported before the (possibly slow) import.
-  if (llvm::Error error = passManager.addPipeline(pipeline)) {
+  if (llvm::Error error = passManager.addPipeline(getPipelineOption())) {
     exitCode = reportError(std::move(error));
     return llvm::None;
   }
 
-  auto module = importOnnxModelWithoutPipeline(path, options);
+  auto module = importOnnxModel(path, options);
   if (!module) {
     exitCode = reportError(module.takeError());
     return llvm::None;

@@ -40,8 +40,8 @@ llvm::Optional<std::unique_ptr<ir::Module>> loadModule(llvm::StringRef path,
 /// for every pipeline a subcommand runs.
 PassManagerOptions getPassManagerOptions();
 
-/// The --passes pipeline as given (or its default).
-llvm::StringRef getPipelineOption();
+/// The --passes pipeline (or its default), pipeline names expanded.
+std::string getPipelineOption();
 
 /// Prints `error` to stderr; returns ExitInternalError for internal errors
 /// (a module that does not verify), ExitUserError otherwise.

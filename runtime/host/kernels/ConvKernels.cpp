@@ -212,7 +212,7 @@ Status convTransposeKernel(KernelContext &ctx) {
   return Status::ok();
 }
 
-enum class Pool { Max, Average, Lp };
+enum class Pool { Max, Average };
 
 Status pool(KernelContext &ctx, Pool kind) {
   if (Status s = ctx.expect(1, 1))
@@ -224,7 +224,6 @@ Status pool(KernelContext &ctx, Pool kind) {
   if (y.dim(0) != x.dim(0) || y.dim(1) != x.dim(1))
     return ctx.error("result batch and channels differ from the operand's");
   bool includePad = ctx.getInt("count_include_pad", 0);
-  double p = double(ctx.getInt("p", 2));
   const TensorView *indices =
       ctx.outputs.size() > 1 && ctx.out(1).present ? &ctx.out(1) : nullptr;
   // Indices are flat over N, C and the spatial dims, row-major
@@ -278,10 +277,8 @@ Status pool(KernelContext &ctx, Pool kind) {
                                        ? plane * inSize +
                                              (iw * w.in[1] + ih) * w.in[0] + id
                                        : at;
-                } else if (kind == Pool::Average) {
-                  acc += v;
                 } else {
-                  acc += std::pow(std::fabs(v), p);
+                  acc += v;
                 }
               }
             }
@@ -289,8 +286,6 @@ Status pool(KernelContext &ctx, Pool kind) {
           int64_t out = plane * outSize + (od * w.out[1] + oh) * w.out[2] + ow;
           if (kind == Pool::Average)
             acc /= double(includePad ? padded : count);
-          else if (kind == Pool::Lp)
-            acc = std::pow(acc, 1.0 / p);
           storeDouble(y.data, y.dtype, out, acc);
           if (indices)
             storeInt(indices->data, indices->dtype, out, best);
@@ -300,7 +295,6 @@ Status pool(KernelContext &ctx, Pool kind) {
 
 Status maxPoolKernel(KernelContext &ctx) { return pool(ctx, Pool::Max); }
 Status averagePoolKernel(KernelContext &ctx) { return pool(ctx, Pool::Average); }
-Status lpPoolKernel(KernelContext &ctx) { return pool(ctx, Pool::Lp); }
 
 Status globalPool(KernelContext &ctx, bool isMax) {
   if (Status s = ctx.expect(1, 1))
@@ -333,7 +327,6 @@ void registerConvKernels(KernelTable &t) {
   t["ConvTranspose"] = convTransposeKernel;
   t["MaxPool"] = maxPoolKernel;
   t["AveragePool"] = averagePoolKernel;
-  t["LpPool"] = lpPoolKernel;
   t["GlobalAveragePool"] = globalAveragePoolKernel;
   t["GlobalMaxPool"] = globalMaxPoolKernel;
 }

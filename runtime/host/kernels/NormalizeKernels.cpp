@@ -232,7 +232,7 @@ Status lrnKernel(KernelContext &ctx) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp };
+enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSumExp };
 
 /// Which axes of `rank` are reduced: the `axes` attribute, else an axes
 /// operand, else all (none with noop_with_empty_axes).
@@ -301,7 +301,7 @@ Status reduce(KernelContext &ctx, Reduce kind) {
     double v = loadDouble(x.data, x.dtype, i);
     double &a = acc[o];
     switch (kind) {
-    case Reduce::Sum: case Reduce::Mean: case Reduce::LogSum: a += v; break;
+    case Reduce::Sum: case Reduce::Mean: a += v; break;
     case Reduce::Max: a = (std::isnan(v) || v > a) ? v : a; break;
     case Reduce::Min: a = (std::isnan(v) || v < a) ? v : a; break;
     case Reduce::Prod: a *= v; break;
@@ -324,8 +324,6 @@ Status reduce(KernelContext &ctx, Reduce kind) {
       v = count ? v / double(count) : NAN;
     else if (kind == Reduce::L2)
       v = std::sqrt(v);
-    else if (kind == Reduce::LogSum)
-      v = std::log(v);
     else if (kind == Reduce::LogSumExp)
       v = std::log(v) + top[k];
     storeDouble(y.data, y.dtype, k, v);
@@ -343,7 +341,6 @@ SNUG_REDUCE(reduceProdKernel, Prod)
 SNUG_REDUCE(reduceL1Kernel, L1)
 SNUG_REDUCE(reduceL2Kernel, L2)
 SNUG_REDUCE(reduceSumSquareKernel, SumSquare)
-SNUG_REDUCE(reduceLogSumKernel, LogSum)
 SNUG_REDUCE(reduceLogSumExpKernel, LogSumExp)
 
 Status argReduce(KernelContext &ctx, bool isMax) {
@@ -396,7 +393,6 @@ void registerNormalizeKernels(KernelTable &t) {
   t["ReduceL1"] = reduceL1Kernel;
   t["ReduceL2"] = reduceL2Kernel;
   t["ReduceSumSquare"] = reduceSumSquareKernel;
-  t["ReduceLogSum"] = reduceLogSumKernel;
   t["ReduceLogSumExp"] = reduceLogSumExpKernel;
   t["ArgMax"] = argMaxKernel;
   t["ArgMin"] = argMinKernel;

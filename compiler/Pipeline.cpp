@@ -1,0 +1,80 @@
+//===- Pipeline.cpp - The default pass pipelines and their options --------===//
+#include "compiler/Pipeline.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cstdio>
+
+namespace snug {
+
+llvm::StringRef getDefaultImportPipeline() { return "fold-constants,dce"; }
+
+/// The shortest text that reads back as `seconds` (2 -> "2", 0.5 -> "0.5").
+static std::string formatSeconds(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", seconds);
+  return buffer;
+}
+
+std::string getPlanningPipeline(const PlanningOptions &options) {
+  std::string pipeline = options.schedule ? "schedule," : "";
+  pipeline += "plan-memory{planner=" + options.planner +
+              " alignment=" + std::to_string(options.alignment) +
+              " time-limit=" + formatSeconds(options.timeLimitSeconds) + "}";
+  if (options.verifyPlan)
+    pipeline += ",verify-plan";
+  return pipeline;
+}
+
+std::string expandPipelineNames(llvm::StringRef pipeline,
+                                const PlanningOptions &planning) {
+  // Split at top-level commas only: a pass's options in braces may hold
+  // anything.
+  std::string result;
+  auto append = [&](llvm::StringRef element) {
+    element = element.trim();
+    std::string expanded = element.str();
+    if (element == "import")
+      expanded = getDefaultImportPipeline().str();
+    else if (element == "plan")
+      expanded = getPlanningPipeline(planning);
+    else if (element == "default")
+      expanded = getDefaultImportPipeline().str() + "," +
+                 getPlanningPipeline(planning);
+    if (expanded.empty())
+      return;
+    result += (result.empty() ? "" : ",") + expanded;
+  };
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < pipeline.size(); ++i) {
+    char c = pipeline[i];
+    if (c == '{')
+      ++depth;
+    else if (c == '}')
+      --depth;
+    else if (c == ',' && depth == 0) {
+      append(pipeline.slice(start, i));
+      start = i + 1;
+    }
+  }
+  append(pipeline.substr(start));
+  return result;
+}
+
+llvm::Expected<std::unique_ptr<ir::Module>>
+importAndRunPipeline(llvm::StringRef path, const ImportOptions &options,
+                     llvm::StringRef pipeline) {
+  PassManager passManager;
+  // A bad pipeline is reported before the (possibly slow) import.
+  if (llvm::Error error = passManager.addPipeline(expandPipelineNames(pipeline)))
+    return error;
+  auto module = importOnnxModel(path, options);
+  if (!module)
+    return module.takeError();
+  if (llvm::Error error = passManager.run(**module))
+    return error;
+  return module;
+}
+
+} // namespace snug

@@ -1,0 +1,59 @@
+//===- Pipeline.h - The default pass pipelines and their options -*- C++ -*-===//
+//
+// Every pipeline snug runs by default is written here, once: the import
+// pipeline (what runs after the importer builds the module) and the planning
+// pipeline (schedule, plan-memory with its options, verify-plan), and the
+// names that stand for them in a `--passes` string. snugc and snug-opt build
+// their pass managers from these; the importer only imports.
+//
+// Pipeline names (usable wherever a pipeline string is accepted, alone or as
+// elements of a longer one):
+//   import   fold-constants,dce
+//   plan     schedule,plan-memory{...},verify-plan with the given options
+//   default  import,plan
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_PIPELINE_H
+#define SNUG_COMPILER_PIPELINE_H
+
+#include "compiler/onnx/OnnxImporter.h"
+#include "passes/PassManager.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace snug {
+
+/// The passes after import, before planning.
+llvm::StringRef getDefaultImportPipeline();
+
+/// What the planning pipeline is built from (snugc's --planner,
+/// --alignment, --time-limit, --no-schedule, --verify-plan).
+struct PlanningOptions {
+  bool schedule = true;
+  std::string planner = "best";
+  uint64_t alignment = 256;
+  double timeLimitSeconds = 2.0;
+  bool verifyPlan = PassManagerOptions::defaultVerifyEach();
+};
+
+/// "schedule,plan-memory{planner=best alignment=256 time-limit=2},verify-plan"
+std::string getPlanningPipeline(const PlanningOptions &options);
+
+/// `pipeline` with the names above replaced by what they stand for.
+std::string expandPipelineNames(llvm::StringRef pipeline,
+                                const PlanningOptions &planning = {});
+
+/// Imports the ONNX model at `path` and runs `pipeline` (names expanded) on
+/// it with default pass-manager options: what tests, the fuzzer and the
+/// conformance driver use to get a module as snugc would before planning.
+llvm::Expected<std::unique_ptr<ir::Module>>
+importAndRunPipeline(llvm::StringRef path, const ImportOptions &options,
+                     llvm::StringRef pipeline = "import");
+
+} // namespace snug
+
+#endif // SNUG_COMPILER_PIPELINE_H
