@@ -10,9 +10,10 @@
 // gives), as the unfused nodes round it in memory, and each op converts its
 // operands to its own compute type.
 //
-// Every operand is read before any result is written, so a result placed in
-// place over an operand (the planner allows it: snug.fused is InPlace) is
-// safe, as it is for one elementwise kernel. Where takes stored elements:
+// Every operand is read before any result is written, so a result placed
+// over an operand of its shape is safe, as it is for one elementwise kernel
+// (the op table does not mark snug.fused InPlace, so only a hand-written
+// plan does that today). Where takes stored elements:
 // a block argument's is the operand element itself, an intermediate's is
 // materialized once (a variable of the storage type) where Where needs it.
 //
@@ -48,7 +49,7 @@ std::string indent(llvm::StringRef text, unsigned spaces) {
   text.split(lines, '\n');
   for (llvm::StringRef line : lines)
     if (!line.trim().empty())
-      result += std::string(spaces, ' ') + line.ltrim().str() + "\n";
+      result += std::string(spaces, ' ') + line.str() + "\n";
   return result;
 }
 
