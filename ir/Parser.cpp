@@ -20,6 +20,7 @@
 // values it defines are visible, and outside it none of those are. Value
 // names and numbers are unique across the whole file, bodies included. A
 // `{` after a type opens a plan annotation unless `^` follows it (a body).
+// Bodies do not nest.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Parser.h"
@@ -803,6 +804,10 @@ bool Parser::parseNode() {
 }
 
 bool Parser::parseBody(Node &node) {
+  // The verifier rejects nesting too; refusing it here also bounds the
+  // parser's recursion.
+  if (body)
+    return emitError("nested bodies are not supported");
   consume(); // '{'
   consume(); // '^'
   if (expectKeyword("bb") || expect(TokenKind::LParen, "to open the block "
