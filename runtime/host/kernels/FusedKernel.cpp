@@ -129,7 +129,6 @@ std::string bind(const BodyOp &op, const PlanBody &body, Step &step) {
   if (op.results.size() != 1)
     return "expects one result";
   step.operands = op.operands;
-  step.result = uint32_t(body.values.size() - 1); // overwritten by caller
   step.resultType = op.results[0].dtype;
   std::vector<scalar::ElementClass> classes;
   for (uint32_t index : op.operands) {
@@ -143,6 +142,9 @@ std::string bind(const BodyOp &op, const PlanBody &body, Step &step) {
         std::find(op.operands.begin(), op.operands.end(), kNoValue) !=
             op.operands.end())
       return "expects three operands";
+    if (step.operandTypes[1] != step.resultType ||
+        step.operandTypes[2] != step.resultType)
+      return "has value operands of another dtype than its result";
     step.apply = applySelect<Op>;
     return "";
   } else {
