@@ -20,6 +20,10 @@ echo "## Memory per zoo model"
 echo
 $python bench/memory/run.py --build "$build" | tee bench/results/memory.md
 echo
+echo "## Cost per zoo model (cost model counts, H200 roofline estimate)"
+echo
+$python bench/cost/run.py --build "$build" | tee bench/results/cost.md
+echo
 echo "## Compile time"
 echo
 $python bench/compile/run.py --build "$build" | tee bench/results/compile.md

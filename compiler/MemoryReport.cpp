@@ -3,11 +3,14 @@
 // Reads the plan back from the module (offsets and attributes written by
 // plan-memory) and re-derives liveness with the recorded sharing rules to
 // list what is live at the peak step. Pretty output is for people; JSON
-// (keys fixed, documented in README.md) is for scripts.
+// (keys fixed, documented in README.md) is for scripts. The cost lines are
+// the cost model's (passes/CostModel.h), built, printed and written by
+// their own functions below.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/MemoryReport.h"
 #include "compiler/bundle/BundleWriter.h"
+#include "passes/CostModel.h"
 #include "passes/PlanMemory.h"
 
 #include "llvm/Support/Format.h"
@@ -106,7 +109,41 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
                     [](const LiveTensor &a, const LiveTensor &b) {
                       return a.bytes > b.bytes;
                     });
+  llvm::Expected<CostEstimate> cost = buildCostEstimate(module);
+  if (!cost)
+    return cost.takeError();
+  report.cost = std::move(*cost);
   return report;
+}
+
+llvm::Expected<CostEstimate> buildCostEstimate(const ir::Module &module,
+                                               llvm::StringRef deviceName) {
+  const DeviceSpec *device =
+      deviceName.empty() ? &getDefaultDevice() : lookupDevice(deviceName);
+  if (!device) {
+    std::string known;
+    for (const DeviceSpec &spec : getDevices())
+      known += (known.empty() ? "" : ", ") + spec.name.str();
+    return reportError("unknown device '" + deviceName + "' (known: " + known +
+                       ")");
+  }
+  Cost cost = costOfModule(module);
+  CostEstimate estimate;
+  estimate.flops = cost.getFlops();
+  estimate.macs = cost.getMacs();
+  for (ir::DType type : cost.getDTypes())
+    if (cost.get(type).flops)
+      estimate.flopsByDType.push_back(
+          {ir::getDTypeName(type).str(), cost.get(type).flops});
+  estimate.bytesRead = cost.getBytesRead();
+  estimate.bytesWritten = cost.getBytesWritten();
+  estimate.arithmeticIntensity = cost.getArithmeticIntensity();
+  RooflineEstimate roofline = estimateModule(module, *device);
+  estimate.device = device->displayName.str();
+  estimate.rooflineSeconds = roofline.seconds;
+  estimate.computeBoundNodes = roofline.computeBoundNodes;
+  estimate.memoryBoundNodes = roofline.memoryBoundNodes;
+  return estimate;
 }
 
 static std::string formatBytes(uint64_t bytes) {
@@ -121,6 +158,56 @@ static std::string formatBytes(uint64_t bytes) {
   else
     os << bytes << " B";
   return os.str();
+}
+
+/// "8.21 GFLOP", "336.77 MB": counts in decimal prefixes, as peaks are
+/// quoted.
+static std::string formatDecimal(double value, llvm::StringRef unit) {
+  static const char *const prefixes[] = {"", "k", "M", "G", "T", "P"};
+  unsigned prefix = 0;
+  while (value >= 1000 && prefix + 1 < llvm::array_lengthof(prefixes)) {
+    value /= 1000;
+    ++prefix;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format(prefix ? "%.2f " : "%.0f ", value) << prefixes[prefix]
+     << unit;
+  return os.str();
+}
+
+static std::string formatSeconds(double seconds) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (seconds >= 1e-3)
+    os << llvm::format("%.3f ms", seconds * 1e3);
+  else if (seconds >= 1e-6)
+    os << llvm::format("%.2f us", seconds * 1e6);
+  else
+    os << llvm::format("%.2f ns", seconds * 1e9);
+  return os.str();
+}
+
+static void printCostEstimatePretty(const CostEstimate &cost,
+                                    llvm::raw_ostream &os) {
+  os << "  cost estimate (cost model; every node its own kernel):\n";
+  os << "    FLOPs          " << formatDecimal(cost.flops, "FLOP") << " ("
+     << formatDecimal(cost.macs, "MAC");
+  for (const auto &share : cost.flopsByDType)
+    os << "; " << share.first << ' ' << formatDecimal(share.second, "FLOP");
+  os << ")\n";
+  os << "    bytes moved    "
+     << formatDecimal(cost.bytesRead + cost.bytesWritten, "B") << " (read "
+     << formatDecimal(cost.bytesRead, "B") << ", written "
+     << formatDecimal(cost.bytesWritten, "B") << ")\n";
+  os << llvm::format("    intensity      %.2f FLOP/B\n",
+                     cost.arithmeticIntensity);
+  os << llvm::format("    roofline %-5s ", cost.device.c_str())
+     << formatSeconds(cost.rooflineSeconds)
+     << " estimated, not measured: per node max(FLOPs / peak, bytes / "
+        "bandwidth), summed ("
+     << cost.computeBoundNodes << " nodes compute-bound, "
+     << cost.memoryBoundNodes << " memory-bound)\n";
 }
 
 void printMemoryReportPretty(const MemoryReport &report,
@@ -169,6 +256,25 @@ void printMemoryReportPretty(const MemoryReport &report,
                        tensor.op.c_str())
        << tensor.name << '\n';
   }
+  printCostEstimatePretty(report.cost, os);
+}
+
+static void addCostEstimateJson(const CostEstimate &cost,
+                                llvm::json::Object &object) {
+  llvm::json::Object byDType;
+  for (const auto &share : cost.flopsByDType)
+    byDType[share.first] = int64_t(share.second);
+  object["flops"] = int64_t(cost.flops);
+  object["macs"] = int64_t(cost.macs);
+  object["flops_by_dtype"] = std::move(byDType);
+  object["bytes_read"] = int64_t(cost.bytesRead);
+  object["bytes_written"] = int64_t(cost.bytesWritten);
+  object["bytes_moved"] = int64_t(cost.bytesRead + cost.bytesWritten);
+  object["arithmetic_intensity"] = cost.arithmeticIntensity;
+  object["roofline_device"] = cost.device;
+  object["roofline_estimate_us"] = cost.rooflineSeconds * 1e6;
+  object["roofline_compute_bound_nodes"] = int64_t(cost.computeBoundNodes);
+  object["roofline_memory_bound_nodes"] = int64_t(cost.memoryBoundNodes);
 }
 
 void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
@@ -196,6 +302,7 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
       {"planning_ms", report.planningMs},
       {"nodes", int64_t(report.numNodes)},
   };
+  addCostEstimateJson(report.cost, object);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << '\n';
 }
 

@@ -14,6 +14,12 @@
 // context (and the memory cuBLAS and the driver keep for themselves) is
 // outside any program's control and is not part of the figure.
 //
+// Beside the memory, the report carries the cost model's figures for the
+// planned module (passes/CostModel.h): FLOPs and MACs, bytes moved with
+// every node run as its own kernel, their ratio, and a roofline time
+// estimate on a named device (H200 unless told). They are estimates from
+// counts and vendor peaks, not measurements, and the report says so.
+//
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_MEMORYREPORT_H
 #define SNUG_COMPILER_MEMORYREPORT_H
@@ -32,6 +38,25 @@ struct LiveTensor {
   std::string name;
   std::string op;
   uint64_t bytes = 0;
+};
+
+/// The cost model's figures for a module (passes/CostModel.h), unfused:
+/// every node its own kernel.
+struct CostEstimate {
+  uint64_t flops = 0;
+  uint64_t macs = 0;
+  /// FLOPs per dtype name ("f32"), in DType order; dtypes without FLOPs
+  /// are left out.
+  std::vector<std::pair<std::string, uint64_t>> flopsByDType;
+  uint64_t bytesRead = 0;
+  uint64_t bytesWritten = 0;
+  double arithmeticIntensity = 0;
+  /// The roofline: the device's display name and the summed per-node
+  /// max(compute, memory) time.
+  std::string device;
+  double rooflineSeconds = 0;
+  unsigned computeBoundNodes = 0;
+  unsigned memoryBoundNodes = 0;
 };
 
 struct MemoryReport {
@@ -55,6 +80,7 @@ struct MemoryReport {
   std::string planner;
   double planningMs = 0;
   size_t numNodes = 0;
+  CostEstimate cost;
 };
 
 /// Builds the report of a module that plan-memory has planned.
@@ -63,6 +89,12 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
                                                double planningMs,
                                                uint64_t workspaceBytes = 0,
                                                uint64_t deviceArenaBytes = 0);
+
+/// The cost model's figures for `module` on `device` (a DeviceSpec name
+/// from passes/CostModel.h; "" for the default, H200). Error: an unknown
+/// device, naming the known ones.
+llvm::Expected<CostEstimate> buildCostEstimate(const ir::Module &module,
+                                               llvm::StringRef device = "");
 
 void printMemoryReportPretty(const MemoryReport &report,
                              llvm::raw_ostream &os);

@@ -3,13 +3,10 @@
 // Computes the results of one node whose operands are known tensors: the
 // engine behind the fold-constants pass and the importer's on-demand folding
 // of shape parameters (a Reshape's target shape computed from Shape, Gather,
-// Concat, ...). Covers the shape-computation and data-movement ops and the
-// elementwise arithmetic exported graphs compute on constants; it is not a
-// reference executor (no Conv, MatMul, reductions).
-//
-// Numbers are computed in double for float element types and int64 for the
-// others, then stored in the result's element type (f16/bf16 rounded to
-// nearest even); integer division truncates, as in onnxruntime.
+// Concat, ...). It runs the node's host reference kernel (runtime/host), so
+// a folded value is what running the node gives: every op that is foldable
+// by the table and has a host kernel folds (views as a byte copy), with the
+// semantics of runtime/ScalarOps.h for elementwise ops and conversions.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_PASSES_CONSTANTEVAL_H
@@ -28,23 +25,24 @@ namespace snug {
 using OperandData = llvm::Optional<llvm::ArrayRef<uint8_t>>;
 using ResultData = std::vector<std::vector<uint8_t>>;
 
-/// True when evaluateNode handles `opName`.
+/// True when evaluateNode handles `op`: foldable per the op table, and a
+/// view or an op with a host kernel.
 bool canEvaluate(ir::OpCode op);
 /// True when the op needs the data of operand `index` (Shape and Size read
 /// only its type).
 bool needsOperandData(ir::OpCode op, unsigned index);
 
 /// The bytes of every result of `node` (whose result types are set), or None
-/// when the op, an element type or a parameter is outside what snug folds.
-/// Errors are for operands that break the op's contract (an index out of
-/// range), and name the node.
+/// when the op cannot be evaluated (see canEvaluate) or an operand it reads
+/// has no data. Errors are the host kernel's (an index out of range, an
+/// unsupported parameter), and name the node.
 llvm::Expected<llvm::Optional<ResultData>>
 evaluateNode(const ir::Node &node, llvm::ArrayRef<OperandData> operands);
 
 /// Integer elements of an integer tensor (i64, i32, ...); None for others.
 llvm::Optional<llvm::SmallVector<int64_t, 4>>
 readIntegers(const ir::TensorType &type, llvm::ArrayRef<uint8_t> bytes);
-/// Element `index` of a tensor as a double.
+/// Element `index` of a tensor as a double (the host's loadDouble).
 double readElementAsDouble(ir::DType dtype, const uint8_t *data, int64_t index);
 
 } // namespace snug

@@ -32,8 +32,11 @@
 //              wrapping; otherwise they compute in double and convert back
 //              by the float -> integer rule
 //   kCompare   the result is bool
-//   kParams    (host only) the ONNX attributes and their defaults, bound
-//              into a Params {f[0], f[1], i} by bindParams
+//   Params     the op's attributes, bound once per node from its ATTR lines
+//              in Ops.def (names, kinds and defaults live there only):
+//              f[0], f[1] its Float attributes in ATTR order (NaN when one
+//              without a default is absent), i its Int attribute, or 1 when
+//              its String attribute equals the struct's kChoice
 //   apply(operands..., const Params &)  templated on the compute type C
 //   absent<C>(index, params)  the value of an absent optional operand (Clip)
 //
@@ -150,10 +153,14 @@ SNUG_HD float floatFromBits(uint32_t b) {
 
 namespace m {
 SNUG_SCALAR_MATH1(acos)
+SNUG_SCALAR_MATH1(acosh)
 SNUG_SCALAR_MATH1(asin)
+SNUG_SCALAR_MATH1(asinh)
 SNUG_SCALAR_MATH1(atan)
+SNUG_SCALAR_MATH1(atanh)
 SNUG_SCALAR_MATH1(ceil)
 SNUG_SCALAR_MATH1(cos)
+SNUG_SCALAR_MATH1(cosh)
 SNUG_SCALAR_MATH1(erf)
 SNUG_SCALAR_MATH1(erfc)
 SNUG_SCALAR_MATH1(exp)
@@ -164,6 +171,7 @@ SNUG_SCALAR_MATH1(log)
 SNUG_SCALAR_MATH1(log1p)
 SNUG_SCALAR_MATH1(rint)
 SNUG_SCALAR_MATH1(sin)
+SNUG_SCALAR_MATH1(sinh)
 SNUG_SCALAR_MATH1(sqrt)
 SNUG_SCALAR_MATH1(tan)
 SNUG_SCALAR_MATH1(tanh)
@@ -338,28 +346,13 @@ template <class To, class From> SNUG_HD To to(From v) {
 // Ops
 //===----------------------------------------------------------------------===//
 
-/// Attribute values an op reads, bound once per node: two floats and an
-/// integer (an int attribute, or 1 when a string attribute names a choice).
+/// Attribute values an op reads, bound once per node (ScalarOpTable.h's
+/// bindParams, from the op's ATTR lines in Ops.def): its Float attributes in
+/// ATTR order, then its Int attribute (or String choice).
 struct Params {
   float f[2];
   int64_t i;
 };
-
-#if !defined(__CUDACC__)
-/// Where an attribute goes: slot 0 or 1 = f[slot] (a float attribute),
-/// slot 2 = i (an int attribute, or, with `choice`, whether the string
-/// attribute equals it). The list ends with a null name.
-struct ParamSpec {
-  const char *name;
-  int slot;
-  float fallback;
-  const char *choice;
-};
-#define SNUG_PARAMS(...)                                                       \
-  static constexpr ParamSpec kParams[] = {__VA_ARGS__ {nullptr, 0, 0, nullptr}};
-#else
-#define SNUG_PARAMS(...)
-#endif
 
 struct OpBase {
   static constexpr int kArity = 1;
@@ -367,7 +360,8 @@ struct OpBase {
   static constexpr bool kSelect = false;
   static constexpr bool kIntegerMath = false;
   static constexpr bool kCompare = false;
-  SNUG_PARAMS()
+  /// The value of a String attribute that binds Params::i = 1.
+  static constexpr const char *kChoice = nullptr;
   template <class C> SNUG_HD static C absent(int, const Params &) {
     return C(0);
   }
@@ -421,23 +415,27 @@ struct Abs : IntOpBase {
   }
 };
 SNUG_UNARY_MATH(Acos, acos)
+SNUG_UNARY_MATH(Acosh, acosh)
 SNUG_UNARY_MATH(Asin, asin)
+SNUG_UNARY_MATH(Asinh, asinh)
 SNUG_UNARY_MATH(Atan, atan)
+SNUG_UNARY_MATH(Atanh, atanh)
 SNUG_UNARY_MATH(Ceil, ceil)
 SNUG_UNARY_MATH(Cos, cos)
+SNUG_UNARY_MATH(Cosh, cosh)
 SNUG_UNARY_MATH(Erf, erf)
 SNUG_UNARY_MATH(Exp, exp)
 SNUG_UNARY_MATH(Floor, floor)
 SNUG_UNARY_MATH(Log, log)
 SNUG_UNARY_MATH(Round, rint) // half to even
 SNUG_UNARY_MATH(Sin, sin)
+SNUG_UNARY_MATH(Sinh, sinh)
 SNUG_UNARY_MATH(Sqrt, sqrt)
 SNUG_UNARY_MATH(Tan, tan)
 SNUG_UNARY_MATH(Tanh, tanh)
 #undef SNUG_UNARY_MATH
 
 struct Celu : OpBase {
-  SNUG_PARAMS({"alpha", 0, 1.0f, nullptr}, )
   // max(0, x) + min(0, alpha (e^(x/alpha) - 1)); + 0 makes -0 give +0.
   template <class C> SNUG_HD static C apply(C x, const Params &p) {
     C alpha = C(p.f[0]);
@@ -446,18 +444,20 @@ struct Celu : OpBase {
 };
 
 /// Bounds from operands 1 and 2 (scalars), else the `min`/`max` attributes
-/// of opset < 11, else none. NaN passes through; min(max(x, lo), hi), so hi
-/// wins when lo > hi.
+/// of opset < 11 (f[0], f[1]; NaN when absent), else none. NaN passes
+/// through; min(max(x, lo), hi), so hi wins when lo > hi.
 struct Clip : IntOpBase {
   static constexpr int kArity = 3;
-  SNUG_PARAMS({"min", 0, -std::numeric_limits<float>::infinity(), nullptr},
-              {"max", 1, std::numeric_limits<float>::infinity(), nullptr}, )
   template <class C> SNUG_HD static C absent(int index, const Params &p) {
     float bound = p.f[index == 1 ? 0 : 1];
-    if (bound != bound)
-      return C(0);
+    bool isInteger = C(0.5) == C(0);
+    if (bound != bound) { // no bound
+      C inf = to<C>(floatFromBits(0x7f800000u)); // for floats only
+      return index == 1 ? (isInteger ? C(kInt64Min) : -inf)
+                        : (isInteger ? C(kInt64Max) : inf);
+    }
     // Integers: an infinite bound is no bound.
-    if (C(0.5) == C(0) && (bound > 9.2e18f || bound < -9.2e18f))
+    if (isInteger && (bound > 9.2e18f || bound < -9.2e18f))
       return bound < 0 ? C(kInt64Min) : C(kInt64Max);
     return to<C>(bound);
   }
@@ -469,7 +469,6 @@ struct Clip : IntOpBase {
 };
 
 struct Elu : OpBase {
-  SNUG_PARAMS({"alpha", 0, 1.0f, nullptr}, )
   template <class C> SNUG_HD static C apply(C x, const Params &p) {
     return x >= C(0) ? x : C(p.f[0]) * m::expm1(x);
   }
@@ -478,7 +477,7 @@ struct Elu : OpBase {
 /// x/2 (1 + erf(x/sqrt 2)) = x/2 erfc(-x/sqrt 2); the tanh form
 /// x/2 (1 + tanh u) = x / (1 + e^(-2u)).
 struct Gelu : OpBase {
-  SNUG_PARAMS({"approximate", 2, 0, "tanh"}, )
+  static constexpr const char *kChoice = "tanh"; // approximate
   template <class C> SNUG_HD static C apply(C x, const Params &p) {
     if (p.i) {
       C u = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
@@ -489,7 +488,6 @@ struct Gelu : OpBase {
 };
 
 struct HardSigmoid : OpBase {
-  SNUG_PARAMS({"alpha", 0, 0.2f, nullptr}, {"beta", 1, 0.5f, nullptr}, )
   template <class C> SNUG_HD static C apply(C x, const Params &p) {
     return clamp01(m::fma(C(p.f[0]), x, C(p.f[1])));
   }
@@ -504,7 +502,6 @@ struct HardSwish : OpBase {
 };
 
 struct LeakyRelu : OpBase {
-  SNUG_PARAMS({"alpha", 0, 0.01f, nullptr}, )
   template <class C> SNUG_HD static C apply(C x, const Params &p) {
     return x >= C(0) ? x : C(p.f[0]) * x;
   }
@@ -543,8 +540,6 @@ struct Relu : IntOpBase {
 };
 
 struct Selu : OpBase {
-  SNUG_PARAMS({"alpha", 0, 1.67326319217681884765625f, nullptr},
-              {"gamma", 1, 1.05070102214813232421875f, nullptr}, )
   template <class C> SNUG_HD static C apply(C x, const Params &p) {
     return C(p.f[1]) * (x > C(0) ? x : C(p.f[0]) * m::expm1(x) + C(0));
   }
@@ -576,7 +571,6 @@ struct Softsign : OpBase {
 };
 
 struct ThresholdedRelu : OpBase {
-  SNUG_PARAMS({"alpha", 0, 1.0f, nullptr}, )
   template <class C> SNUG_HD static C apply(C x, const Params &p) {
     return x > C(p.f[0]) ? x : C(0);
   }
@@ -642,7 +636,6 @@ template <> SNUG_HD int64_t modulo(int64_t a, int64_t b, bool truncated) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 struct Mod : BinaryBase {
-  SNUG_PARAMS({"fmod", 2, 0, nullptr}, )
   template <class C> SNUG_HD static C apply(C a, C b, const Params &p) {
     return modulo(a, b, p.i != 0);
   }
@@ -742,10 +735,9 @@ struct Where : OpBase {
   }
 };
 
-#undef SNUG_PARAMS
 
 //===----------------------------------------------------------------------===//
-// Compute types and parameter binding (host side of the compiler/runtime)
+// Compute types
 //===----------------------------------------------------------------------===//
 
 enum class ComputeKind { Float, Double, Int64 };
@@ -768,24 +760,6 @@ ComputeKind computeKind(const ElementClass *classes, int count) {
   return anyF64 || anyInteger ? ComputeKind::Double : ComputeKind::Float;
 }
 
-#if !defined(__CUDACC__)
-/// Op's Params from a node's attributes. `Reader` answers
-///   bool has(const char *name); float getFloat(const char *name, float);
-///   int64_t getInt(const char *name, int64_t);
-///   bool stringIs(const char *name, const char *value);
-template <class Op, class Reader> Params bindParams(const Reader &reader) {
-  Params params = {{0, 0}, 0};
-  for (const ParamSpec *spec = Op::kParams; spec->name; ++spec) {
-    if (spec->slot < 2)
-      params.f[spec->slot] = reader.getFloat(spec->name, spec->fallback);
-    else if (spec->choice)
-      params.i = reader.stringIs(spec->name, spec->choice) ? 1 : 0;
-    else
-      params.i = reader.getInt(spec->name, int64_t(spec->fallback));
-  }
-  return params;
-}
-#endif
 
 } // namespace scalar
 } // namespace snug

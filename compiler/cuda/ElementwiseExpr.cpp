@@ -5,7 +5,8 @@
 // instantiated on its scalar struct writes the call
 // `snug::scalar::<ID>::apply<C>(operands..., params)` with C from the same
 // computeKind the host kernels use and the params bound by the same
-// bindParams, so the emitted code and the host agree by construction.
+// bindParams (from the op's ATTR lines), so the emitted code and the host
+// agree by construction.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/ElementwiseExpr.h"
@@ -78,6 +79,15 @@ llvm::Error badOperands(const char *id, size_t count) {
                                  id, count);
 }
 
+/// Whether the op at `position` has ATTR lines (its calls then take bound
+/// Params, declared before the loop).
+bool takesAttributes(unsigned position) {
+  for (const scalar::table::AttrSpec &attr : scalar::table::kAttrs)
+    if (attr.op == position)
+      return true;
+  return false;
+}
+
 using BuildFn = llvm::Expected<ElementwiseCode> (*)(
     const char *id, const ir::AttributeMap &, llvm::ArrayRef<std::string>,
     llvm::ArrayRef<ir::DType>, llvm::StringRef);
@@ -89,7 +99,7 @@ struct Entry {
   KindFn kind = nullptr;
 };
 
-template <class Op>
+template <class Op, unsigned Position>
 llvm::Expected<ElementwiseCode>
 buildCall(const char *id, const ir::AttributeMap &attributes,
           llvm::ArrayRef<std::string> operands,
@@ -97,9 +107,10 @@ buildCall(const char *id, const ir::AttributeMap &attributes,
   std::string op = std::string("snug::scalar::") + id;
   std::string r = result.str();
   ElementwiseCode code;
-  scalar::Params params = scalar::bindParams<Op>(IrAttrReader{attributes});
+  scalar::Params params =
+      scalar::bindParams<Op, Position>(IrAttrReader{attributes});
   std::string paramsName = "snug::scalar::Params()";
-  if (Op::kParams[0].name) {
+  if (takesAttributes(Position)) {
     paramsName = r + "_p";
     code.setup = "  const snug::scalar::Params " + paramsName + " = {{" +
                  floatParam(params.f[0]) + ", " + floatParam(params.f[1]) +
@@ -169,8 +180,8 @@ scalar::ComputeKind kindOf(const scalar::ElementClass *classes, int count) {
 
 struct TableBuilder {
   std::array<Entry, ir::getAllOpsCount()> &entries;
-  template <class Op> void visit(const char *, unsigned index, const char *id) {
-    entries[index] = {id, buildCall<Op>, kindOf<Op>};
+  template <class Op, unsigned Position> void visit(const char *, const char *id) {
+    entries[Position] = {id, buildCall<Op, Position>, kindOf<Op>};
   }
 };
 

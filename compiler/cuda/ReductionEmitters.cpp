@@ -275,9 +275,16 @@ bool hasOut(const EmitContext &context, unsigned i) {
 // Softmax, LogSoftmax
 //===----------------------------------------------------------------------===//
 
-/// exp(x - max) / sum, or x - max - log(sum), along one axis: three passes
-/// over the row (max, sum, write), as the host.
-llvm::Error emitSoftmax(EmitContext &context, bool isLog) {
+enum class SoftmaxKind { Soft, Log, Hard };
+
+/// Along one axis, as the host's softmaxLike: exp(x - max) / sum, or
+/// x - max - log(sum), in three passes over the row (max, sum, write); or
+/// Hardmax, 1 at the first maximum and 0 elsewhere. The host takes the first
+/// element greater than every one before it, starting below -inf, so NaN
+/// never wins and a row of NaN and -inf marks element 0; in parallel that is
+/// the maximum of the non-NaN values, then the first index holding it
+/// (element 0 when that maximum is -inf).
+llvm::Error emitSoftmax(EmitContext &context, SoftmaxKind kind) {
   const TensorRef &x = context.in(0), &y = context.out();
   auto axis = axisAttr(context, "axis", -1);
   if (!axis)
@@ -289,20 +296,42 @@ llvm::Error emitSoftmax(EmitContext &context, bool isLog) {
   std::string load = "(" + acc + ")snug_load(x + at)";
   std::string body;
   llvm::raw_string_ostream os(body);
-  os << walk.open({acc}) << "    " << acc << " top = -snug_inf();\n"
-     << walk.forEach("      top = snug_op_max()(top, " + load + ");\n")
-     << walk.combine("top", "snug_op_max") << "    " << acc << " sum = 0;\n"
-     << walk.forEach("      sum += " + exp + "(" + load + " - top);\n")
-     << walk.combine("sum", "snug_op_sum");
-  std::string value = exp + "(" + load + " - top) / sum";
-  if (isLog) {
-    os << "    const " << acc << " logSum = " << math("log", acc) << "(sum);\n";
-    value = load + " - top - logSum";
+  if (kind == SoftmaxKind::Hard) {
+    os << walk.open({acc, "int64_t"}) << "    " << acc
+       << " best = -snug_inf();\n"
+       << walk.forEach("      const " + acc + " v = " + load +
+                       ";\n      if (v > best) best = v;\n")
+       << walk.combine("best", "snug_op_max", 0) << "    int64_t found = "
+       << lit(walk.count) << ";\n"
+       << walk.forEach("      if (" + load +
+                       " == best) found = found < k ? found : k;\n")
+       << walk.combine("found", "snug_op_min", 1)
+       << "    const int64_t arg = best == -snug_inf() ? 0 : found;\n"
+       << walk.forEach("      " +
+                       walk.write("snug_store(y + at, (" + acc +
+                                  ")(k == arg ? 1 : 0));") +
+                       "\n");
+  } else {
+    os << walk.open({acc}) << "    " << acc << " top = -snug_inf();\n"
+       << walk.forEach("      top = snug_op_max()(top, " + load + ");\n")
+       << walk.combine("top", "snug_op_max") << "    " << acc
+       << " sum = 0;\n"
+       << walk.forEach("      sum += " + exp + "(" + load + " - top);\n")
+       << walk.combine("sum", "snug_op_sum");
+    std::string value = exp + "(" + load + " - top) / sum";
+    if (kind == SoftmaxKind::Log) {
+      os << "    const " << acc << " logSum = " << math("log", acc)
+         << "(sum);\n";
+      value = load + " - top - logSum";
+    }
+    os << walk.forEach("      " +
+                       walk.write("snug_store(y + at, " + value + ");") +
+                       "\n");
   }
-  os << walk.forEach("      " +
-                     walk.write("snug_store(y + at, " + value + ");") + "\n");
   os << walk.close();
-  Kernel kernel = walk.kernel(isLog ? "logsoftmax" : "softmax");
+  Kernel kernel = walk.kernel(kind == SoftmaxKind::Soft  ? "softmax"
+                              : kind == SoftmaxKind::Log ? "logsoftmax"
+                                                         : "hardmax");
   kernel.addTensor("x", x, true);
   kernel.addTensor("y", y, false);
   kernel.body = os.str();
@@ -311,50 +340,13 @@ llvm::Error emitSoftmax(EmitContext &context, bool isLog) {
 }
 
 llvm::Error emitSoftmaxOp(EmitContext &context) {
-  return emitSoftmax(context, false);
+  return emitSoftmax(context, SoftmaxKind::Soft);
 }
 llvm::Error emitLogSoftmaxOp(EmitContext &context) {
-  return emitSoftmax(context, true);
+  return emitSoftmax(context, SoftmaxKind::Log);
 }
-
-/// Hardmax: 1 at the first maximum of each row along `axis`, 0 elsewhere.
-/// The host takes the first element greater than every one before it,
-/// starting below -inf, so NaN never wins and a row of NaN and -inf marks
-/// element 0. In parallel: the maximum of the non-NaN values, then the
-/// first index holding it (element 0 when that maximum is -inf).
-llvm::Error emitHardmax(EmitContext &context) {
-  const TensorRef &x = context.in(0), &y = context.out();
-  auto axis = axisAttr(context, "axis", -1);
-  if (!axis)
-    return axis.takeError();
-  if (!y.numElements)
-    return llvm::Error::success();
-  RowWalk walk = walkAlong(x, *axis);
-  std::string acc = accType(x.dtype);
-  std::string load = "(" + acc + ")snug_load(x + at)";
-  std::string body;
-  llvm::raw_string_ostream os(body);
-  os << walk.open({acc, "int64_t"}) << "    " << acc
-     << " best = -snug_inf();\n"
-     << walk.forEach("      const " + acc + " v = " + load +
-                     ";\n      if (v > best) best = v;\n")
-     << walk.combine("best", "snug_op_max", 0) << "    int64_t found = "
-     << lit(walk.count) << ";\n"
-     << walk.forEach("      if (" + load +
-                     " == best) found = found < k ? found : k;\n")
-     << walk.combine("found", "snug_op_min", 1)
-     << "    const int64_t arg = best == -snug_inf() ? 0 : found;\n"
-     << walk.forEach("      " +
-                     walk.write("snug_store(y + at, (" + acc +
-                                ")(k == arg ? 1 : 0));") +
-                     "\n")
-     << walk.close();
-  Kernel kernel = walk.kernel("hardmax");
-  kernel.addTensor("x", x, true);
-  kernel.addTensor("y", y, false);
-  kernel.body = os.str();
-  context.launch(std::move(kernel));
-  return llvm::Error::success();
+llvm::Error emitHardmaxOp(EmitContext &context) {
+  return emitSoftmax(context, SoftmaxKind::Hard);
 }
 
 //===----------------------------------------------------------------------===//
@@ -738,7 +730,7 @@ llvm::Error emitArgMin(EmitContext &context) {
 const EmitterEntry reductionEmitters[] = {
     {ir::OpCode::Softmax, emitSoftmaxOp},
     {ir::OpCode::LogSoftmax, emitLogSoftmaxOp},
-    {ir::OpCode::Hardmax, emitHardmax},
+    {ir::OpCode::Hardmax, emitHardmaxOp},
     {ir::OpCode::LayerNormalization, emitLayerNormalization},
     {ir::OpCode::BatchNormalization, emitBatchNormalization},
     {ir::OpCode::InstanceNormalization, emitInstanceNormalization},

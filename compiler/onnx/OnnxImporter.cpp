@@ -664,6 +664,45 @@ static llvm::Error checkOutput(const Importer &importer,
                         type.str() + ", the model declares " + declared + "]");
 }
 
+/// The ONNX attributes of `node` that the op table declares for its op must
+/// have the table's kind: an INT axis written as FLOAT would otherwise read
+/// as 0 (onnxruntime refuses such models too). Cast's `to` is the exception:
+/// ONNX gives a TensorProto type number where the canonical form keeps
+/// snug's dtype name.
+static llvm::Error checkAttributeKinds(Importer &importer,
+                                       const onnx::NodeProto &node) {
+  const ir::OpInfo *info = ir::lookupOp(node.op_type());
+  if (!info || !node.domain().empty())
+    return llvm::Error::success();
+  for (const onnx::AttributeProto &attr : node.attribute()) {
+    const ir::AttrSpec *spec = ir::findAttrSpec(info->code, attr.name());
+    if (!spec || (info->code == ir::OpCode::Cast && attr.name() == "to"))
+      continue;
+    llvm::Optional<ir::Attribute::Kind> kind;
+    switch (attr.type()) {
+    case onnx::AttributeProto::INT: kind = ir::Attribute::Kind::Int; break;
+    case onnx::AttributeProto::FLOAT: kind = ir::Attribute::Kind::Float; break;
+    case onnx::AttributeProto::STRING: kind = ir::Attribute::Kind::String; break;
+    case onnx::AttributeProto::INTS: kind = ir::Attribute::Kind::Ints; break;
+    case onnx::AttributeProto::FLOATS: kind = ir::Attribute::Kind::Floats; break;
+    case onnx::AttributeProto::STRINGS: kind = ir::Attribute::Kind::Strings; break;
+    case onnx::AttributeProto::TENSOR: kind = ir::Attribute::Kind::Tensor; break;
+    default: break;
+    }
+    bool fits = kind && (*kind == spec->kind ||
+                         (spec->kind == ir::Attribute::Kind::Float &&
+                          *kind == ir::Attribute::Kind::Int));
+    if (!fits)
+      return importer.error(
+          node, "attribute '" + attr.name() + "' is " +
+                    (kind ? ir::describeAttributeKind(*kind).str()
+                          : "of ONNX type " + std::to_string(attr.type())) +
+                    ", expected " +
+                    ir::describeAttributeKind(spec->kind).str());
+  }
+  return llvm::Error::success();
+}
+
 static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
                                const ModelScan &scan,
                                const ImportOptions &options) {
@@ -716,6 +755,8 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     onnx::NodeProto &node = *graph.mutable_node(index);
     OpImporter importOp = lookupOpImporter(node.op_type());
     assert(importOp && "unsupported ops are rejected by the scan");
+    if (llvm::Error error = checkAttributeKinds(importer, node))
+      return error;
     if (llvm::Error error = importOp(importer, node))
       return error;
   }

@@ -5,7 +5,8 @@
 // (runtime/ScalarOpTable.h), so there is no list of ops here and no formula:
 // adding an elementwise op touches Ops.def and ScalarOps.h only.
 //
-// Per node: the op's attributes bound into scalar::Params once; the compute
+// Per node: the op's attributes bound into scalar::Params once (by its ATTR
+// lines in Ops.def); the compute
 // type picked by scalar::computeKind from the operand dtypes (float for
 // f32/f16/bf16, double for f64 or mixed, int64 for integer math); then for
 // each result element (operands broadcast to the result, numpy rules) the
@@ -126,7 +127,8 @@ template <class Op> Status runSelect(KernelContext &ctx) {
   return Status::ok();
 }
 
-template <class Op> Status runScalarOp(KernelContext &ctx) {
+template <class Op, unsigned Position>
+Status runScalarOp(KernelContext &ctx) {
   if constexpr (Op::kSelect) {
     return runSelect<Op>(ctx);
   } else {
@@ -143,7 +145,8 @@ template <class Op> Status runScalarOp(KernelContext &ctx) {
       else if (Op::kFold || k < required)
         return ctx.error("operand " + std::to_string(k) + " is absent");
     }
-    scalar::Params params = scalar::bindParams<Op>(AttrReader{ctx});
+    scalar::Params params =
+        scalar::bindParams<Op, Position>(AttrReader{ctx});
     switch (scalar::computeKind<Op>(classes.data(), int(classes.size()))) {
     case scalar::ComputeKind::Float:
       return runIn<Op, float>(ctx, params);
@@ -161,8 +164,9 @@ template <class Op> Status runScalarOp(KernelContext &ctx) {
 
 struct Registrar {
   KernelTable &table;
-  template <class Op> void visit(const char *name, unsigned, const char *) {
-    table[name] = runScalarOp<Op>;
+  template <class Op, unsigned Position>
+  void visit(const char *name, const char *) {
+    table[name] = runScalarOp<Op, Position>;
   }
 };
 
