@@ -91,8 +91,13 @@ CostRule getCostRule(OpCode op) {
     return CostRule::View;
   case OpCode::Abs:
   case OpCode::Acos:
+  case OpCode::Acosh:
   case OpCode::Asin:
+  case OpCode::Asinh:
   case OpCode::Atan:
+  case OpCode::Atanh:
+  case OpCode::Cosh:
+  case OpCode::Sinh:
   case OpCode::Ceil:
   case OpCode::Celu:
   case OpCode::Clip:
@@ -138,6 +143,7 @@ CostRule getCostRule(OpCode op) {
   case OpCode::Pow:
   case OpCode::PRelu:
   case OpCode::Where:
+  case OpCode::SnugFused: // its body's ops (addCompute)
     return CostRule::Elementwise;
   case OpCode::Max:
   case OpCode::Mean:
@@ -512,6 +518,13 @@ static void addResize(const Node &node, Cost &cost) {
 
 /// The FLOPs and MACs of `node`; no bytes.
 static void addCompute(const Node &node, Cost &cost) {
+  // A region computes what its body's ops compute, each counted as its
+  // node would be; its traffic is its own operands and results.
+  if (node.hasBody()) {
+    for (const std::unique_ptr<Node> &inner : node.getBody()->getNodes())
+      addCompute(*inner, cost);
+    return;
+  }
   switch (getCostRule(node.getOpCode())) {
   case CostRule::None:
     llvm_unreachable("an op of the table without a cost rule");

@@ -124,7 +124,7 @@ template <class Op> void applySelect(const Step &step, Slot *values) {
 using Binder = std::string (*)(const BodyOp &op, const PlanBody &body,
                                Step &step);
 
-template <class Op>
+template <class Op, unsigned Position>
 std::string bind(const BodyOp &op, const PlanBody &body, Step &step) {
   if (op.results.size() != 1)
     return "expects one result";
@@ -157,7 +157,7 @@ std::string bind(const BodyOp &op, const PlanBody &body, Step &step) {
     for (size_t k = 0; k < op.operands.size(); ++k)
       if (op.operands[k] == kNoValue && (Op::kFold || k < required))
         return "operand " + std::to_string(k) + " is absent";
-    step.params = scalar::bindParams<Op>(BodyAttrReader{op});
+    step.params = scalar::bindParams<Op, Position>(BodyAttrReader{op});
     switch (scalar::computeKind<Op>(classes.data(), int(classes.size()))) {
     case scalar::ComputeKind::Float:
       step.apply = applyIn<Op, float>;
@@ -179,8 +179,9 @@ std::string bind(const BodyOp &op, const PlanBody &body, Step &step) {
 /// Collects a Binder per scalar op of the table, by op name.
 struct BinderCollector {
   std::unordered_map<std::string, Binder> map;
-  template <class Op> void visit(const char *name, unsigned, const char *) {
-    map[name] = bind<Op>;
+  template <class Op, unsigned Position>
+  void visit(const char *name, const char *) {
+    map[name] = bind<Op, Position>;
   }
 };
 
