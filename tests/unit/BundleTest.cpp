@@ -310,6 +310,16 @@ TEST(BundleTest, ReaderChecksBodies) {
          "op #0 (snug.fused): a body value does not broadcast to the result "
          "shape");
 
+  // A body belongs to snug.fused, and snug.fused has one.
+  reject(renameOp(bundleOf(kFused), "snug.fused", "snug.fusee"),
+         "node 'f' (snug.fusee): only snug.fused has a body");
+  reject(renameOp(bundleOf("func @f(%x: f32[2] {offset = 0}) -> f32[2] "
+                           "attributes {arena = 64} {\n"
+                           "  %y = Reciprocal(%x) : f32[2] {offset = 0}\n"
+                           "  return %y\n}\n"),
+                  "Reciprocal", "snug.fused"),
+         "op #0 (snug.fused): snug.fused needs a body");
+
   // Add's operand indices (0, 1) follow its name, node name and attribute
   // count: point one past the values defined before it.
   std::vector<uint8_t> bytes = bundleOf(kFused);
