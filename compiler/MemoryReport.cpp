@@ -1,11 +1,11 @@
 //===- MemoryReport.cpp - What a planned module needs on the device -------===//
 //
-// Reads the plan back from the module (offsets and attributes written by
-// plan-memory) and re-derives liveness with the recorded sharing rules to
-// list what is live at the peak step. Pretty output is for people; JSON
-// (keys fixed, documented in README.md) is for scripts. The cost lines are
-// the cost model's (passes/CostModel.h), built, printed and written by
-// their own functions below.
+// Reads the plan back through getModuleMemoryPlan (the one reader of what
+// plan-memory recorded) and lists the buffers live at the peak step,
+// scratch buffers included. Pretty output is for people; JSON (keys fixed,
+// documented in README.md) is for scripts. The cost lines are the cost
+// model's (passes/CostModel.h), built, printed and written by their own
+// functions below.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/MemoryReport.h"
@@ -27,12 +27,6 @@ static llvm::Error reportError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-static uint64_t getIntAttribute(const ir::Module &module, llvm::StringRef name) {
-  const ir::Attribute *attr = module.getAttribute(name);
-  return attr && attr->getKind() == ir::Attribute::Kind::Int ? attr->getInt()
-                                                             : 0;
-}
-
 static std::string nameOf(const ir::Value *value) {
   if (!value->getName().empty())
     return value->getName().str();
@@ -47,58 +41,65 @@ static std::string nameOf(const ir::Value *value) {
 llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
                                                llvm::StringRef modelName,
                                                double planningMs,
-                                               uint64_t workspaceBytes,
                                                uint64_t deviceArenaBytes) {
   if (!module.getAttribute("arena"))
     return reportError("the module has no memory plan; the pipeline must "
                        "end with plan-memory");
+  llvm::Expected<ModuleMemoryPlan> plan = getModuleMemoryPlan(module);
+  if (!plan)
+    return plan.takeError();
   MemoryReport report;
   report.model = modelName.str();
   report.weightsBytes = computeWeightsBytes(module);
-  report.arenaBytes = getIntAttribute(module, "arena");
-  report.lowerBoundBytes = getIntAttribute(module, "lower_bound");
-  report.lowerBoundUnsharedBytes =
-      getIntAttribute(module, "lower_bound_unshared");
-  report.noReuseBytes = getIntAttribute(module, "no_reuse");
-  report.alignment = getIntAttribute(module, "alignment");
-  const ir::Attribute *peak = module.getAttribute("peak_step");
-  report.peakStep =
-      peak && peak->getKind() == ir::Attribute::Kind::Int ? peak->getInt() : -1;
-  const ir::Attribute *planner = module.getAttribute("planner");
-  if (planner && planner->getKind() == ir::Attribute::Kind::String)
-    report.planner = planner->getString().str();
+  report.arenaBytes = plan->arenaBytes;
+  report.lowerBoundBytes = plan->lowerBoundBytes;
+  report.lowerBoundUnsharedBytes = plan->lowerBoundUnsharedBytes;
+  report.noReuseBytes = plan->noReuseBytes;
+  report.alignment = plan->alignment;
+  report.peakStep = plan->peakStep;
+  report.planner = plan->planner;
   report.planningMs = planningMs;
   report.numNodes = module.getNodes().size();
   for (const ir::Value *input : module.getInputs())
     report.ioBytes += input->getType().getByteSize();
   for (const ir::Value *output : module.getOutputs())
     report.ioBytes += output->getType().getByteSize();
-  report.workspaceBytes = workspaceBytes;
-  report.deviceArenaBytes = std::max(report.arenaBytes, deviceArenaBytes);
-  // snug allocates nothing beyond weights and the (device) arena; kernel
-  // images live in driver-managed memory, outside snug's allocations.
+  report.workspaceBytes = plan->getLargestScratchBytes();
+  report.scratchBuffers = plan->getNumScratchBuffers();
+  // The device allocates the planned arena, workspaces inside: anything
+  // else means the emitter placed memory the planner did not see.
+  if (deviceArenaBytes && deviceArenaBytes != plan->arenaBytes)
+    return reportError("internal error: the CUDA device plan allocates " +
+                       llvm::Twine(deviceArenaBytes) +
+                       " bytes of arena, the memory plan " +
+                       llvm::Twine(plan->arenaBytes));
+  report.deviceArenaBytes = plan->arenaBytes;
+  // snug allocates nothing beyond weights and the arena; kernel images live
+  // in driver-managed memory, outside snug's allocations.
   report.runtimeBytes = 0;
   report.predictedPeakBytes =
-      report.weightsBytes + report.deviceArenaBytes + report.runtimeBytes;
+      report.weightsBytes + report.arenaBytes + report.runtimeBytes;
 
-  llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
-  if (!sharing)
-    return sharing.takeError();
-  LivenessInfo liveness = computeLiveness(module, *sharing);
-  for (const LiveBuffer &buffer : liveness.buffers) {
+  for (const ArenaBuffer &buffer : plan->buffers) {
     if (buffer.firstStep > report.peakStep || buffer.lastStep < report.peakStep)
       continue;
-    // A buffer counts once: name it after its first member, listing the
-    // others that share it.
     LiveTensor tensor;
     tensor.bytes = llvm::alignTo(buffer.bytes, std::max<uint64_t>(
                                                    1, report.alignment));
+    if (buffer.kind == ArenaBuffer::Kind::Scratch) {
+      tensor.name = "scratch of " + buffer.node->describe();
+      tensor.op = "workspace";
+      report.liveAtPeak.push_back(std::move(tensor));
+      continue;
+    }
+    // A buffer counts once: name it after its first member, listing the
+    // others that share it.
     const ir::Value *root = buffer.values.front();
     tensor.name = nameOf(root);
     tensor.op = root->isInput() ? "input"
                                 : root->getDefiningNode()->getOpName().str();
     for (size_t i = 1; i < buffer.values.size(); ++i) {
-      auto interval = liveness.intervals.lookup(buffer.values[i]);
+      auto interval = plan->intervals.lookup(buffer.values[i]);
       if (interval.first <= report.peakStep && report.peakStep <= interval.second)
         tensor.name += ", " + nameOf(buffer.values[i]) + " (" +
                        buffer.reasons[i] + ")";
@@ -223,18 +224,20 @@ void printMemoryReportPretty(const MemoryReport &report,
      << " nodes, planner " << report.planner << ", "
      << llvm::format("%.2f", report.planningMs) << " ms)\n";
   row("weights", report.weightsBytes, "");
-  row("arena", report.arenaBytes, "intermediates, inputs and outputs");
-  std::string placed =
-      "cuBLAS, over tensors dead at every GEMM: adds " +
-      formatBytes(report.deviceArenaBytes - report.arenaBytes) +
-      " to the arena";
-  row("workspace", report.workspaceBytes,
-      report.workspaceBytes ? placed : llvm::StringRef(""));
-  row("io", report.ioBytes, "inside the arena");
+  row("arena", report.arenaBytes,
+      "intermediates, io and scratch: the device arena");
+  row("  io", report.ioBytes, "inside the arena");
+  std::string scratch =
+      "inside the arena: the largest of " +
+      std::to_string(report.scratchBuffers) +
+      (report.scratchBuffers == 1 ? " scratch buffer" : " scratch buffers") +
+      " (cuBLAS), each live at its GEMM only";
+  row("  workspace", report.workspaceBytes,
+      report.scratchBuffers ? llvm::StringRef(scratch)
+                            : llvm::StringRef("inside the arena: none"));
   row("runtime", report.runtimeBytes, "");
   row("predicted peak", report.predictedPeakBytes,
-      "weights + arena + what the workspace adds + runtime (CUDA context "
-      "not included)");
+      "weights + arena + runtime (CUDA context not included)");
   os << "  lower bound      " << report.lowerBoundBytes << " B ("
      << report.lowerBoundUnsharedBytes
      << " B before views, in-place and concat sharing); no reuse "
@@ -291,6 +294,7 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
       {"lower_bound_unshared_bytes", int64_t(report.lowerBoundUnsharedBytes)},
       {"no_reuse_bytes", int64_t(report.noReuseBytes)},
       {"workspace_bytes", int64_t(report.workspaceBytes)},
+      {"scratch_buffers", int64_t(report.scratchBuffers)},
       {"device_arena_bytes", int64_t(report.deviceArenaBytes)},
       {"io_bytes", int64_t(report.ioBytes)},
       {"runtime_bytes", int64_t(report.runtimeBytes)},

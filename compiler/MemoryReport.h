@@ -4,15 +4,16 @@
 // `snugc compile` and `snugc plan` prints it:
 //   weights   device bytes of the weights the plan reads (weights section)
 //   arena     one allocation for every intermediate value, graph inputs and
-//             outputs included (io lives in the arena by default)
-//   workspace the cuBLAS workspace of the CUDA target. It lies over tensors
-//             dead at every GEMM step, so it adds to the device arena only
-//             what does not fit there ("device arena")
+//             outputs (io lives in the arena by default) and every scratch
+//             buffer (the cuBLAS workspace of each GEMM that can use one),
+//             all planned together by plan-memory: on the CUDA target the
+//             device arena is exactly this arena
 //   runtime   module images and library handles snug allocates
-// predicted peak = weights + device arena (arena + what the workspace adds)
-// + runtime: exactly the device bytes the runtime allocates. The CUDA
-// context (and the memory cuBLAS and the driver keep for themselves) is
-// outside any program's control and is not part of the figure.
+// predicted peak = weights + arena + runtime: exactly the device bytes the
+// runtime allocates. io and workspace are lines inside the arena, not
+// added to it. The CUDA context (and the memory cuBLAS and the driver keep
+// for themselves) is outside any program's control and is not part of the
+// figure. Everything about the arena comes from getModuleMemoryPlan.
 //
 // Beside the memory, the report carries the cost model's figures for the
 // planned module (passes/CostModel.h): FLOPs and MACs, bytes moved with
@@ -67,8 +68,12 @@ struct MemoryReport {
   /// The bound with no views, in-place or concat sharing.
   uint64_t lowerBoundUnsharedBytes = 0;
   uint64_t noReuseBytes = 0;
+  /// The largest scratch buffer (one GEMM's cuBLAS workspace), inside the
+  /// arena, and how many nodes have one.
   uint64_t workspaceBytes = 0;
-  /// The arena the CUDA executor allocates: arena + what the workspace adds.
+  size_t scratchBuffers = 0;
+  /// The arena an executor allocates: always arenaBytes (for the CUDA
+  /// target buildMemoryReport checks the emitted device plan's against it).
   uint64_t deviceArenaBytes = 0;
   uint64_t ioBytes = 0;
   uint64_t runtimeBytes = 0;
@@ -84,10 +89,12 @@ struct MemoryReport {
 };
 
 /// Builds the report of a module that plan-memory has planned.
+/// `deviceArenaBytes` is the device arena of the emitted CUDA plan (0 for
+/// the host target); one that is not the planned arena is an internal
+/// error.
 llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
                                                llvm::StringRef modelName,
                                                double planningMs,
-                                               uint64_t workspaceBytes = 0,
                                                uint64_t deviceArenaBytes = 0);
 
 /// The cost model's figures for `module` on `device` (a DeviceSpec name

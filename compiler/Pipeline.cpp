@@ -20,7 +20,10 @@ std::string getPlanningPipeline(const PlanningOptions &options) {
   std::string pipeline = options.schedule ? "schedule," : "";
   pipeline += "plan-memory{planner=" + options.planner +
               " alignment=" + std::to_string(options.alignment) +
-              " time-limit=" + formatSeconds(options.timeLimitSeconds) + "}";
+              " time-limit=" + formatSeconds(options.timeLimitSeconds) +
+              " target=" + options.target +
+              " cublas-workspace=" + std::to_string(options.cublasWorkspaceBytes) +
+              "}";
   if (options.verifyPlan)
     pipeline += ",verify-plan";
   return pipeline;

@@ -38,9 +38,14 @@ struct PlanningOptions {
   uint64_t alignment = 256;
   double timeLimitSeconds = 2.0;
   bool verifyPlan = PassManagerOptions::defaultVerifyEach();
+  /// Whose scratch plan-memory plans, "cuda" or "host", and the most cuBLAS
+  /// workspace one GEMM may get (snugc --target, --cublas-workspace).
+  std::string target = "cuda";
+  uint64_t cublasWorkspaceBytes = uint64_t(4) << 20;
 };
 
-/// "schedule,plan-memory{planner=best alignment=256 time-limit=2},verify-plan"
+/// "schedule,plan-memory{planner=best alignment=256 time-limit=2
+/// target=cuda cublas-workspace=4194304},verify-plan"
 std::string getPlanningPipeline(const PlanningOptions &options);
 
 /// `pipeline` with the names above replaced by what they stand for.

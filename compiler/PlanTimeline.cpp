@@ -45,20 +45,15 @@ static std::string colorFor(llvm::StringRef op) {
 
 llvm::Error writePlanTimeline(const ir::Module &module, llvm::StringRef title,
                               llvm::raw_ostream &os) {
-  const ir::Attribute *arenaAttr = module.getAttribute("arena");
-  if (!arenaAttr || arenaAttr->getKind() != ir::Attribute::Kind::Int)
+  if (!module.getAttribute("arena"))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the module has no memory plan to draw");
-  llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
-  if (!sharing)
-    return sharing.takeError();
-  LivenessInfo liveness = computeLiveness(module, *sharing);
-  uint64_t arena = std::max<int64_t>(1, arenaAttr->getInt());
-  const ir::Attribute *boundAttr = module.getAttribute("lower_bound");
-  uint64_t bound = boundAttr && boundAttr->getKind() == ir::Attribute::Kind::Int
-                       ? boundAttr->getInt()
-                       : 0;
-  int64_t steps = liveness.numSteps;
+  llvm::Expected<ModuleMemoryPlan> plan = getModuleMemoryPlan(module);
+  if (!plan)
+    return plan.takeError();
+  uint64_t arena = std::max<uint64_t>(1, plan->arenaBytes);
+  uint64_t bound = plan->lowerBoundBytes;
+  int64_t steps = plan->numSteps;
 
   const double width = 900, height = 520, margin = 60;
   double xScale = (width - 2 * margin) / double(steps);
@@ -72,7 +67,8 @@ llvm::Error writePlanTimeline(const ir::Module &module, llvm::StringRef title,
         "flex-wrap:nowrap;gap:16px}</style></head><body>\n<h2>";
   escapeHtml(os, title);
   os << "</h2>\n<p>arena " << arena << " B, lower bound " << bound << " B, "
-     << liveness.buffers.size() << " buffers over " << steps
+     << plan->buffers.size() << " buffers (" << plan->getNumScratchBuffers()
+     << " of them scratch) over " << steps
      << " steps. Hover a rectangle for its values.</p>\n<div class=\"row\">\n";
 
   // The arena: address against time.
@@ -83,29 +79,30 @@ llvm::Error writePlanTimeline(const ir::Module &module, llvm::StringRef title,
                      "height=\"%.1f\" fill=\"#f4f4f4\" stroke=\"#999\"/>\n",
                      margin, margin, width - 2 * margin, height - 2 * margin);
   std::vector<int64_t> live(steps, 0);
-  for (const LiveBuffer &buffer : liveness.buffers) {
-    const ir::Value *root = buffer.values.front();
-    if (!root->getArenaOffset())
-      continue;
-    uint64_t base = *root->getArenaOffset() -
-                    liveness.storage.lookup(root).offsetInBuffer;
+  for (const ArenaBuffer &buffer : plan->buffers) {
+    bool scratch = buffer.kind == ArenaBuffer::Kind::Scratch;
+    uint64_t base = buffer.offset;
     for (int64_t step = buffer.firstStep; step <= buffer.lastStep; ++step)
-      live[step] += llvm::alignTo(buffer.bytes, sharing->alignment);
+      live[step] += llvm::alignTo(buffer.bytes, plan->alignment);
     double x = margin + buffer.firstStep * xScale;
     double w = std::max(1.0, (buffer.lastStep - buffer.firstStep + 1) * xScale);
     double h = std::max(1.0, buffer.bytes * yScale);
     double y = height - margin - (base + buffer.bytes) * yScale;
-    llvm::StringRef op = root->isInput()
-                             ? llvm::StringRef("input")
-                             : root->getDefiningNode()->getOpName();
+    const ir::Value *root = scratch ? nullptr : buffer.values.front();
+    llvm::StringRef op = scratch          ? llvm::StringRef("scratch")
+                         : root->isInput() ? llvm::StringRef("input")
+                                           : root->getDefiningNode()->getOpName();
     os << llvm::format("<rect class=\"b\" x=\"%.2f\" y=\"%.2f\" "
                        "width=\"%.2f\" height=\"%.2f\" fill=\"",
                        x, y, w, h)
-       << colorFor(op) << "\"><title>";
+       << (scratch ? std::string("#455a64") : colorFor(op))
+       << "\"><title>";
     std::string text;
     llvm::raw_string_ostream tip(text);
     tip << "offset " << base << ", " << buffer.bytes << " B, live steps ["
         << buffer.firstStep << ", " << buffer.lastStep << "]";
+    if (scratch)
+      tip << "\nscratch (cuBLAS workspace) of " << buffer.node->describe();
     for (size_t i = 0; i < buffer.values.size(); ++i)
       tip << "\n" << describe(buffer.values[i])
           << (i ? std::string(" (") + buffer.reasons[i] + ")" : "");

@@ -4,7 +4,9 @@
 // drawing a planned module's arena: address upward, schedule step to the
 // right, each buffer a rectangle whose tooltip gives its values, producing
 // ops, bytes and live steps; beside it, the live bytes per step with the
-// lower bound and the arena size as lines.
+// lower bound and the arena size as lines. Scratch buffers (a GEMM's cuBLAS
+// workspace) are dark grey, one step wide. The plan comes from
+// getModuleMemoryPlan.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_PLANTIMELINE_H

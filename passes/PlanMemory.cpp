@@ -1,14 +1,19 @@
 //===- PlanMemory.cpp - The plan-memory pass ------------------------------===//
 //
 // Packs every intermediate value (graph inputs and outputs included: by
-// default they live in the arena) into one arena. Liveness decides which
-// values share a buffer; MemoryPlanner places the buffers; this file writes
-// the result back onto the IR, `{offset = N}` on each value and the plan's
-// figures on the module, and checks the plan with verifyMemoryPlan.
+// default they live in the arena) and every scratch buffer the target asks
+// for (ScratchRequest.h: the cuBLAS workspace of a GEMM) into one arena.
+// Liveness decides which values share a buffer; each scratch buffer lives
+// at its node's step only; MemoryPlanner places them all; this file writes
+// the result back onto the IR (see PlanMemory.h for what is recorded and
+// how readers get it back) and checks the plan with verifyMemoryPlan.
 //
 // Options (pipeline string): alignment=N (bytes, power of two, default 256),
 // planner=none|greedy-size|greedy-breadth|search|best, time-limit=SECONDS,
-// seed=N, views=0|1, in-place=0|1, concat=0|1, verify=0|1.
+// seed=N, views=0|1, in-place=0|1, concat=0|1, verify=0|1,
+// target=cuda|host (whose scratch to plan; default cuda),
+// cublas-workspace=BYTES (the most one GEMM's workspace may take, a
+// multiple of 256; default 4 MiB).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/PlanMemory.h"
@@ -39,6 +44,27 @@ static llvm::Error planError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+const ArenaBuffer *ModuleMemoryPlan::getScratch(int64_t step) const {
+  for (const ArenaBuffer &buffer : buffers)
+    if (buffer.kind == ArenaBuffer::Kind::Scratch && buffer.firstStep == step)
+      return &buffer;
+  return nullptr;
+}
+
+uint64_t ModuleMemoryPlan::getLargestScratchBytes() const {
+  uint64_t largest = 0;
+  for (const ArenaBuffer &buffer : buffers)
+    if (buffer.kind == ArenaBuffer::Kind::Scratch)
+      largest = std::max(largest, buffer.bytes);
+  return largest;
+}
+
+size_t ModuleMemoryPlan::getNumScratchBuffers() const {
+  return llvm::count_if(buffers, [](const ArenaBuffer &buffer) {
+    return buffer.kind == ArenaBuffer::Kind::Scratch;
+  });
+}
+
 llvm::Expected<LivenessOptions>
 getRecordedSharing(const ir::Module &module) {
   LivenessOptions sharing;
@@ -61,8 +87,111 @@ getRecordedSharing(const ir::Module &module) {
   return sharing;
 }
 
-llvm::Expected<MemoryPlan> planModuleMemory(ir::Module &module,
-                                            const PlanMemoryOptions &options) {
+llvm::Expected<std::vector<RecordedScratch>>
+getRecordedScratch(const ir::Module &module) {
+  std::vector<RecordedScratch> scratch;
+  const ir::Attribute *attr = module.getAttribute("scratch");
+  if (!attr)
+    return scratch;
+  auto malformed = [](const llvm::Twine &why) {
+    return planError("the module attribute 'scratch' (triples step, offset, "
+                     "bytes) " + why);
+  };
+  if (attr->getKind() != ir::Attribute::Kind::Ints ||
+      attr->getInts().size() % 3)
+    return malformed("must be a list of ints, three per scratch buffer");
+  llvm::ArrayRef<int64_t> ints = attr->getInts();
+  int64_t steps = module.getNodes().size();
+  for (size_t i = 0; i < ints.size(); i += 3) {
+    if (ints[i] < 0 || ints[i] >= steps || ints[i + 1] < 0 || ints[i + 2] < 0)
+      return malformed("has entry [" + llvm::Twine(ints[i]) + ", " +
+                       llvm::Twine(ints[i + 1]) + ", " +
+                       llvm::Twine(ints[i + 2]) + "]: the step must name one "
+                       "of the " + llvm::Twine(steps) +
+                       " nodes, offset and bytes must not be negative");
+    if (!scratch.empty() && ints[i] <= scratch.back().step)
+      return malformed("must list steps in increasing order, once each");
+    scratch.push_back({ints[i], uint64_t(ints[i + 1]), uint64_t(ints[i + 2])});
+  }
+  return scratch;
+}
+
+static uint64_t getIntAttribute(const ir::Module &module,
+                                llvm::StringRef name) {
+  const ir::Attribute *attr = module.getAttribute(name);
+  return attr && attr->getKind() == ir::Attribute::Kind::Int ? attr->getInt()
+                                                             : 0;
+}
+
+static std::string describeValue(const ir::Value *value) {
+  if (!value->getName().empty())
+    return "'%" + value->getName().str() + "'";
+  if (value->isResult())
+    return "result " + std::to_string(value->getResultIndex()) + " of " +
+           value->getDefiningNode()->describe();
+  return "an unnamed input";
+}
+
+llvm::Expected<ModuleMemoryPlan>
+getModuleMemoryPlan(const ir::Module &module) {
+  const ir::Attribute *arena = module.getAttribute("arena");
+  if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
+    return planError("the module has no memory plan (no 'arena' attribute); "
+                     "run plan-memory first");
+  llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
+  if (!sharing)
+    return sharing.takeError();
+  llvm::Expected<std::vector<RecordedScratch>> scratch =
+      getRecordedScratch(module);
+  if (!scratch)
+    return scratch.takeError();
+  ModuleMemoryPlan plan;
+  plan.alignment = sharing->alignment;
+  plan.arenaBytes = arena->getInt();
+  plan.lowerBoundBytes = getIntAttribute(module, "lower_bound");
+  plan.lowerBoundUnsharedBytes = getIntAttribute(module, "lower_bound_unshared");
+  plan.noReuseBytes = getIntAttribute(module, "no_reuse");
+  const ir::Attribute *peak = module.getAttribute("peak_step");
+  plan.peakStep =
+      peak && peak->getKind() == ir::Attribute::Kind::Int ? peak->getInt() : -1;
+  if (const ir::Attribute *planner = module.getAttribute("planner"))
+    if (planner->getKind() == ir::Attribute::Kind::String)
+      plan.planner = planner->getString().str();
+  plan.sharing = *sharing;
+
+  LivenessInfo liveness = computeLiveness(module, *sharing);
+  plan.numSteps = liveness.numSteps;
+  for (LiveBuffer &live : liveness.buffers) {
+    const ir::Value *root = live.values.front();
+    if (!root->getArenaOffset())
+      return planError("value " + describeValue(root) +
+                       " has no arena offset; the plan is incomplete");
+    ArenaBuffer buffer;
+    buffer.offset = *root->getArenaOffset() -
+                    liveness.storage.lookup(root).offsetInBuffer;
+    buffer.bytes = live.bytes;
+    buffer.firstStep = live.firstStep;
+    buffer.lastStep = live.lastStep;
+    buffer.values = std::move(live.values);
+    buffer.reasons = std::move(live.reasons);
+    plan.buffers.push_back(std::move(buffer));
+  }
+  auto nodes = module.getNodes();
+  for (const RecordedScratch &entry : *scratch) {
+    ArenaBuffer buffer;
+    buffer.kind = ArenaBuffer::Kind::Scratch;
+    buffer.offset = entry.offset;
+    buffer.bytes = entry.bytes;
+    buffer.firstStep = buffer.lastStep = entry.step;
+    buffer.node = nodes[entry.step].get();
+    plan.buffers.push_back(std::move(buffer));
+  }
+  plan.intervals = std::move(liveness.intervals);
+  return plan;
+}
+
+llvm::Expected<ModuleMemoryPlan>
+planModuleMemory(ir::Module &module, const PlanMemoryOptions &options) {
   if (!llvm::isPowerOf2_64(options.alignment))
     return planError("alignment " + llvm::Twine(options.alignment) +
                      " is not a power of two");
@@ -70,6 +199,25 @@ llvm::Expected<MemoryPlan> planModuleMemory(ir::Module &module,
   sharing.alignment = options.alignment;
   LivenessInfo liveness = computeLiveness(module, sharing);
   std::vector<PlanBuffer> buffers = getPlanBuffers(liveness, options.alignment);
+
+  // Scratch: one buffer per node that asks, live at its step alone, so it
+  // shares bytes with whatever is dead while that node runs and never with
+  // the node's own operands and results.
+  std::vector<std::pair<int64_t, uint64_t>> scratch; // step, bytes
+  auto nodes = module.getNodes();
+  for (size_t step = 0; step < nodes.size(); ++step) {
+    ScratchRequest request = getScratchRequest(*nodes[step], options.scratch);
+    if (!request.bytes)
+      continue;
+    PlanBuffer buffer;
+    buffer.id = buffers.size();
+    buffer.bytes = request.bytes;
+    buffer.alignment = std::max(options.alignment, kScratchAlignment);
+    buffer.firstStep = buffer.lastStep = step;
+    buffers.push_back(buffer);
+    scratch.push_back({int64_t(step), request.bytes});
+  }
+
   llvm::Expected<MemoryPlan> plan = planMemory(buffers, options.planner);
   if (!plan)
     return plan.takeError();
@@ -87,9 +235,14 @@ llvm::Expected<MemoryPlan> planModuleMemory(ir::Module &module,
     const_cast<ir::Value *>(entry.first)->setArenaOffset(offset);
   }
 
+  // The unshared bound counts the same scratch: sharing is what it measures.
   LivenessOptions unshared{false, false, false};
-  uint64_t unsharedBound = computeLowerBound(
-      getPlanBuffers(computeLiveness(module, unshared), options.alignment));
+  std::vector<PlanBuffer> unsharedBuffers =
+      getPlanBuffers(computeLiveness(module, unshared), options.alignment);
+  unsharedBuffers.insert(unsharedBuffers.end(),
+                         buffers.begin() + liveness.buffers.size(),
+                         buffers.end());
+  uint64_t unsharedBound = computeLowerBound(unsharedBuffers);
   auto setInt = [&](llvm::StringRef name, uint64_t value) {
     module.setAttribute(name, ir::Attribute::getInt(int64_t(value)));
   };
@@ -110,7 +263,23 @@ llvm::Expected<MemoryPlan> planModuleMemory(ir::Module &module,
   if (sharing.views)
     rules.push_back("views");
   module.setAttribute("sharing", ir::Attribute::getStrings(rules));
-  return plan;
+  if (scratch.empty()) {
+    module.removeAttribute("scratch");
+  } else {
+    std::vector<int64_t> triples;
+    for (size_t i = 0; i < scratch.size(); ++i) {
+      triples.push_back(scratch[i].first);
+      triples.push_back(
+          int64_t(plan->offsets[liveness.buffers.size() + i]));
+      triples.push_back(int64_t(scratch[i].second));
+    }
+    module.setAttribute("scratch", ir::Attribute::getInts(triples));
+  }
+
+  llvm::Expected<ModuleMemoryPlan> recorded = getModuleMemoryPlan(module);
+  if (recorded)
+    recorded->planningMs = plan->planningMs;
+  return recorded;
 }
 
 namespace {
@@ -170,14 +339,29 @@ llvm::Error PlanMemoryPass::setOption(llvm::StringRef key,
     return parseFlag(options.sharing.concatInPlace);
   if (key == "verify")
     return parseFlag(options.verify);
+  if (key == "target") {
+    if (value != "cuda" && value != "host")
+      return planError("plan-memory option 'target': '" + value +
+                       "' is not cuda or host");
+    options.scratch.cuda = value == "cuda";
+    return llvm::Error::success();
+  }
+  if (key == "cublas-workspace") {
+    if (value.getAsInteger(10, options.scratch.cublasWorkspaceCap) ||
+        options.scratch.cublasWorkspaceCap % kScratchAlignment)
+      return planError("plan-memory option 'cublas-workspace': '" + value +
+                       "' is not a multiple of 256 bytes");
+    return llvm::Error::success();
+  }
   return Pass::setOption(key, value);
 }
 
 llvm::Expected<bool> PlanMemoryPass::run(ir::Module &module) {
-  llvm::Expected<MemoryPlan> plan = planModuleMemory(module, options);
+  llvm::Expected<ModuleMemoryPlan> plan = planModuleMemory(module, options);
   if (!plan)
     return plan.takeError();
-  addStatistic("buffers", plan->offsets.size());
+  addStatistic("buffers", plan->buffers.size());
+  addStatistic("scratch-buffers", plan->getNumScratchBuffers());
   addStatistic("arena-bytes", plan->arenaBytes);
   addStatistic("lower-bound-bytes", plan->lowerBoundBytes);
   addStatistic("planning-us", int64_t(plan->planningMs * 1000));

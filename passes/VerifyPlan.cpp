@@ -6,8 +6,12 @@
 // the module's `arena`, and no two values live at the same step overlapping
 // in address unless a sharing rule (view, in-place, concat slice) puts them
 // there. A value whose offset does not follow its sharing rule is checked as
-// a buffer of its own, so a wrong alias shows up as an overlap. Changes
-// nothing. plan-memory verifies its own plans; this pass is for plans that
+// a buffer of its own, so a wrong alias shows up as an overlap. Scratch
+// buffers (the module's `scratch` triples) are checked as buffers live at
+// their node's step, aligned to 256 bytes (cublasSetWorkspace's rule) or the
+// arena alignment if larger. It reads the recorded offsets and re-derives
+// liveness itself rather than through getModuleMemoryPlan, so a bug there
+// cannot hide a bad plan from it. Changes nothing. plan-memory verifies its own plans; this pass is for plans that
 // come from elsewhere and for `--verify-plan` in release builds.
 //
 //===----------------------------------------------------------------------===//
@@ -53,7 +57,7 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
   LivenessInfo liveness = computeLiveness(module, *sharing);
 
   std::vector<PlanBuffer> buffers;
-  std::vector<const ir::Value *> owners;
+  std::vector<std::string> owners;
   MemoryPlan plan;
   plan.arenaBytes = arena->getInt();
   for (const LiveBuffer &live : liveness.buffers) {
@@ -91,13 +95,27 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
       alone.firstStep = interval.first;
       alone.lastStep = interval.second;
       buffers.push_back(alone);
-      owners.push_back(value);
+      owners.push_back(describeValue(value));
       plan.offsets.push_back(*value->getArenaOffset());
     }
     group.id = buffers.size();
     buffers.push_back(group);
-    owners.push_back(root);
+    owners.push_back(describeValue(root));
     plan.offsets.push_back(base);
+  }
+  llvm::Expected<std::vector<RecordedScratch>> scratch =
+      getRecordedScratch(module);
+  if (!scratch)
+    return scratch.takeError();
+  for (const RecordedScratch &entry : *scratch) {
+    PlanBuffer buffer;
+    buffer.bytes = entry.bytes;
+    buffer.alignment = std::max(alignment, kScratchAlignment);
+    buffer.firstStep = buffer.lastStep = entry.step;
+    buffers.push_back(buffer);
+    owners.push_back("the scratch of " +
+                     module.getNodes()[entry.step]->describe());
+    plan.offsets.push_back(entry.offset);
   }
   for (size_t i = 0; i < buffers.size(); ++i)
     buffers[i].id = i;
@@ -115,7 +133,7 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
                 return message.find(lead + std::to_string(i) + " ") !=
                        std::string::npos;
               }))
-        os << "\n    buffer " << i << " = " << describeValue(owners[i])
+        os << "\n    buffer " << i << " = " << owners[i]
            << " at offset " << plan.offsets[i] << ", " << buffers[i].bytes
            << " bytes, live [" << buffers[i].firstStep << ", "
            << buffers[i].lastStep << "]";

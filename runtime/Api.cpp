@@ -160,7 +160,8 @@ snug_status snug_bundle_sizes(const snug_bundle *handle, snug_sizes *sizes) {
     for (const TensorDesc &desc : *list)
       sizes->io += desc.location.bytes;
   sizes->device_arena = b.hasDevicePlan ? b.devicePlan.arenaBytes : 0;
-  sizes->workspace = b.hasDevicePlan ? b.devicePlan.workspaceBytes : 0;
+  sizes->workspace =
+      b.hasDevicePlan ? b.devicePlan.getLargestWorkspaceBytes() : 0;
   return SNUG_OK;
 }
 

@@ -491,8 +491,15 @@ bool readDeviceArg(Cursor &cursor, DeviceArg &arg, uint64_t bytes,
   return true;
 }
 
+/// The workspace a version-1 plan gave every GEMM.
+struct SharedWorkspace {
+  bool legacy = false;
+  uint64_t offset = 0, bytes = 0;
+};
+
 bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
-              uint64_t weightsSize, const std::string &what) {
+              uint64_t weightsSize, const std::string &what,
+              const SharedWorkspace &shared) {
   uint32_t m, n, k, batch;
   if (!cursor.u8(g.dtype) || !cursor.u8(g.transA) || !cursor.u8(g.transB) ||
       !cursor.u32(m) || !cursor.u32(n) || !cursor.u32(k) ||
@@ -522,27 +529,63 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
   uint64_t aBytes = gemmOperandExtent(aRows, aCols, g.lda, g.strideA, g.batch) * size;
   uint64_t bBytes = gemmOperandExtent(bRows, bCols, g.ldb, g.strideB, g.batch) * size;
   uint64_t cBytes = gemmOperandExtent(g.m, g.n, g.ldc, g.strideC, g.batch) * size;
-  return readDeviceArg(cursor, g.a, aBytes, arenaSize, weightsSize, what + " A") &&
-         readDeviceArg(cursor, g.b, bBytes, arenaSize, weightsSize, what + " B") &&
-         readDeviceArg(cursor, g.c, cBytes, arenaSize, weightsSize, what + " C") &&
-         (g.c.kind == ArgArena ||
-          cursor.fail(what + ": GEMM writes outside the arena"));
+  if (!readDeviceArg(cursor, g.a, aBytes, arenaSize, weightsSize, what + " A") ||
+      !readDeviceArg(cursor, g.b, bBytes, arenaSize, weightsSize, what + " B") ||
+      !readDeviceArg(cursor, g.c, cBytes, arenaSize, weightsSize, what + " C"))
+    return false;
+  if (g.c.kind != ArgArena)
+    return cursor.fail(what + ": GEMM writes outside the arena");
+  if (shared.legacy) {
+    g.workspaceOffset = shared.offset, g.workspaceBytes = shared.bytes;
+  } else if (!cursor.u64(g.workspaceOffset) ||
+             !cursor.u64(g.workspaceBytes)) {
+    return false;
+  }
+  if (!g.workspaceBytes)
+    return true;
+  std::string range = std::to_string(g.workspaceBytes) +
+                      " bytes of cuBLAS workspace at offset " +
+                      std::to_string(g.workspaceOffset);
+  if (g.workspaceOffset > arenaSize ||
+      g.workspaceBytes > arenaSize - g.workspaceOffset)
+    return cursor.fail(what + ": " + range + " lie outside the device arena (" +
+                       std::to_string(arenaSize) + " bytes)");
+  // cublasSetWorkspace wants 256-byte alignment; the arena's base has it.
+  if (g.workspaceOffset % 256)
+    return cursor.fail(what + ": " + range +
+                       " are not 256-byte aligned (cublasSetWorkspace "
+                       "refuses them)");
+  // cuBLAS writes its workspace while it reads A and B and writes C.
+  const std::pair<const DeviceArg *, uint64_t> operands[] = {
+      {&g.a, aBytes}, {&g.b, bBytes}, {&g.c, cBytes}};
+  const char *names[] = {"A", "B", "C"};
+  for (int i = 0; i < 3; ++i) {
+    const DeviceArg &arg = *operands[i].first;
+    uint64_t bytes = operands[i].second;
+    if (arg.kind == ArgArena && bytes &&
+        arg.value < g.workspaceOffset + g.workspaceBytes &&
+        g.workspaceOffset < arg.value + bytes)
+      return cursor.fail(what + ": " + range + " overlap its operand " +
+                         names[i] + " (" + std::to_string(bytes) +
+                         " bytes at offset " + std::to_string(arg.value) +
+                         ")");
+  }
+  return true;
 }
 
 bool readDevicePlan(Cursor &cursor, Bundle &b) {
   DevicePlan &plan = b.devicePlan;
   uint32_t count;
-  if (!cursor.u64(plan.arenaBytes) || !cursor.u64(plan.workspaceOffset) ||
-      !cursor.u64(plan.workspaceBytes))
+  SharedWorkspace shared;
+  shared.legacy = b.version < 2;
+  if (!cursor.u64(plan.arenaBytes))
     return false;
-  // The workspace may lie over the host plan's tensors (those dead at every
-  // GEMM); it only has to fit in the device arena.
-  if (plan.arenaBytes < b.arenaSize ||
-      plan.workspaceOffset > plan.arenaBytes ||
-      plan.workspaceBytes > plan.arenaBytes - plan.workspaceOffset)
+  if (shared.legacy && (!cursor.u64(shared.offset) || !cursor.u64(shared.bytes)))
+    return false;
+  if (plan.arenaBytes < b.arenaSize)
     return cursor.fail("device arena of " + std::to_string(plan.arenaBytes) +
-                       " bytes does not hold the host arena and the "
-                       "workspace");
+                       " bytes does not hold the host arena (" +
+                       std::to_string(b.arenaSize) + " bytes)");
   if (!cursor.count(count, 4))
     return false;
   plan.kernels.resize(count);
@@ -590,7 +633,8 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
       break;
     }
     case StepGemm:
-      if (!readGemm(cursor, step.gemm, plan.arenaBytes, b.weightsSize, what))
+      if (!readGemm(cursor, step.gemm, plan.arenaBytes, b.weightsSize, what,
+                    shared))
         return false;
       break;
     case StepCopy:

@@ -11,22 +11,30 @@
 // once, when the session is created. All shapes are static, so kernels carry
 // their sizes as constants and their arguments are mostly pointers.
 //
-// The device arena is the host plan's arena, grown where needed to hold the
-// cuBLAS workspace (workspaceOffset, workspaceBytes, 256-byte aligned); the
-// workspace lies over tensors that are dead at every GEMM step. One
-// allocation.
+// The device arena is the host plan's arena: plan-memory planned every
+// GEMM's cuBLAS workspace into it as a buffer live at that GEMM's step, so
+// each Gemm step carries its own workspace (offset, bytes; 256-byte aligned,
+// inside the arena, clear of the step's operands; bytes 0: cuBLAS runs
+// algorithms that need none), which the executor hands to
+// cublasSetWorkspace before a GEMM whose workspace differs from the last
+// one. Fixed addresses, one allocation.
 //
-// Encoding (DevicePlan section), in the flat stream of BundleFormat.h:
-//   u64 device arena bytes, u64 workspace offset, u64 workspace bytes
+// Encoding (DevicePlan section), in the flat stream of BundleFormat.h, for
+// bundle format version 2:
+//   u64 device arena bytes
 //   list of strings: kernel symbols
 //   list of steps: u8 kind, u32 host op index, then by kind
 //     Launch: u32 kernel, u32 grid[3], u32 block[3], u32 shared bytes,
 //             list of args
 //     Gemm:   u8 dtype, u8 transA, u8 transB, i32 m, n, k, i32 batch,
 //             i64 lda, ldb, ldc, strideA, strideB, strideC, f32 alpha, beta,
-//             arg a, arg b, arg c
+//             arg a, arg b, arg c, u64 workspace offset, u64 workspace bytes
 //     Copy:   arg dst, arg src, u64 bytes
 //   an arg is u8 kind + u64 value (offset, or the scalar's bits)
+// Version 1 (read, never written) had one workspace for every GEMM: the
+// header was u64 device arena bytes, u64 workspace offset, u64 workspace
+// bytes, and Gemm steps ended at arg c; the reader gives each Gemm step that
+// one workspace.
 // KernelImages section: list of images: u8 kind, u32 arch (80 = sm_80),
 //   u64 size + bytes. Cubins for each target arch, PTX for the newest.
 //
@@ -73,7 +81,8 @@ struct DeviceLaunch {
 ///   C_b[m x n] = alpha * op(A_b) * op(B_b) + beta * C_b
 /// with X_b = X + b * strideX elements, op(A) m x k, op(B) k x n.
 /// dtype is the element type of A, B and C (f32, f16, bf16 or f64);
-/// accumulation is in f32 (f64 for f64).
+/// accumulation is in f32 (f64 for f64). cuBLAS may use the workspace
+/// arena[workspaceOffset, workspaceOffset + workspaceBytes) during the call.
 struct DeviceGemm {
   uint8_t dtype = 0; // DTypeCode
   uint8_t transA = 0, transB = 0;
@@ -82,6 +91,7 @@ struct DeviceGemm {
   int64_t strideA = 0, strideB = 0, strideC = 0;
   float alpha = 1, beta = 0;
   DeviceArg a, b, c;
+  uint64_t workspaceOffset = 0, workspaceBytes = 0;
 };
 
 struct DeviceCopy {
@@ -99,10 +109,17 @@ struct DeviceStep {
 
 struct DevicePlan {
   uint64_t arenaBytes = 0;
-  uint64_t workspaceOffset = 0;
-  uint64_t workspaceBytes = 0;
   std::vector<std::string> kernels;
   std::vector<DeviceStep> steps;
+
+  /// The largest workspace one GEMM step may use (0 without GEMMs).
+  uint64_t getLargestWorkspaceBytes() const {
+    uint64_t largest = 0;
+    for (const DeviceStep &step : steps)
+      if (step.kind == StepGemm && step.gemm.workspaceBytes > largest)
+        largest = step.gemm.workspaceBytes;
+    return largest;
+  }
 };
 
 enum KernelImageKind : uint8_t { ImageCubin = 1, ImagePtx = 2 };

@@ -13,8 +13,8 @@ Columns (bytes unless noted):
   LB           lower bound after the schedule pass (what the arena can reach)
   arena <s>    the arena each strategy packs (schedule on)
   weights      device bytes of the weights
-  peak         predicted peak device memory (weights + arena + workspace +
-               runtime; the CUDA target)
+  peak         predicted peak device memory (weights + arena + runtime; the
+               CUDA target, whose cuBLAS workspaces are planned in the arena)
   ms           planning time of the default strategy (best)
 Peer: onnxruntime CPU (memory pattern and CPU arena on, one thread): the
 resident memory its first run adds to the process after session creation

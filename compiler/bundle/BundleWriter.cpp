@@ -108,8 +108,7 @@ void writeArg(Sink &sink, const DeviceArg &arg) {
 }
 
 void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
-  sink.u64(plan.arenaBytes), sink.u64(plan.workspaceOffset);
-  sink.u64(plan.workspaceBytes);
+  sink.u64(plan.arenaBytes);
   sink.u32(plan.kernels.size());
   for (const std::string &kernel : plan.kernels)
     sink.string(kernel);
@@ -138,6 +137,7 @@ void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
         sink.i64(v);
       sink.f32(g.alpha), sink.f32(g.beta);
       writeArg(sink, g.a), writeArg(sink, g.b), writeArg(sink, g.c);
+      sink.u64(g.workspaceOffset), sink.u64(g.workspaceBytes);
       break;
     }
     case StepCopy:

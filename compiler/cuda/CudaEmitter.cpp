@@ -2,8 +2,9 @@
 //
 // Builds a TensorRef per operand and result from the plan (arena offsets on
 // values, weight offsets from the bundle's weights layout), hands each node
-// to its family's emitter, then names the distinct kernels and lays out the
-// translation unit. Kernels are deduplicated on their whole text, so a model
+// to its family's emitter (with the node's scratch buffer from the memory
+// plan), then names the distinct kernels and lays out the translation unit.
+// The device arena is the planned arena; the emitter places nothing. Kernels are deduplicated on their whole text, so a model
 // with 16 identical blocks compiles each kernel once.
 //
 //===----------------------------------------------------------------------===//
@@ -180,6 +181,8 @@ void EmitContext::gemm(const DeviceGemm &gemm) {
   step.kind = StepGemm;
   step.op = opIndex;
   step.gemm = gemm;
+  step.gemm.workspaceOffset = scratchBytes ? scratchOffset : 0;
+  step.gemm.workspaceBytes = scratchBytes;
   steps.push_back(std::move(step));
 }
 
@@ -241,52 +244,19 @@ std::string kernelText(const Kernel &kernel, llvm::StringRef symbol) {
 
 unsigned countLines(llvm::StringRef text) { return unsigned(text.count('\n')); }
 
-/// Where the cuBLAS workspace goes: the lowest 256-aligned offset whose
-/// `bytes` no value live at any GEMM step (`gemmSteps`, schedule indices)
-/// occupies. cuBLAS touches the workspace only inside its calls, so it may
-/// share bytes with any tensor dead at every GEMM; when no gap in the arena
-/// is large enough, it goes after the highest byte the GEMM steps use, and
-/// the device arena grows by what sticks out.
-llvm::Expected<uint64_t> placeWorkspace(const ir::Module &module,
-                                        std::vector<int64_t> gemmSteps,
-                                        uint64_t bytes) {
-  llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
-  if (!sharing)
-    return sharing.takeError();
-  LivenessInfo liveness = computeLiveness(module, *sharing);
-  std::sort(gemmSteps.begin(), gemmSteps.end());
-  std::vector<std::pair<uint64_t, uint64_t>> occupied;
-  for (const auto &entry : liveness.intervals) {
-    const ir::Value *value = entry.first;
-    auto first = std::lower_bound(gemmSteps.begin(), gemmSteps.end(),
-                                  entry.second.first);
-    if (!value->getArenaOffset() || first == gemmSteps.end() ||
-        *first > entry.second.second)
-      continue;
-    uint64_t offset = *value->getArenaOffset();
-    occupied.push_back({offset, offset + value->getType().getByteSize()});
-  }
-  std::sort(occupied.begin(), occupied.end());
-  uint64_t candidate = 0;
-  for (const auto &range : occupied) {
-    if (range.first >= candidate + bytes)
-      break;
-    candidate = std::max(candidate, llvm::alignTo(range.second, 256));
-  }
-  return candidate;
-}
-
 } // namespace
 
 llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
                                      const WeightsLayout &weights,
-                                     const CudaOptions &options) {
-  const ir::Attribute *arena = module.getAttribute("arena");
-  if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
+                                     const CudaOptions & /*options*/) {
+  if (!module.getAttribute("arena"))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "module '" + module.getName() +
             "' has no memory plan; run plan-memory before emitting CUDA");
+  llvm::Expected<ModuleMemoryPlan> memoryPlan = getModuleMemoryPlan(module);
+  if (!memoryPlan)
+    return memoryPlan.takeError();
   llvm::DenseMap<const ir::Value *, uint64_t> weightOffsets;
   for (const auto &[value, offset] : weights.offsets)
     weightOffsets[value] = offset;
@@ -340,6 +310,10 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
     }
     EmitContext context(node, opIndex, std::move(operands), std::move(results),
                         steps, kernels);
+    if (const ArenaBuffer *scratch = memoryPlan->getScratch(opIndex)) {
+      context.scratchOffset = scratch->offset;
+      context.scratchBytes = scratch->bytes;
+    }
     size_t kernelsBefore = kernels.size();
     if (node.getOpInfo().isView()) {
       context.copy(context.out().place, context.in(0).place,
@@ -389,25 +363,13 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
     symbolOf[key] = index;
     remap[i] = index;
   }
-  std::vector<int64_t> gemmSteps;
-  for (DeviceStep &step : steps) {
+  for (DeviceStep &step : steps)
     if (step.kind == StepLaunch)
       step.launch.kernel = remap[step.launch.kernel];
-    if (step.kind == StepGemm)
-      gemmSteps.push_back(step.op);
-  }
   program.plan.steps = std::move(steps);
-  program.plan.arenaBytes = uint64_t(arena->getInt());
-  if (!gemmSteps.empty() && options.cublasWorkspaceBytes) {
-    auto offset = placeWorkspace(module, gemmSteps,
-                                 options.cublasWorkspaceBytes);
-    if (!offset)
-      return offset.takeError();
-    program.plan.workspaceOffset = *offset;
-    program.plan.workspaceBytes = options.cublasWorkspaceBytes;
-    program.plan.arenaBytes = std::max(program.plan.arenaBytes,
-                                       *offset + options.cublasWorkspaceBytes);
-  }
+  // The planned arena, workspaces included: nothing is placed after
+  // planning.
+  program.plan.arenaBytes = memoryPlan->arenaBytes;
   return program;
 }
 
@@ -430,8 +392,7 @@ std::string describeDevicePlan(const DevicePlan &plan) {
     default: os << "?"; break;
     }
   };
-  os << "// device plan: arena " << plan.arenaBytes << " bytes, workspace "
-     << plan.workspaceBytes << " bytes at " << plan.workspaceOffset << ", "
+  os << "// device plan: arena " << plan.arenaBytes << " bytes, "
      << plan.kernels.size() << " kernels, " << plan.steps.size()
      << " steps\n";
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -459,6 +420,9 @@ std::string describeDevicePlan(const DevicePlan &plan) {
          << "," << g.strideB << "," << g.strideC << " alpha=" << g.alpha
          << " beta=" << g.beta << " A=";
       arg(g.a), os << " B=", arg(g.b), os << " C=", arg(g.c);
+      if (g.workspaceBytes)
+        os << " workspace=arena+" << g.workspaceOffset << " "
+           << g.workspaceBytes << " bytes";
     } else {
       os << "copy " << step.copy.bytes << " bytes ";
       arg(step.copy.src), os << " -> ", arg(step.copy.dst);

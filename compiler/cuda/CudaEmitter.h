@@ -6,10 +6,10 @@
 // device plan: kernel symbols and, per node, launches, cuBLAS GEMMs and
 // copies, all addressed as offsets into the device arena and weights.
 //
-// The device arena is the plan's arena, holding the cuBLAS workspace when
-// the module has a GEMM: cuBLAS touches it only inside its calls, so it is
-// placed over tensors that are dead at every GEMM step, and the arena grows
-// only by what does not fit (one allocation either way).
+// The device arena is the plan's arena. Each GEMM's cuBLAS workspace is
+// the scratch buffer plan-memory planned for its node (live at that step
+// only, sized by passes/ScratchRequest from the GEMM's shape), recorded on
+// every Gemm step of the node; the emitter places nothing itself.
 //
 // Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, inference Dropout)
 // that the planner placed on their operand's bytes emit nothing; otherwise
@@ -36,9 +36,6 @@ struct CudaOptions {
   /// SM architectures to compile cubins for (80 = sm_80); PTX is added for
   /// the newest.
   std::vector<unsigned> archs = {80, 90};
-  /// Bytes of the cuBLAS workspace placed in the arena when the module has
-  /// a GEMM.
-  uint64_t cublasWorkspaceBytes = 4u << 20;
 };
 
 struct CudaProgram {

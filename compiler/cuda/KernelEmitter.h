@@ -23,6 +23,11 @@
 //   - Results are deterministic: no atomics that reorder floating-point sums.
 //   - The semantics are those of the host reference kernel of the same op
 //     (runtime/host/kernels/), which is the oracle in tests.
+//   - Temporary device memory is the node's scratch buffer, which
+//     plan-memory planned from getScratchRequest (passes/ScratchRequest.h)
+//     and EmitContext::scratchOffset/scratchBytes locate: a kernel that
+//     needs scratch asks for it there, never allocates. Every GEMM step
+//     records the node's scratch as its cuBLAS workspace.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_CUDA_KERNELEMITTER_H
@@ -127,6 +132,8 @@ public:
   unsigned opIndex; // index of the node in the schedule (= host plan op)
   std::vector<TensorRef> operands;
   std::vector<TensorRef> results;
+  /// The node's planned scratch buffer in the arena (0 bytes: none).
+  uint64_t scratchOffset = 0, scratchBytes = 0;
 
   const TensorRef &in(unsigned i) const { return operands[i]; }
   const TensorRef &out(unsigned i = 0) const { return results[i]; }
@@ -146,7 +153,8 @@ public:
 
   /// Records a launch of `kernel` (the driver names and dedupes it).
   void launch(Kernel kernel);
-  /// Records a cuBLAS strided-batched GEMM.
+  /// Records a cuBLAS strided-batched GEMM, with the node's scratch as its
+  /// workspace.
   void gemm(const bundle::DeviceGemm &gemm);
   /// Records a device-to-device copy (skipped when source and destination
   /// coincide or bytes is 0).

@@ -162,11 +162,11 @@ Status CudaExecutor::setUp(const CudaSessionOptions &options) {
   if (image)
     if (Status s = loadKernels(*image))
       return s;
+  if (Status s = resolveSteps())
+    return s;
   if (cublas)
     if (Status s = setUpCublas())
       return s;
-  if (Status s = resolveSteps())
-    return s;
   if (Status s = warmUpCublas())
     return s;
 
@@ -248,7 +248,6 @@ Status CudaExecutor::loadKernels(const KernelImageRef &image) {
 }
 
 Status CudaExecutor::setUpCublas() {
-  const DevicePlan &plan = bundle.devicePlan;
   auto failed = [&](const char *what, cublasStatus_t status) {
     return Status(status == CUBLAS_STATUS_ALLOC_FAILED
                       ? SNUG_ERROR_OUT_OF_MEMORY
@@ -262,18 +261,42 @@ Status CudaExecutor::setUpCublas() {
   }
   if (cublasStatus_t s = cublas->SetStream(cublasHandle, stream))
     return failed("cublasSetStream", s);
-  // The workspace lives in the arena: cuBLAS then allocates nothing while a
-  // graph is captured or replayed. Without one (0 bytes), cuBLAS falls
-  // back to algorithms that need none.
-  void *workspace = plan.workspaceBytes
-                        ? reinterpret_cast<void *>(arena + plan.workspaceOffset)
-                        : nullptr;
-  if (cublasStatus_t s =
-          cublas->SetWorkspace(cublasHandle, workspace, plan.workspaceBytes))
-    return failed("cublasSetWorkspace", s);
+  // Each GEMM's workspace lives in the arena (plan-memory placed it at that
+  // GEMM's step): cuBLAS then allocates nothing while a graph is captured or
+  // replayed, and never touches its default pool (cublasSetStream above
+  // reset the handle to it). The first GEMM's is set now; useWorkspace
+  // switches before a GEMM whose workspace differs.
+  for (const Step &step : steps)
+    if (step.kind == bundle::StepGemm) {
+      if (Status s = useWorkspace(step))
+        return s;
+      break;
+    }
   // Exactness first: no TF32 or other reduced-precision tensor-op math.
   if (cublasStatus_t s = cublas->SetMathMode(cublasHandle, CUBLAS_DEFAULT_MATH))
     return failed("cublasSetMathMode", s);
+  return Status::ok();
+}
+
+Status CudaExecutor::useWorkspace(const Step &step) {
+  if (workspaceSet && step.workspace == currentWorkspace &&
+      step.workspaceBytes == currentWorkspaceBytes)
+    return Status::ok();
+  // A host-side setting of the handle, not a stream operation: legal while
+  // a graph is captured, and the captured kernels keep the (fixed) address.
+  // Without a workspace (0 bytes), cuBLAS runs algorithms that need none.
+  void *workspace = step.workspaceBytes
+                        ? reinterpret_cast<void *>(step.workspace)
+                        : nullptr;
+  if (cublasStatus_t s = cublas->SetWorkspace(cublasHandle, workspace,
+                                              step.workspaceBytes))
+    return Status(SNUG_ERROR_RUNTIME,
+                  "bundle '" + bundle.path + "' on '" + deviceName +
+                      "': " + describeStep(step) +
+                      ": cublasSetWorkspace failed: " + cublasStatusName(s));
+  currentWorkspace = step.workspace;
+  currentWorkspaceBytes = step.workspaceBytes;
+  workspaceSet = true;
   return Status::ok();
 }
 
@@ -349,6 +372,8 @@ Status CudaExecutor::resolveSteps() {
       step.alpha32 = g.alpha, step.beta32 = g.beta;
       step.alpha64 = g.alpha, step.beta64 = g.beta;
       step.a = resolve(g.a), step.b = resolve(g.b), step.c = resolve(g.c);
+      step.workspace = arena + g.workspaceOffset;
+      step.workspaceBytes = g.workspaceBytes;
       break;
     }
     case bundle::StepCopy:
@@ -422,6 +447,8 @@ Status CudaExecutor::enqueueStep(const Step &step) {
     return Status::ok();
   }
   case bundle::StepGemm: {
+    if (Status s = useWorkspace(step))
+      return s;
     bool f64 = step.computeType == CUBLAS_COMPUTE_64F;
     const void *alpha = f64 ? static_cast<const void *>(&step.alpha64)
                             : static_cast<const void *>(&step.alpha32);

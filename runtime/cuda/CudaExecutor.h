@@ -4,8 +4,9 @@
 // that can fail for reasons other than a kernel fault happens at creation:
 // the driver, the device, the kernel image for its arch, the free memory
 // check, the weights and arena allocations (once, exactly the planned
-// sizes), the weight upload, module and function loading, cuBLAS setup with
-// its workspace inside the arena, resolving every launch argument to a
+// sizes), the weight upload, module and function loading, cuBLAS setup
+// (each GEMM's workspace lies inside the arena, where plan-memory placed
+// it), resolving every launch argument to a
 // device address or value, and one call of each GEMM (so that cuBLAS loads
 // its kernels then, not during a run). A run then only enqueues: the first
 // run executes the steps one by one, the second captures them into a CUDA
@@ -103,11 +104,16 @@ private:
     // Gemm operands and Copy.
     CUdeviceptr a = 0, b = 0, c = 0;
     uint64_t bytes = 0;
+    // Gemm: the workspace cuBLAS may use during the call (0 bytes: none).
+    CUdeviceptr workspace = 0;
+    uint64_t workspaceBytes = 0;
   };
 
   Status setUp(const CudaSessionOptions &options);
   Status loadKernels(const KernelImageRef &image);
   Status setUpCublas();
+  /// Points cuBLAS at `step`'s workspace unless it already uses it.
+  Status useWorkspace(const Step &step);
   Status resolveSteps();
   Status warmUpCublas();
   CUdeviceptr resolve(const bundle::DeviceArg &arg) const;
@@ -132,6 +138,10 @@ private:
   CUmodule module = nullptr;
   std::vector<CUfunction> functions;
   cublasHandle_t cublasHandle = nullptr;
+  // The workspace cuBLAS was last given (valid once workspaceSet).
+  CUdeviceptr currentWorkspace = 0;
+  uint64_t currentWorkspaceBytes = 0;
+  bool workspaceSet = false;
   std::vector<Step> steps;
   std::vector<uint64_t> paramValues;
   std::vector<void *> params; // pointers into paramValues, per launch

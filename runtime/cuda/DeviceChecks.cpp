@@ -102,9 +102,11 @@ Status checkDeviceMemory(const Bundle &bundle, uint64_t weights, uint64_t arena,
   if (arena)
     parts.push_back(
         {arena, "arena " + bytesString(arena) +
-                    (plan.workspaceBytes ? " with a cuBLAS workspace of " +
-                                               bytesString(plan.workspaceBytes)
-                                         : std::string())});
+                    (plan.getLargestWorkspaceBytes()
+                         ? " with cuBLAS workspaces of up to " +
+                               bytesString(plan.getLargestWorkspaceBytes()) +
+                               " inside"
+                         : std::string())});
   else
     parts.push_back({0, "arena owned by the caller"});
   std::stable_sort(
@@ -122,12 +124,8 @@ Status checkDeviceMemory(const Bundle &bundle, uint64_t weights, uint64_t arena,
 
 Status checkGemmLimits(const Bundle &bundle) {
   const DevicePlan &plan = bundle.devicePlan;
-  // cublasSetWorkspace wants 256-byte alignment; the arena's base has it.
-  if (plan.workspaceBytes && plan.workspaceOffset % kDeviceArenaAlignment)
-    return invalidBundle(
-        "bundle '" + bundle.path + "': the cuBLAS workspace offset " +
-        std::to_string(plan.workspaceOffset) + " is not a multiple of " +
-        std::to_string(kDeviceArenaAlignment));
+  // The reader checked each GEMM's workspace (inside the arena, 256-byte
+  // aligned, clear of the GEMM's operands).
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const DeviceStep &step = plan.steps[i];
     if (step.kind != bundle::StepGemm)

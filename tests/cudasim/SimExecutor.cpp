@@ -276,6 +276,15 @@ bool referenceGemm(const DeviceGemm &g, const DeviceMemory &memory,
             "undefined)";
     return false;
   }
+  DeviceArg workspace = DeviceArg::arena(g.workspaceOffset);
+  uint64_t workspaceBytes = g.workspaceBytes;
+  if (overlaps(workspace, workspaceBytes, g.a, aBytes) ||
+      overlaps(workspace, workspaceBytes, g.b, bBytes) ||
+      overlaps(workspace, workspaceBytes, g.c, cBytes)) {
+    error = "the GEMM's cuBLAS workspace overlaps an operand (cuBLAS "
+            "writes it during the call)";
+    return false;
+  }
   if ((g.transA ? g.lda < std::max<int64_t>(k, 1) : g.lda < std::max<int64_t>(m, 1)) ||
       (g.transB ? g.ldb < std::max<int64_t>(n, 1) : g.ldb < std::max<int64_t>(k, 1)) ||
       g.ldc < std::max<int64_t>(m, 1)) {
@@ -401,6 +410,22 @@ bool runDevicePlan(const DevicePlan &plan, KernelLibrary &kernels,
     } else if (step.kind == StepGemm) {
       const DeviceGemm &g = step.gemm;
       std::snprintf(crash.kind, sizeof crash.kind, "GEMM");
+      if (g.workspaceBytes) {
+        if (g.workspaceOffset > memory.arenaBytes ||
+            g.workspaceBytes > memory.arenaBytes - g.workspaceOffset ||
+            g.workspaceOffset % 256) {
+          error = where + ": cuBLAS workspace of " +
+                  std::to_string(g.workspaceBytes) + " bytes at offset " +
+                  std::to_string(g.workspaceOffset) +
+                  " is not a 256-byte aligned range of the device arena (" +
+                  std::to_string(memory.arenaBytes) + " bytes)";
+          return false;
+        }
+        // cuBLAS may write all of its workspace (split-K partial sums): so
+        // does the simulator, with NaNs, so that a tensor the plan wrongly
+        // laid over it comes out wrong.
+        std::memset(memory.arena + g.workspaceOffset, 0xFF, g.workspaceBytes);
+      }
       if (!referenceGemm(g, memory, error)) {
         error = where + ": " + error;
         return false;

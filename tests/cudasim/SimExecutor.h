@@ -4,9 +4,11 @@
 // a copy of the weights in host memory, fenced by guard pages and canaries),
 // the kernels (a shared object built by compile_kernels.sh from the emitted
 // source, with CudaSim.h's block scheduler inside), and the step loop:
-// Launch runs SYM_sim over the grid through snug_cudasim_launch, Gemm runs a
-// reference column-major strided-batched GEMM with cuBLAS's semantics, Copy
-// is a memmove. Used by snug-cudasim and the simulator's tests. Runtime
+// Launch runs SYM_sim over the grid through snug_cudasim_launch, Gemm fills
+// its cuBLAS workspace with NaNs (as a split-K cuBLAS kernel may scribble
+// over all of it, so a tensor the plan laid over a live workspace comes out
+// wrong) and runs a reference column-major strided-batched GEMM with
+// cuBLAS's semantics, Copy is a memmove. Used by snug-cudasim and the simulator's tests. Runtime
 // headers only (no LLVM).
 //
 //===----------------------------------------------------------------------===//
@@ -140,7 +142,8 @@ bool runDevicePlan(const bundle::DevicePlan &plan, KernelLibrary &kernels,
 /// The reference of one cuBLAS strided-batched GEMM (column-major; op(A)
 /// m x k, op(B) k x n; C = alpha * op(A) op(B) + beta * C, C not read when
 /// beta is 0), accumulating in double; f16 and bf16 through float. False with
-/// `error` set on an unsupported dtype or when C overlaps A or B.
+/// `error` set on an unsupported dtype, when C overlaps A or B, or when the
+/// workspace overlaps A, B or C.
 bool referenceGemm(const bundle::DeviceGemm &gemm, const DeviceMemory &memory,
                    std::string &error);
 

@@ -13,8 +13,10 @@ bit-identical outputs: the arena plan may move tensors, never change them.
 Also checks that the memory report's arena and weights bytes are exactly
 what the bundle tells the runtime to allocate.
 With --cuda the default planner's bundle is compiled for CUDA as well (every
-kernel through NVRTC for sm_80 and sm_90), and the report's workspace must
-be the device arena's part after the intermediates. With --cudasim BIN the
+kernel through NVRTC for sm_80 and sm_90): plan-memory then plans every
+GEMM's cuBLAS workspace into the arena, so the device arena the bundle asks
+for must be exactly the report's arena (and its largest workspace the
+report's workspace line), and the predicted peak weights + arena. With --cudasim BIN the
 emitted kernels and the device plan also run on the host CUDA simulator
 (tests/cudasim) against the same reference.
 Exports the model first when the cache lacks it; exits 77 (ctest: skipped)
@@ -48,17 +50,26 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def check_device_arena(described, report):
-    """The device arena the bundle asks for is the report's, and the
-    report's predicted peak is weights + device arena: what the memory
-    report predicts is what the runtime allocates."""
-    match = re.search(r"CUDA device arena (\d+) bytes", described)
-    expected = report["device_arena_bytes"]
-    if not match or int(match.group(1)) != expected or (
-            report["predicted_peak_bytes"] != report["weights_bytes"] + expected):
-        print(f"FAILED: the report predicts a device arena of {expected} bytes "
-              f"and a peak of {report['predicted_peak_bytes']}; the bundle "
-              f"says: {described.strip()}")
+    """The device arena the bundle asks for is the planned arena (the
+    workspaces are planned buffers inside it), its largest cuBLAS workspace
+    is the report's, and the predicted peak is weights + arena: what the
+    memory report predicts is what the runtime allocates."""
+    match = re.search(r"CUDA device arena (\d+) bytes \(cuBLAS workspace (\d+) "
+                      r"inside\)", described)
+    arena = report["arena_bytes"]
+    if not match or int(match.group(1)) != arena or (
+            report["device_arena_bytes"] != arena) or (
+            int(match.group(2)) != report["workspace_bytes"]) or (
+            report["predicted_peak_bytes"] != report["weights_bytes"] + arena):
+        print(f"FAILED: the report plans an arena of {arena} bytes (device "
+              f"arena {report['device_arena_bytes']}, largest workspace "
+              f"{report['workspace_bytes']}) and predicts a peak of "
+              f"{report['predicted_peak_bytes']}; the bundle says: "
+              f"{described.strip()}")
         return False
+    print(f"device arena {arena} bytes == planned arena, "
+          f"{report['scratch_buffers']} workspaces inside (largest "
+          f"{report['workspace_bytes']} bytes)")
     return True
 
 

@@ -178,9 +178,8 @@ bool writeMlps(const std::string &dir, const std::vector<KernelImage> &images,
   std::vector<uint64_t> w =
       weightOffsets({uint64_t(K * N * 4), uint64_t(N * 4)});
   DevicePlan plan;
-  plan.workspaceOffset = alignUp(arena, 256);
-  plan.workspaceBytes = kWorkspace;
-  plan.arenaBytes = plan.workspaceOffset + kWorkspace;
+  uint64_t workspace = alignUp(arena, 256);
+  plan.arenaBytes = workspace + kWorkspace;
   plan.kernels = {"snug_add_bias", "snug_leaky"};
   DeviceStep copy;
   copy.kind = StepCopy;
@@ -196,6 +195,8 @@ bool writeMlps(const std::string &dir, const std::vector<KernelImage> &images,
              {DeviceArg::arena(o1), DeviceArg::arena(0), scalar(ArgI64, M * N),
               scalar(ArgF32, floatBits(0.25f))}),
       copy};
+  plan.steps[0].gemm.workspaceOffset = workspace;
+  plan.steps[0].gemm.workspaceBytes = kWorkspace;
   // From the sm_80 compilation: its PTX (compute_80, which the driver JITs
   // for newer devices) and its cubin (which runs on sm_80 only).
   std::vector<KernelImage> ptx, sm80;
@@ -218,7 +219,7 @@ bool writeBmm(const std::string &dir, const std::vector<KernelImage> &images) {
       "} {\n  %y = MatMul(%x, %w) : f32" + dims({B, M, N}) +
       " {offset = " + std::to_string(o) + "}\n  return %y\n}\n";
   DevicePlan plan;
-  plan.arenaBytes = arena; // no workspace: cuBLAS uses its own default
+  plan.arenaBytes = arena; // no workspace: cuBLAS runs algorithms without
   plan.steps = {rowMajorGemm(DTypeF32, 0, B, M, K, N, DeviceArg::arena(0),
                              DeviceArg::weight(0), DeviceArg::arena(o))};
   return write(dir, "bmm_f32", text, &plan, &images);
@@ -238,11 +239,11 @@ bool writeMatMul(const std::string &dir, const char *type, uint8_t dtype,
       "} {\n  %y = MatMul(%x, %w) : " + t + dims({M, N}) +
       " {offset = " + std::to_string(o) + "}\n  return %y\n}\n";
   DevicePlan plan;
-  plan.workspaceOffset = arena;
-  plan.workspaceBytes = kWorkspace;
   plan.arenaBytes = arena + kWorkspace;
   plan.steps = {rowMajorGemm(dtype, 0, 1, M, K, N, DeviceArg::arena(0),
                              DeviceArg::weight(0), DeviceArg::arena(o))};
+  plan.steps[0].gemm.workspaceOffset = arena;
+  plan.steps[0].gemm.workspaceBytes = kWorkspace;
   return write(dir, std::string("matmul_") + type, text, &plan, &images);
 }
 

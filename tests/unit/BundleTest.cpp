@@ -170,17 +170,20 @@ TEST(BundleTest, ReaderRejectsBadMagic) {
 
 TEST(BundleTest, ReaderRejectsNewerVersion) {
   std::vector<uint8_t> bytes = bundleOf(kMlp);
-  bytes[8] = 3;
+  bytes[8] = bundle::kBundleVersion + 1;
   std::unique_ptr<rt::Bundle> bundle;
   rt::Status status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
   EXPECT_EQ(status.getCode(), SNUG_ERROR_UNSUPPORTED);
   EXPECT_EQ(status.getMessage(),
-            "bundle 'b.snug': format version 3 is newer than this runtime "
-            "(which reads versions 1 to 2)");
+            "bundle 'b.snug': format version " +
+                std::to_string(bundle::kBundleVersion + 1) +
+                " is newer than this runtime (which reads versions 1 to " +
+                std::to_string(bundle::kBundleVersion) + ")");
   bytes[8] = 0;
   status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
-  EXPECT_NE(status.getMessage().find("b.snug': format version 0 is invalid "
-                                     "(this runtime reads versions 1 to 2)"),
+  EXPECT_NE(status.getMessage().find(
+                "b.snug': format version 0 is invalid (this runtime reads "
+                "versions 1 to " + std::to_string(bundle::kBundleVersion) + ")"),
             std::string::npos)
       << status.getMessage();
 }
@@ -208,7 +211,7 @@ std::vector<float> runBundle(const rt::Bundle &bundle,
 } // namespace
 
 /// A bundle written before op bodies existed (format v1: no has-body byte)
-/// loads and runs as the same module written today (v2).
+/// loads and runs as the same module written today (v3); so does v2.
 TEST(BundleTest, ReadsVersion1Bundles) {
   std::vector<uint8_t> v1(kV1MlpBundle, kV1MlpBundle + kV1MlpBundleSize);
   ASSERT_EQ(v1[8], 1);
@@ -231,11 +234,20 @@ TEST(BundleTest, ReadsVersion1Bundles) {
       "  %y = Softmax(%r) {axis = -1} : f32[1,3] {offset = 64}\n"
       "  return %y\n}\n"));
   ASSERT_TRUE(current);
-  EXPECT_EQ(current->version, 2u);
+  EXPECT_EQ(current->version, bundle::kBundleVersion);
   std::vector<float> x = {1.0f, -2.0f, 0.5f, 3.0f};
   std::vector<float> fromOld = runBundle(*old, x);
   EXPECT_EQ(fromOld.size(), 3u);
   EXPECT_EQ(fromOld, runBundle(*current, x));
+  // Version 2 changed only the device plan: a host-only v2 bundle is these
+  // bytes with version 2, and reads as they do (no has-body bytes).
+  std::vector<uint8_t> v2 = v1;
+  v2[8] = 2;
+  fixUpHeader(v2);
+  auto second = parse(v2, &error);
+  ASSERT_TRUE(second) << error;
+  EXPECT_EQ(second->version, 2u);
+  EXPECT_EQ(runBundle(*second, x), fromOld);
 }
 
 TEST(BundleTest, BodiesRoundTrip) {

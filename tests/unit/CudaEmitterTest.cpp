@@ -43,7 +43,7 @@ TEST(CudaEmitterTest, IdenticalKernelsAreEmittedOnce) {
   EXPECT_EQ(program->plan.steps[1].launch.args[0].value, 1024u);
   // No GEMM, no workspace: the device arena is the plan's.
   EXPECT_EQ(program->plan.arenaBytes, 2048u);
-  EXPECT_EQ(program->plan.workspaceBytes, 0u);
+  EXPECT_EQ(program->plan.getLargestWorkspaceBytes(), 0u);
   const std::string &symbol = program->plan.kernels[0];
   EXPECT_NE(program->source.find("void __launch_bounds__"), std::string::npos);
   EXPECT_NE(program->source.find(symbol + "("), std::string::npos);
@@ -72,9 +72,37 @@ TEST(CudaEmitterTest, ViewsOnTheirOperandsBytesEmitNothing) {
   EXPECT_EQ(program->plan.steps[1].kind, bundle::StepLaunch);
 }
 
-TEST(CudaEmitterTest, TheWorkspaceGrowsTheArenaOnlyByWhatDoesNotFit) {
-  // At the MatMul (step 0) x [0, 512) and y [512, 640) are live: the 4 MiB
-  // workspace goes after them, at 768, and the arena grows to hold it.
+TEST(CudaEmitterTest, EachGemmGetsItsNodesPlannedScratch) {
+  // The plan gives the MatMul (step 1) 16 KiB of scratch at 1024: its GEMM
+  // step carries it as the cuBLAS workspace, and the device arena is the
+  // planned arena, not one byte more.
+  auto program = emit(
+      "func @f(%x: f32[8,16] {offset = 0}, %w: f32[16,4] weight) -> "
+      "f32[8,4] attributes {alignment = 256, arena = 17408, "
+      "scratch = [1, 1024, 16384]} {\n"
+      "  %t = Relu(%x) : f32[8,16] {offset = 0}\n"
+      "  %y = MatMul(%t, %w) : f32[8,4] {offset = 512}\n"
+      "  return %y\n"
+      "}\n");
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  EXPECT_EQ(program->plan.arenaBytes, 17408u);
+  size_t gemms = 0;
+  for (const bundle::DeviceStep &step : program->plan.steps) {
+    if (step.kind != bundle::StepGemm)
+      continue;
+    ++gemms;
+    EXPECT_EQ(step.op, 1u);
+    EXPECT_EQ(step.gemm.workspaceOffset, 1024u);
+    EXPECT_EQ(step.gemm.workspaceBytes, 16384u);
+  }
+  EXPECT_EQ(gemms, 1u);
+  EXPECT_EQ(program->plan.getLargestWorkspaceBytes(), 16384u);
+  EXPECT_NE(cuda::describeDevicePlan(program->plan)
+                .find("workspace=arena+1024 16384 bytes"),
+            std::string::npos);
+}
+
+TEST(CudaEmitterTest, AGemmWithoutScratchRunsWithoutWorkspace) {
   auto program = emit(
       "func @f(%x: f32[8,16] {offset = 0}, %w: f32[16,4] weight) -> "
       "f32[8,4] attributes {alignment = 256, arena = 1000} {\n"
@@ -82,35 +110,23 @@ TEST(CudaEmitterTest, TheWorkspaceGrowsTheArenaOnlyByWhatDoesNotFit) {
       "  return %y\n"
       "}\n");
   ASSERT_TRUE(bool(program)) << toString(program.takeError());
-  uint64_t bytes = cuda::CudaOptions().cublasWorkspaceBytes;
-  EXPECT_EQ(program->plan.workspaceOffset, 768u);
-  EXPECT_EQ(program->plan.workspaceBytes, bytes);
-  EXPECT_EQ(program->plan.arenaBytes, 768u + bytes);
-  bool hasGemm = false;
-  for (const bundle::DeviceStep &step : program->plan.steps)
-    hasGemm |= step.kind == bundle::StepGemm;
-  EXPECT_TRUE(hasGemm);
+  EXPECT_EQ(program->plan.arenaBytes, 1000u);
+  ASSERT_EQ(program->plan.steps.size(), 1u);
+  EXPECT_EQ(program->plan.steps[0].kind, bundle::StepGemm);
+  EXPECT_EQ(program->plan.steps[0].gemm.workspaceBytes, 0u);
 }
 
-TEST(CudaEmitterTest, TheWorkspaceLiesOverTensorsDeadAtEveryGemm) {
-  // x [0, 512) dies at step 0; at the MatMul (step 2) only v [1024, 1536)
-  // and y [1536, 1664) are live, so a 1 KiB workspace fits at 0 and the
-  // arena does not grow.
-  cuda::CudaOptions options;
-  options.cublasWorkspaceBytes = 1024;
+TEST(CudaEmitterTest, AMalformedScratchAttributeIsAnError) {
   auto program = emit(
       "func @f(%x: f32[8,16] {offset = 0}, %w: f32[16,4] weight) -> "
-      "f32[8,4] attributes {alignment = 256, arena = 1792} {\n"
-      "  %t = Relu(%x) : f32[8,16] {offset = 512}\n"
-      "  %v = Neg(%t) : f32[8,16] {offset = 1024}\n"
-      "  %y = MatMul(%v, %w) : f32[8,4] {offset = 1536}\n"
+      "f32[8,4] attributes {alignment = 256, arena = 1000, "
+      "scratch = [3, 0]} {\n"
+      "  %y = MatMul(%x, %w) : f32[8,4] {offset = 512}\n"
       "  return %y\n"
-      "}\n",
-      options);
-  ASSERT_TRUE(bool(program)) << toString(program.takeError());
-  EXPECT_EQ(program->plan.workspaceOffset, 0u);
-  EXPECT_EQ(program->plan.workspaceBytes, 1024u);
-  EXPECT_EQ(program->plan.arenaBytes, 1792u);
+      "}\n");
+  ASSERT_FALSE(bool(program));
+  EXPECT_NE(toString(program.takeError()).find("three per scratch buffer"),
+            std::string::npos);
 }
 
 TEST(CudaEmitterTest, NvrtcCompilesCubinsAndPtx) {

@@ -244,8 +244,9 @@ TEST(CudaRuntimeTest, MemoryCheckNamesTheParts) {
   EXPECT_TRUE(contains(message, "needs 1408 bytes")) << message;
   // Largest part first.
   EXPECT_TRUE(contains(message,
-                       "(arena 1280 bytes (1.2 KiB) with a cuBLAS workspace "
-                       "of 1024 bytes (1.0 KiB), weights 128 bytes)"))
+                       "(arena 1280 bytes (1.2 KiB) with cuBLAS workspaces "
+                       "of up to 1024 bytes (1.0 KiB) inside, weights 128 "
+                       "bytes)"))
       << message;
   EXPECT_TRUE(contains(message, "'G' has 1407 bytes (1.4 KiB) free of 4096"))
       << message;
@@ -322,13 +323,16 @@ TEST(CudaRuntimeTest, GemmLimits) {
   auto good = parsed(cudaBundleOf(kMlp, mlpPlan(), someImages()));
   ASSERT_TRUE(good);
   EXPECT_TRUE(rt::cuda::checkGemmLimits(*good).isOk());
+  // A misaligned workspace never reaches the executor: the reader refuses
+  // the bundle.
   bundle::DevicePlan plan = mlpPlan();
-  plan.workspaceOffset = 320; // inside the device arena, not 256-aligned
-  plan.workspaceBytes = 960;
-  auto misaligned = parsed(cudaBundleOf(kMlp, plan, someImages()));
-  ASSERT_TRUE(misaligned);
-  rt::Status s = rt::cuda::checkGemmLimits(*misaligned);
+  plan.steps[0].gemm.workspaceOffset = 320; // inside the arena, not aligned
+  plan.steps[0].gemm.workspaceBytes = 960;
+  std::vector<uint8_t> bytes = cudaBundleOf(kMlp, plan, someImages());
+  std::unique_ptr<rt::Bundle> misaligned;
+  rt::Status s =
+      rt::parseBundle(bytes.data(), bytes.size(), "m.snug", misaligned);
   EXPECT_EQ(s.getCode(), SNUG_ERROR_INVALID_BUNDLE);
-  EXPECT_TRUE(contains(s.getMessage(), "workspace offset 320"))
+  EXPECT_TRUE(contains(s.getMessage(), "at offset 320 are not 256-byte aligned"))
       << s.getMessage();
 }

@@ -1,9 +1,8 @@
 //===- CudaTestPlans.h - A bundle with a hand-written device plan -*- C++
 //-*-===//
 //
-// kMlp with the device plan compiler/cuda would give it (a GEMM, two
-// launches with i32/i64/f32 scalars, a copy, the cuBLAS workspace after the
-// arena), for the tests that check CUDA sessions without the emitters:
+// kMlp with the device plan compiler/cuda would give it (a GEMM with its
+// cuBLAS workspace, two launches with i32/i64/f32 scalars, a copy), for the tests that check CUDA sessions without the emitters:
 // CudaRuntimeTest (no device) and FakeCudaTest (the fake driver, whose
 // host "kernels" snug_add and snug_leaky these launches name).
 //
@@ -35,12 +34,11 @@ inline const char *kMlp =
     "}\n";
 
 /// The device plan of kMlp as compiler/cuda would lay it out: a GEMM, two
-/// launches, a copy; the cuBLAS workspace after the arena.
+/// launches, a copy; the GEMM's cuBLAS workspace after the host plan's part
+/// of the arena.
 inline bundle::DevicePlan mlpPlan() {
   using namespace snug::bundle;
   DevicePlan plan;
-  plan.workspaceOffset = 256;
-  plan.workspaceBytes = 1024;
   plan.arenaBytes = 256 + 1024;
   plan.kernels = {"snug_add", "snug_leaky"};
   DeviceStep gemm;
@@ -53,6 +51,8 @@ inline bundle::DevicePlan mlpPlan() {
   gemm.gemm.a = DeviceArg::weight(0);
   gemm.gemm.b = DeviceArg::arena(0);
   gemm.gemm.c = DeviceArg::arena(64);
+  gemm.gemm.workspaceOffset = 256;
+  gemm.gemm.workspaceBytes = 1024;
   DeviceStep add;
   add.kind = StepLaunch;
   add.op = 1;
@@ -76,6 +76,19 @@ inline bundle::DevicePlan mlpPlan() {
   copy.op = 3;
   copy.copy = {DeviceArg::arena(128), DeviceArg::arena(0), 8};
   plan.steps = {gemm, add, leaky, copy};
+  return plan;
+}
+
+/// mlpPlan with its GEMM run twice (beta 0: the same result), each time
+/// with another workspace (512 bytes at 256, then at 768), so the executor
+/// must switch cuBLAS's workspace between them.
+inline bundle::DevicePlan mlpPlanTwoWorkspaces() {
+  bundle::DevicePlan plan = mlpPlan();
+  bundle::DeviceStep first = plan.steps[0], second = plan.steps[0];
+  first.gemm.workspaceBytes = second.gemm.workspaceBytes = 512;
+  second.gemm.workspaceOffset = 768;
+  plan.steps[0] = first;
+  plan.steps.insert(plan.steps.begin() + 1, second);
   return plan;
 }
 

@@ -3,6 +3,7 @@
 
 #include "runtime/BundleReader.h"
 
+#include <cstring>
 #include <random>
 
 using namespace snug;
@@ -22,8 +23,6 @@ const char *kModule =
 DevicePlan makePlan() {
   DevicePlan plan;
   plan.arenaBytes = 512;
-  plan.workspaceOffset = 256;
-  plan.workspaceBytes = 256;
   plan.kernels = {"snug_fill_0"};
   DeviceStep launch;
   launch.kind = StepLaunch;
@@ -40,6 +39,8 @@ DevicePlan makePlan() {
   gemm.gemm.a = DeviceArg::weight(0);
   gemm.gemm.b = DeviceArg::arena(0);
   gemm.gemm.c = DeviceArg::arena(64);
+  gemm.gemm.workspaceOffset = 256;
+  gemm.gemm.workspaceBytes = 256;
   DeviceStep copy;
   copy.kind = StepCopy;
   copy.copy = {DeviceArg::arena(0), DeviceArg::arena(64), 64};
@@ -83,8 +84,9 @@ TEST(DevicePlanTest, RoundTrips) {
   ASSERT_TRUE(bundle->hasDevicePlan);
   const DevicePlan &plan = bundle->devicePlan;
   EXPECT_EQ(plan.arenaBytes, 512u);
-  EXPECT_EQ(plan.workspaceOffset, 256u);
-  EXPECT_EQ(plan.workspaceBytes, 256u);
+  EXPECT_EQ(plan.steps[1].gemm.workspaceOffset, 256u);
+  EXPECT_EQ(plan.steps[1].gemm.workspaceBytes, 256u);
+  EXPECT_EQ(plan.getLargestWorkspaceBytes(), 256u);
   ASSERT_EQ(plan.kernels, std::vector<std::string>{"snug_fill_0"});
   ASSERT_EQ(plan.steps.size(), 3u);
   const DeviceLaunch &launch = plan.steps[0].launch;
@@ -102,6 +104,81 @@ TEST(DevicePlanTest, RoundTrips) {
   EXPECT_EQ(bundle->kernelImages[0].arch, 80u);
   EXPECT_EQ(bundle->kernelImages[0].size, 3u);
   EXPECT_EQ(bundle->kernelImages[1].kind, ImagePtx);
+}
+
+// A version-1 bundle (one workspace for every GEMM, in the plan's header)
+// still reads: each GEMM step gets that workspace. With one GEMM the v1
+// section has the v2 section's size (16 header bytes more, 16 step bytes
+// fewer), so the bytes are moved in place and the file rehashed.
+TEST(DevicePlanTest, ReadsVersionOnePlans) {
+  std::vector<uint8_t> bytes = bundleWith(makePlan(), makeImages());
+  uint32_t sections;
+  std::memcpy(&sections, bytes.data() + 12, 4);
+  uint64_t at = 0, size = 0;
+  for (uint32_t i = 0; i < sections; ++i) {
+    const uint8_t *entry = bytes.data() + kHeaderSize + i * kSectionEntrySize;
+    uint32_t kind;
+    std::memcpy(&kind, entry, 4);
+    if (kind == DevicePlanSection) {
+      std::memcpy(&at, entry + 8, 8);
+      std::memcpy(&size, entry + 16, 8);
+    }
+  }
+  ASSERT_NE(at, 0u);
+  std::vector<uint8_t> v2(bytes.begin() + at, bytes.begin() + at + size);
+  // u64 arena, kernels "snug_fill_0" (4 + 4 + 11), u32 steps, the launch
+  // (u8 kind, u32 op, u32 kernel, 6 x u32 dims, u32 shared, u32 count, 3
+  // args of 9), then the GEMM: u8 kind, u32 op, 3 x u8, 4 x u32, 6 x i64,
+  // 2 x f32, 3 args; its workspace last.
+  size_t launch = 1 + 4 + 4 + 24 + 4 + 4 + 27;
+  size_t gemmEnd = 8 + 19 + 4 + launch + 5 + 3 + 16 + 48 + 8 + 27;
+  std::vector<uint8_t> v1(v2.begin(), v2.begin() + 8);
+  uint64_t workspace[2] = {256, 256};
+  const uint8_t *raw = reinterpret_cast<const uint8_t *>(workspace);
+  v1.insert(v1.end(), raw, raw + 16);
+  v1.insert(v1.end(), v2.begin() + 8, v2.begin() + gemmEnd);
+  uint64_t written[2];
+  std::memcpy(written, v2.data() + gemmEnd, 16);
+  ASSERT_EQ(written[0], 256u); // the layout above is the writer's
+  ASSERT_EQ(written[1], 256u);
+  v1.insert(v1.end(), v2.begin() + gemmEnd + 16, v2.end());
+  ASSERT_EQ(v1.size(), v2.size());
+  std::copy(v1.begin(), v1.end(), bytes.begin() + at);
+  // Nor has a v1 host plan the has-body byte (format v3): this plan's one
+  // op has it last, so the section ends a byte earlier (the byte becomes
+  // padding and every offset stays).
+  for (uint32_t i = 0; i < sections; ++i) {
+    uint8_t *entry = bytes.data() + kHeaderSize + i * kSectionEntrySize;
+    uint32_t kind;
+    uint64_t offset, length;
+    std::memcpy(&kind, entry, 4);
+    std::memcpy(&offset, entry + 8, 8);
+    std::memcpy(&length, entry + 16, 8);
+    if (kind != HostPlan)
+      continue;
+    ASSERT_EQ(bytes[offset + length - 1], 0u) << "no body";
+    --length;
+    std::memcpy(entry + 16, &length, 8);
+  }
+  bytes[8] = 1;
+  uint64_t hash = bundleHash(bytes.data(), bytes.size());
+  std::memcpy(bytes.data() + kHashOffset, &hash, sizeof hash);
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status =
+      rt::parseBundle(bytes.data(), bytes.size(), "v1.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_EQ(bundle->version, 1u);
+  const DeviceGemm &gemm = bundle->devicePlan.steps[1].gemm;
+  EXPECT_EQ(gemm.workspaceOffset, 256u);
+  EXPECT_EQ(gemm.workspaceBytes, 256u);
+  EXPECT_EQ(bundle->devicePlan.steps[2].copy.bytes, 64u);
+  // The v1 header's workspace gets the v2 checks: here it overlaps B.
+  workspace[0] = 0;
+  std::memcpy(bytes.data() + at + 8, workspace, 8);
+  hash = bundleHash(bytes.data(), bytes.size());
+  std::memcpy(bytes.data() + kHashOffset, &hash, sizeof hash);
+  EXPECT_NE(parseError(bytes).find("overlap its operand B"), std::string::npos)
+      << parseError(bytes);
 }
 
 TEST(DevicePlanTest, HostOnlyBundlesHaveNoDevicePlan) {
@@ -137,8 +214,22 @@ TEST(DevicePlanTest, ReaderRejectsBadSteps) {
        [](DevicePlan &p) { p.steps[2].copy.dst = DeviceArg::weight(0); }},
       {"lies outside its region",
        [](DevicePlan &p) { p.steps[2].copy.bytes = 500; }},
-      {"does not hold the host arena",
-       [](DevicePlan &p) { p.workspaceOffset = 300; }},
+      // The GEMM's workspace: inside the arena, aligned, clear of A, B, C.
+      {"512 bytes of cuBLAS workspace at offset 256 lie outside the device "
+       "arena (512 bytes)",
+       [](DevicePlan &p) { p.steps[1].gemm.workspaceBytes = 512; }},
+      {"at offset 320 are not 256-byte aligned",
+       [](DevicePlan &p) {
+         p.steps[1].gemm.workspaceOffset = 320;
+         p.steps[1].gemm.workspaceBytes = 64;
+       }},
+      {"overlap its operand B (64 bytes at offset 0)",
+       [](DevicePlan &p) { p.steps[1].gemm.workspaceOffset = 0; }},
+      {"overlap its operand C (64 bytes at offset 64)",
+       [](DevicePlan &p) {
+         p.steps[1].gemm.b = DeviceArg::weight(0);
+         p.steps[1].gemm.workspaceOffset = 0;
+       }},
       {"does not hold the host arena",
        [](DevicePlan &p) { p.arenaBytes = 64; }},
       {"names op", [](DevicePlan &p) { p.steps[2].op = 7; }},

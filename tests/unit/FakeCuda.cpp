@@ -400,8 +400,10 @@ const std::map<std::string, void *> &procTable() {
   return table;
 }
 
-// cuBLAS: a handle remembers its stream; the GEMM runs (or is captured) on
-// it like any other op.
+// cuBLAS: a handle remembers its stream and workspace; the GEMM runs (or is
+// captured) on the stream like any other op, and the workspace it had is
+// recorded per call. cublasSetStream resets the workspace to the default
+// pool, as cuBLAS does.
 struct FakeCublas {
   CUstream stream = nullptr;
   void *workspace = nullptr;
@@ -468,6 +470,8 @@ FAKE_CUDA_API int cublasDestroy_v2(void *handle) {
 }
 FAKE_CUDA_API int cublasSetStream_v2(void *handle, CUstream stream) {
   static_cast<FakeCublas *>(handle)->stream = stream;
+  static_cast<FakeCublas *>(handle)->workspace = nullptr;
+  static_cast<FakeCublas *>(handle)->workspaceBytes = 0;
   return 0;
 }
 FAKE_CUDA_API int cublasSetWorkspace_v2(void *handle, void *workspace,
@@ -476,6 +480,7 @@ FAKE_CUDA_API int cublasSetWorkspace_v2(void *handle, void *workspace,
   static_cast<FakeCublas *>(handle)->workspaceBytes = bytes;
   stats.workspace = workspace;
   stats.workspaceBytes = bytes;
+  ++stats.setWorkspaceCalls;
   return 0;
 }
 FAKE_CUDA_API int cublasSetMathMode(void *handle, int mode) {
@@ -493,6 +498,7 @@ FAKE_CUDA_API int cublasGemmStridedBatchedEx(
     return 15; // CUBLAS_STATUS_NOT_SUPPORTED
   ++stats.gemms;
   stats.lastComputeType = computeType;
+  stats.gemmWorkspaces.push_back({h->workspace, h->workspaceBytes});
   if (aType == 0) {
     float al = *static_cast<const float *>(alpha);
     float be = *static_cast<const float *>(beta);

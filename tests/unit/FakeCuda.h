@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <utility>
+#include <vector>
 
 #define FAKE_CUDA_API __attribute__((visibility("default")))
 
@@ -33,6 +35,9 @@ struct FakeCudaStats {
   // cuBLAS settings last made.
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
+  int setWorkspaceCalls = 0;
+  // Per GEMM call, in order: the workspace its handle had then.
+  std::vector<std::pair<void *, size_t>> gemmWorkspaces;
   int mathMode = -1, lastComputeType = -1;
 };
 

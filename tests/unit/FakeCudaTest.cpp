@@ -108,6 +108,7 @@ TEST_F(FakeCudaTest, RunsEagerThenCapturesThenReplays) {
   const FakeCudaStats &f = fake();
   int launches = f.directLaunches, instantiations = f.instantiations;
   int replays = f.graphLaunches, gemms = f.gemms, copies = f.deviceToDevice;
+  int workspaceCalls = f.setWorkspaceCalls;
   std::vector<float> expected = {8.5f, -0.875f, 8.5f, -0.875f};
   EXPECT_EQ(runMlp(session, {1, 2, 3, -4}), expected);
   EXPECT_EQ(f.directLaunches, launches + 2);
@@ -123,11 +124,46 @@ TEST_F(FakeCudaTest, RunsEagerThenCapturesThenReplays) {
   EXPECT_EQ(f.directLaunches, launches + 2);
   EXPECT_EQ(f.instantiations, instantiations + 1);
   EXPECT_EQ(f.graphLaunches, replays + 4);
-  // cuBLAS: exact math, the workspace inside the arena after the host
-  // plan's part, f32 computed in f32 (CUBLAS_COMPUTE_32F = 68).
+  // cuBLAS: exact math, the GEMM's workspace inside the arena after the
+  // host plan's part, f32 computed in f32 (CUBLAS_COMPUTE_32F = 68). One
+  // GEMM, one workspace: set once, at creation, and never again.
   EXPECT_EQ(f.mathMode, 0);
   EXPECT_EQ(f.workspaceBytes, 1024u);
+  EXPECT_EQ(f.gemmWorkspaces.back().second, 1024u);
   EXPECT_EQ(f.lastComputeType, 68);
+  EXPECT_EQ(f.setWorkspaceCalls, workspaceCalls);
+  snug_session_destroy(session);
+  expectNothingLive();
+}
+
+// Two GEMMs with different workspaces: cuBLAS is pointed at each one's
+// before it runs (the calls happen while the graph is captured too, and the
+// replays need none), and both see their own bytes of the arena.
+TEST_F(FakeCudaTest, SwitchesWorkspaceBetweenGemms) {
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlanTwoWorkspaces(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  const FakeCudaStats &f = fake();
+  // Creation set the first GEMM's, and the warm-up switched to the second.
+  ASSERT_GE(f.gemmWorkspaces.size(), 2u);
+  auto arena = static_cast<uint8_t *>(f.gemmWorkspaces.back().first) - 768;
+  size_t gemmsBefore = f.gemmWorkspaces.size();
+  int callsBefore = f.setWorkspaceCalls;
+  std::vector<float> expected = {8.5f, -0.875f, 8.5f, -0.875f};
+  EXPECT_EQ(runMlp(session, {1, 2, 3, -4}), expected); // eager
+  EXPECT_EQ(runMlp(session, {1, 2, 3, -4}), expected); // captured
+  EXPECT_EQ(f.setWorkspaceCalls, callsBefore + 4);
+  ASSERT_EQ(f.gemmWorkspaces.size(), gemmsBefore + 4);
+  for (size_t i = gemmsBefore; i < f.gemmWorkspaces.size(); ++i) {
+    bool first = (i - gemmsBefore) % 2 == 0;
+    EXPECT_EQ(f.gemmWorkspaces[i].first, arena + (first ? 256 : 768)) << i;
+    EXPECT_EQ(f.gemmWorkspaces[i].second, 512u) << i;
+  }
+  EXPECT_EQ(runMlp(session, {1, 2, 3, -4}), expected); // replayed
+  EXPECT_EQ(f.setWorkspaceCalls, callsBefore + 4);
   snug_session_destroy(session);
   expectNothingLive();
 }
@@ -260,8 +296,9 @@ TEST_F(FakeCudaTest, CallerArenaAndStream) {
 
 TEST_F(FakeCudaTest, OutOfMemoryBeforeAllocating) {
   bundle::DevicePlan plan = mlpPlan();
-  plan.workspaceBytes = uint64_t(2) << 30; // the fake has 1 GiB
-  plan.arenaBytes = plan.workspaceOffset + plan.workspaceBytes;
+  plan.steps[0].gemm.workspaceBytes = uint64_t(2) << 30; // the fake has 1 GiB
+  plan.arenaBytes = plan.steps[0].gemm.workspaceOffset +
+                    plan.steps[0].gemm.workspaceBytes;
   Loaded loaded(cudaBundleOf(kMlp, plan, fakeImages()));
   ASSERT_TRUE(loaded.bundle);
   int before = fake().allocCalls;

@@ -3,11 +3,15 @@
 // Property tests over random DAGs: under every planner strategy and with
 // every sharing rule on or off, the plan passes verifyMemoryPlan (inside
 // planModuleMemory) and the independent verify-plan pass, the arena is at
-// least the lower bound, and the schedule pass never raises the bound and
-// keeps a module that verifies.
+// least the lower bound, every scratch buffer (the cuBLAS workspace of a
+// long-K MatMul) is what the target asked for, lives at its node's step
+// only and overlaps no value live there, and the schedule pass never raises
+// the bound and keeps a module that verifies.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/PlanMemory.h"
 #include "passes/Passes.h"
@@ -20,8 +24,9 @@ using namespace snug;
 using namespace snug::ir;
 
 /// A random DAG over f32[1,k] values: elementwise unary and binary ops,
-/// views, Concat along axis 1 (batch 1, so concat in place applies), Split
-/// and DenseNet-style blocks of prefix Concats, with random fan-out and some
+/// views, Concat along axis 1 (batch 1, so concat in place applies), Split,
+/// DenseNet-style blocks of prefix Concats and MatMuls with a weight (those
+/// with K >= 512 ask for a cuBLAS workspace), with random fan-out and some
 /// dead values.
 static std::unique_ptr<Module> makeRandomModule(std::mt19937_64 &rng) {
   auto module = std::make_unique<Module>("random");
@@ -30,7 +35,9 @@ static std::unique_ptr<Module> makeRandomModule(std::mt19937_64 &rng) {
   for (size_t i = 0, inputs = 1 + pick(2); i < inputs; ++i)
     values.push_back(
         module->addInput("in" + std::to_string(i),
-                         TensorType(DType::F32, {1, int64_t(1 + pick(300))})));
+                         TensorType(DType::F32,
+                                    {1, int64_t(1 + pick(pick(3) ? 300
+                                                                 : 1500))})));
   size_t nodes = 3 + pick(40);
   for (size_t n = 0; n < nodes; ++n) {
     // Prefer recent values so that chains form; sometimes reach far back.
@@ -41,7 +48,7 @@ static std::unique_ptr<Module> makeRandomModule(std::mt19937_64 &rng) {
     Value *a = operand();
     int64_t width = a->getType().getDims()[1];
     TensorType type = a->getType();
-    switch (pick(8)) {
+    switch (pick(9)) {
     case 0:
     case 1: {
       static const char *unary[] = {"Relu", "Exp", "Neg", "Sigmoid", "Tanh"};
@@ -126,6 +133,16 @@ static std::unique_ptr<Module> makeRandomModule(std::mt19937_64 &rng) {
                            ->getResult(0));
       break;
     }
+    case 7: {
+      int64_t columns = 1 + pick(16);
+      Value *weight = module->addElidedWeight(
+          "w" + std::to_string(n), TensorType(DType::F32, {width, columns}));
+      values.push_back(module
+                           ->addNode("MatMul", {a, weight},
+                                     {TensorType(DType::F32, {1, columns})})
+                           ->getResult(0));
+      break;
+    }
     default:
       values.push_back(module->addNode("Abs", {a}, {type})->getResult(0));
       break;
@@ -150,6 +167,7 @@ TEST(PlanMemoryTest, RandomDagsPlanAndVerifyUnderEveryStrategy) {
       PlannerStrategy::GreedyBreadth, PlannerStrategy::Search,
       PlannerStrategy::Best};
   const int dags = 1000;
+  size_t scratchBuffers = 0;
   for (int dag = 0; dag < dags; ++dag) {
     std::unique_ptr<Module> module = makeRandomModule(rng);
     ASSERT_FALSE(static_cast<bool>(verifyModule(*module)));
@@ -159,17 +177,103 @@ TEST(PlanMemoryTest, RandomDagsPlanAndVerifyUnderEveryStrategy) {
     options.sharing = {bool(rng() % 4), bool(rng() % 4), bool(rng() % 4)};
     PlannerStrategy strategy = strategies[dag % 5];
     options.planner.strategy = strategy;
-    llvm::Expected<MemoryPlan> plan = planModuleMemory(*module, options);
+    options.scratch.cuda = rng() % 4 != 0;
+    options.scratch.cublasWorkspaceCap = 256 * (1 + rng() % 256);
+    llvm::Expected<ModuleMemoryPlan> plan = planModuleMemory(*module, options);
     ASSERT_TRUE(static_cast<bool>(plan))
         << "dag " << dag << ": " << toString(plan.takeError());
     EXPECT_GE(plan->arenaBytes, plan->lowerBoundBytes);
     EXPECT_LE(plan->arenaBytes, plan->noReuseBytes);
+    // Scratch: exactly the requests, at their step alone, clear of every
+    // value live there (in address, by the values' own offsets).
+    auto nodes = module->getNodes();
+    size_t requests = 0;
+    for (size_t step = 0; step < nodes.size(); ++step) {
+      ScratchRequest request = getScratchRequest(*nodes[step], options.scratch);
+      const ArenaBuffer *scratch = plan->getScratch(step);
+      if (!request.bytes) {
+        EXPECT_EQ(scratch, nullptr) << "dag " << dag << " step " << step;
+        continue;
+      }
+      ++requests;
+      ASSERT_NE(scratch, nullptr) << "dag " << dag << " step " << step;
+      EXPECT_EQ(scratch->bytes, request.bytes);
+      EXPECT_LE(scratch->bytes, options.scratch.cublasWorkspaceCap);
+      EXPECT_EQ(scratch->firstStep, int64_t(step));
+      EXPECT_EQ(scratch->lastStep, int64_t(step));
+      EXPECT_EQ(scratch->node, nodes[step].get());
+      EXPECT_EQ(scratch->offset % 256, 0u);
+      EXPECT_LE(scratch->offset + scratch->bytes, plan->arenaBytes);
+      for (const auto &entry : plan->intervals) {
+        const Value *value = entry.first;
+        uint64_t bytes = value->getType().getByteSize();
+        if (entry.second.first > int64_t(step) ||
+            entry.second.second < int64_t(step) || !bytes)
+          continue;
+        uint64_t offset = *value->getArenaOffset();
+        EXPECT_FALSE(offset < scratch->offset + scratch->bytes &&
+                     scratch->offset < offset + bytes)
+            << "dag " << dag << ": the scratch of step " << step << " ["
+            << scratch->offset << ", " << scratch->offset + scratch->bytes
+            << ") overlaps %" << value->getName().str() << " [" << offset
+            << ", " << offset + bytes << ")";
+      }
+    }
+    EXPECT_EQ(plan->getNumScratchBuffers(), requests);
+    scratchBuffers += requests;
     // The independent check re-derives liveness from the IR offsets.
     llvm::Expected<bool> checked =
         createPassByName("verify-plan")->run(*module);
     ASSERT_TRUE(static_cast<bool>(checked))
         << "dag " << dag << ": " << toString(checked.takeError());
   }
+  // The graphs must exercise scratch at all for the checks above to mean
+  // anything.
+  EXPECT_GT(scratchBuffers, size_t(dags / 4));
+}
+
+// A textual round trip keeps the plan: the scratch triples print as a
+// module attribute, and verify-plan checks the parsed module.
+TEST(PlanMemoryTest, ThePlanSurvivesPrintingAndParsing) {
+  auto module = std::make_unique<Module>("m");
+  Value *x = module->addInput("x", TensorType(DType::F32, {1, 4096}));
+  Value *w = module->addElidedWeight("w", TensorType(DType::F32, {4096, 8}));
+  Value *y = module->addNode("MatMul", {x, w}, {TensorType(DType::F32, {1, 8})})
+                 ->getResult(0);
+  module->setOutputs({y});
+  llvm::Expected<ModuleMemoryPlan> plan =
+      planModuleMemory(*module, PlanMemoryOptions());
+  ASSERT_TRUE(static_cast<bool>(plan)) << toString(plan.takeError());
+  const ArenaBuffer *scratch = plan->getScratch(0);
+  ASSERT_NE(scratch, nullptr);
+  // 1 x 4096 by 4096 x 8: one tile, 16 slices of 8 floats; the 16 KiB floor.
+  EXPECT_EQ(scratch->bytes, 16384u);
+  const Attribute *recorded = module->getAttribute("scratch");
+  ASSERT_NE(recorded, nullptr);
+  EXPECT_EQ(recorded->getInts().vec(),
+            (std::vector<int64_t>{0, int64_t(scratch->offset), 16384}));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printModule(*module, os);
+  auto parsed = parseModule(os.str(), "planned.ir");
+  ASSERT_TRUE(static_cast<bool>(parsed)) << toString(parsed.takeError());
+  llvm::Expected<ModuleMemoryPlan> reread = getModuleMemoryPlan(**parsed);
+  ASSERT_TRUE(static_cast<bool>(reread)) << toString(reread.takeError());
+  EXPECT_EQ(reread->arenaBytes, plan->arenaBytes);
+  ASSERT_EQ(reread->buffers.size(), plan->buffers.size());
+  ASSERT_NE(reread->getScratch(0), nullptr);
+  EXPECT_EQ(reread->getScratch(0)->offset, scratch->offset);
+  EXPECT_EQ(reread->getScratch(0)->bytes, 16384u);
+  llvm::Expected<bool> checked = createPassByName("verify-plan")->run(**parsed);
+  EXPECT_TRUE(static_cast<bool>(checked)) << toString(checked.takeError());
+  // The host target plans no scratch.
+  PlanMemoryOptions host;
+  host.scratch.cuda = false;
+  llvm::Expected<ModuleMemoryPlan> hostPlan = planModuleMemory(*module, host);
+  ASSERT_TRUE(static_cast<bool>(hostPlan));
+  EXPECT_EQ(hostPlan->getNumScratchBuffers(), 0u);
+  EXPECT_EQ(module->getAttribute("scratch"), nullptr);
+  EXPECT_LT(hostPlan->arenaBytes, plan->arenaBytes);
 }
 
 TEST(PlanMemoryTest, ScheduleNeverRaisesTheLowerBound) {

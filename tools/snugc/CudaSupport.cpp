@@ -37,8 +37,9 @@ static cl::opt<std::string>
              InPlanningCommands(), cl::cat(getTargetCategory()));
 static cl::opt<uint64_t> cublasWorkspace(
     "cublas-workspace",
-    cl::desc("Bytes of cuBLAS workspace in the device arena (models with a "
-             "GEMM)"),
+    cl::desc("The most cuBLAS workspace one GEMM may get, in bytes (a "
+             "multiple of 256); each GEMM's is planned in the arena from its "
+             "shape"),
     cl::init(4u << 20), InPlanningCommands(), cl::cat(getTargetCategory()));
 static cl::opt<std::string>
     dumpCuda("dump-cuda",
@@ -99,6 +100,8 @@ llvm::Error checkTargetFlags() {
 
 bool targetsCuda() { return target == "cuda"; }
 
+uint64_t getCublasWorkspaceCap() { return cublasWorkspace; }
+
 std::string getTargetDescription() {
   return targetsCuda() ? "cuda " + archList.getValue() : target.getValue();
 }
@@ -112,7 +115,6 @@ emitForTarget(const ir::Module &module) {
     return archs.takeError();
   cuda::CudaOptions options;
   options.archs = *archs;
-  options.cublasWorkspaceBytes = cublasWorkspace;
   auto program = cuda::emitCuda(module, computeWeightsLayout(module), options);
   if (!program)
     return userError("cannot compile for CUDA: " +

@@ -1,11 +1,13 @@
 //===- CudaSupport.h - The CUDA target in snugc -----------------*- C++ -*-===//
 //
 // The target flags of `snugc compile` and `snugc plan`: --target=cuda|host,
-// --arch (cubin architectures; PTX for the newest), --cublas-workspace and
-// --dump-cuda DIR. With the CUDA target a planned module is emitted as CUDA
-// C++ before the report is printed (the report's workspace comes from the
-// emitted plan), and compile then runs NVRTC and puts the device plan and
-// kernel images in the bundle.
+// --arch (cubin architectures; PTX for the newest), --cublas-workspace (the
+// cap plan-memory sizes each GEMM's workspace under) and --dump-cuda DIR.
+// With the CUDA target, plan-memory plans the target's scratch (every
+// GEMM's cuBLAS workspace) into the arena, the planned module is emitted as
+// CUDA C++ before the report is printed (the report checks that the device
+// arena is the planned arena), and compile then runs NVRTC and puts the
+// device plan and kernel images in the bundle.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_TOOLS_SNUGC_CUDASUPPORT_H
@@ -23,6 +25,8 @@ namespace snugc {
 llvm::Error checkTargetFlags();
 
 bool targetsCuda();
+/// --cublas-workspace.
+uint64_t getCublasWorkspaceCap();
 /// "cuda sm_80,sm_90" or "host", for the banner.
 std::string getTargetDescription();
 

@@ -90,6 +90,20 @@ llvm::Error checkPlanFlags() {
   return parsePlannerStrategy(plannerName).takeError();
 }
 
+PlanningOptions getPlanningOptions() {
+  PlanningOptions planning;
+  planning.schedule = !noSchedule;
+  planning.planner = plannerName;
+  planning.alignment = alignment;
+  planning.timeLimitSeconds = timeLimit;
+  planning.verifyPlan = verifyPlan;
+  // The target's scratch (each GEMM's cuBLAS workspace) is planned with
+  // everything else.
+  planning.target = targetsCuda() ? "cuda" : "host";
+  planning.cublasWorkspaceBytes = getCublasWorkspaceCap();
+  return planning;
+}
+
 llvm::Error planModule(ir::Module &module, double &planningMs) {
   planningMs = 0;
   if (llvm::Error error = checkPlanFlags())
@@ -99,13 +113,7 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
   llvm::Expected<PlannerStrategy> strategy = parsePlannerStrategy(plannerName);
   if (!strategy)
     return strategy.takeError();
-  PlanningOptions planning;
-  planning.schedule = !noSchedule;
-  planning.planner = plannerName;
-  planning.alignment = alignment;
-  planning.timeLimitSeconds = timeLimit;
-  planning.verifyPlan = verifyPlan;
-  std::string pipeline = getPlanningPipeline(planning);
+  std::string pipeline = getPlanningPipeline(getPlanningOptions());
   planPipeline = pipeline;
   PassManager passManager(getPassManagerOptions());
   if (llvm::Error error = passManager.addPipeline(pipeline))
@@ -120,7 +128,6 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
 
 llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs,
-                              uint64_t workspaceBytes,
                               uint64_t deviceArenaBytes) {
   if (!timelinePath.empty()) {
     std::error_code errorCode;
@@ -136,8 +143,7 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   if (reportFormat == "none")
     return llvm::Error::success();
   llvm::Expected<MemoryReport> report =
-      buildMemoryReport(module, modelName, planningMs, workspaceBytes,
-                        deviceArenaBytes);
+      buildMemoryReport(module, modelName, planningMs, deviceArenaBytes);
   if (!report)
     return report.takeError();
   // `plan` prints only the report, so stdout; `compile` keeps stdout for its
@@ -189,7 +195,6 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode,
   if (!error)
     error = writeMemoryReport(**module, llvm::sys::path::filename(path),
                               planningMs,
-                              program ? program->plan.workspaceBytes : 0,
                               program ? program->plan.arenaBytes : 0);
   if (error) {
     exitCode = reportError(std::move(error));

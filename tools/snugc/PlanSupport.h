@@ -10,6 +10,7 @@
 #ifndef SNUG_TOOLS_SNUGC_PLANSUPPORT_H
 #define SNUG_TOOLS_SNUGC_PLANSUPPORT_H
 
+#include "compiler/Pipeline.h"
 #include "compiler/cuda/CudaEmitter.h"
 #include "ir/Module.h"
 
@@ -25,19 +26,24 @@ namespace snugc {
 llvm::Error checkPlanFlags();
 
 /// Runs "schedule,plan-memory{...}" (the schedule pass unless --no-schedule)
-/// on a module that has no plan yet; stores the planner's time.
+/// on a module that has no plan yet, planning the --target's scratch;
+/// stores the planner's time.
 llvm::Error planModule(ir::Module &module, double &planningMs);
+
+/// The planning options snugc's flags give (--planner, --alignment,
+/// --time-limit, --no-schedule, --verify-plan, --target,
+/// --cublas-workspace): what `plan` and `default` in --passes stand for.
+PlanningOptions getPlanningOptions();
 
 /// The whole pipeline a planned module went through, for the bundle's
 /// manifest.
 std::string getPipelineDescription();
 
 /// Writes the report and timeline the flags ask for. `modelName` heads them;
-/// `workspaceBytes` and `deviceArenaBytes` come from the device plan (0 for
-/// the host target).
+/// `deviceArenaBytes` comes from the device plan (0 for the host target) and
+/// must be the planned arena.
 llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs,
-                              uint64_t workspaceBytes,
                               uint64_t deviceArenaBytes);
 
 /// What compile and plan share: check the planning and target flags, import

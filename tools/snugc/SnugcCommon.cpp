@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "tools/snugc/SnugcCommon.h"
 #include "tools/snugc/SnugcCommands.h"
+#include "tools/snugc/PlanSupport.h"
 
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/Pipeline.h"
@@ -87,7 +88,9 @@ PassManagerOptions getPassManagerOptions() {
   return passOptions;
 }
 
-std::string getPipelineOption() { return expandPipelineNames(pipeline); }
+std::string getPipelineOption() {
+  return expandPipelineNames(pipeline, getPlanningOptions());
+}
 
 int reportError(llvm::Error error) {
   std::string message = toString(std::move(error));

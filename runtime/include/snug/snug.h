@@ -106,7 +106,8 @@ typedef struct snug_sizes {
      without a device plan). A CUDA session allocates weights +
      device_arena bytes of device memory, nothing else. */
   uint64_t device_arena;
-  uint64_t workspace; /* bytes of the cuBLAS workspace inside device_arena */
+  uint64_t workspace; /* bytes of the largest cuBLAS workspace (one GEMM's),
+                         inside device_arena */
 } snug_sizes;
 
 /* Initialize with snug_session_options_init: later versions add fields at
