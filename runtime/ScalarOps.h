@@ -23,8 +23,9 @@
 // (trait Elementwise) is the struct snug::scalar::Foo here.
 // runtime/ScalarOpTable.h walks Ops.def and hands each such struct to the
 // host kernel registration and the CUDA emitter; an Elementwise op without
-// its struct does not compile. Adding an elementwise op is one Ops.def line
-// and one struct below. A struct has:
+// its struct does not compile. Adding an elementwise op is its Ops.def line
+// (and ATTR lines, if it has attributes) and one struct below (Sinh: one
+// line each, and one for the math shim). A struct has:
 //   kArity     1, 2 or 3 operands passed to apply; kFold: a variadic fold,
 //              apply(acc, next) left to right, then finish(acc, count);
 //              kSelect: Where (apply(cond, a, b) on stored values)
@@ -91,8 +92,11 @@
 // Functions") are: expf, exp 2 ulp; logf, log 1 ulp; log1pf, expm1f 1-2 ulp;
 // sinf/cosf/tanf 2-4 ulp; asin/acos/atan f 2-4 ulp; tanhf 2 ulp; erff 2 ulp,
 // erfcf 4 ulp; powf 4 ulp; sqrtf, fmaf, rintf, floorf, ceilf, fabsf and
-// + - * / correctly rounded (0 ulp; an a*b+c may be fused into one fma,
-// which rounds once: within 1 ulp of the two-step value). So on a GPU the
+// + - * / correctly rounded (0 ulp). --fmad=true lets the device fuse an
+// a*b+c into one fma, so the formulas here write every multiply-add they
+// have as an explicit m::fma (HardSigmoid, Gelu's tanh form), which both
+// sides compute alike; the others have none to fuse but a*b + 0, which
+// fuses to the same value. So on a GPU the
 // transcendental ops agree with the host within 4 ulp (8 for the ones
 // composed of two: Gelu, Mish, Softplus, Celu, Selu, Sigmoid, HardSwish's
 // product), and every other op bit for bit. The simulator's "device" is the
@@ -480,7 +484,9 @@ struct Gelu : OpBase {
   static constexpr const char *kChoice = "tanh"; // approximate
   template <class C> SNUG_HD static C apply(C x, const Params &p) {
     if (p.i) {
-      C u = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
+      // x + 0.044715 x^3 as an explicit fma: NVRTC's --fmad=true would
+      // fuse it on the device only.
+      C u = C(0.7978845608028654) * m::fma(C(0.044715) * x * x, x, x);
       return x / (C(1) + m::exp(C(-2) * u));
     }
     return C(0.5) * x * m::erfc(-x * C(0.70710678118654752440));

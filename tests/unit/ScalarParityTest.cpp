@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
 #include "compiler/cuda/CudaEmitter.h"
+#include "compiler/cuda/ElementwiseExpr.h"
 #include "compiler/cuda/Nvrtc.h"
 #include "ir/OpInfo.h"
 #include "passes/ConstantEval.h"
@@ -34,6 +35,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -455,6 +457,7 @@ TEST_F(ScalarParityTest, FoldingHostAndSimulatorAgreeBitForBit) {
   const std::vector<Case> &cases = state->m.cases;
   ASSERT_EQ(bundle.outputs.size(), cases.size());
   unsigned reported = 0, mismatched = 0;
+  int64_t elements = 0;
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case &c = cases[k];
     const ir::Node &node = *c.node;
@@ -474,6 +477,7 @@ TEST_F(ScalarParityTest, FoldingHostAndSimulatorAgreeBitForBit) {
     DType type = node.getResult(0)->getType().getDType();
     size_t size = ir::getDTypeSize(type);
     int64_t count = int64_t(f.size() / size);
+    elements += count;
     bool caseOk = true;
     bool isFloat = ir::isFloatDType(type);
     auto isNaN = [&](const uint8_t *p, int64_t i) {
@@ -522,6 +526,8 @@ TEST_F(ScalarParityTest, FoldingHostAndSimulatorAgreeBitForBit) {
     mismatched += !caseOk;
   }
   EXPECT_EQ(mismatched, 0u) << "of " << cases.size() << " cases";
+  std::printf("compared %zu cases, %lld elements, three ways\n", cases.size(),
+              (long long)elements);
   // The suite covers every elementwise op and every dtype its row admits.
   EXPECT_GT(cases.size(), 300u);
 }
@@ -535,6 +541,75 @@ TEST_F(ScalarParityTest, EmittedKernelsCompileWithNvrtc) {
   auto images = cuda::compileCudaProgram(state->program, {80});
   ASSERT_TRUE(bool(images)) << toString(images.takeError());
   EXPECT_FALSE(images->empty());
+}
+
+/// ElementwiseExpr.h chains ops in one kernel (what a fused region does):
+/// Sub(Add(a, b), a) on f16, the intermediate rounded to f16 by
+/// roundTripExpr, run on the simulator, gives what the two nodes give one by
+/// one (folded); without the rounding, (1 + -0.001) - 1 would keep float's
+/// digits.
+TEST_F(ScalarParityTest, ChainedCallsMatchTheNodesOneByOne) {
+  ASSERT_TRUE(state->error.empty()) << state->error;
+  std::vector<uint8_t> values = specialValues(DType::F16);
+  auto [a, b] = pairs(values, 2);
+  int64_t n = int64_t(a.size() / 2);
+  ir::Module module;
+  ir::Value *wa = module.addWeight("a", TensorType(DType::F16, {n}), a);
+  ir::Value *wb = module.addWeight("b", TensorType(DType::F16, {n}), b);
+  ir::Node *add = module.addNode(ir::OpCode::Add, {wa, wb},
+                                 {TensorType(DType::F16, {n})});
+  ir::Node *sub = module.addNode(ir::OpCode::Sub, {add->getResult(0), wa},
+                                 {TensorType(DType::F16, {n})});
+  auto sum = evaluateNode(*add, {OperandData(a), OperandData(b)});
+  ASSERT_TRUE(sum && *sum);
+  auto expected = evaluateNode(*sub, {OperandData((**sum)[0]), OperandData(a)});
+  ASSERT_TRUE(expected && *expected);
+
+  std::string type = cuda::elementwiseComputeType(ir::OpCode::Add,
+                                                  {DType::F16, DType::F16});
+  EXPECT_EQ(type, "float");
+  auto first = cuda::buildElementwiseCode(ir::OpCode::Add, {}, {"x0", "x1"},
+                                          {DType::F16, DType::F16}, "t");
+  ASSERT_TRUE(bool(first)) << toString(first.takeError());
+  auto second = cuda::buildElementwiseCode(
+      ir::OpCode::Sub, {}, {cuda::roundTripExpr(DType::F16, "t"), "x0"},
+      {DType::F16, DType::F16}, "r");
+  ASSERT_TRUE(bool(second)) << toString(second.takeError());
+  std::string source =
+      cuda::getCudaPrelude().str() +
+      "extern \"C\" __global__ void snug_chain(const snug_half *in0, "
+      "const snug_half *in1, snug_half *out, int n) {\n" +
+      first->setup + second->setup +
+      "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+      "i += gridDim.x * blockDim.x) {\n"
+      "    const " + type + " x0 = " + cuda::loadAsExpr(type, "in0 + i") +
+      ";\n    const auto x1 = snug_load(in1 + i);\n" + first->body +
+      second->body + "    snug_store(out + i, r);\n  }\n}\n"
+      "extern \"C\" void snug_chain_sim(void **args) { snug_chain(*(const "
+      "snug_half **)args[0], *(const snug_half **)args[1], *(snug_half "
+      "**)args[2], *(int *)args[3]); }\n";
+  std::string path = buildKernels(source);
+  ASSERT_FALSE(path.empty());
+  cudasim::KernelLibrary library;
+  std::string error;
+  ASSERT_TRUE(library.load(path, {"snug_chain"}, error)) << error;
+  std::vector<uint8_t> out(a.size(), 0xFF);
+  const uint8_t *pa = a.data(), *pb = b.data();
+  uint8_t *po = out.data();
+  int count = int(n);
+  void *args[] = {&pa, &pb, &po, &count};
+  const uint32_t grid[3] = {2, 1, 1}, block[3] = {128, 1, 1};
+  ASSERT_TRUE(library.launch(0, args, grid, block, 0, error)) << error;
+  const std::vector<uint8_t> &want = (**expected)[0];
+  for (int64_t i = 0; i < n; ++i) {
+    bool bothNaN = std::isnan(rt::loadDouble(want.data(), bundle::DTypeF16, i)) &&
+                   std::isnan(rt::loadDouble(out.data(), bundle::DTypeF16, i));
+    if (bothNaN)
+      continue;
+    ASSERT_EQ(std::memcmp(want.data() + 2 * i, out.data() + 2 * i, 2), 0)
+        << "element " << i << ": nodes " << elementText(want.data(), DType::F16, i)
+        << ", chained " << elementText(out.data(), DType::F16, i);
+  }
 }
 
 /// The special-value rules of ScalarOps.h (onnxruntime's), on the host; the
