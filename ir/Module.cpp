@@ -1,8 +1,8 @@
 //===- Module.cpp - Values, nodes and the module --------------------------===//
 //
 // Use lists are kept exact by funnelling every operand change through
-// Node::setOperand; destruction drops operands first so that no use list
-// ever points at a dead node.
+// Node::setOperand; destruction drops operands first (of body nodes too) so
+// that no use list ever points at a dead node.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
@@ -25,11 +25,48 @@ void Value::removeUse(Node *user, unsigned operandIndex) {
   llvm_unreachable("use list out of sync with operands");
 }
 
+Node *Value::getBodyOwner() const {
+  if (kind == Kind::BlockArgument)
+    return argumentOwner;
+  return definingNode ? definingNode->getParentNode() : nullptr;
+}
+
 //===----------------------------------------------------------------------===//
 // Node
 //===----------------------------------------------------------------------===//
 
-Node::~Node() { dropOperands(); }
+Node::~Node() { dropAllOperands(); }
+
+Node *Node::create(Module *module, Node *parent, const OpInfo &info,
+                   llvm::ArrayRef<Value *> operands,
+                   llvm::ArrayRef<TensorType> resultTypes,
+                   AttributeMap nodeAttributes) {
+  Node *node = new Node(module, info);
+  node->parent = parent;
+  node->setOperands(operands);
+  for (unsigned i = 0; i < resultTypes.size(); ++i) {
+    std::unique_ptr<Value> result(
+        new Value(Value::Kind::Result, resultTypes[i], ""));
+    result->definingNode = node;
+    result->resultIndex = i;
+    node->results.push_back(std::move(result));
+  }
+  node->attributes = std::move(nodeAttributes);
+  return node;
+}
+
+void Node::dropAllOperands() {
+  dropOperands();
+  if (body)
+    for (std::unique_ptr<Node> &node : body->nodes)
+      node->dropAllOperands();
+}
+
+Region &Node::createBody() {
+  assert(!body && "the node already has a body");
+  body.reset(new Region(this));
+  return *body;
+}
 
 void Node::dropOperands() {
   for (unsigned i = 0; i < operands.size(); ++i)
@@ -79,13 +116,43 @@ std::string Node::describe() const {
   if (!name.empty()) {
     os << "node '" << name << "'";
   } else {
-    const auto &nodes = module->getNodes();
+    llvm::ArrayRef<std::unique_ptr<Node>> nodes =
+        parent ? parent->getBody()->getNodes() : module->getNodes();
     auto it = std::find_if(nodes.begin(), nodes.end(),
                            [&](const auto &node) { return node.get() == this; });
     os << "node #" << (it - nodes.begin());
   }
   os << " (" << info->name << ")";
+  if (parent)
+    os << " in the body of " << parent->describe();
   return os.str();
+}
+
+//===----------------------------------------------------------------------===//
+// Region
+//===----------------------------------------------------------------------===//
+
+Region::~Region() {
+  // Body nodes use each other's results: drop every operand first.
+  for (std::unique_ptr<Node> &node : nodes)
+    node->dropAllOperands();
+}
+
+Value *Region::addArgument(const TensorType &type, llvm::StringRef valueName) {
+  arguments.emplace_back(
+      new Value(Value::Kind::BlockArgument, type, valueName));
+  arguments.back()->argumentOwner = owner;
+  arguments.back()->resultIndex = arguments.size() - 1;
+  return arguments.back().get();
+}
+
+Node *Region::addNode(OpCode op, llvm::ArrayRef<Value *> operands,
+                      llvm::ArrayRef<TensorType> resultTypes,
+                      AttributeMap nodeAttributes) {
+  nodes.emplace_back(Node::create(owner->getModule(), owner, getOpInfo(op),
+                                  operands, resultTypes,
+                                  std::move(nodeAttributes)));
+  return nodes.back().get();
 }
 
 //===----------------------------------------------------------------------===//
@@ -96,7 +163,7 @@ Module::~Module() {
   // Nodes reference each other's results: drop all operands before any
   // node (and so any value) is destroyed.
   for (std::unique_ptr<Node> &node : nodes)
-    node->dropOperands();
+    node->dropAllOperands();
 }
 
 llvm::SmallVector<Value *, 4> Module::getInputs() const {
@@ -155,22 +222,6 @@ unsigned Module::eraseUnusedWeights() {
   return before - arguments.size();
 }
 
-Node *Module::createNode(const OpInfo &info, llvm::ArrayRef<Value *> operands,
-                         llvm::ArrayRef<TensorType> resultTypes,
-                         AttributeMap nodeAttributes) {
-  Node *node = new Node(this, info);
-  node->setOperands(operands);
-  for (unsigned i = 0; i < resultTypes.size(); ++i) {
-    std::unique_ptr<Value> result(
-        new Value(Value::Kind::Result, resultTypes[i], ""));
-    result->definingNode = node;
-    result->resultIndex = i;
-    node->results.push_back(std::move(result));
-  }
-  node->attributes = std::move(nodeAttributes);
-  return node;
-}
-
 Node *Module::addNode(OpCode op, llvm::ArrayRef<Value *> operands,
                       llvm::ArrayRef<TensorType> resultTypes,
                       AttributeMap nodeAttributes) {
@@ -191,8 +242,8 @@ Node *Module::insertNode(size_t index, OpCode op,
                          llvm::ArrayRef<Value *> operands,
                          llvm::ArrayRef<TensorType> resultTypes,
                          AttributeMap nodeAttributes) {
-  Node *node = createNode(getOpInfo(op), operands, resultTypes,
-                          std::move(nodeAttributes));
+  Node *node = Node::create(this, nullptr, getOpInfo(op), operands,
+                            resultTypes, std::move(nodeAttributes));
   nodes.insert(nodes.begin() + index, std::unique_ptr<Node>(node));
   return node;
 }
@@ -205,7 +256,7 @@ unsigned Module::eraseNodesIf(
       doomed.push_back(node.get());
   // Drop operands of all doomed nodes first: they may use each other.
   for (Node *node : doomed)
-    node->dropOperands();
+    node->dropAllOperands();
   llvm::DenseSet<Node *> doomedSet(doomed.begin(), doomed.end());
   llvm::erase_if(nodes, [&](const std::unique_ptr<Node> &node) {
     if (!doomedSet.count(node.get()))

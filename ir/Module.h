@@ -11,6 +11,15 @@
 // Plan annotations (an arena offset per value) live on values so the printer
 // and parser carry them through textual IR; the planner sets them.
 //
+// A node may own a body (a Region): typed block arguments, nodes in order
+// and a yield. snug.fused is the one op with a body: its block arguments
+// stand for its operands, its yield gives its results. A body is closed: its
+// nodes use only its block arguments and the results of earlier body nodes
+// (not weights, not outer values), and nothing outside uses a value defined
+// inside (the verifier checks both). Body nodes are not in the schedule, so
+// passes that walk getNodes() (liveness, planning, DCE) see a node with a
+// body as one node; body values are never buffers and carry no offsets.
+//
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_IR_MODULE_H
 #define SNUG_IR_MODULE_H
@@ -36,13 +45,14 @@ namespace ir {
 
 class Node;
 class Module;
+class Region;
 
 /// Sorted by name so that printing is deterministic.
 using AttributeMap = std::map<std::string, Attribute>;
 
 class Value {
 public:
-  enum class Kind { Input, Weight, Result };
+  enum class Kind { Input, Weight, Result, BlockArgument };
   struct Use {
     Node *user;
     unsigned operandIndex;
@@ -52,6 +62,7 @@ public:
   bool isInput() const { return kind == Kind::Input; }
   bool isWeight() const { return kind == Kind::Weight; }
   bool isResult() const { return kind == Kind::Result; }
+  bool isBlockArgument() const { return kind == Kind::BlockArgument; }
 
   const TensorType &getType() const { return type; }
   void setType(const TensorType &newType) { type = newType; }
@@ -62,6 +73,9 @@ public:
   /// For results: the node and the result's index in it.
   Node *getDefiningNode() const { return definingNode; }
   unsigned getResultIndex() const { return resultIndex; }
+  /// The node whose body defines this value (a block argument, or a result
+  /// of a body node); nullptr for a value of the function itself.
+  Node *getBodyOwner() const;
 
   /// For weights: the range of the module's weight blob holding the data.
   /// An elided weight (parsed from text that left its data out) has none.
@@ -77,6 +91,7 @@ public:
 private:
   friend class Node;
   friend class Module;
+  friend class Region;
   Value(Kind kind, const TensorType &type, llvm::StringRef name)
       : kind(kind), type(type), name(name.str()) {}
   void removeUse(Node *user, unsigned operandIndex);
@@ -85,7 +100,8 @@ private:
   TensorType type;
   std::string name;
   Node *definingNode = nullptr;
-  unsigned resultIndex = 0;
+  unsigned resultIndex = 0; // the argument's index for block arguments
+  Node *argumentOwner = nullptr; // for block arguments
   uint64_t weightOffset = 0;
   bool weightElided = false;
   llvm::SmallVector<Use, 2> uses;
@@ -125,23 +141,80 @@ public:
   void setAttribute(llvm::StringRef attrName, Attribute value);
   void removeAttribute(llvm::StringRef attrName);
 
-  /// "node 'conv1' (Conv)" or "node #3 (Conv)" for unnamed nodes: the
-  /// subject of every diagnostic about this node.
+  /// "node 'conv1' (Conv)" or "node #3 (Conv)" for unnamed nodes (with
+  /// " in the body of node #2 (snug.fused)" for body nodes): the subject of
+  /// every diagnostic about this node.
   std::string describe() const;
 
   Module *getModule() const { return module; }
 
+  /// The body, nullptr when the node has none.
+  Region *getBody() const { return body.get(); }
+  bool hasBody() const { return body != nullptr; }
+  /// Gives the node an empty body; it must not have one.
+  Region &createBody();
+  /// The node whose body holds this node; nullptr in the schedule.
+  Node *getParentNode() const { return parent; }
+
 private:
   friend class Module;
+  friend class Region;
   Node(Module *module, const OpInfo &info) : module(module), info(&info) {}
+  static Node *create(Module *module, Node *parent, const OpInfo &info,
+                      llvm::ArrayRef<Value *> operands,
+                      llvm::ArrayRef<TensorType> resultTypes,
+                      AttributeMap attributes);
   void dropOperands();
+  /// Drops the operands of this node and of every node in its body.
+  void dropAllOperands();
 
   Module *module;
+  Node *parent = nullptr;
   const OpInfo *info;
   std::string name;
   llvm::SmallVector<Value *, 4> operands;
   llvm::SmallVector<std::unique_ptr<Value>, 1> results;
   AttributeMap attributes;
+  std::unique_ptr<Region> body;
+};
+
+/// A node's body: block arguments, nodes in order, and the yielded values
+/// that become the owner's results. The yield, like the graph outputs, is
+/// not recorded in use lists.
+class Region {
+public:
+  ~Region();
+  Region(const Region &) = delete;
+  Region &operator=(const Region &) = delete;
+
+  Node *getOwner() const { return owner; }
+
+  llvm::ArrayRef<std::unique_ptr<Value>> getArguments() const {
+    return arguments;
+  }
+  unsigned getNumArguments() const { return arguments.size(); }
+  Value *getArgument(unsigned index) const { return arguments[index].get(); }
+  Value *addArgument(const TensorType &type, llvm::StringRef valueName = "");
+
+  /// Body nodes in evaluation order.
+  llvm::ArrayRef<std::unique_ptr<Node>> getNodes() const { return nodes; }
+  Node *addNode(OpCode op, llvm::ArrayRef<Value *> operands,
+                llvm::ArrayRef<TensorType> resultTypes,
+                AttributeMap attributes = {});
+
+  llvm::ArrayRef<Value *> getYield() const { return yield; }
+  void setYield(llvm::ArrayRef<Value *> values) {
+    yield.assign(values.begin(), values.end());
+  }
+
+private:
+  friend class Node;
+  explicit Region(Node *owner) : owner(owner) {}
+
+  Node *owner;
+  std::vector<std::unique_ptr<Value>> arguments;
+  std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<Value *> yield;
 };
 
 class Module {
@@ -214,10 +287,6 @@ public:
   const WeightBlob &getWeightBlob() const { return weightBlob; }
 
 private:
-  Node *createNode(const OpInfo &info, llvm::ArrayRef<Value *> operands,
-                   llvm::ArrayRef<TensorType> resultTypes,
-                   AttributeMap attributes);
-
   std::string name = "main";
   std::vector<std::unique_ptr<Value>> arguments;
   std::vector<std::unique_ptr<Node>> nodes;

@@ -6,13 +6,21 @@
 //               'return' refs '}'
 //   arg     ::= ref ':' type ('weight' ('=' elements)?)? plan?
 //   node    ::= ref (',' ref)* '=' op '(' operands ')' dict? ':'
-//               type plan? (',' type plan?)* ('loc' '(' string ')')?
+//               type plan? (',' type plan?)* ('loc' '(' string ')')? body?
+//   body    ::= '{' '^' 'bb' '(' (ref ':' type plan?)* ')' ':' node*
+//               'yield' refs? '}'
 //   type    ::= dtype '[' (int (',' int)*)? ']'
 //   plan    ::= '{' 'offset' '=' int '}'
 //
 // `%5` (a number) names an unnamed value; the printer renumbers them, so a
 // file's numbers need only be unique, not dense. Everything the parser
 // accepts, the printer writes back in canonical form.
+//
+// A body is a scope of its own: inside it only its block arguments and the
+// values it defines are visible, and outside it none of those are. Value
+// names and numbers are unique across the whole file, bodies included. A
+// `{` after a type opens a plan annotation unless `^` follows it (a body).
+// Bodies do not nest.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Parser.h"
@@ -38,7 +46,7 @@ enum class TokenKind {
   Float,  // 1.5, -2e3
   String, // "..." (text holds the unescaped contents)
   Percent, At, LParen, RParen, LBracket, RBracket, LBrace, RBrace, Less,
-  Greater, Comma, Colon, Equal, Arrow, Underscore,
+  Greater, Comma, Colon, Equal, Arrow, Underscore, Caret,
   Invalid,
 };
 
@@ -114,6 +122,7 @@ Token Lexer::next() {
   case ',': return make(TokenKind::Comma, start);
   case ':': return make(TokenKind::Colon, start);
   case '=': return make(TokenKind::Equal, start);
+  case '^': return make(TokenKind::Caret, start);
   case '"': return lexString(start);
   case '-':
     if (current != end && *current == '>') {
@@ -213,6 +222,14 @@ private:
     return emitError(token.location, message);
   }
   void consume() { token = lexer.next(); }
+  /// The kind of the token after the current one.
+  TokenKind peekKind() const {
+    Lexer copy = lexer;
+    return copy.next().kind;
+  }
+  bool atBody() const {
+    return token.kind == TokenKind::LBrace && peekKind() == TokenKind::Caret;
+  }
   bool consumeIf(TokenKind kind) {
     if (token.kind != kind)
       return false;
@@ -238,6 +255,7 @@ private:
   bool parseArgument();
   bool parseResultTypes();
   bool parseNode();
+  bool parseBody(Node &node);
   bool defineValue(const std::string &key, const char *location,
                    Value *value);
 
@@ -247,7 +265,16 @@ private:
   Token token;
   std::string errorText;
   std::unique_ptr<Module> module;
-  llvm::StringMap<Value *> values;
+  /// Every value defined so far, with the scope it is visible in (0: the
+  /// function, n > 0: the n-th body parsed).
+  struct Definition {
+    Value *value;
+    unsigned scope;
+  };
+  llvm::StringMap<Definition> values;
+  unsigned scope = 0, nextScope = 1;
+  /// The body being parsed; nodes go into it instead of the schedule.
+  Region *body = nullptr;
   llvm::SmallVector<TensorType, 2> outputTypes;
 };
 
@@ -302,6 +329,7 @@ static llvm::StringRef describe(TokenKind kind) {
   case TokenKind::Equal: return "'='";
   case TokenKind::Arrow: return "'->'";
   case TokenKind::Underscore: return "'_'";
+  case TokenKind::Caret: return "'^'";
   case TokenKind::Invalid: return "invalid token";
   }
   llvm_unreachable("unknown token kind");
@@ -361,19 +389,24 @@ bool Parser::parseValueRef(Value *&value) {
   if (parseValueName(key, name))
     return true;
   auto it = values.find(key);
+  llvm::StringRef spelling =
+      llvm::StringRef(location, token.location - location).rtrim();
   if (it == values.end())
-    return emitError(location, "use of undefined value '" +
-                                   llvm::StringRef(location, token.location -
-                                                                 location)
-                                       .rtrim() +
-                                   "'");
-  value = it->second;
+    return emitError(location, "use of undefined value '" + spelling + "'");
+  if (it->second.scope != scope)
+    return emitError(
+        location,
+        "value '" + spelling + "' is not visible here: " +
+            (scope ? "a body sees only its block arguments and the values "
+                     "it defines"
+                   : "it is defined inside a body"));
+  value = it->second.value;
   return false;
 }
 
 bool Parser::defineValue(const std::string &key, const char *location,
                          Value *value) {
-  if (!values.insert({key, value}).second)
+  if (!values.insert({key, {value, scope}}).second)
     return emitError(location, "redefinition of value '%" +
                                    llvm::StringRef(key).drop_front() + "'");
   return false;
@@ -621,7 +654,7 @@ bool Parser::parseAttributeDict(AttributeMap &attributes) {
 }
 
 bool Parser::parsePlanAnnotation(llvm::Optional<uint64_t> &offsetOut) {
-  if (token.kind != TokenKind::LBrace)
+  if (token.kind != TokenKind::LBrace || atBody())
     return false;
   consume();
   int64_t offset;
@@ -751,8 +784,10 @@ bool Parser::parseNode() {
       return true;
   }
 
-  Node *node =
-      module->addNode(opInfo->code, operands, types, std::move(attributes));
+  Node *node = body ? body->addNode(opInfo->code, operands, types,
+                                    std::move(attributes))
+                   : module->addNode(opInfo->code, operands, types,
+                                     std::move(attributes));
   node->setName(nodeName);
   if (locations)
     locations->nodes[node] = locationString(start);
@@ -763,7 +798,69 @@ bool Parser::parseNode() {
     if (defineValue(resultKeys[i].first, resultKeys[i].second, result))
       return true;
   }
+  if (atBody())
+    return parseBody(*node);
   return false;
+}
+
+bool Parser::parseBody(Node &node) {
+  // The verifier rejects nesting too; refusing it here also bounds the
+  // parser's recursion.
+  if (body)
+    return emitError("nested bodies are not supported");
+  consume(); // '{'
+  consume(); // '^'
+  if (expectKeyword("bb") || expect(TokenKind::LParen, "to open the block "
+                                                       "arguments"))
+    return true;
+  Region &region = node.createBody();
+  unsigned outerScope = scope;
+  Region *outerBody = body;
+  scope = nextScope++;
+  body = &region;
+  auto leave = [&](bool failed) {
+    scope = outerScope;
+    body = outerBody;
+    return failed;
+  };
+  if (token.kind != TokenKind::RParen) {
+    do {
+      const char *location = token.location;
+      std::string key, name;
+      TensorType type;
+      llvm::Optional<uint64_t> offset;
+      if (parseValueName(key, name) ||
+          expect(TokenKind::Colon, "after the block argument name") ||
+          parseType(type) || parsePlanAnnotation(offset))
+        return leave(true);
+      Value *argument = region.addArgument(type, name);
+      argument->setArenaOffset(offset);
+      if (defineValue(key, location, argument))
+        return leave(true);
+    } while (consumeIf(TokenKind::Comma));
+  }
+  if (expect(TokenKind::RParen, "to close the block arguments") ||
+      expect(TokenKind::Colon, "after the block arguments"))
+    return leave(true);
+  while (!isKeyword("yield")) {
+    if (token.kind == TokenKind::Eof || token.kind == TokenKind::RBrace ||
+        isKeyword("return"))
+      return leave(emitError("expected 'yield' before the end of the body"));
+    if (parseNode())
+      return leave(true);
+  }
+  consume(); // 'yield'
+  llvm::SmallVector<Value *, 2> yielded;
+  if (token.kind == TokenKind::Percent) {
+    do {
+      Value *value;
+      if (parseValueRef(value))
+        return leave(true);
+      yielded.push_back(value);
+    } while (consumeIf(TokenKind::Comma));
+  }
+  region.setYield(yielded);
+  return leave(expect(TokenKind::RBrace, "to close the body"));
 }
 
 llvm::Expected<std::unique_ptr<Module>> Parser::parse() {
@@ -795,6 +892,10 @@ llvm::Expected<std::unique_ptr<Module>> Parser::parse() {
   while (!failed && !isKeyword("return")) {
     if (token.kind == TokenKind::Eof || token.kind == TokenKind::RBrace) {
       failed = emitError("expected 'return' before the end of the function");
+      break;
+    }
+    if (isKeyword("yield")) {
+      failed = emitError("'yield' outside a body");
       break;
     }
     failed = parseNode();

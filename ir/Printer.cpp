@@ -23,10 +23,12 @@ public:
 
 private:
   void numberValues();
+  void numberNode(const Node &node, unsigned &next);
   void printValueRef(const Value *value);
   void printArgument(const Value *argument);
   void printAttributes(const AttributeMap &attributes);
-  void printNode(const Node &node);
+  void printNode(const Node &node, unsigned depth);
+  void printBody(const Region &body, unsigned depth);
   void printPlanAnnotation(const Value *value);
 
   const Module &module;
@@ -58,9 +60,20 @@ void ModulePrinter::numberValues() {
     if (argument->getName().empty())
       numbers[argument.get()] = next++;
   for (const std::unique_ptr<Node> &node : module.getNodes())
-    for (unsigned i = 0; i < node->getNumResults(); ++i)
-      if (node->getResult(i)->getName().empty())
-        numbers[node->getResult(i)] = next++;
+    numberNode(*node, next);
+}
+
+void ModulePrinter::numberNode(const Node &node, unsigned &next) {
+  for (unsigned i = 0; i < node.getNumResults(); ++i)
+    if (node.getResult(i)->getName().empty())
+      numbers[node.getResult(i)] = next++;
+  if (!node.hasBody())
+    return;
+  for (const std::unique_ptr<Value> &argument : node.getBody()->getArguments())
+    if (argument->getName().empty())
+      numbers[argument.get()] = next++;
+  for (const std::unique_ptr<Node> &inner : node.getBody()->getNodes())
+    numberNode(*inner, next);
 }
 
 void ModulePrinter::printValueRef(const Value *value) {
@@ -115,8 +128,8 @@ void ModulePrinter::printAttributes(const AttributeMap &attributes) {
   os << '}';
 }
 
-void ModulePrinter::printNode(const Node &node) {
-  os << "  ";
+void ModulePrinter::printNode(const Node &node, unsigned depth) {
+  os.indent(2 * depth);
   for (unsigned i = 0; i < node.getNumResults(); ++i) {
     os << (i ? ", " : "");
     printValueRef(node.getResult(i));
@@ -147,6 +160,30 @@ void ModulePrinter::printNode(const Node &node) {
     printQuoted(os, node.getName());
     os << ')';
   }
+  if (node.hasBody()) {
+    os << " {\n";
+    printBody(*node.getBody(), depth);
+    os.indent(2 * depth) << '}';
+  }
+  os << '\n';
+}
+
+void ModulePrinter::printBody(const Region &body, unsigned depth) {
+  os.indent(2 * depth) << "^bb(";
+  for (unsigned i = 0; i < body.getNumArguments(); ++i) {
+    os << (i ? ", " : "");
+    printValueRef(body.getArgument(i));
+    os << ": " << body.getArgument(i)->getType();
+    printPlanAnnotation(body.getArgument(i));
+  }
+  os << "):\n";
+  for (const std::unique_ptr<Node> &node : body.getNodes())
+    printNode(*node, depth + 1);
+  os.indent(2 * depth + 2) << "yield";
+  for (size_t i = 0; i < body.getYield().size(); ++i) {
+    os << (i ? ", " : " ");
+    printValueRef(body.getYield()[i]);
+  }
   os << '\n';
 }
 
@@ -175,7 +212,7 @@ void ModulePrinter::print() {
   }
   os << " {\n";
   for (const std::unique_ptr<Node> &node : module.getNodes())
-    printNode(*node);
+    printNode(*node, 1);
   os << "  return";
   for (size_t i = 0; i < outputs.size(); ++i) {
     os << (i ? ", " : " ");

@@ -10,8 +10,17 @@
 //     return %2, %3
 //   }
 //
+// A node with a body prints it after the node, one level further in:
+//
+//     %4 = snug.fused(%x, %b) : f32[1,64] {offset = 0} {
+//     ^bb(%5: f32[1,64], %6: f32[64]):
+//       %7 = Add(%5, %6) : f32[1,64]
+//       yield %7
+//     }
+//
 // Deterministic: values keep their names; unnamed ones are numbered in
-// definition order; attributes print sorted. Weights with more elements than
+// definition order (a node's results, then its block arguments and body);
+// attributes print sorted. Weights with more elements than
 // the elision limit print as `weight` alone and read back as elided.
 //
 //===----------------------------------------------------------------------===//

@@ -4,6 +4,16 @@
 // beyond the op families belong to each op's shape function (the importer's),
 // not here: the verifier must accept any type a correct pass can produce.
 //
+// A body is checked as a scope of its own, with the same node rules plus
+// what its lowering needs. snug.fused is run per element (the host executor
+// and the CUDA emitter evaluate the whole body at one result index, loading
+// each block argument at its broadcast offset), so: its body holds only
+// elementwise ops (nothing else is a function of one element), no body of
+// its own (nesting is not supported), block arguments typed as the
+// operands, a yield typed as the results, every result of one shape, and
+// every body value broadcasting to that shape. Body values are not buffers:
+// they carry no arena offsets.
+//
 //===----------------------------------------------------------------------===//
 #include "ir/Verifier.h"
 #include "ir/Module.h"
@@ -39,13 +49,13 @@ public:
 
 private:
   void report(const Node *node, const llvm::Twine &message);
-  void verifyNode(const Node &node);
+  void verifyNode(const Node &node, llvm::DenseSet<const Value *> &defined);
+  void verifyFusedBody(const Node &node);
   void verifyFamily(const Node &node, const OpInfo &info);
   void checkName(const Value *value, const Node *node);
 
   const Module &module;
   const SourceLocations *locations;
-  llvm::DenseSet<const Value *> defined;
   llvm::StringSet<> names;
   std::string messages;
   unsigned count = 0;
@@ -120,14 +130,28 @@ void ModuleVerifier::verifyFamily(const Node &node, const OpInfo &info) {
                       expected.str());
 }
 
-void ModuleVerifier::verifyNode(const Node &node) {
+void ModuleVerifier::verifyNode(const Node &node,
+                                llvm::DenseSet<const Value *> &defined) {
   if (node.getModule() != &module)
     report(&node, "belongs to another module");
+  const Node *scopeOwner = node.getParentNode();
   for (unsigned i = 0; i < node.getNumOperands(); ++i) {
     const Value *operand = node.getOperand(i);
-    if (operand && !defined.count(operand))
+    if (!operand || defined.count(operand))
+      continue;
+    const Node *operandOwner = operand->getBodyOwner();
+    if (scopeOwner && operandOwner != scopeOwner)
       report(&node, "operand " + llvm::Twine(i) +
-                        " is not defined before this node in the schedule");
+                        " is defined outside this body (a body uses only "
+                        "its block arguments and its own values)");
+    else if (!scopeOwner && operandOwner)
+      report(&node, "operand " + llvm::Twine(i) + " is defined inside the "
+                        "body of " + operandOwner->describe() +
+                        " and is not visible outside it");
+    else
+      report(&node, "operand " + llvm::Twine(i) + " is not defined before "
+                        "this node in " +
+                        (scopeOwner ? "the body" : "the schedule"));
   }
   const OpInfo &info = node.getOpInfo();
   auto outside = [](int count, int low, int high) {
@@ -165,17 +189,115 @@ void ModuleVerifier::verifyNode(const Node &node) {
   for (unsigned i = 0; i < node.getNumResults(); ++i) {
     const Value *result = node.getResult(i);
     checkName(result, &node);
+    if (scopeOwner && result->getArenaOffset())
+      report(&node, "result " + llvm::Twine(i) + " has an arena offset; "
+                        "values inside a body are not buffers");
     defined.insert(result);
+  }
+  if (node.is(OpCode::SnugFused)) {
+    if (!node.hasBody())
+      report(&node, "has no body");
+    else if (scopeOwner)
+      report(&node, "nested bodies are not supported");
+    else
+      verifyFusedBody(node);
+  } else if (node.hasBody()) {
+    report(&node, "has a body; only snug.fused carries one");
   }
 }
 
+/// True when `dims` broadcasts to `shape` without growing it.
+static bool broadcastsTo(llvm::ArrayRef<int64_t> dims,
+                         llvm::ArrayRef<int64_t> shape) {
+  if (dims.size() > shape.size())
+    return false;
+  size_t lead = shape.size() - dims.size();
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1 && dims[i] != shape[lead + i])
+      return false;
+  return true;
+}
+
+void ModuleVerifier::verifyFusedBody(const Node &node) {
+  const Region &body = *node.getBody();
+  llvm::DenseSet<const Value *> inner;
+  if (body.getNumArguments() != node.getNumOperands())
+    report(&node, "body has " + llvm::Twine(body.getNumArguments()) +
+                      " block arguments for " +
+                      llvm::Twine(node.getNumOperands()) + " operands");
+  for (unsigned i = 0; i < body.getNumArguments(); ++i) {
+    const Value *argument = body.getArgument(i);
+    checkName(argument, &node);
+    inner.insert(argument);
+    if (argument->getArenaOffset())
+      report(&node, "block argument " + llvm::Twine(i) + " has an arena "
+                        "offset; values inside a body are not buffers");
+    if (i >= node.getNumOperands())
+      continue;
+    const Value *operand = node.getOperand(i);
+    if (!operand)
+      report(&node, "operand " + llvm::Twine(i) + " is absent");
+    else if (operand->getType() != argument->getType())
+      report(&node, "block argument " + llvm::Twine(i) + " has type " +
+                        argument->getType().str() + ", operand " +
+                        llvm::Twine(i) + " has " + operand->getType().str());
+  }
+  for (const std::unique_ptr<Node> &inside : body.getNodes()) {
+    if (!inside->getOpInfo().isElementwise())
+      report(inside.get(), "is not elementwise; the body of snug.fused holds "
+                           "elementwise ops only (it is run per element)");
+    verifyNode(*inside, inner);
+  }
+  llvm::ArrayRef<Value *> yield = body.getYield();
+  if (yield.size() != node.getNumResults())
+    report(&node, "body yields " + llvm::Twine(yield.size()) + " value" +
+                      ordinal(yield.size()) + " for " +
+                      llvm::Twine(node.getNumResults()) + " result" +
+                      ordinal(node.getNumResults()));
+  for (unsigned i = 0; i < yield.size(); ++i) {
+    if (!yield[i] || !inner.count(yield[i])) {
+      report(&node, "yield value " + llvm::Twine(i) +
+                        " is not defined in the body");
+      continue;
+    }
+    if (i < node.getNumResults() &&
+        yield[i]->getType() != node.getResult(i)->getType())
+      report(&node, "yield value " + llvm::Twine(i) + " has type " +
+                        yield[i]->getType().str() + ", result " +
+                        llvm::Twine(i) + " has " +
+                        node.getResult(i)->getType().str());
+  }
+  if (node.getNumResults() == 0)
+    return;
+  llvm::ArrayRef<int64_t> shape = node.getResult(0)->getType().getDims();
+  for (unsigned i = 1; i < node.getNumResults(); ++i)
+    if (node.getResult(i)->getType().getDims() != shape)
+      report(&node, "result " + llvm::Twine(i) + " has another shape than "
+                        "result 0; a fused node's results share one shape");
+  // In body order, so that the message names the first offender.
+  llvm::SmallVector<const Value *, 16> values;
+  for (const std::unique_ptr<Value> &argument : body.getArguments())
+    values.push_back(argument.get());
+  for (const std::unique_ptr<Node> &inside : body.getNodes())
+    for (unsigned i = 0; i < inside->getNumResults(); ++i)
+      values.push_back(inside->getResult(i));
+  for (const Value *value : values)
+    if (!broadcastsTo(value->getType().getDims(), shape)) {
+      report(&node, "body value of type " + value->getType().str() +
+                        " does not broadcast to the result shape " +
+                        node.getResult(0)->getType().str());
+      break;
+    }
+}
+
 llvm::Error ModuleVerifier::verify() {
+  llvm::DenseSet<const Value *> defined;
   for (const std::unique_ptr<Value> &argument : module.getArguments()) {
     checkName(argument.get(), nullptr);
     defined.insert(argument.get());
   }
   for (const std::unique_ptr<Node> &node : module.getNodes())
-    verifyNode(*node);
+    verifyNode(*node, defined);
   for (size_t i = 0; i < module.getOutputs().size(); ++i)
     if (!defined.count(module.getOutputs()[i]))
       report(nullptr, "graph output " + llvm::Twine(i) +

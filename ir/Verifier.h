@@ -3,8 +3,10 @@
 // Checks what every pass must preserve: SSA (every operand defined once,
 // before its use in the schedule, inside this module), the op table's arity,
 // the generic type rules of the op families, unique value names, and graph
-// outputs that exist. Reports every problem found, one per line, each naming
-// the node; with SourceLocations the lines start `file:line:col: error:`.
+// outputs that exist; for bodies, that they are closed scopes and what
+// snug.fused's per-element lowering needs (Verifier.cpp lists it). Reports
+// every problem found, one per line, each naming the node; with
+// SourceLocations the lines start `file:line:col: error:`.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_IR_VERIFIER_H

@@ -141,6 +141,8 @@ CostRule getCostRule(OpCode op) {
   case OpCode::Transpose:
   case OpCode::SnugCast:
     return CostRule::Movement;
+  case OpCode::SnugFused: // per element, as its body's ops (addCompute)
+    return CostRule::Elementwise;
   default:
     // Caught by CostModelTest's coverage test (every op has a rule).
     return CostRule::None;
@@ -459,6 +461,13 @@ static void addResize(const Node &node, Cost &cost) {
 
 /// The FLOPs and MACs of `node`; no bytes.
 static void addCompute(const Node &node, Cost &cost) {
+  // A region computes what its body's ops compute, each counted as its
+  // node would be; its traffic is its own operands and results.
+  if (node.hasBody()) {
+    for (const std::unique_ptr<Node> &inner : node.getBody()->getNodes())
+      addCompute(*inner, cost);
+    return;
+  }
   switch (getCostRule(node.getOpCode())) {
   case CostRule::None:
     llvm_unreachable("an op of the table without a cost rule");

@@ -647,6 +647,39 @@ static llvm::Expected<ResultTypes> inferDropout(const ShapeQuery &query) {
   return results;
 }
 
+/// snug.fused: the yield's types. The body's nodes are checked against
+/// their own shape functions here, so that infer-shapes covers bodies (the
+/// verifier checks only the families' rules).
+static llvm::Expected<ResultTypes> inferFused(const ShapeQuery &query) {
+  if (!query.body)
+    return shapeError("snug.fused has no body to take its result types from");
+  llvm::ArrayRef<std::unique_ptr<ir::Node>> nodes = query.body->getNodes();
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const ir::Node &node = *nodes[k];
+    std::string subject =
+        (node.getName().empty() ? "body node #" + std::to_string(k)
+                                : "body node '" + node.getName().str() + "'") +
+        " (" + node.getOpName().str() + ")";
+    llvm::SmallVector<const TensorType *, 4> operands;
+    for (const ir::Value *operand : node.getOperands())
+      operands.push_back(operand ? &operand->getType() : nullptr);
+    ShapeQuery inner{node.getOpCode(), operands, node.getAttributes(),
+                     node.getNumResults()};
+    auto types = inferResultTypes(inner);
+    if (!types)
+      return shapeError(subject + ": " + toString(types.takeError()));
+    for (unsigned i = 0; i < node.getNumResults(); ++i)
+      if (node.getResult(i)->getType() != (*types)[i])
+        return shapeError(subject + ": result " + llvm::Twine(i) +
+                          " has type " + node.getResult(i)->getType().str() +
+                          ", its shape function says " + (*types)[i].str());
+  }
+  ResultTypes results;
+  for (const ir::Value *value : query.body->getYield())
+    results.push_back(value->getType());
+  return results;
+}
+
 //===----------------------------------------------------------------------===//
 // The table
 //===----------------------------------------------------------------------===//
@@ -694,6 +727,7 @@ static const ShapeFunctionTable &getShapeFunctions() {
     set(OpCode::ConstantOfShape, inferConstantOfShape);
     set(OpCode::Range, inferRange);
     set(OpCode::Dropout, inferDropout);
+    set(OpCode::SnugFused, inferFused);
     registerNNShapeFunctions(map);
     return map;
   }();
@@ -738,7 +772,7 @@ llvm::Expected<ResultTypes> inferResultTypes(const ir::Node &node) {
       data.push_back(llvm::None);
   }
   ShapeQuery query{node.getOpCode(), operands, node.getAttributes(),
-                   node.getNumResults(), data};
+                   node.getNumResults(), data, node.getBody()};
   auto results = inferResultTypes(query);
   if (!results)
     return shapeError(node.describe() + ": " + toString(results.takeError()));

@@ -33,6 +33,9 @@ struct ShapeQuery {
   unsigned numResults = 1;
   /// Operand data where known (weights); may be empty.
   llvm::ArrayRef<llvm::Optional<llvm::ArrayRef<uint8_t>>> operandData = {};
+  /// The node's body, for ops that have one (snug.fused: its yield types
+  /// are its result types).
+  const ir::Region *body = nullptr;
 };
 
 using ResultTypes = llvm::SmallVector<ir::TensorType, 2>;

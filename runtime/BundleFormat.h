@@ -1,4 +1,4 @@
-//===- BundleFormat.h - The .snug file layout, version 1 --------*- C++ -*-===//
+//===- BundleFormat.h - The .snug file layout, version 3 --------*- C++ -*-===//
 //
 // Constants and codes shared by the bundle writer (compiler/bundle) and the
 // bundle reader (runtime). Header-only and free of LLVM so both sides include
@@ -18,7 +18,8 @@
 //     Weights    raw weight bytes, each weight on a 64-byte boundary of the
 //                section (so an mmap of the file gives aligned weights)
 //     HostPlan   ops in schedule order: name, attributes, operand and result
-//                locations (absent | arena offset | weights offset)
+//                locations (absent | arena offset | weights offset), and
+//                from version 3 an op body
 //     DevicePlan, KernelImages (optional, together): the CUDA launch plan and
 //                the kernels' cubins and PTX; see runtime/DevicePlan.h.
 //
@@ -26,6 +27,20 @@
 // f32 little-endian, a string is u32 length + bytes (no terminator), a list is
 // u32 count + elements. A location is u8 kind, u8 dtype, u16 zero, u32 rank,
 // rank x i64 dims, u64 offset. An attribute is string name, u8 kind, value.
+//
+// A host plan op is: string op name, string node name, list of attributes,
+// list of operand locations, list of result locations, and (from version 3)
+// u8 has-body (0 or 1) followed, when 1, by the body:
+//   list of block argument types       (one per operand, in order)
+//   list of body ops, each: string op name, string node name, list of
+//        attributes, list of u32 operand value indices (kNoValue: absent),
+//        list of result types
+//   list of u32 yield value indices    (one per result, in order)
+// A type is u8 dtype, u8 zero, u16 zero, u32 rank, rank x i64 dims (a
+// location without its kind and offset). Body values are numbered block
+// arguments first, then each body op's results in order; an operand index
+// names a value defined before its op. Bodies do not nest. Version 1 and 2
+// files (no has-body byte) are still read; they have no bodies.
 //
 // Dtype codes are ONNX's TensorProto.DataType numbers, so the C API, the .pb
 // reader of snug-run and the bundle agree without a table.
@@ -42,8 +57,17 @@ namespace bundle {
 
 constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'B', 'N', 'D', 'L'};
 /// 2: each GEMM of the device plan carries its own cuBLAS workspace
-/// (runtime/DevicePlan.h); the reader still reads version 1.
-constexpr uint32_t kBundleVersion = 2;
+/// (runtime/DevicePlan.h). 3: host plan ops carry a has-body byte and op
+/// bodies. The reader still reads versions 1 and 2.
+constexpr uint32_t kBundleVersion = 3;
+/// The oldest version the reader still reads.
+constexpr uint32_t kOldestBundleVersion = 1;
+/// The first version whose host plan ops carry a has-body byte.
+constexpr uint32_t kFirstVersionWithBodies = 3;
+/// The one op that carries a body (the reader holds it to that).
+constexpr const char *kFusedOpName = "snug.fused";
+/// A body operand index meaning "absent" (ONNX's empty input).
+constexpr uint32_t kNoValue = 0xffffffffu;
 constexpr uint64_t kHeaderSize = 32;
 constexpr uint64_t kSectionEntrySize = 24;
 constexpr uint64_t kHashOffset = 24;

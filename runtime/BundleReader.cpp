@@ -36,6 +36,13 @@ const Attr *PlanOp::getAttr(const std::string &name) const {
   return nullptr;
 }
 
+const Attr *BodyOp::getAttr(const std::string &name) const {
+  for (const auto &entry : attributes)
+    if (entry.first == name)
+      return &entry.second;
+  return nullptr;
+}
+
 std::string PlanOp::describe(size_t index) const {
   if (!nodeName.empty())
     return "node '" + nodeName + "' (" + opName + ")";
@@ -284,6 +291,137 @@ bool readManifest(Cursor &cursor, Bundle &b) {
   return true;
 }
 
+/// A body value's type: u8 dtype, u8 0, u16 0, u32 rank, dims.
+bool readBodyType(Cursor &cursor, BodyType &type, const std::string &what) {
+  uint8_t reserved8;
+  uint16_t reserved16;
+  uint32_t rank;
+  if (!cursor.u8(type.dtype) || !cursor.u8(reserved8) ||
+      !cursor.u16(reserved16) || !cursor.count(rank, 8))
+    return false;
+  if (!dtypeSize(type.dtype))
+    return cursor.fail(what + ": unknown dtype code " +
+                       std::to_string(type.dtype));
+  if (rank > kMaxRank)
+    return cursor.fail(what + ": rank " + std::to_string(rank) +
+                       " exceeds " + std::to_string(kMaxRank));
+  type.dims.resize(rank);
+  uint64_t elements = 1;
+  for (int64_t &dim : type.dims) {
+    if (!cursor.i64(dim))
+      return false;
+    if (dim < 0)
+      return cursor.fail(what + ": negative dim");
+    if (dim && elements > (uint64_t(1) << 56) / uint64_t(dim))
+      return cursor.fail(what + ": too many elements");
+    elements *= uint64_t(dim);
+  }
+  type.numElements = int64_t(elements);
+  return true;
+}
+
+bool sameType(const BodyType &type, const Location &location) {
+  return type.dtype == location.dtype && type.dims == location.dims;
+}
+
+/// True when `dims` broadcasts to `shape` without growing it.
+bool broadcastsTo(const std::vector<int64_t> &dims,
+                  const std::vector<int64_t> &shape) {
+  if (dims.size() > shape.size())
+    return false;
+  size_t lead = shape.size() - dims.size();
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1 && dims[i] != shape[lead + i])
+      return false;
+  return true;
+}
+
+/// Reads op `op`'s body and checks that it is closed and typed (what the
+/// per-element executors rely on).
+bool readBody(Cursor &cursor, PlanOp &op, const std::string &where) {
+  PlanBody &body = op.body;
+  uint32_t n;
+  if (!cursor.count(n, 8))
+    return false;
+  if (n != op.operands.size())
+    return cursor.fail(where + ": body has " + std::to_string(n) +
+                       " block arguments for " +
+                       std::to_string(op.operands.size()) + " operands");
+  body.arguments.resize(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    std::string what = where + " block argument " + std::to_string(k);
+    if (!readBodyType(cursor, body.arguments[k], what))
+      return false;
+    if (!op.operands[k].isPresent() ||
+        !sameType(body.arguments[k], op.operands[k]))
+      return cursor.fail(what + " does not match operand " +
+                         std::to_string(k));
+  }
+  body.values = body.arguments;
+  if (!cursor.count(n, 20))
+    return false;
+  body.ops.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    BodyOp &inner = body.ops[i];
+    std::string what = where + " body op " + std::to_string(i);
+    uint32_t m;
+    if (!cursor.string(inner.opName) || !cursor.string(inner.nodeName) ||
+        !cursor.count(m, 6))
+      return false;
+    inner.attributes.resize(m);
+    for (auto &entry : inner.attributes)
+      if (!cursor.string(entry.first) || !readAttr(cursor, entry.second))
+        return false;
+    if (!cursor.count(m, 4))
+      return false;
+    inner.operands.resize(m);
+    for (uint32_t &index : inner.operands) {
+      if (!cursor.u32(index))
+        return false;
+      if (index != kNoValue && index >= body.values.size())
+        return cursor.fail(what + ": operand value " + std::to_string(index) +
+                           " is not defined before it (" +
+                           std::to_string(body.values.size()) + " are)");
+    }
+    if (!cursor.count(m, 8))
+      return false;
+    inner.results.resize(m);
+    for (uint32_t k = 0; k < m; ++k) {
+      if (!readBodyType(cursor, inner.results[k],
+                        what + " result " + std::to_string(k)))
+        return false;
+      body.values.push_back(inner.results[k]);
+    }
+  }
+  if (!cursor.count(n, 4))
+    return false;
+  if (n != op.results.size())
+    return cursor.fail(where + ": body yields " + std::to_string(n) +
+                       " values for " + std::to_string(op.results.size()) +
+                       " results");
+  body.yield.resize(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    if (!cursor.u32(body.yield[k]))
+      return false;
+    uint32_t index = body.yield[k];
+    if (index >= body.values.size() ||
+        !sameType(body.values[index], op.results[k]))
+      return cursor.fail(where + ": yield value " + std::to_string(k) +
+                         " is undefined or does not match result " +
+                         std::to_string(k));
+  }
+  if (op.results.empty())
+    return cursor.fail(where + ": a body needs at least one result");
+  for (const Location &result : op.results)
+    if (result.dims != op.results[0].dims)
+      return cursor.fail(where + ": results of a body differ in shape");
+  for (const BodyType &type : body.values)
+    if (!broadcastsTo(type.dims, op.results[0].dims))
+      return cursor.fail(where + ": a body value does not broadcast to the "
+                                 "result shape");
+  return true;
+}
+
 bool readHostPlan(Cursor &cursor, Bundle &b) {
   uint32_t count;
   if (!cursor.count(count, 20))
@@ -314,6 +452,21 @@ bool readHostPlan(Cursor &cursor, Bundle &b) {
           return cursor.fail(what + " is a weight");
       }
     }
+    if (b.version < kFirstVersionWithBodies)
+      continue;
+    uint8_t hasBody;
+    if (!cursor.u8(hasBody))
+      return false;
+    if (hasBody > 1)
+      return cursor.fail(op.describe(i) + ": bad has-body byte " +
+                         std::to_string(hasBody));
+    op.hasBody = hasBody;
+    if (op.hasBody != (op.opName == kFusedOpName))
+      return cursor.fail(op.describe(i) + (op.hasBody
+                                               ? ": only snug.fused has a body"
+                                               : ": snug.fused needs a body"));
+    if (op.hasBody && !readBody(cursor, op, op.describe(i)))
+      return false;
   }
   return true;
 }
@@ -546,10 +699,15 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
   if (version > kBundleVersion)
     return Status(SNUG_ERROR_UNSUPPORTED,
                   "bundle '" + name + "': format version " +
-                      std::to_string(version) + " is newer than this runtime (" +
+                      std::to_string(version) +
+                      " is newer than this runtime (which reads versions " +
+                      std::to_string(kOldestBundleVersion) + " to " +
                       std::to_string(kBundleVersion) + ")");
-  if (version == 0)
-    return fail("format version 0 is invalid");
+  if (version < kOldestBundleVersion)
+    return fail("format version " + std::to_string(version) +
+                " is invalid (this runtime reads versions " +
+                std::to_string(kOldestBundleVersion) + " to " +
+                std::to_string(kBundleVersion) + ")");
   uint32_t sectionCount = readU32(data + 12);
   uint64_t fileSize = readU64(data + 16);
   uint64_t hash = readU64(data + 24);

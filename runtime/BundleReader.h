@@ -1,11 +1,16 @@
 //===- BundleReader.h - Reading and checking a .snug bundle -----*- C++ -*-===//
 //
-// Reads a version-2 or version-1 bundle (runtime/BundleFormat.h; a v1 device
-// plan's one workspace becomes every GEMM's) into memory and checks it
-// completely before anything runs: magic, version, file size, hash, section
-// table, and that every location of the manifest and the host plan lies inside
-// the arena or the weights section. A bundle that passes can be executed
-// without further bounds checks on locations. Errors name the file.
+// Reads a bundle of format version 1 to 3 (runtime/BundleFormat.h; a v1
+// device plan's one workspace becomes every GEMM's, v1 and v2 host plans
+// have no op bodies) into memory and checks it completely before anything
+// runs: magic, version, file size, hash, section table, that every location
+// of the manifest and the host plan lies inside the arena or the weights
+// section, and that every op body is closed and typed: value indices in
+// range and defined before use, block arguments typed as the op's operands,
+// the yield as its results, every result of one shape and every body value
+// broadcasting to it. A bundle that passes can be executed without further
+// bounds checks on locations, bodies included (a body only reads its
+// operands at broadcast offsets of the result index). Errors name the file.
 //
 // Not done here: whether the host has a kernel for each op (the executor
 // checks that when the bundle is loaded through the C API), whether the plan
@@ -53,12 +58,42 @@ struct Attr {
   std::vector<uint8_t> tensorBytes;
 };
 
+/// The type of a value inside an op body.
+struct BodyType {
+  uint8_t dtype = 0; // bundle::DTypeCode
+  std::vector<int64_t> dims;
+  int64_t numElements = 0;
+};
+
+/// One op of a body: values are numbered block arguments first, then each
+/// op's results in order.
+struct BodyOp {
+  std::string opName;
+  std::string nodeName;
+  std::vector<std::pair<std::string, Attr>> attributes; // sorted by name
+  std::vector<uint32_t> operands; // value indices; bundle::kNoValue: absent
+  std::vector<BodyType> results;
+
+  const Attr *getAttr(const std::string &name) const;
+};
+
+/// An op's body (snug.fused): computed per element of the op's results.
+struct PlanBody {
+  std::vector<BodyType> arguments; // one per operand
+  std::vector<BodyOp> ops;
+  std::vector<uint32_t> yield; // value indices, one per result
+  /// Every value's type, by value index (arguments, then op results).
+  std::vector<BodyType> values;
+};
+
 struct PlanOp {
   std::string opName;
   std::string nodeName;
   std::vector<std::pair<std::string, Attr>> attributes; // sorted by name
   std::vector<Location> operands;
   std::vector<Location> results;
+  bool hasBody = false;
+  PlanBody body;
 
   const Attr *getAttr(const std::string &name) const;
   /// "node 'conv1' (Conv)" or "op #3 (Conv)".

@@ -4,7 +4,8 @@
 // sections out on 64-byte boundaries after the header and section table, and
 // hashes the whole file except the hash field (FNV-1a 64). Writing goes
 // through llvm::FileOutputBuffer, which writes a temporary and renames it on
-// commit.
+// commit. Writes format version 2: every host plan op ends with a has-body
+// byte, and a node with a body (snug.fused) writes it after that byte.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
@@ -92,6 +93,8 @@ private:
   llvm::Error layOutWeights();
   llvm::Error writeLocation(Sink &sink, const ir::Value *value);
   void writeAttribute(Sink &sink, const ir::Attribute &attr);
+  void writeAttributes(Sink &sink, const ir::AttributeMap &attributes);
+  llvm::Error writeBody(Sink &sink, const ir::Node &node);
 
   const ir::Module &module;
   const BundleOptions &options;
@@ -255,6 +258,75 @@ void Writer::writeAttribute(Sink &sink, const ir::Attribute &attr) {
   }
 }
 
+void Writer::writeAttributes(Sink &sink, const ir::AttributeMap &attributes) {
+  sink.u32(attributes.size());
+  for (const auto &entry : attributes) {
+    sink.string(entry.first);
+    writeAttribute(sink, entry.second);
+  }
+}
+
+void writeBodyType(Sink &sink, const ir::TensorType &type) {
+  sink.u8(dtypeCode(type.getDType())), sink.u8(0), sink.u16(0);
+  sink.u32(type.getRank());
+  for (int64_t dim : type.getDims())
+    sink.i64(dim);
+}
+
+/// The body of `node` (BundleFormat.h): values numbered block arguments
+/// first, then body results in order. The verifier has checked that the
+/// body is closed; a value it does not define is an internal error here.
+llvm::Error Writer::writeBody(Sink &sink, const ir::Node &node) {
+  const ir::Region &body = *node.getBody();
+  llvm::DenseMap<const ir::Value *, uint32_t> index;
+  uint32_t next = 0;
+  sink.u32(body.getNumArguments());
+  for (const std::unique_ptr<ir::Value> &argument : body.getArguments()) {
+    index[argument.get()] = next++;
+    writeBodyType(sink, argument->getType());
+  }
+  auto indexOf = [&](const ir::Value *value) -> llvm::Expected<uint32_t> {
+    if (!value)
+      return kNoValue;
+    auto it = index.find(value);
+    if (it == index.end())
+      return makeError(node.describe() + ": its body uses a value it does "
+                                         "not define (verify the module)");
+    return it->second;
+  };
+  sink.u32(body.getNodes().size());
+  for (const std::unique_ptr<ir::Node> &inner : body.getNodes()) {
+    if (inner->hasBody())
+      return makeError(inner->describe() + ": nested bodies cannot be "
+                                            "written");
+    sink.string(inner->getOpName());
+    sink.string(inner->getName());
+    writeAttributes(sink, inner->getAttributes());
+    sink.u32(inner->getNumOperands());
+    for (const ir::Value *operand : inner->getOperands()) {
+      auto at = indexOf(operand);
+      if (!at)
+        return at.takeError();
+      sink.u32(*at);
+    }
+    sink.u32(inner->getNumResults());
+    for (unsigned i = 0; i < inner->getNumResults(); ++i) {
+      index[inner->getResult(i)] = next++;
+      writeBodyType(sink, inner->getResult(i)->getType());
+    }
+  }
+  sink.u32(body.getYield().size());
+  for (const ir::Value *value : body.getYield()) {
+    auto at = value ? indexOf(value)
+                    : llvm::Expected<uint32_t>(makeError(
+                          node.describe() + ": its body yields no value"));
+    if (!at)
+      return at.takeError();
+    sink.u32(*at);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::vector<uint8_t>> Writer::run() {
   const ir::Attribute *arena = module.getAttribute("arena");
   if (!arena || arena->getKind() != ir::Attribute::Kind::Int ||
@@ -304,11 +376,7 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   for (const auto &node : module.getNodes()) {
     plan.string(node->getOpName());
     plan.string(node->getName());
-    plan.u32(node->getAttributes().size());
-    for (const auto &entry : node->getAttributes()) {
-      plan.string(entry.first);
-      writeAttribute(plan, entry.second);
-    }
+    writeAttributes(plan, node->getAttributes());
     plan.u32(node->getNumOperands());
     for (const ir::Value *operand : node->getOperands())
       if (llvm::Error error = writeLocation(plan, operand))
@@ -316,6 +384,10 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
     plan.u32(node->getNumResults());
     for (unsigned i = 0; i < node->getNumResults(); ++i)
       if (llvm::Error error = writeLocation(plan, node->getResult(i)))
+        return llvm::Error(std::move(error));
+    plan.u8(node->hasBody());
+    if (node->hasBody())
+      if (llvm::Error error = writeBody(plan, *node))
         return llvm::Error(std::move(error));
   }
 

@@ -204,7 +204,8 @@ llvm::Error EmitContext::unsupported(const llvm::Twine &why) const {
 EmitFn lookupEmitter(ir::OpCode op) {
   for (auto table : {getElementwiseEmitters(), getDataMovementEmitters(),
                      getReductionEmitters(), getPoolingEmitters(),
-                     getConvEmitters(), getGemmEmitters()})
+                     getConvEmitters(), getGemmEmitters(),
+                     getFusedEmitters()})
     for (const EmitterEntry &entry : table)
       if (op == entry.op)
         return entry.emit;

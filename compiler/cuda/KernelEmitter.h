@@ -184,6 +184,7 @@ llvm::ArrayRef<EmitterEntry> getReductionEmitters();     // ReductionEmitters.cp
 llvm::ArrayRef<EmitterEntry> getPoolingEmitters();       // PoolingEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getConvEmitters();          // ConvEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getGemmEmitters();          // GemmEmitters.cpp
+llvm::ArrayRef<EmitterEntry> getFusedEmitters();         // FusedEmitter.cpp
 /// nullptr when no family registers `op`.
 EmitFn lookupEmitter(ir::OpCode op);
 

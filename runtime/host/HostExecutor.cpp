@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/host/HostExecutor.h"
+#include "runtime/host/kernels/FusedKernel.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,13 +16,18 @@ namespace snug {
 namespace rt {
 
 Status checkHostSupport(const Bundle &bundle) {
-  for (size_t i = 0; i < bundle.ops.size(); ++i)
-    if (!findHostKernel(bundle.ops[i].opName))
+  for (size_t i = 0; i < bundle.ops.size(); ++i) {
+    const PlanOp &op = bundle.ops[i];
+    if (!findHostKernel(op.opName))
       return Status(SNUG_ERROR_UNSUPPORTED,
-                    "bundle '" + bundle.path + "': " +
-                        bundle.ops[i].describe(i) +
-                        ": op '" + bundle.ops[i].opName +
-                        "' has no host kernel");
+                    "bundle '" + bundle.path + "': " + op.describe(i) +
+                        ": op '" + op.opName + "' has no host kernel");
+    // Each op of a body must bind to a scalar op before anything runs.
+    if (op.hasBody)
+      if (Status s = checkFusedBody(op, i))
+        return Status(s.getCode(),
+                      "bundle '" + bundle.path + "': " + s.getMessage());
+  }
   return Status::ok();
 }
 

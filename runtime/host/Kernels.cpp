@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/host/Kernels.h"
+#include "runtime/host/kernels/FusedKernel.h"
 
 #include "runtime/ScalarOps.h"
 
@@ -29,6 +30,7 @@ static const KernelTable &getTable() {
     registerConvKernels(t);
     registerLinalgKernels(t);
     registerDataMovementKernels(t);
+    registerFusedKernels(t);
     return t;
   }();
   return table;

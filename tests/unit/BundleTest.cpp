@@ -1,4 +1,5 @@
 //===- BundleTest.cpp - Bundle writer and reader: round trip, rejections --===//
+#include "BundleV1Data.h"
 #include "RuntimeTestUtil.h"
 
 #include "runtime/BundleReader.h"
@@ -19,6 +20,19 @@ const char *kMlp =
     "  %0 = MatMul(%x, %w) : f32[1,2] {offset = 64}\n"
     "  %1 = Add(%0, %b) : f32[1,2] {offset = 128}\n"
     "  %y = LeakyRelu(%1) {alpha = 0.25} : f32[1,2] {offset = 0}\n"
+    "  return %y\n"
+    "}\n";
+
+/// A fused body over a graph input and a weight (broadcast from [4]).
+const char *kFused =
+    "func @fused(%x: f32[1,4] {offset = 0}, %b: f32[4] weight = [1.0, 2.0, "
+    "3.0, 4.0]) -> f32[1,4] attributes {arena = 128} {\n"
+    "  %y = snug.fused(%x, %b) : f32[1,4] {offset = 64} loc(\"f\") {\n"
+    "  ^bb(%a0: f32[1,4], %a1: f32[4]):\n"
+    "    %t = Add(%a0, %a1) : f32[1,4]\n"
+    "    %u = LeakyRelu(%t) {alpha = 0.5} : f32[1,4] loc(\"act\")\n"
+    "    yield %u\n"
+    "  }\n"
     "  return %y\n"
     "}\n";
 
@@ -160,7 +174,179 @@ TEST(BundleTest, ReaderRejectsNewerVersion) {
   std::unique_ptr<rt::Bundle> bundle;
   rt::Status status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
   EXPECT_EQ(status.getCode(), SNUG_ERROR_UNSUPPORTED);
-  EXPECT_NE(status.getMessage().find("newer"), std::string::npos);
+  EXPECT_EQ(status.getMessage(),
+            "bundle 'b.snug': format version " +
+                std::to_string(bundle::kBundleVersion + 1) +
+                " is newer than this runtime (which reads versions 1 to " +
+                std::to_string(bundle::kBundleVersion) + ")");
+  bytes[8] = 0;
+  status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  EXPECT_NE(status.getMessage().find(
+                "b.snug': format version 0 is invalid (this runtime reads "
+                "versions 1 to " + std::to_string(bundle::kBundleVersion) + ")"),
+            std::string::npos)
+      << status.getMessage();
+}
+
+namespace {
+/// Runs a loaded bundle of one f32 input and one f32 output on the host.
+std::vector<float> runBundle(const rt::Bundle &bundle,
+                             const std::vector<float> &input) {
+  std::unique_ptr<rt::HostExecutor> executor;
+  rt::Status status =
+      rt::HostExecutor::create(bundle, nullptr, 0, true, executor);
+  EXPECT_FALSE(status) << status.getMessage();
+  if (status)
+    return {};
+  const rt::Location &in = bundle.inputs[0].location;
+  EXPECT_EQ(in.bytes, input.size() * 4);
+  std::memcpy(executor->getArena() + in.offset, input.data(), in.bytes);
+  status = executor->run();
+  EXPECT_FALSE(status) << status.getMessage();
+  const rt::Location &out = bundle.outputs[0].location;
+  std::vector<float> output(out.numElements);
+  std::memcpy(output.data(), executor->getArena() + out.offset, out.bytes);
+  return output;
+}
+} // namespace
+
+/// A bundle written before op bodies existed (format v1: no has-body byte)
+/// loads and runs as the same module written today (v3); so does v2.
+TEST(BundleTest, ReadsVersion1Bundles) {
+  std::vector<uint8_t> v1(kV1MlpBundle, kV1MlpBundle + kV1MlpBundleSize);
+  ASSERT_EQ(v1[8], 1);
+  std::string error;
+  auto old = parse(v1, &error);
+  ASSERT_TRUE(old) << error;
+  EXPECT_EQ(old->version, 1u);
+  ASSERT_EQ(old->ops.size(), 4u);
+  for (const rt::PlanOp &op : old->ops)
+    EXPECT_FALSE(op.hasBody);
+  // tests/lit/bundle/Inputs/mlp.ir, from which the v1 bytes were written.
+  auto current = parse(bundleOf(
+      "func @mlp(%x: f32[1,4] {offset = 0}, %w: f32[4,3] weight = [0.5, "
+      "-1.0, 2.0, 1.0, 0.25, -0.5, -2.0, 1.5, 0.0, 0.75, 0.5, 1.0], %b: "
+      "f32[3] weight = [0.1, -0.2, 0.3]) -> f32[1,3] attributes {alignment "
+      "= 64, arena = 128} {\n"
+      "  %h = MatMul(%x, %w) : f32[1,3] {offset = 64}\n"
+      "  %a = Add(%h, %b) : f32[1,3] {offset = 64}\n"
+      "  %r = Relu(%a) : f32[1,3] {offset = 0}\n"
+      "  %y = Softmax(%r) {axis = -1} : f32[1,3] {offset = 64}\n"
+      "  return %y\n}\n"));
+  ASSERT_TRUE(current);
+  EXPECT_EQ(current->version, bundle::kBundleVersion);
+  std::vector<float> x = {1.0f, -2.0f, 0.5f, 3.0f};
+  std::vector<float> fromOld = runBundle(*old, x);
+  EXPECT_EQ(fromOld.size(), 3u);
+  EXPECT_EQ(fromOld, runBundle(*current, x));
+  // Version 2 changed only the device plan: a host-only v2 bundle is these
+  // bytes with version 2, and reads as they do (no has-body bytes).
+  std::vector<uint8_t> v2 = v1;
+  v2[8] = 2;
+  fixUpHeader(v2);
+  auto second = parse(v2, &error);
+  ASSERT_TRUE(second) << error;
+  EXPECT_EQ(second->version, 2u);
+  EXPECT_EQ(runBundle(*second, x), fromOld);
+}
+
+TEST(BundleTest, BodiesRoundTrip) {
+  std::vector<uint8_t> bytes = bundleOf(kFused);
+  EXPECT_EQ(bytes, bundleOf(kFused)) << "bundles must be byte-identical";
+  std::string error;
+  auto bundle = parse(bytes, &error);
+  ASSERT_TRUE(bundle) << error;
+  ASSERT_EQ(bundle->ops.size(), 1u);
+  const rt::PlanOp &op = bundle->ops[0];
+  EXPECT_EQ(op.opName, "snug.fused");
+  EXPECT_EQ(op.nodeName, "f");
+  ASSERT_TRUE(op.hasBody);
+  const rt::PlanBody &body = op.body;
+  ASSERT_EQ(body.arguments.size(), 2u);
+  EXPECT_EQ(body.arguments[0].dims, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(body.arguments[1].dims, (std::vector<int64_t>{4}));
+  EXPECT_EQ(body.arguments[1].dtype, bundle::DTypeF32);
+  ASSERT_EQ(body.ops.size(), 2u);
+  EXPECT_EQ(body.ops[0].opName, "Add");
+  EXPECT_EQ(body.ops[0].operands, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(body.ops[1].opName, "LeakyRelu");
+  EXPECT_EQ(body.ops[1].nodeName, "act");
+  EXPECT_EQ(body.ops[1].operands, (std::vector<uint32_t>{2}));
+  ASSERT_NE(body.ops[1].getAttr("alpha"), nullptr);
+  EXPECT_EQ(body.ops[1].getAttr("alpha")->f, 0.5f);
+  EXPECT_EQ(body.yield, (std::vector<uint32_t>{3}));
+  EXPECT_EQ(body.values.size(), 4u);
+}
+
+/// What the reader checks in a body, on bodies the writer writes from
+/// modules the verifier would reject, and on a crafted value index.
+TEST(BundleTest, ReaderChecksBodies) {
+  auto reject = [](const std::vector<uint8_t> &bytes,
+                   const std::string &message) {
+    std::string error;
+    EXPECT_FALSE(parse(bytes, &error)) << message;
+    EXPECT_NE(error.find(message), std::string::npos) << error;
+    EXPECT_NE(error.find("b.snug"), std::string::npos) << error;
+  };
+  auto written = [](const std::string &argumentType,
+                    const std::string &bodyType, const std::string &resultB) {
+    std::string text =
+        "func @f(%x: f32[2,3] {offset = 0}, %y: f32[3] {offset = 64}) -> "
+        "(f32[2,3], " + resultB + ") attributes {arena = 256} {\n"
+        "  %0, %1 = snug.fused(%x, %y) : f32[2,3] {offset = 128}, " + resultB +
+        " {offset = 192} {\n"
+        "  ^bb(%a: f32[2,3], %b: " + argumentType + "):\n"
+        "    %t = Neg(%b) : " + bodyType + "\n"
+        "    yield %a, %t\n"
+        "  }\n"
+        "  return %0, %1\n}\n";
+    return bundleOf(text);
+  };
+  reject(written("f32[4]", "f32[4]", "f32[2,3]"),
+         "op #0 (snug.fused) block argument 1 does not match operand 1");
+  reject(written("f32[3]", "f32[3]", "f32[2,3]"),
+         "op #0 (snug.fused): yield value 1 is undefined or does not match "
+         "result 1");
+  reject(written("f32[3]", "f32[3]", "f32[3]"),
+         "op #0 (snug.fused): results of a body differ in shape");
+  reject(written("f32[3]", "f32[5,3]", "f32[2,3]"),
+         "op #0 (snug.fused): yield value 1 is undefined or does not match");
+  reject(bundleOf("func @f(%x: f32[2,3] {offset = 0}) -> f32[2,3] "
+                  "attributes {arena = 128} {\n"
+                  "  %0 = snug.fused(%x) : f32[2,3] {offset = 64} {\n"
+                  "  ^bb(%a: f32[2,3]):\n"
+                  "    %t = Neg(%a) : f32[5,3]\n"
+                  "    yield %a\n"
+                  "  }\n"
+                  "  return %0\n}\n"),
+         "op #0 (snug.fused): a body value does not broadcast to the result "
+         "shape");
+
+  // A body belongs to snug.fused, and snug.fused has one.
+  reject(renameOp(bundleOf(kFused), "snug.fused", "snug.fusee"),
+         "node 'f' (snug.fusee): only snug.fused has a body");
+  reject(renameOp(bundleOf("func @f(%x: f32[2] {offset = 0}) -> f32[2] "
+                           "attributes {arena = 64} {\n"
+                           "  %y = Reciprocal(%x) : f32[2] {offset = 0}\n"
+                           "  return %y\n}\n"),
+                  "Reciprocal", "snug.fused"),
+         "op #0 (snug.fused): snug.fused needs a body");
+
+  // Add's operand indices (0, 1) follow its name, node name and attribute
+  // count: point one past the values defined before it.
+  std::vector<uint8_t> bytes = bundleOf(kFused);
+  const uint8_t add[] = {3, 0, 0, 0, 'A', 'd', 'd', 0, 0, 0, 0, 0, 0, 0, 0,
+                         2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+  auto it = std::search(bytes.begin(), bytes.end(), std::begin(add),
+                        std::end(add));
+  ASSERT_NE(it, bytes.end());
+  size_t second = size_t(it - bytes.begin()) + sizeof add - 4;
+  for (uint32_t index : {2u, 7u, 0xfffffffeu}) {
+    std::memcpy(bytes.data() + second, &index, 4);
+    fixUpHeader(bytes);
+    reject(bytes, "node 'f' (snug.fused) body op 0: operand value " +
+                      std::to_string(index) + " is not defined before it");
+  }
 }
 
 TEST(BundleTest, ReaderRejectsEveryTruncation) {
@@ -252,6 +438,7 @@ TEST(BundleTest, ReadBundleNamesAMissingFile) {
 TEST(BundleFuzzTest, MutatedBundlesNeverCrash) {
   std::vector<uint8_t> seeds[] = {
       bundleOf(kMlp),
+      bundleOf(kFused),
       bundleOf("func @c(%a: f32[2,3] {offset = 0}, %b: f32[2,3] {offset = 64})"
                " -> (f32[4,3], i64[2]) attributes {arena = 256} {\n"
                "  %0 = Concat(%a, %b) {axis = 0} : f32[4,3] {offset = 128}\n"
@@ -301,4 +488,50 @@ TEST(BundleFuzzTest, MutatedBundlesNeverCrash) {
   }
   EXPECT_GT(rejected, 0);
   ::testing::Test::RecordProperty("loaded", loaded);
+}
+
+/// The host runs a body per element: values by hand, the weight broadcast
+/// along the rows, and the result in place over its operand (the plan puts
+/// both at offset 0), which is safe because each element's operands are
+/// read before it is written.
+TEST(BundleTest, HostRunsBodies) {
+  auto outputs = runF32(kFused, {{-10.0f, -1.0f, 0.0f, 1.0f}});
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0], (std::vector<float>{-4.5f, 1.0f, 3.0f, 5.0f}));
+  outputs = runF32(
+      "func @f(%x: f32[2,3] {offset = 0}) -> f32[2,3] attributes {arena = "
+      "64} {\n"
+      "  %n = Neg(%x) : f32[2,3] {offset = 0}\n"
+      "  %y = snug.fused(%n) : f32[2,3] {offset = 0} {\n"
+      "  ^bb(%a: f32[2,3]):\n"
+      "    %t = Mul(%a, %a) : f32[2,3]\n"
+      "    %u = Sub(%t, %a) : f32[2,3]\n"
+      "    yield %u\n"
+      "  }\n"
+      "  return %y\n}\n",
+      {{1, 2, 3, -1, -2, 0.5f}});
+  ASSERT_EQ(outputs.size(), 1u);
+  // n = -x; n * n - n.
+  EXPECT_EQ(outputs[0], (std::vector<float>{2, 6, 12, 0, 2, 0.75f}));
+}
+
+/// A body op the host cannot bind is refused before anything runs, naming
+/// the op and the body op.
+TEST(BundleTest, HostRefusesBodiesItCannotRun) {
+  // Softmax is not elementwise: the verifier rejects it, the writer does
+  // not check, and the host must refuse it.
+  auto bundle = parse(bundleOf(
+      "func @f(%x: f32[2] {offset = 0}) -> f32[2] attributes {arena = 64} {\n"
+      "  %y = snug.fused(%x) : f32[2] {offset = 0} {\n"
+      "  ^bb(%a: f32[2]):\n"
+      "    %t = Softmax(%a) {axis = 0} : f32[2]\n"
+      "    yield %t\n"
+      "  }\n"
+      "  return %y\n}\n"));
+  ASSERT_TRUE(bundle);
+  rt::Status status = rt::checkHostSupport(*bundle);
+  EXPECT_EQ(status.getCode(), SNUG_ERROR_UNSUPPORTED);
+  EXPECT_EQ(status.getMessage(),
+            "bundle 'b.snug': op #0 (snug.fused): body op 0 (Softmax) is not "
+            "an elementwise op of the host");
 }

@@ -555,3 +555,26 @@ TEST(CostModelTest, Resnet50MatchesThePublishedMacs) {
   EXPECT_LT(estimate.seconds, estimateComputeSeconds(cost, getDefaultDevice()) +
                                   cost.getBytesMoved() / 4.8e12);
 }
+
+/// A snug.fused node computes what its body's ops compute, and moves only
+/// its own operands and results (what fusion saves).
+TEST(CostModelTest, FusedRegionsCountTheirBody) {
+  auto module = parse(R"(
+func @fused(%x: f32[4,8], %b: f32[8], %s: f32[4,1]) -> f32[4,8] {
+  %y = snug.fused(%x, %b, %s) : f32[4,8] {
+  ^bb(%a: f32[4,8], %c: f32[8], %d: f32[4,1]):
+    %t0 = Add(%a, %c) : f32[4,8]
+    %t1 = Mul(%t0, %d) : f32[4,8]
+    %t2 = Relu(%t1) : f32[4,8]
+    %t3 = Sub(%t2, %c) : f32[4,8]
+    %t4 = Sigmoid(%t3) : f32[4,8]
+    yield %t4
+  }
+  return %y
+})");
+  ASSERT_TRUE(module);
+  Cost cost = costOfNode(*nodeDefining(*module, "y"));
+  EXPECT_EQ(cost.getFlops(), (1u + 1 + 1 + 1 + 4) * 32); // Sigmoid is 4
+  EXPECT_EQ(cost.get(DType::F32).bytesRead, 128u + 32 + 16);
+  EXPECT_EQ(cost.get(DType::F32).bytesWritten, 128u);
+}

@@ -170,3 +170,38 @@ TEST(CudaEmitterTest, NvrtcFailuresAreInternalErrorsNamingTheNode) {
   EXPECT_NE(message.find("node #0 (Relu)"), std::string::npos) << message;
   EXPECT_NE(message.find("snug.cu("), std::string::npos) << message;
 }
+
+/// A snug.fused region is one kernel, one launch, and NVRTC compiles it for
+/// both architectures: every dtype path the emitter writes (f16 rounding of
+/// intermediates, a bool compare, Where on stored elements, Clip's bounds
+/// from attributes, an i32 op, two results).
+TEST(CudaEmitterTest, FusedRegionIsOneKernelAndCompiles) {
+  auto program = emit(
+      "func @f(%x: f16[2,8] {offset = 0}, %y: f16[8] {offset = 64}, "
+      "%k: i32[2,1] {offset = 128}) -> (f16[2,8], i32[2,8]) attributes "
+      "{arena = 512} {\n"
+      "  %r, %q = snug.fused(%x, %y, %k) : f16[2,8] {offset = 256}, "
+      "i32[2,8] {offset = 320} {\n"
+      "  ^bb(%a: f16[2,8], %b: f16[8], %c: i32[2,1]):\n"
+      "    %t0 = Mul(%a, %b) : f16[2,8]\n"
+      "    %t1 = Exp(%t0) : f16[2,8]\n"
+      "    %m = Greater(%a, %t0) : bool[2,8]\n"
+      "    %t2 = Where(%m, %t1, %a) : f16[2,8]\n"
+      "    %t3 = Clip(%t2) {max = 1.5, min = -0.25} : f16[2,8]\n"
+      "    %n = Where(%m, %c, %c) : i32[2,8]\n"
+      "    %u = Mul(%n, %n) : i32[2,8]\n"
+      "    yield %t3, %u\n"
+      "  }\n"
+      "  return %r, %q\n"
+      "}\n");
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  ASSERT_EQ(program->plan.kernels.size(), 1u);
+  ASSERT_EQ(program->plan.steps.size(), 1u);
+  EXPECT_EQ(program->plan.kernels[0], "snug_fused_0");
+  EXPECT_EQ(program->plan.steps[0].launch.args.size(), 5u);
+  if (!cuda::isNvrtcAvailable())
+    GTEST_SKIP() << "built without NVRTC";
+  auto images = cuda::compileCudaProgram(*program, {80, 90});
+  ASSERT_TRUE(bool(images)) << toString(images.takeError());
+  EXPECT_EQ(images->size(), 3u);
+}

@@ -44,7 +44,8 @@ static std::string mutate(const std::string &input, std::mt19937_64 &rng) {
       "<",  ">",     ",",      ":",    "=",      "->",    "_",   "\"",
       "\\", "-1",    "0",      "1e999", "nan",   "-inf",  "f32", "bool[",
       "weight", "dense<", "loc(", "return", "func @", "// -----", "\n",
-      "99999999999999999999", "%0", "Relu", "Split"};
+      "99999999999999999999", "%0", "Relu", "Split", "^bb(", "yield",
+      "snug.fused"};
   std::string text = input;
   auto pick = [&](size_t bound) {
     return bound == 0 ? size_t(0) : size_t(rng() % bound);

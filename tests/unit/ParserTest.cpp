@@ -126,3 +126,79 @@ TEST(ParserTest, RejectsMalformedInput) {
     EXPECT_EQ(error.rfind("input.ir:", 0), 0u) << error;
   }
 }
+
+/// A body built through the Module API prints as the parser reads it, and
+/// the parsed module prints the same text again.
+TEST(ParserTest, BodiesBuiltThroughTheApiRoundTrip) {
+  Module module("f");
+  TensorType row(DType::F32, {1, 4}), vec(DType::F32, {4});
+  Value *x = module.addInput("x", row);
+  Value *b = module.addInput("b", vec);
+  Node *fused = module.addNode(OpCode::SnugFused, {x, b}, {row});
+  Region &body = fused->createBody();
+  Value *a0 = body.addArgument(row, "a0");
+  Value *a1 = body.addArgument(vec);
+  Node *add = body.addNode(OpCode::Add, {a0, a1}, {row});
+  Node *relu = body.addNode(OpCode::Relu, {add->getResult(0)}, {row});
+  body.setYield({relu->getResult(0)});
+  module.setOutputs({fused->getResult(0)});
+
+  EXPECT_EQ(fused->getBody(), &body);
+  EXPECT_EQ(body.getOwner(), fused);
+  EXPECT_EQ(add->getParentNode(), fused);
+  EXPECT_EQ(fused->getParentNode(), nullptr);
+  EXPECT_TRUE(a1->isBlockArgument());
+  EXPECT_EQ(a1->getBodyOwner(), fused);
+  EXPECT_EQ(relu->getResult(0)->getBodyOwner(), fused);
+  EXPECT_EQ(fused->getResult(0)->getBodyOwner(), nullptr);
+  EXPECT_EQ(a0->getUses().size(), 1u);
+  EXPECT_EQ(relu->describe(), "node #1 (Relu) in the body of node #0 "
+                              "(snug.fused)");
+  const char *expected =
+      "func @f(%x: f32[1,4], %b: f32[4]) -> f32[1,4] {\n"
+      "  %0 = snug.fused(%x, %b) : f32[1,4] {\n"
+      "  ^bb(%a0: f32[1,4], %1: f32[4]):\n"
+      "    %2 = Add(%a0, %1) : f32[1,4]\n"
+      "    %3 = Relu(%2) : f32[1,4]\n"
+      "    yield %3\n"
+      "  }\n"
+      "  return %0\n"
+      "}\n";
+  EXPECT_EQ(print(module), expected);
+  auto parsed = parseModule(expected, "input.ir");
+  ASSERT_TRUE(static_cast<bool>(parsed)) << toString(parsed.takeError());
+  EXPECT_EQ(print(**parsed), expected);
+  // Erasing the fused node frees its body (ASan checks the use lists).
+  module.setOutputs({x});
+  EXPECT_EQ(module.eraseNodesIf([](const Node &) { return true; }), 1u);
+  EXPECT_FALSE(x->hasUses());
+}
+
+TEST(ParserTest, BodiesAreScopes) {
+  EXPECT_EQ(parseError("func @f(%x: f32[2]) -> f32[2] {\n"
+                       "  %0 = snug.fused(%x) : f32[2] {\n"
+                       "  ^bb(%a: f32[2]):\n"
+                       "    %1 = Add(%a, %x) : f32[2]\n"
+                       "    yield %1\n"
+                       "  }\n"
+                       "  return %0\n}\n"),
+            "input.ir:4:18: error: value '%x' is not visible here: a body "
+            "sees only its block arguments and the values it defines\n"
+            "    %1 = Add(%a, %x) : f32[2]\n"
+            "                 ^");
+  // A '{' after a type is a plan annotation unless '^' follows.
+  EXPECT_EQ(parseError("func @f(%x: f32[2]) -> f32[2] {\n"
+                       "  %0 = snug.fused(%x) : f32[2] {offset = 0} {\n"
+                       "  ^bb(%a: f32[2]):\n"
+                       "    yield %a\n"
+                       "  }\n"
+                       "  return %0\n}\n"),
+            "<parsed>");
+  EXPECT_NE(parseError("func @f(%x: f32[2]) -> f32[2] {\n"
+                       "  %0 = snug.fused(%x) : f32[2] {\n"
+                       "  ^bb(%a: f32[2]):\n"
+                       "    yield %a\n"
+                       "  return %0\n}\n")
+                .find("input.ir:5:3: error: expected '}' to close the body"),
+            std::string::npos);
+}

@@ -71,3 +71,37 @@ TEST(VerifierTest, CatchesScheduleOrderBrokenByAPass) {
             "error: node #0 (Neg): operand 0 is not defined before this node "
             "in the schedule");
 }
+
+/// What the parser cannot produce, built through the API: a nested body,
+/// a body node using an outer value, and a body value used outside.
+TEST(VerifierTest, BodiesBuiltThroughTheApiAreClosed) {
+  TensorType type(DType::F32, {2});
+  Module module("f");
+  Value *x = module.addInput("x", type);
+  Node *outer = module.addNode(OpCode::SnugFused, {x}, {type});
+  Region &body = outer->createBody();
+  Value *a = body.addArgument(type, "a");
+  Node *inner = body.addNode(OpCode::SnugFused, {a}, {type});
+  Region &innerBody = inner->createBody();
+  innerBody.setYield({innerBody.addArgument(type, "b")});
+  Node *leak = body.addNode(OpCode::Add, {a, x}, {type});
+  body.setYield({leak->getResult(0)});
+  Node *user = module.addNode(OpCode::Neg, {leak->getResult(0)}, {type});
+  module.setOutputs({user->getResult(0)});
+  llvm::Error error = verifyModule(module);
+  ASSERT_TRUE(static_cast<bool>(error));
+  std::string text = toString(std::move(error));
+  EXPECT_NE(text.find("error: node #0 (snug.fused) in the body of node #0 "
+                      "(snug.fused): nested bodies are not supported"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("error: node #1 (Add) in the body of node #0 "
+                      "(snug.fused): operand 1 is defined outside this body"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("error: node #1 (Neg): operand 0 is defined inside the "
+                      "body of node #0 (snug.fused) and is not visible "
+                      "outside it"),
+            std::string::npos)
+      << text;
+}

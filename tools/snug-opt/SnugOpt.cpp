@@ -6,7 +6,9 @@
 // messages carrying the line numbers of the whole file; every chunk runs even
 // after one fails. With --emit-bundle=PATH the module after the passes (it
 // must carry a memory plan) is also written as a .snug bundle; with
-// --emit-cuda=PATH its CUDA C++ and device plan (no NVRTC). Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
+// --emit-cuda=PATH its CUDA C++ and device plan (no NVRTC; with both, the
+// bundle carries that device plan, without kernel images, for
+// snug-cudasim). Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
 // left a module that does not verify).
 //
 //===----------------------------------------------------------------------===//
@@ -112,22 +114,34 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
                ? Outcome::InternalError
                : Outcome::UserError;
   }
+  // With --emit-cuda too, the bundle carries the device plan (without
+  // kernel images: snug-opt runs no NVRTC), which snug-cudasim runs with
+  // the kernels built from the --emit-cuda source.
+  llvm::Optional<cuda::CudaProgram> program;
+  if (!emitCuda.empty()) {
+    auto emitted = cuda::emitCuda(**module, computeWeightsLayout(**module),
+                                  cuda::CudaOptions());
+    if (!emitted) {
+      llvm::errs() << "error: " << toString(emitted.takeError()) << '\n';
+      return Outcome::UserError;
+    }
+    program = std::move(*emitted);
+  }
   if (!emitBundle.empty()) {
     BundleOptions bundleOptions;
     bundleOptions.pipeline = expandPipelineNames(pipeline);
     bundleOptions.compilerVersion = SNUG_VERSION;
+    std::vector<bundle::KernelImage> noImages;
+    if (program) {
+      bundleOptions.devicePlan = &program->plan;
+      bundleOptions.kernelImages = &noImages;
+    }
     if (llvm::Error error = writeBundle(**module, emitBundle, bundleOptions)) {
       llvm::errs() << "error: " << toString(std::move(error)) << '\n';
       return Outcome::UserError;
     }
   }
-  if (!emitCuda.empty()) {
-    auto program = cuda::emitCuda(**module, computeWeightsLayout(**module),
-                                  cuda::CudaOptions());
-    if (!program) {
-      llvm::errs() << "error: " << toString(program.takeError()) << '\n';
-      return Outcome::UserError;
-    }
+  if (program) {
     std::string text =
         program->source + "\n" + cuda::describeDevicePlan(program->plan);
     if (emitCuda == "-") {
