@@ -110,6 +110,15 @@ void Node::removeAttribute(llvm::StringRef attrName) {
   attributes.erase(attrName.str());
 }
 
+std::string Value::describe() const {
+  if (!name.empty())
+    return "'%" + name + "'";
+  if (isResult())
+    return "result " + std::to_string(resultIndex) + " of " +
+           definingNode->describe();
+  return "an unnamed input";
+}
+
 std::string Node::describe() const {
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -86,6 +86,10 @@ public:
   bool hasUses() const { return !uses.empty(); }
 
   llvm::Optional<uint64_t> getArenaOffset() const { return arenaOffset; }
+
+  /// "'%name'", "result 1 of node 'conv1' (Conv)" or "an unnamed input":
+  /// the subject of a diagnostic about this value.
+  std::string describe() const;
   void setArenaOffset(llvm::Optional<uint64_t> offset) { arenaOffset = offset; }
 
 private:

@@ -12,6 +12,7 @@
 
 #include "ir/Attribute.h"
 #include "ir/DType.h"
+#include "ir/OpTraits.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -42,18 +43,6 @@ constexpr size_t getAllOpsCount() {
 
 enum class OpFamily { Unary, Broadcast, Compare, Other };
 
-/// Trait bits (Ops.def's header says what each promises).
-namespace op_traits {
-enum : unsigned {
-  None = 0,
-  Elementwise = 1u << 0,
-  InPlace = 1u << 1,
-  View = 1u << 2,
-  Commutative = 1u << 3,
-  SideEffects = 1u << 4,
-  NoFold = 1u << 5,
-};
-} // namespace op_traits
 
 /// A set of element types, one bit per DType.
 using DTypeSet = uint16_t;

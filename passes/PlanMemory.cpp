@@ -123,15 +123,6 @@ static uint64_t getIntAttribute(const ir::Module &module,
                                                              : 0;
 }
 
-static std::string describeValue(const ir::Value *value) {
-  if (!value->getName().empty())
-    return "'%" + value->getName().str() + "'";
-  if (value->isResult())
-    return "result " + std::to_string(value->getResultIndex()) + " of " +
-           value->getDefiningNode()->describe();
-  return "an unnamed input";
-}
-
 llvm::Expected<ModuleMemoryPlan>
 getModuleMemoryPlan(const ir::Module &module) {
   const ir::Attribute *arena = module.getAttribute("arena");
@@ -164,7 +155,7 @@ getModuleMemoryPlan(const ir::Module &module) {
   for (LiveBuffer &live : liveness.buffers) {
     const ir::Value *root = live.values.front();
     if (!root->getArenaOffset())
-      return planError("value " + describeValue(root) +
+      return planError("value " + root->describe() +
                        " has no arena offset; the plan is incomplete");
     ArenaBuffer buffer;
     buffer.offset = *root->getArenaOffset() -

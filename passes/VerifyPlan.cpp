@@ -32,15 +32,6 @@ public:
 };
 } // namespace
 
-static std::string describeValue(const ir::Value *value) {
-  if (!value->getName().empty())
-    return "'%" + value->getName().str() + "'";
-  if (value->isResult())
-    return "result " + std::to_string(value->getResultIndex()) + " of " +
-           value->getDefiningNode()->describe();
-  return "an unnamed input";
-}
-
 static llvm::Error planError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -63,7 +54,7 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
   for (const LiveBuffer &live : liveness.buffers) {
     const ir::Value *root = live.values.front();
     if (!root->getArenaOffset())
-      return planError("value " + describeValue(root) +
+      return planError("value " + root->describe() +
                        " has no arena offset");
     uint64_t base = *root->getArenaOffset() -
                     liveness.storage.lookup(root).offsetInBuffer;
@@ -76,7 +67,7 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
                   root->getType().getByteSize();
     for (const ir::Value *value : live.values) {
       if (!value->getArenaOffset())
-        return planError("value " + describeValue(value) +
+        return planError("value " + value->describe() +
                          " has no arena offset");
       uint64_t inBuffer = liveness.storage.lookup(value).offsetInBuffer;
       auto interval = liveness.intervals.lookup(value);
@@ -95,12 +86,12 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
       alone.firstStep = interval.first;
       alone.lastStep = interval.second;
       buffers.push_back(alone);
-      owners.push_back(describeValue(value));
+      owners.push_back(value->describe());
       plan.offsets.push_back(*value->getArenaOffset());
     }
     group.id = buffers.size();
     buffers.push_back(group);
-    owners.push_back(describeValue(root));
+    owners.push_back(root->describe());
     plan.offsets.push_back(base);
   }
   llvm::Expected<std::vector<RecordedScratch>> scratch =

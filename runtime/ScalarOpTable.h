@@ -17,6 +17,7 @@
 #ifndef SNUG_RUNTIME_SCALAROPTABLE_H
 #define SNUG_RUNTIME_SCALAROPTABLE_H
 
+#include "ir/OpTraits.h"
 #include "runtime/ScalarOps.h"
 
 #include <limits>
@@ -33,17 +34,8 @@ namespace scalar {
 #include "ir/Ops.def"
 
 namespace table {
-// The trait names of Ops.def's TRAITS column, as ir/OpInfo.h numbers them,
-// so the column can be evaluated without ir/.
-enum : unsigned {
-  None = 0,
-  Elementwise = 1u << 0,
-  InPlace = 1u << 1,
-  View = 1u << 2,
-  Commutative = 1u << 3,
-  SideEffects = 1u << 4,
-  NoFold = 1u << 5,
-};
+// The TRAITS column evaluates with ir/OpTraits.h's numbers.
+using namespace op_traits;
 
 /// Each op's position in the table (its ir::OpCode value), by ID.
 namespace position {
