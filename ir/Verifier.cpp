@@ -206,18 +206,6 @@ void ModuleVerifier::verifyNode(const Node &node,
   }
 }
 
-/// True when `dims` broadcasts to `shape` without growing it.
-static bool broadcastsTo(llvm::ArrayRef<int64_t> dims,
-                         llvm::ArrayRef<int64_t> shape) {
-  if (dims.size() > shape.size())
-    return false;
-  size_t lead = shape.size() - dims.size();
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] != 1 && dims[i] != shape[lead + i])
-      return false;
-  return true;
-}
-
 void ModuleVerifier::verifyFusedBody(const Node &node) {
   const Region &body = *node.getBody();
   llvm::DenseSet<const Value *> inner;
@@ -281,13 +269,16 @@ void ModuleVerifier::verifyFusedBody(const Node &node) {
   for (const std::unique_ptr<Node> &inside : body.getNodes())
     for (unsigned i = 0; i < inside->getNumResults(); ++i)
       values.push_back(inside->getResult(i));
-  for (const Value *value : values)
-    if (!broadcastsTo(value->getType().getDims(), shape)) {
+  for (const Value *value : values) {
+    // Broadcasting to the result shape must not grow it.
+    auto broadcast = broadcastShapes(value->getType().getDims(), shape);
+    if (!broadcast || llvm::makeArrayRef(*broadcast) != shape) {
       report(&node, "body value of type " + value->getType().str() +
                         " does not broadcast to the result shape " +
                         node.getResult(0)->getType().str());
       break;
     }
+  }
 }
 
 llvm::Error ModuleVerifier::verify() {

@@ -123,21 +123,21 @@ static uint64_t getIntAttribute(const ir::Module &module,
                                                              : 0;
 }
 
-llvm::Expected<ModuleMemoryPlan>
-getModuleMemoryPlan(const ir::Module &module) {
+/// The plan the module's attributes and offsets record, with `liveness`
+/// computed under the recorded sharing rules (`sharing`).
+static llvm::Expected<ModuleMemoryPlan>
+readRecordedPlan(const ir::Module &module, const LivenessOptions &sharing,
+                 LivenessInfo liveness) {
   const ir::Attribute *arena = module.getAttribute("arena");
   if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
     return planError("the module has no memory plan (no 'arena' attribute); "
                      "run plan-memory first");
-  llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
-  if (!sharing)
-    return sharing.takeError();
   llvm::Expected<std::vector<RecordedScratch>> scratch =
       getRecordedScratch(module);
   if (!scratch)
     return scratch.takeError();
   ModuleMemoryPlan plan;
-  plan.alignment = sharing->alignment;
+  plan.alignment = sharing.alignment;
   plan.arenaBytes = arena->getInt();
   plan.lowerBoundBytes = getIntAttribute(module, "lower_bound");
   plan.lowerBoundUnsharedBytes = getIntAttribute(module, "lower_bound_unshared");
@@ -148,9 +148,7 @@ getModuleMemoryPlan(const ir::Module &module) {
   if (const ir::Attribute *planner = module.getAttribute("planner"))
     if (planner->getKind() == ir::Attribute::Kind::String)
       plan.planner = planner->getString().str();
-  plan.sharing = *sharing;
-
-  LivenessInfo liveness = computeLiveness(module, *sharing);
+  plan.sharing = sharing;
   plan.numSteps = liveness.numSteps;
   for (LiveBuffer &live : liveness.buffers) {
     const ir::Value *root = live.values.front();
@@ -179,6 +177,18 @@ getModuleMemoryPlan(const ir::Module &module) {
   }
   plan.intervals = std::move(liveness.intervals);
   return plan;
+}
+
+llvm::Expected<ModuleMemoryPlan>
+getModuleMemoryPlan(const ir::Module &module) {
+  const ir::Attribute *arena = module.getAttribute("arena");
+  if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
+    return planError("the module has no memory plan (no 'arena' attribute); "
+                     "run plan-memory first");
+  llvm::Expected<LivenessOptions> sharing = getRecordedSharing(module);
+  if (!sharing)
+    return sharing.takeError();
+  return readRecordedPlan(module, *sharing, computeLiveness(module, *sharing));
 }
 
 llvm::Expected<ModuleMemoryPlan>
@@ -267,7 +277,10 @@ planModuleMemory(ir::Module &module, const PlanMemoryOptions &options) {
     module.setAttribute("scratch", ir::Attribute::getInts(triples));
   }
 
-  llvm::Expected<ModuleMemoryPlan> recorded = getModuleMemoryPlan(module);
+  // What readers get back from the attributes just written, from the
+  // liveness already computed (the same rules) rather than a second walk.
+  llvm::Expected<ModuleMemoryPlan> recorded =
+      readRecordedPlan(module, sharing, std::move(liveness));
   if (recorded)
     recorded->planningMs = plan->planningMs;
   return recorded;

@@ -23,12 +23,11 @@ It prints a table; nothing here passes or fails. Markdown goes to stdout,
 JSON to OUT/cost.json.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from zoo import REPO, snugc_plan, write_results, zoo_rows  # noqa: E402
 
 # torchvision's model documentation ("GFLOPS", which are MACs by its
 # convention), for the architectures the zoo exports unchanged.
@@ -41,33 +40,6 @@ PUBLISHED_GMACS = {
     "googlenet": 1.50,
     "densenet121": 2.83,
 }
-
-
-def zoo_rows():
-    """(label, model name, cache dir, bindings) for every model and binding
-    in the manifest, models/zoo.json."""
-    with open(os.path.join(REPO, "models", "zoo.json")) as f:
-        manifest = json.load(f)["models"]
-    rows = []
-    for entry in manifest:
-        for bindings in entry["bench"]:
-            label = entry["name"]
-            if len(entry["bench"]) > 1:
-                label += " " + " ".join(b for b in bindings if not b.startswith("--"))
-            rows.append((label, entry["name"], f"{entry['name']}-opset17", bindings))
-    return rows
-
-
-def snugc_report(build, model_dir, bindings):
-    # The counts do not depend on the packing, so the quickest planner, and
-    # no CUDA emission.
-    command = [os.path.join(build, "bin", "snugc"), "plan",
-               os.path.join(model_dir, "model.onnx"), "--memory-report=json",
-               "--planner=greedy-size", "--target=host"] + bindings
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr}")
-    return json.loads(result.stdout)
 
 
 def main():
@@ -89,7 +61,10 @@ def main():
             print(f"skipped {label}: {model_dir} missing (run `make zoo`)",
                   file=sys.stderr)
             continue
-        report = snugc_report(args.build, model_dir, bindings)
+        # The counts do not depend on the packing, so the quickest planner,
+        # and no CUDA emission.
+        report = snugc_plan(args.build, model_dir, bindings,
+                            ["--planner=greedy-size", "--target=host"])
         batch_one = "batch=1" in bindings or "batch=" not in " ".join(bindings)
         rows.append({
             "model": label,
@@ -124,9 +99,7 @@ def main():
                  f"{row['roofline_estimate_us']:.1f}",
                  f"{row['compute_bound_nodes']}/{row['memory_bound_nodes']}"]
         print("| " + " | ".join(cells) + " |")
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "cost.json"), "w") as f:
-        json.dump(rows, f, indent=2)
+    write_results(args.out, "cost.json", rows)
     return 0
 
 

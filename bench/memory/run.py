@@ -24,28 +24,14 @@ not as like for like.
 A markdown table goes to stdout, JSON to OUT/memory.json.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from zoo import REPO, snugc_plan, write_results, zoo_rows  # noqa: E402
+
 STRATEGIES = ["none", "greedy-size", "greedy-breadth", "search", "best"]
-
-
-def zoo_rows():
-    """(label, cache dir, bindings) for every model and binding in the
-    manifest, models/zoo.json."""
-    with open(os.path.join(REPO, "models", "zoo.json")) as f:
-        manifest = json.load(f)["models"]
-    rows = []
-    for entry in manifest:
-        for bindings in entry["bench"]:
-            label = entry["name"]
-            if len(entry["bench"]) > 1:
-                label += " " + " ".join(b for b in bindings if not b.startswith("--"))
-            rows.append((label, f"{entry['name']}-opset17", bindings))
-    return rows
 
 
 PEER_SCRIPT = r"""
@@ -73,16 +59,6 @@ before = rss()
 session.run(None, feeds)
 print(rss() - before)
 """
-
-
-def snugc_plan(build, model_dir, bindings, extra):
-    command = [os.path.join(build, "bin", "snugc"), "plan",
-               os.path.join(model_dir, "model.onnx"), "--memory-report=json"]
-    command += bindings + extra
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr}")
-    return json.loads(result.stdout)
 
 
 def peer_rss(model_dir, bindings):
@@ -114,7 +90,7 @@ def main():
     wanted = set(args.models.split(",")) if args.models else None
 
     rows = []
-    for label, directory, bindings in zoo_rows():
+    for label, _, directory, bindings in zoo_rows():
         if wanted and label.split()[0] not in wanted:
             continue
         model_dir = os.path.join(args.cache, directory)
@@ -162,9 +138,7 @@ def main():
                   f"{row['planning_ms']:.2f}",
                   mib(row["peer_ort_cpu_rss_growth"])]
         print("| " + " | ".join(cells) + " |")
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "memory.json"), "w") as f:
-        json.dump(rows, f, indent=2)
+    write_results(args.out, "memory.json", rows)
     return 0
 
 

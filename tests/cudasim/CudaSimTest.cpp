@@ -15,6 +15,7 @@
 #include "ir/Float16.h"
 #include "ir/Parser.h"
 #include "runtime/BundleFormat.h"
+#include "tests/cudasim/KernelLibrary.h"
 #include "tests/cudasim/SimExecutor.h"
 #include "tools/snug-run/TensorFiles.h"
 
@@ -213,47 +214,18 @@ std::string readText(const std::string &path) {
   return text.str();
 }
 
-/// Compiles the kernels (once per variant and contents: the libraries are
-/// cached in the build tree, as ctest runs every test in its own process)
-/// and returns the .so path.
+/// Compiles the kernels (once per variant and contents) and returns the .so
+/// path.
 std::string buildKernels(const std::string &extraFlags) {
   static std::map<std::string, std::string> built;
   auto found = built.find(extraFlags);
   if (found != built.end())
     return found->second;
-  std::string source = cuda::getCudaPrelude().str() + kKernels;
-  // FNV-1a over everything the library depends on.
-  uint64_t hash = 1469598103934665603ull;
-  for (const std::string &part :
-       {source, extraFlags, readText(SNUG_CUDASIM_DIR "/CudaSim.h"),
-        readText(SNUG_CUDASIM_DIR "/compile_kernels.sh")})
-    for (unsigned char c : part + '\0')
-      hash = (hash ^ c) * 1099511628211ull;
-  char key[32];
-  std::snprintf(key, sizeof key, "%016llx", (unsigned long long)hash);
-  std::string dir = SNUG_CUDASIM_TEST_CACHE;
-  std::filesystem::create_directories(dir);
-  std::string library = dir + "/kernels-" + key + ".so";
-  if (!std::filesystem::exists(library)) {
-    std::string stem = library + "." + std::to_string(getpid());
-    {
-      std::ofstream out(stem + ".cu");
-      out << source;
-    }
-    std::string command = "sh " SNUG_CUDASIM_DIR "/compile_kernels.sh " +
-                          stem + ".cu " + stem + ".so " + extraFlags;
-    int status = std::system(command.c_str());
-    EXPECT_EQ(status, 0) << command;
-    std::error_code error;
-    if (status == 0) // a rename: a concurrent test never sees half a file
-      std::filesystem::rename(stem + ".so", library, error);
-    std::error_code ignored;
-    std::filesystem::remove(stem + ".cu", ignored);
-    if (status != 0 || error) {
-      EXPECT_FALSE(error) << error.message();
-      library = "";
-    }
-  }
+  std::string error;
+  std::string library = cudasim::buildKernelLibrary(
+      cuda::getCudaPrelude().str() + kKernels, extraFlags,
+      SNUG_CUDASIM_TEST_CACHE, "kernels", error);
+  EXPECT_FALSE(library.empty()) << error;
   built[extraFlags] = library;
   return library;
 }

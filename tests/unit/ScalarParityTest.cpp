@@ -30,6 +30,7 @@
 #include "runtime/BundleReader.h"
 #include "runtime/host/HostExecutor.h"
 #include "runtime/host/Kernels.h"
+#include "tests/cudasim/KernelLibrary.h"
 #include "tests/cudasim/SimExecutor.h"
 
 #include "gtest/gtest.h"
@@ -313,44 +314,14 @@ void buildCases(ParityModule &m) {
   m.finish();
 }
 
-std::string readText(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-/// The emitted source built as host C++ for the simulator, cached by hash.
+/// The emitted source built as host C++ for the simulator.
 std::string buildKernels(const std::string &source) {
-  uint64_t hash = 1469598103934665603ull;
-  for (const std::string &part :
-       {source, readText(SNUG_CUDASIM_DIR "/CudaSim.h"),
-        readText(SNUG_CUDASIM_DIR "/compile_kernels.sh")})
-    for (unsigned char c : part + '\0')
-      hash = (hash ^ c) * 1099511628211ull;
-  char key[32];
-  std::snprintf(key, sizeof key, "%016llx", (unsigned long long)hash);
-  std::string dir = SNUG_PARITY_CACHE;
-  std::filesystem::create_directories(dir);
-  std::string library = dir + "/parity-" + key + ".so";
-  if (std::filesystem::exists(library))
-    return library;
-  std::string stem = library + "." + std::to_string(getpid());
-  {
-    std::ofstream out(stem + ".cu");
-    out << source;
-  }
-  std::string command = "sh " SNUG_CUDASIM_DIR "/compile_kernels.sh " + stem +
-                        ".cu " + stem + ".so";
-  int status = std::system(command.c_str());
-  std::error_code error;
-  std::filesystem::remove(stem + ".cu", error);
-  if (status != 0) {
-    ADD_FAILURE() << "failed: " << command;
-    return "";
-  }
-  std::filesystem::rename(stem + ".so", library, error);
-  return error ? "" : library;
+  std::string error;
+  std::string library = cudasim::buildKernelLibrary(
+      source, "", SNUG_PARITY_CACHE, "parity", error);
+  if (library.empty())
+    ADD_FAILURE() << error;
+  return library;
 }
 
 std::string hexOf(const uint8_t *p, size_t size) {

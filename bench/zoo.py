@@ -1,0 +1,41 @@
+"""What the benchmark scripts share: the zoo manifest's rows, snugc's JSON
+memory report of one model, and where the tables' JSON goes."""
+
+import json
+import os
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def zoo_rows():
+    """(label, model name, cache dir, bindings) for every model and binding
+    in the manifest, models/zoo.json."""
+    with open(os.path.join(REPO, "models", "zoo.json")) as f:
+        manifest = json.load(f)["models"]
+    rows = []
+    for entry in manifest:
+        for bindings in entry["bench"]:
+            label = entry["name"]
+            if len(entry["bench"]) > 1:
+                label += " " + " ".join(b for b in bindings if not b.startswith("--"))
+            rows.append((label, entry["name"], f"{entry['name']}-opset17", bindings))
+    return rows
+
+
+def snugc_plan(build, model_dir, bindings, extra=()):
+    """`snugc plan`'s JSON memory report of model_dir/model.onnx."""
+    command = [os.path.join(build, "bin", "snugc"), "plan",
+               os.path.join(model_dir, "model.onnx"), "--memory-report=json"]
+    command += list(bindings) + list(extra)
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr}")
+    return json.loads(result.stdout)
+
+
+def write_results(out, name, rows):
+    """The table's rows as out/name (JSON), beside the printed table."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, name), "w") as f:
+        json.dump(rows, f, indent=2)
