@@ -249,14 +249,21 @@ unsigned countLines(llvm::StringRef text) { return unsigned(text.count('\n')); }
 llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
                                      const WeightsLayout &weights,
                                      const CudaOptions & /*options*/) {
-  if (!module.getAttribute("arena"))
+  const ir::Attribute *arena = module.getAttribute("arena");
+  if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "module '" + module.getName() +
             "' has no memory plan; run plan-memory before emitting CUDA");
-  llvm::Expected<ModuleMemoryPlan> memoryPlan = getModuleMemoryPlan(module);
-  if (!memoryPlan)
-    return memoryPlan.takeError();
+  // Only the arena and each node's scratch are needed here: read them as
+  // recorded, without re-deriving the buffers' liveness.
+  llvm::Expected<std::vector<RecordedScratch>> scratch =
+      getRecordedScratch(module);
+  if (!scratch)
+    return scratch.takeError();
+  llvm::DenseMap<int64_t, const RecordedScratch *> scratchAtStep;
+  for (const RecordedScratch &entry : *scratch)
+    scratchAtStep[entry.step] = &entry;
   llvm::DenseMap<const ir::Value *, uint64_t> weightOffsets;
   for (const auto &[value, offset] : weights.offsets)
     weightOffsets[value] = offset;
@@ -310,9 +317,9 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
     }
     EmitContext context(node, opIndex, std::move(operands), std::move(results),
                         steps, kernels);
-    if (const ArenaBuffer *scratch = memoryPlan->getScratch(opIndex)) {
-      context.scratchOffset = scratch->offset;
-      context.scratchBytes = scratch->bytes;
+    if (const RecordedScratch *entry = scratchAtStep.lookup(opIndex)) {
+      context.scratchOffset = entry->offset;
+      context.scratchBytes = entry->bytes;
     }
     size_t kernelsBefore = kernels.size();
     if (node.getOpInfo().isView()) {
@@ -369,7 +376,7 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
   program.plan.steps = std::move(steps);
   // The planned arena, workspaces included: nothing is placed after
   // planning.
-  program.plan.arenaBytes = memoryPlan->arenaBytes;
+  program.plan.arenaBytes = uint64_t(arena->getInt());
   return program;
 }
 
