@@ -1,6 +1,7 @@
 """What the benchmark scripts share: the zoo manifest's rows, snugc's JSON
 memory report of one model, and where the tables' JSON goes."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -39,3 +40,14 @@ def write_results(out, name, rows):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, name), "w") as f:
         json.dump(rows, f, indent=2)
+
+
+def bench_arguments():
+    """The options every benchmark takes: --build (snug's build tree),
+    --cache (the exported zoo) and --out (where the JSON goes)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(REPO, "build"))
+    parser.add_argument("--cache", default=os.environ.get(
+        "SNUG_MODEL_CACHE", os.path.join(REPO, ".cache", "models")))
+    parser.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    return parser

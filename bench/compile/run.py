@@ -15,7 +15,6 @@ n log n from 10k to 100k fits about 1.1). Also the planner alone on the same
 graphs (plan-memory's own planning time, one core).
 A markdown table goes to stdout, JSON to OUT/compile.json.
 """
-import argparse
 import json
 import math
 import os
@@ -25,7 +24,8 @@ import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from zoo import REPO, bench_arguments  # noqa: E402
 with open(os.path.join(REPO, "models", "zoo.json")) as manifest:
     MODELS = [entry["name"] for entry in json.load(manifest)["models"]]
 
@@ -89,11 +89,7 @@ def synthetic_ir(nodes, seed=1):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default=os.path.join(REPO, "build"))
-    parser.add_argument("--cache", default=os.environ.get(
-        "SNUG_MODEL_CACHE", os.path.join(REPO, ".cache", "models")))
-    parser.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    parser = bench_arguments()
     parser.add_argument("--sizes", default="1000,10000,100000")
     args = parser.parse_args()
     snugc = os.path.join(args.build, "bin", "snugc")

@@ -22,12 +22,11 @@ Columns:
 It prints a table; nothing here passes or fails. Markdown goes to stdout,
 JSON to OUT/cost.json.
 """
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from zoo import REPO, snugc_plan, write_results, zoo_rows  # noqa: E402
+from zoo import bench_arguments, snugc_plan, write_results, zoo_rows  # noqa: E402
 
 # torchvision's model documentation ("GFLOPS", which are MACs by its
 # convention), for the architectures the zoo exports unchanged.
@@ -43,11 +42,7 @@ PUBLISHED_GMACS = {
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default=os.path.join(REPO, "build"))
-    parser.add_argument("--cache", default=os.environ.get(
-        "SNUG_MODEL_CACHE", os.path.join(REPO, ".cache", "models")))
-    parser.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    parser = bench_arguments()
     parser.add_argument("--models", default="")
     args = parser.parse_args()
     wanted = set(args.models.split(",")) if args.models else None

@@ -23,13 +23,12 @@ measurement of a different engine on a different device, shown for scale,
 not as like for like.
 A markdown table goes to stdout, JSON to OUT/memory.json.
 """
-import argparse
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from zoo import REPO, snugc_plan, write_results, zoo_rows  # noqa: E402
+from zoo import bench_arguments, snugc_plan, write_results, zoo_rows  # noqa: E402
 
 STRATEGIES = ["none", "greedy-size", "greedy-breadth", "search", "best"]
 
@@ -79,11 +78,7 @@ def mib(value):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", default=os.path.join(REPO, "build"))
-    parser.add_argument("--cache", default=os.environ.get(
-        "SNUG_MODEL_CACHE", os.path.join(REPO, ".cache", "models")))
-    parser.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    parser = bench_arguments()
     parser.add_argument("--models", default="")
     parser.add_argument("--skip-peer", action="store_true")
     args = parser.parse_args()
