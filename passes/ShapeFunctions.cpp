@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/ShapeFunctions.h"
+#include "runtime/CheckedArithmetic.h"
 #include "passes/ShapeFunctionsInternal.h"
 
 #include "ir/Verifier.h"
@@ -87,18 +88,12 @@ llvm::SmallVector<int64_t, 4> getStrides(llvm::ArrayRef<int64_t> dims) {
 }
 
 llvm::Optional<uint64_t> getCheckedByteSize(const TensorType &type) {
-  const uint64_t limit = uint64_t(1) << 50;
-  uint64_t bytes = ir::getDTypeSize(type.getDType());
-  for (int64_t dim : type.getDims()) {
-    if (dim < 0)
-      return llvm::None;
-    uint64_t product;
-    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &product) ||
-        product > limit)
-      return dim == 0 ? llvm::Optional<uint64_t>(0) : llvm::None;
-    bytes = product;
-  }
-  return bytes;
+  llvm::ArrayRef<int64_t> dims = type.getDims();
+  std::optional<uint64_t> bytes = checkedByteSize(
+      dims.data(), dims.size(), ir::getDTypeSize(type.getDType()));
+  if (!bytes)
+    return llvm::None;
+  return *bytes;
 }
 
 std::string dimsString(llvm::ArrayRef<int64_t> dims) {
