@@ -432,9 +432,7 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   uint64_t size = file.bytes.size();
   for (int i = 0; i < 8; ++i)
     file.bytes[16 + i] = uint8_t(size >> (8 * i));
-  uint64_t hash = bundleHash(file.bytes.data(), size);
-  for (int i = 0; i < 8; ++i)
-    file.bytes[24 + i] = uint8_t(hash >> (8 * i));
+  sealBundle(file.bytes.data(), size);
   return std::move(file.bytes);
 }
 

@@ -23,10 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
   // Half the inputs get a correct plan hash, so that mutations reach the
   // decoding behind the hash check instead of all dying at it.
   std::vector<uint8_t> bytes(input, input + size);
-  if (size >= snug::bundle::kHashOffset + 8 && (size % 2 == 0)) {
-    uint64_t hash = snug::bundle::bundleHash(bytes.data(), size);
-    std::memcpy(bytes.data() + snug::bundle::kHashOffset, &hash, 8);
-  }
+  if (size >= snug::bundle::kHashOffset + 8 && (size % 2 == 0))
+    snug::bundle::sealBundle(bytes.data(), size);
   const uint8_t *data = bytes.data();
   std::unique_ptr<snug::rt::Bundle> bundle;
   if (!snug::rt::parseBundle(data, size, "fuzz-input", bundle).isOk())

@@ -161,8 +161,7 @@ TEST(DevicePlanTest, ReadsVersionOnePlans) {
     std::memcpy(entry + 16, &length, 8);
   }
   bytes[8] = 1;
-  uint64_t hash = bundleHash(bytes.data(), bytes.size());
-  std::memcpy(bytes.data() + kHashOffset, &hash, sizeof hash);
+  sealBundle(bytes.data(), bytes.size());
   std::unique_ptr<rt::Bundle> bundle;
   rt::Status status =
       rt::parseBundle(bytes.data(), bytes.size(), "v1.snug", bundle);
@@ -175,8 +174,7 @@ TEST(DevicePlanTest, ReadsVersionOnePlans) {
   // The v1 header's workspace gets the v2 checks: here it overlaps B.
   workspace[0] = 0;
   std::memcpy(bytes.data() + at + 8, workspace, 8);
-  hash = bundleHash(bytes.data(), bytes.size());
-  std::memcpy(bytes.data() + kHashOffset, &hash, sizeof hash);
+  sealBundle(bytes.data(), bytes.size());
   EXPECT_NE(parseError(bytes).find("overlap its operand B"), std::string::npos)
       << parseError(bytes);
 }

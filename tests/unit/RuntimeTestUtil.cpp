@@ -10,9 +10,7 @@ void fixUpHeader(std::vector<uint8_t> &bytes) {
   uint64_t size = bytes.size();
   for (int i = 0; i < 8; ++i)
     bytes[16 + i] = uint8_t(size >> (8 * i));
-  uint64_t hash = bundle::bundleHash(bytes.data(), size);
-  for (int i = 0; i < 8; ++i)
-    bytes[24 + i] = uint8_t(hash >> (8 * i));
+  bundle::sealBundle(bytes.data(), size);
 }
 
 std::vector<std::vector<uint8_t>>
