@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleReader.h"
+#include "runtime/FileAccess.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -818,26 +819,21 @@ Status parseBundle(const uint8_t *data, size_t size, const std::string &name,
 }
 
 Status readBundle(const std::string &path, std::unique_ptr<Bundle> &out) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Status(SNUG_ERROR_IO, "cannot open bundle '" + path +
-                                     "': " + std::strerror(errno));
-  struct stat info;
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    close(fd);
-    return Status(SNUG_ERROR_IO,
-                  "cannot read bundle '" + path + "': not a regular file");
-  }
-  size_t size = size_t(info.st_size);
-  if (size == 0) {
-    close(fd);
+  // A regular file only: a FIFO would block, /dev/zero never ends.
+  InputFile file;
+  std::string why;
+  if (!file.open(path, why))
+    return Status(SNUG_ERROR_IO, "cannot open bundle '" + path + "': " +
+                                     why.substr(why.find("': ") + 3));
+  size_t size = size_t(file.getSize());
+  if (size == 0)
     return parseBundle(nullptr, 0, path, out);
-  }
-  void *map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
+  void *map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.getFd(), 0);
+  int mapError = errno;
+  file.close();
   if (map == MAP_FAILED)
     return Status(SNUG_ERROR_IO, "cannot map bundle '" + path +
-                                     "': " + std::strerror(errno));
+                                     "': " + std::strerror(mapError));
   auto result = std::make_unique<Bundle>();
   result->storage = static_cast<uint8_t *>(map);
   result->storageSize = size;

@@ -3,18 +3,18 @@
 // Builds each section in memory with a little-endian byte sink, lays the
 // sections out on 64-byte boundaries after the header and section table, and
 // hashes the whole file except the hash field (FNV-1a 64). Writing goes
-// through llvm::FileOutputBuffer, which writes a temporary and renames it on
-// commit. Writes format version 2: every host plan op ends with a has-body
+// through runtime/FileAccess.h: a temporary file, every write checked (a full
+// disk is an error, not a SIGBUS), renamed over the target on success. Writes format version 2: every host plan op ends with a has-body
 // byte, and a node with a body (snug.fused) writes it after that byte.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
 
 #include "runtime/BundleFormat.h"
+#include "runtime/FileAccess.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/Support/FileOutputBuffer.h"
 
 #include <cstring>
 
@@ -448,14 +448,9 @@ llvm::Error writeBundle(const ir::Module &module, llvm::StringRef path,
   auto bytes = serializeBundle(module, options);
   if (!bytes)
     return bytes.takeError();
-  auto buffer = llvm::FileOutputBuffer::create(path, bytes->size());
-  if (!buffer)
-    return makeError("cannot write bundle '" + path +
-                     "': " + toString(buffer.takeError()));
-  std::memcpy((*buffer)->getBufferStart(), bytes->data(), bytes->size());
-  if (llvm::Error error = (*buffer)->commit())
-    return makeError("cannot write bundle '" + path +
-                     "': " + toString(std::move(error)));
+  std::string error;
+  if (!writeFileAtomically(path.str(), bytes->data(), bytes->size(), error))
+    return makeError(error);
   return llvm::Error::success();
 }
 

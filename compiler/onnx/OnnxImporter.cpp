@@ -16,6 +16,7 @@
 #include "ir/Verifier.h"
 #include "passes/ConstantEval.h"
 #include "passes/ShapeFunctions.h"
+#include "runtime/FileAccess.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -394,8 +395,13 @@ static llvm::Error loadModel(llvm::StringRef path, onnx::ModelProto &model) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path.str() + ": error: " + message.str());
   };
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  // A regular file only (runtime/FileAccess.h): a FIFO or /dev/zero fails.
+  InputFile file;
+  std::string why;
+  if (!file.open(path.str(), why))
+    return fail("cannot read the model: " + why.substr(why.find("': ") + 3));
+  auto buffer = llvm::MemoryBuffer::getOpenFile(
+      file.getFd(), path, file.getSize(), /*RequiresNullTerminator=*/false);
   if (!buffer)
     return fail("cannot read the model: " + buffer.getError().message());
   llvm::StringRef bytes = (*buffer)->getBuffer();
@@ -721,6 +727,16 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     if (!graphInputs.count(binding.name))
       return importer.error("--input names '" + binding.name +
                             "', which is not a graph input of the model");
+  llvm::StringSet<> symbols;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    for (const auto &dim : input.type().tensor_type().shape().dim())
+      if (dim.has_dim_param())
+        symbols.insert(dim.dim_param());
+  for (const auto &bound : options.dims)
+    if (!symbols.count(bound.getKey()))
+      return importer.error("--dim names '" + bound.getKey() +
+                            "', which is not a symbolic dim of the model's "
+                            "inputs");
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (initializerNames.count(input.name()))
       continue;
@@ -786,6 +802,9 @@ importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
   if (!scan)
     return scan.takeError();
   Importer importer(path.str(), *module, scan->opset);
+  importer.allowExternalDataOutsideModelDir =
+      options.allowExternalDataOutsideModelDir;
+  importer.externalFilesRead = options.externalFilesRead;
   if (llvm::Error error = importGraph(importer, model, *scan, options))
     return error;
   if (llvm::Error error = ir::verifyModule(*module))

@@ -96,6 +96,12 @@ struct ImportOptions {
   /// (Reshape's shape, Slice's starts) as inputs.
   std::map<std::string, std::pair<ir::TensorType, std::vector<uint8_t>>>
       frozenInputs;
+  /// Whether external data may resolve (symlinks followed) outside the
+  /// model's real directory (snugc --allow-external-data-outside-model-dir).
+  bool allowExternalDataOutsideModelDir = false;
+  /// When set, receives the path of every external data file read, so a
+  /// tool can refuse to overwrite one.
+  std::vector<std::string> *externalFilesRead = nullptr;
 };
 
 /// Parses `NAME:DIMS[xDTYPE]`; the error says what is wrong.

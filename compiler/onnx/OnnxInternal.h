@@ -48,6 +48,9 @@ public:
   /// Outputs of ONNX nodes that snug does not compute (training outputs of
   /// BatchNormalization, Dropout's mask, ...), with the producing node.
   llvm::StringMap<std::string> droppedOutputs;
+  /// ImportOptions::allowExternalDataOutsideModelDir and externalFilesRead.
+  bool allowExternalDataOutsideModelDir = false;
+  std::vector<std::string> *externalFilesRead = nullptr;
 
   /// `path: error: message`.
   llvm::Error error(const llvm::Twine &message) const;

@@ -6,13 +6,16 @@
 // f16/bf16 bit patterns, int64_data, double_data: converted once), or an
 // external file (data_location EXTERNAL, location relative to the model's
 // directory, optional offset and length), mapped once per file and shared by
-// all its tensors. Every path checks that the byte count matches the shape,
+// all its tensors. An external file must be a regular file (no FIFO, no
+// /dev/zero: runtime/FileAccess.h) whose real path, symlinks resolved, lies
+// inside the model's real directory unless the importer is told otherwise. Every path checks that the byte count matches the shape,
 // and names the model, the tensor and what disagrees.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 
 #include "passes/ShapeFunctions.h"
+#include "runtime/FileAccess.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -74,23 +77,59 @@ private:
 };
 } // namespace
 
+/// `path` with every symlink resolved, or None when it does not exist.
+static llvm::Optional<std::string> realPath(llvm::StringRef path) {
+  llvm::SmallString<256> real;
+  if (llvm::sys::fs::real_path(path, real, /*expand_tilde=*/false))
+    return llvm::None;
+  return real.str().str();
+}
+
 llvm::Expected<std::shared_ptr<llvm::MemoryBuffer>>
 Importer::openExternal(llvm::StringRef location, llvm::StringRef context) {
-  if (llvm::sys::path::is_absolute(location) || location.contains(".."))
+  const char *allowFlag = "--allow-external-data-outside-model-dir";
+  if (!allowExternalDataOutsideModelDir &&
+      (llvm::sys::path::is_absolute(location) || location.contains("..")))
     return error(context + ": external data location '" + location +
-                 "' must be a relative path inside the model's directory");
-  llvm::SmallString<256> file = llvm::sys::path::parent_path(path);
+                 "' must be a relative path inside the model's directory (" +
+                 allowFlag + " allows others)");
+  llvm::StringRef modelDir = llvm::sys::path::parent_path(path);
+  llvm::SmallString<256> file = modelDir;
   llvm::sys::path::append(file, location);
-  auto found = externalFiles.find(file.str().str());
+  llvm::Optional<std::string> real = realPath(file);
+  if (!real)
+    return error(context + ": cannot open external data file '" + file +
+                 "': No such file or directory");
+  // The text check above cannot see symlinks: the file itself or a folder
+  // on the way may point anywhere (the password file, say). What is read
+  // must really lie under the model's real directory.
+  if (!allowExternalDataOutsideModelDir) {
+    llvm::Optional<std::string> realDir =
+        realPath(modelDir.empty() ? "." : modelDir);
+    if (!realDir || !llvm::StringRef(*real).startswith(
+                        llvm::StringRef(*realDir).rtrim('/').str() + "/"))
+      return error(context + ": external data file '" + file +
+                   "' resolves to '" + *real +
+                   "', outside the model's directory (" + allowFlag +
+                   " allows it)");
+  }
+  auto found = externalFiles.find(*real);
   if (found != externalFiles.end())
     return found->second;
-  auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  InputFile input;
+  std::string why;
+  if (!input.open(*real, why))
+    return error(context + ": cannot open external data file '" + file +
+                 "': " + why.substr(why.find("': ") + 3));
+  auto buffer = llvm::MemoryBuffer::getOpenFile(
+      input.getFd(), *real, input.getSize(), /*RequiresNullTerminator=*/false);
   if (!buffer)
     return error(context + ": cannot open external data file '" + file +
                  "': " + buffer.getError().message());
   std::shared_ptr<llvm::MemoryBuffer> shared = std::move(*buffer);
-  externalFiles[file.str().str()] = shared;
+  externalFiles[*real] = shared;
+  if (externalFilesRead)
+    externalFilesRead->push_back(*real);
   return shared;
 }
 
@@ -121,35 +160,46 @@ static llvm::Expected<std::vector<uint8_t>>
 readTypedData(const Importer &importer, const onnx::TensorProto &tensor,
               const ir::TensorType &type, llvm::StringRef context) {
   int64_t count = type.getNumElements();
-  std::vector<uint8_t> bytes(type.getByteSize());
-  if (count == 0)
-    return bytes;
   auto mismatch = [&](llvm::StringRef field, int64_t have) {
     return importer.error(context + ": " + field + " has " + llvm::Twine(have) +
                           " elements, shape " + type.str() + " needs " +
                           llvm::Twine(count));
   };
+  // The field must hold the element count before anything is allocated: a
+  // 95-byte model may declare a 64 GiB tensor and carry no data.
+  std::pair<const char *, int64_t> field = {"int32_data",
+                                            tensor.int32_data_size()};
   switch (type.getDType()) {
   case DType::F32:
-    if (tensor.float_data_size() != count)
-      return mismatch("float_data", tensor.float_data_size());
+    field = {"float_data", tensor.float_data_size()};
+    break;
+  case DType::F64:
+    field = {"double_data", tensor.double_data_size()};
+    break;
+  case DType::I64:
+    field = {"int64_data", tensor.int64_data_size()};
+    break;
+  default:
+    break;
+  }
+  if (field.second != count)
+    return mismatch(field.first, field.second);
+  std::vector<uint8_t> bytes(type.getByteSize());
+  if (count == 0)
+    return bytes;
+  switch (type.getDType()) {
+  case DType::F32:
     std::memcpy(bytes.data(), tensor.float_data().data(), bytes.size());
     return bytes;
   case DType::F64:
-    if (tensor.double_data_size() != count)
-      return mismatch("double_data", tensor.double_data_size());
     std::memcpy(bytes.data(), tensor.double_data().data(), bytes.size());
     return bytes;
   case DType::I64:
-    if (tensor.int64_data_size() != count)
-      return mismatch("int64_data", tensor.int64_data_size());
     std::memcpy(bytes.data(), tensor.int64_data().data(), bytes.size());
     return bytes;
   default:
     break;
   }
-  if (tensor.int32_data_size() != count)
-    return mismatch("int32_data", tensor.int32_data_size());
   unsigned size = ir::getDTypeSize(type.getDType());
   for (int64_t i = 0; i < count; ++i) {
     int32_t value = tensor.int32_data(i);

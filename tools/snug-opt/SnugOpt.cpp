@@ -9,9 +9,12 @@
 // --emit-cuda=PATH its CUDA C++ and device plan (no NVRTC; with both, the
 // bundle carries that device plan, without kernel images, for
 // snug-cudasim). Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
-// left a module that does not verify).
+// left a module that does not verify). The input is read whole before
+// anything is written; every output is written atomically
+// (runtime/FileAccess.h) and none may be the input or another output.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/FileAccessLLVM.h"
 #include "compiler/bundle/BundleWriter.h"
 #include "compiler/cuda/CudaEmitter.h"
 #include "ir/Module.h"
@@ -26,8 +29,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/ToolOutputFile.h"
-#include "llvm/Support/FileSystem.h"
 
 using namespace snug;
 namespace cl = llvm::cl;
@@ -148,15 +149,10 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
       os << text;
       return Outcome::Ok;
     }
-    std::error_code errorCode;
-    llvm::ToolOutputFile file(emitCuda, errorCode, llvm::sys::fs::OF_None);
-    if (errorCode) {
-      llvm::errs() << "error: cannot write '" << emitCuda
-                   << "': " << errorCode.message() << '\n';
+    if (llvm::Error error = writeOutputFile(emitCuda, text)) {
+      llvm::errs() << "error: " << toString(std::move(error)) << '\n';
       return Outcome::UserError;
     }
-    file.os() << text;
-    file.keep();
   }
   ir::printModule(**module, os, options.printOptions);
   return Outcome::Ok;
@@ -176,26 +172,53 @@ int main(int argc, char **argv) {
     printRegisteredPasses(llvm::outs());
     return 0;
   }
-  auto input = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
-  if (!input) {
-    llvm::errs() << "error: cannot read '" << inputPath
-                 << "': " << input.getError().message() << '\n';
+  for (const std::string &name : printIrAfter)
+    if (!createPassByName(name)) {
+      llvm::errs() << "error: --print-ir-after names '" << name
+                   << "', which is not a pass (see --list-passes)\n";
+      return 1;
+    }
+  // Read whole (not mapped) and checked against every output before any
+  // is written: `-o` onto the input would otherwise truncate what is read.
+  std::string inputText;
+  if (inputPath == "-") {
+    auto input = llvm::MemoryBuffer::getSTDIN();
+    if (!input) {
+      llvm::errs() << "error: cannot read stdin: "
+                   << input.getError().message() << '\n';
+      return 1;
+    }
+    inputText = (*input)->getBuffer().str();
+  } else {
+    InputFile file;
+    std::string error;
+    if (!file.open(inputPath, error) ||
+        !file.readAll(inputText, uint64_t(1) << 31, error)) {
+      llvm::errs() << "error: " << error << '\n';
+      return 1;
+    }
+  }
+  std::vector<NamedPath> outputs;
+  if (outputPath != "-")
+    outputs.push_back({outputPath, "-o"});
+  if (!emitBundle.empty())
+    outputs.push_back({emitBundle, "--emit-bundle"});
+  if (!emitCuda.empty() && emitCuda != "-")
+    outputs.push_back({emitCuda, "--emit-cuda"});
+  if (llvm::Error error = checkOutputsAreNewFiles(
+          {{inputPath, "the input"}}, outputs)) {
+    llvm::errs() << "error: " << toString(std::move(error)) << '\n';
     return 1;
   }
-  std::error_code errorCode;
-  llvm::ToolOutputFile output(outputPath, errorCode, llvm::sys::fs::OF_None);
-  if (errorCode) {
-    llvm::errs() << "error: cannot write '" << outputPath
-                 << "': " << errorCode.message() << '\n';
-    return 1;
-  }
+  std::string outputText;
+  llvm::raw_string_ostream output(outputText);
 
   if (splitInputFile && !emitBundle.empty()) {
     llvm::errs() << "error: --emit-bundle takes one module; it cannot be "
                     "combined with --split-input-file\n";
     return 1;
   }
-  llvm::StringRef text = (*input)->getBuffer();
+  llvm::StringRef text = inputText;
   Outcome worst = Outcome::Ok;
   unsigned line = 1;
   bool first = true;
@@ -217,9 +240,9 @@ int main(int argc, char **argv) {
       chunk = text.substr(0, separator);
     }
     if (!first)
-      output.os() << "// -----\n";
+      output << "// -----\n";
     first = false;
-    Outcome outcome = processChunk(chunk, line, output.os());
+    Outcome outcome = processChunk(chunk, line, output);
     if (outcome > worst)
       worst = outcome;
     if (separator == llvm::StringRef::npos)
@@ -232,6 +255,9 @@ int main(int argc, char **argv) {
     text = text.substr(newline + 1);
     ++line;
   }
-  output.keep();
+  if (llvm::Error error = writeOutputFile(outputPath, output.str())) {
+    llvm::errs() << "error: " << toString(std::move(error)) << '\n';
+    return 1;
+  }
   return static_cast<int>(worst);
 }

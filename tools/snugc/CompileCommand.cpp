@@ -7,7 +7,9 @@
 // textual IR (--emit=ir; stdout unless -o). With --target=cuda (the
 // default) the bundle also carries the device plan and the kernels NVRTC
 // compiled for --arch. Diagnostics, dumps, the banner
-// and the report go to stderr, so stdout holds exactly an IR product.
+// and the report go to stderr, so stdout holds exactly an IR product. Every
+// file is written atomically, and none may be the model, its external data
+// or another output (checked before anything is written).
 //
 //===----------------------------------------------------------------------===//
 #include "tools/snugc/CudaSupport.h"
@@ -15,12 +17,12 @@
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
 
+#include "compiler/FileAccessLLVM.h"
 #include "compiler/bundle/BundleWriter.h"
 #include "ir/Printer.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 #ifndef SNUG_VERSION
 #define SNUG_VERSION "unknown"
@@ -59,20 +61,28 @@ static std::string defaultBundlePath() {
   return (llvm::sys::path::stem(modelPath) + ".snug").str();
 }
 
+/// The file compile writes its product to, "-" for stdout.
+static std::string getProductPath() {
+  if (emit == EmitKind::Bundle)
+    return outputPath.empty() ? defaultBundlePath() : std::string(outputPath);
+  return outputPath.empty() ? std::string("-") : std::string(outputPath);
+}
+
 int runCompile() {
+  std::string path = getProductPath();
+  if (emit == EmitKind::Bundle && path == "-") {
+    llvm::errs() << "error: a bundle is binary; give -o PATH, not stdout\n";
+    return ExitUserError;
+  }
   int exitCode = ExitOk;
   llvm::Optional<cuda::CudaProgram> program;
-  auto module = loadPlanAndReport(modelPath, exitCode, program);
+  std::vector<NamedPath> outputs;
+  if (path != "-")
+    outputs.push_back({path, "-o"});
+  auto module = loadPlanAndReport(modelPath, exitCode, program, outputs);
   if (!module)
     return exitCode;
-
   if (emit == EmitKind::Bundle) {
-    std::string path =
-      outputPath.empty() ? defaultBundlePath() : std::string(outputPath);
-    if (path == "-") {
-      llvm::errs() << "error: a bundle is binary; give -o PATH, not stdout\n";
-      return ExitUserError;
-    }
     BundleOptions options;
     options.pipeline = getPipelineDescription();
     options.compilerVersion = SNUG_VERSION;
@@ -93,17 +103,11 @@ int runCompile() {
     llvm::errs() << "wrote " << path << '\n';
     return ExitOk;
   }
-
-  std::string path = outputPath.empty() ? std::string("-") : outputPath;
-  std::error_code errorCode;
-  llvm::ToolOutputFile output(path, errorCode, llvm::sys::fs::OF_None);
-  if (errorCode) {
-    llvm::errs() << "error: cannot write '" << path
-                 << "': " << errorCode.message() << '\n';
-    return ExitUserError;
-  }
-  ir::printModule(**module, output.os(), getPrintOptions());
-  output.keep();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  ir::printModule(**module, os, getPrintOptions());
+  if (llvm::Error error = writeOutputFile(path, os.str()))
+    return reportError(std::move(error));
   return ExitOk;
 }
 

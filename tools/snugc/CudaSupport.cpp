@@ -4,6 +4,8 @@
 
 #include "compiler/bundle/BundleWriter.h"
 #include "compiler/cuda/Nvrtc.h"
+#include "compiler/FileAccessLLVM.h"
+#include "runtime/CheckedArithmetic.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -91,8 +93,10 @@ llvm::Error checkTargetFlags() {
   if (target == "cuda" && !cuda::isNvrtcAvailable())
     return userError("--target=cuda: this snugc was built without NVRTC (no "
                      "CUDA toolkit); use --target=host");
-  if (cublasWorkspace % 256)
-    return userError("--cublas-workspace must be a multiple of 256");
+  if (cublasWorkspace % 256 || cublasWorkspace > kMaxTensorBytes)
+    return userError("--cublas-workspace=" + std::to_string(cublasWorkspace) +
+                     " must be a multiple of 256 of at most 1 PiB (" +
+                     std::to_string(kMaxTensorBytes) + ")");
   if (!dumpCuda.empty() && target != "cuda")
     return userError("--dump-cuda needs --target=cuda");
   return parseArchs().takeError();
@@ -123,21 +127,27 @@ emitForTarget(const ir::Module &module) {
   return llvm::Optional<cuda::CudaProgram>(std::move(*program));
 }
 
+static std::string getDumpCudaPath(llvm::StringRef stem) {
+  llvm::SmallString<256> path(dumpCuda);
+  llvm::sys::path::append(path, stem + ".cu");
+  return path.str().str();
+}
+
+void addTargetOutputs(llvm::StringRef stem, std::vector<NamedPath> &outputs) {
+  if (!dumpCuda.empty())
+    outputs.push_back({getDumpCudaPath(stem), "--dump-cuda"});
+}
+
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem) {
   if (!dumpCuda.empty()) {
     if (std::error_code error = llvm::sys::fs::create_directories(dumpCuda))
       return userError("--dump-cuda: cannot create '" + dumpCuda +
                        "': " + error.message());
-    llvm::SmallString<256> path(dumpCuda);
-    llvm::sys::path::append(path, stem + ".cu");
-    std::error_code errorCode;
-    llvm::ToolOutputFile file(path, errorCode, llvm::sys::fs::OF_None);
-    if (errorCode)
-      return userError("cannot write '" + path + "': " + errorCode.message());
-    file.os() << program.source << '\n'
-              << cuda::describeDevicePlan(program.plan);
-    file.keep();
+    std::string text =
+        program.source + "\n" + cuda::describeDevicePlan(program.plan);
+    if (llvm::Error error = writeOutputFile(getDumpCudaPath(stem), text))
+      return error;
   }
   auto archs = parseArchs();
   if (!archs)

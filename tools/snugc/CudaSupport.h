@@ -15,13 +15,15 @@
 
 #include "compiler/cuda/CudaEmitter.h"
 
+#include "runtime/FileAccess.h"
 #include "llvm/ADT/Optional.h"
 #include "llvm/Support/Error.h"
 
 namespace snug {
 namespace snugc {
 
-/// Checks --target, --arch and --cublas-workspace.
+/// Checks --target, --arch and --cublas-workspace (a multiple of 256, at
+/// most 1 PiB).
 llvm::Error checkTargetFlags();
 
 bool targetsCuda();
@@ -35,6 +37,8 @@ std::string getTargetDescription();
 llvm::Expected<llvm::Optional<cuda::CudaProgram>>
 emitForTarget(const ir::Module &module);
 
+/// Adds the file --dump-cuda writes (DIR/<stem>.cu) to `outputs`.
+void addTargetOutputs(llvm::StringRef stem, std::vector<NamedPath> &outputs);
 /// Writes --dump-cuda DIR/<stem>.cu (source and plan), then compiles the
 /// program with NVRTC for --arch.
 llvm::Expected<std::vector<bundle::KernelImage>>

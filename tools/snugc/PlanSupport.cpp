@@ -9,11 +9,14 @@
 #include "passes/MemoryPlanner.h"
 #include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
+#include "compiler/FileAccessLLVM.h"
+#include "runtime/CheckedArithmetic.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include <cmath>
 
 namespace cl = llvm::cl;
 
@@ -84,9 +87,12 @@ llvm::Error checkPlanFlags() {
       reportFormat != "none")
     return userError("--memory-report must be pretty, json or none, not '" +
                      reportFormat + "'");
-  if (!llvm::isPowerOf2_64(alignment))
+  if (!llvm::isPowerOf2_64(alignment) || alignment > kMaxTensorBytes)
     return userError("--alignment: '" + std::to_string(alignment) +
-                     "' is not a power of two");
+                     "' is not a power of two of at most 1 PiB");
+  if (!std::isfinite(timeLimit) || timeLimit < 0)
+    return userError("--time-limit: '" + std::to_string(timeLimit) +
+                     "' is not a finite, non-negative number of seconds");
   return parsePlannerStrategy(plannerName).takeError();
 }
 
@@ -130,15 +136,12 @@ llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs,
                               uint64_t deviceArenaBytes) {
   if (!timelinePath.empty()) {
-    std::error_code errorCode;
-    llvm::ToolOutputFile output(timelinePath, errorCode,
-                                llvm::sys::fs::OF_None);
-    if (errorCode)
-      return userError("cannot write '" + timelinePath +
-                       "': " + errorCode.message());
-    if (llvm::Error error = writePlanTimeline(module, modelName, output.os()))
+    std::string html;
+    llvm::raw_string_ostream os(html);
+    if (llvm::Error error = writePlanTimeline(module, modelName, os))
       return error;
-    output.keep();
+    if (llvm::Error error = writeOutputFile(timelinePath, os.str()))
+      return error;
   }
   if (reportFormat == "none")
     return llvm::Error::success();
@@ -151,28 +154,32 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   std::string path = reportPath;
   if (path.empty())
     path = getPlanCommand() ? "-" : "";
-  std::unique_ptr<llvm::ToolOutputFile> file;
-  llvm::raw_ostream *os = &llvm::errs();
-  if (!path.empty()) {
-    std::error_code errorCode;
-    file = std::make_unique<llvm::ToolOutputFile>(path, errorCode,
-                                                  llvm::sys::fs::OF_None);
-    if (errorCode)
-      return userError("cannot write '" + path + "': " + errorCode.message());
-    os = &file->os();
-  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
   if (reportFormat == "json")
-    printMemoryReportJson(*report, *os);
+    printMemoryReportJson(*report, os);
   else
-    printMemoryReportPretty(*report, *os);
-  if (file)
-    file->keep();
-  return llvm::Error::success();
+    printMemoryReportPretty(*report, os);
+  if (path.empty()) {
+    llvm::errs() << os.str();
+    return llvm::Error::success();
+  }
+  // A file is written whole or not at all; stdout is checked too.
+  return writeOutputFile(path, os.str());
+}
+
+/// Every file the report flags write (not stdout or stderr).
+static void addReportOutputs(std::vector<NamedPath> &outputs) {
+  if (!reportPath.empty() && reportPath != "-" && reportFormat != "none")
+    outputs.push_back({reportPath, "--memory-report-file"});
+  if (!timelinePath.empty())
+    outputs.push_back({timelinePath, "--timeline"});
 }
 
 llvm::Optional<std::unique_ptr<ir::Module>>
 loadPlanAndReport(llvm::StringRef path, int &exitCode,
-                  llvm::Optional<cuda::CudaProgram> &program) {
+                  llvm::Optional<cuda::CudaProgram> &program,
+                  std::vector<NamedPath> outputs) {
   llvm::Error flagError = checkPlanFlags();
   if (!flagError)
     flagError = checkTargetFlags();
@@ -180,11 +187,21 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode,
     exitCode = reportError(std::move(error));
     return llvm::None;
   }
-  auto module = loadModule(path, exitCode);
+  std::vector<std::string> externalFiles;
+  auto module = loadModule(path, exitCode, &externalFiles);
   if (!module)
     return llvm::None;
+  // Nothing is written yet: refuse an output that would overwrite the
+  // model, its (perhaps mapped) external data, or another output.
+  std::vector<NamedPath> inputs = {{path.str(), "model"}};
+  for (const std::string &file : externalFiles)
+    inputs.push_back({file, "external data"});
+  addReportOutputs(outputs);
+  addTargetOutputs(llvm::sys::path::stem(path), outputs);
   double planningMs = 0;
-  llvm::Error error = planModule(**module, planningMs);
+  llvm::Error error = checkOutputsAreNewFiles(inputs, outputs);
+  if (!error)
+    error = planModule(**module, planningMs);
   if (!error) {
     auto emitted = emitForTarget(**module);
     if (emitted)

@@ -13,6 +13,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/cuda/CudaEmitter.h"
 #include "ir/Module.h"
+#include "runtime/FileAccess.h"
 
 #include "llvm/Support/Error.h"
 
@@ -47,12 +48,15 @@ llvm::Error writeMemoryReport(const ir::Module &module,
                               uint64_t deviceArenaBytes);
 
 /// What compile and plan share: check the planning and target flags, import
-/// `path` and run the pipeline, plan, emit CUDA for --target=cuda (into
+/// `path` and run the pipeline, refuse outputs (the command's `outputs`, the
+/// report, the timeline, the CUDA dump) that are the same file as the model,
+/// its external data or each other, plan, emit CUDA for --target=cuda (into
 /// `program`), and write the report. On failure prints the error and returns
 /// None with `exitCode` set.
 llvm::Optional<std::unique_ptr<ir::Module>>
 loadPlanAndReport(llvm::StringRef path, int &exitCode,
-                  llvm::Optional<cuda::CudaProgram> &program);
+                  llvm::Optional<cuda::CudaProgram> &program,
+                  std::vector<NamedPath> outputs = {});
 
 } // namespace snugc
 } // namespace snug

@@ -11,7 +11,9 @@
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
+#include "passes/Passes.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/WithColor.h"
 
 namespace cl = llvm::cl;
@@ -70,6 +72,41 @@ static cl::opt<int64_t> elideWeightsOver(
     cl::desc("Print weights with more elements than this without data"),
     cl::init(16), inAllCommands(), cl::cat(getCommonCategory()));
 
+static cl::opt<bool> allowOutsideModelDir(
+    "allow-external-data-outside-model-dir",
+    cl::desc("Let external data files resolve (symlinks followed) outside "
+             "the model's directory"),
+    inAllCommands(), cl::cat(getCommonCategory()));
+
+static llvm::Error flagError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 message.str());
+}
+
+/// Refuses a second --input for one graph input, a second --dim for one
+/// symbol, and --disable-pass or --print-ir-after naming no pass.
+static llvm::Error checkBindingAndPassFlags(const ImportOptions &options) {
+  llvm::StringSet<> seen;
+  for (const InputBinding &binding : options.inputs)
+    if (!seen.insert(binding.name).second)
+      return flagError("--input '" + binding.name +
+                       "' is given more than once");
+  seen.clear();
+  for (const std::string &text : dimBindings) {
+    llvm::StringRef symbol = llvm::StringRef(text).split('=').first;
+    if (!seen.insert(symbol).second)
+      return flagError("--dim '" + symbol + "' is given more than once");
+  }
+  for (const cl::list<std::string> *list :
+       {std::addressof(disablePass), std::addressof(printIrAfter)})
+    for (const std::string &name : *list)
+      if (!createPassByName(name))
+        return flagError("--" + list->ArgStr + " names '" + name +
+                         "', which is not a pass (snug-opt --help lists "
+                         "them)");
+  return llvm::Error::success();
+}
+
 ir::PrintOptions getPrintOptions() {
   ir::PrintOptions options;
   options.elideWeightsOver = elideWeightsOver;
@@ -104,9 +141,12 @@ int reportError(llvm::Error error) {
   return internal ? ExitInternalError : ExitUserError;
 }
 
-llvm::Optional<std::unique_ptr<ir::Module>> loadModule(llvm::StringRef path,
-                                                       int &exitCode) {
+llvm::Optional<std::unique_ptr<ir::Module>>
+loadModule(llvm::StringRef path, int &exitCode,
+           std::vector<std::string> *externalFiles) {
   ImportOptions options;
+  options.allowExternalDataOutsideModelDir = allowOutsideModelDir;
+  options.externalFilesRead = externalFiles;
   for (const std::string &text : inputBindings) {
     auto binding = parseInputBinding(text);
     if (!binding) {
@@ -121,6 +161,10 @@ llvm::Optional<std::unique_ptr<ir::Module>> loadModule(llvm::StringRef path,
       return llvm::None;
     }
 
+  if (llvm::Error error = checkBindingAndPassFlags(options)) {
+    exitCode = reportError(std::move(error));
+    return llvm::None;
+  }
   PassManagerOptions passOptions = getPassManagerOptions();
   PassManager passManager(passOptions);
   // A bad pipeline is reported before the (possibly slow) import.

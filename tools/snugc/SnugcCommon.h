@@ -18,6 +18,8 @@
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace snug {
 namespace snugc {
@@ -33,8 +35,12 @@ ir::PrintOptions getPrintOptions();
 /// Imports `path` with the --input/--dim bindings and runs --passes (minus
 /// --disable-pass) with the debugging flags. On failure prints the error to
 /// stderr and returns None with `exitCode` set.
-llvm::Optional<std::unique_ptr<ir::Module>> loadModule(llvm::StringRef path,
-                                                       int &exitCode);
+/// The path of every external data file the import read goes to
+/// `externalFiles` when given. Repeated --input/--dim keys and unknown pass
+/// names in --disable-pass/--print-ir-after are errors.
+llvm::Optional<std::unique_ptr<ir::Module>>
+loadModule(llvm::StringRef path, int &exitCode,
+           std::vector<std::string> *externalFiles = nullptr);
 
 /// The pass-manager flags (--print-ir-after, --time-passes, ...) as options,
 /// for every pipeline a subcommand runs.

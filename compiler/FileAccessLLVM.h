@@ -1,0 +1,49 @@
+//===- FileAccessLLVM.h - runtime/FileAccess.h as llvm::Error --*- C++ -*-===//
+//
+// The thin llvm::Error face of runtime/FileAccess.h for the compiler and the
+// tools: write a product (a path, or "-" for stdout) atomically, and refuse
+// outputs that are the same file as an input or another output. Every
+// message names the path and the reason; nothing is half-written.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_FILEACCESSLLVM_H
+#define SNUG_COMPILER_FILEACCESSLLVM_H
+
+#include "runtime/FileAccess.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <unistd.h>
+
+namespace snug {
+
+/// Writes `bytes` to `path` atomically, or to stdout when `path` is "-".
+inline llvm::Error writeOutputFile(llvm::StringRef path,
+                                   llvm::StringRef bytes) {
+  std::string error;
+  bool ok;
+  if (path == "-") {
+    llvm::outs().flush();
+    ok = writeAllToFd(STDOUT_FILENO, bytes.data(), bytes.size(), "stdout",
+                      error);
+  } else {
+    ok = writeFileAtomically(path.str(), bytes.data(), bytes.size(), error);
+  }
+  if (ok)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
+}
+
+/// checkDistinctFiles as an llvm::Error.
+inline llvm::Error checkOutputsAreNewFiles(const std::vector<NamedPath> &inputs,
+                                           const std::vector<NamedPath> &outputs) {
+  std::string error;
+  if (checkDistinctFiles(inputs, outputs, error))
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
+}
+
+} // namespace snug
+
+#endif // SNUG_COMPILER_FILEACCESSLLVM_H
