@@ -62,6 +62,77 @@ TEST(TensorFilesTest, NpyRejectsBadFiles) {
   EXPECT_NE(error.find("unsupported"), std::string::npos) << error;
 }
 
+static std::vector<uint8_t> npyFile(const std::string &header,
+                                    size_t dataBytes) {
+  std::string text = std::string("\x93NUMPY\x01\x00", 8) +
+                     char(header.size()) + '\0' + header +
+                     std::string(dataBytes, '\0');
+  return std::vector<uint8_t>(text.begin(), text.end());
+}
+
+TEST(TensorFilesTest, NpyHeaderMustBeWellFormed) {
+  HostTensor tensor;
+  std::string error;
+  // fortran_order followed only by spaces: an error, not an exception.
+  EXPECT_FALSE(readNpy(
+      npyFile("{'descr': '<f4', 'shape': (1, 4), 'fortran_order':    ", 16),
+      tensor, error));
+  EXPECT_NE(error.find("'fortran_order' has no value"), std::string::npos)
+      << error;
+  EXPECT_FALSE(readNpy(npyFile("{'descr': '<f4', 'fortran_order': Maybe, "
+                               "'shape': (4,), }",
+                               16),
+                       tensor, error));
+  EXPECT_NE(error.find("not True or False"), std::string::npos) << error;
+  EXPECT_FALSE(readNpy(npyFile("{'descr': '<f4', 'fortran_order': False, "
+                               "'shape': (4, x), }",
+                               16),
+                       tensor, error));
+  EXPECT_NE(error.find("bad .npy shape"), std::string::npos) << error;
+  // 2^62 elements: too large, refused before anything is allocated.
+  EXPECT_FALSE(readNpy(npyFile("{'descr': '<f4', 'fortran_order': False, "
+                               "'shape': (4611686018427387904,), }",
+                               0),
+                       tensor, error));
+  EXPECT_NE(error.find("too large"), std::string::npos) << error;
+}
+
+TEST(TensorFilesTest, NpyDataMustMatchTheHeader) {
+  const std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }";
+  HostTensor tensor;
+  std::string error;
+  EXPECT_TRUE(readNpy(npyFile(header, 16), tensor, error)) << error;
+  EXPECT_FALSE(readNpy(npyFile(header, 17), tensor, error));
+  EXPECT_NE(error.find("trailing bytes: 17 data bytes, f32[1,4] needs 16"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(readNpy(npyFile(header, 15), tensor, error));
+  EXPECT_NE(error.find("truncated .npy data"), std::string::npos) << error;
+  // Through a file: a 12 KiB header-declared tensor in a 1 MiB file.
+  TempFile file("npy");
+  writeFile(file.path,
+            npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                    "(3072,), }",
+                    1 << 20));
+  EXPECT_FALSE(readTensorFile(file.path, tensor, error));
+  EXPECT_NE(error.find("trailing bytes: 1048576 data bytes, f32[3072] needs "
+                       "12288"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(readTensorFile("/dev/zero", tensor, error));
+  EXPECT_NE(error.find("not a regular file"), std::string::npos) << error;
+}
+
+TEST(TensorFilesTest, DistinctNamesGetDistinctFiles) {
+  EXPECT_NE(tensorFileName("a/b"), tensorFileName("a_b"));
+  EXPECT_NE(tensorFileName("a%2Fb"), tensorFileName("a/b"));
+  EXPECT_NE(tensorFileName("x:0"), tensorFileName("x_0"));
+  EXPECT_EQ(tensorFileName("a/b"), "a%2Fb");
+  EXPECT_EQ(tensorFileName("plain_name.1"), "plain_name.1");
+  EXPECT_EQ(tensorFileName("a/b").find('/'), std::string::npos);
+}
+
 TEST(TensorFilesTest, TensorProtoFields) {
   // dims [2], data_type INT64 (7), packed int64_data [-1, 300], name "t".
   std::vector<uint8_t> pb;

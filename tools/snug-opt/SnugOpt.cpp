@@ -206,7 +206,7 @@ int main(int argc, char **argv) {
   if (!emitCuda.empty() && emitCuda != "-")
     outputs.push_back({emitCuda, "--emit-cuda"});
   if (llvm::Error error = checkOutputsAreNewFiles(
-          {{inputPath, "the input"}}, outputs)) {
+          {{inputPath, "input IR"}}, outputs)) {
     llvm::errs() << "error: " << toString(std::move(error)) << '\n';
     return 1;
   }

@@ -1,6 +1,8 @@
 //===- RunFlags.cpp - The command-line flags snug-run and its kin share ---===//
 #include "tools/snug-run/RunFlags.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 namespace snug {
@@ -13,10 +15,30 @@ bool ArgCursor::number(double &into, std::string &error) {
   }
   char *end;
   into = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end || into < 0) {
-    error = "bad number '" + text + "'";
+  if (text.empty() || *end || !std::isfinite(into) || into < 0) {
+    error = arg.substr(0, arg.find('=')) + ": '" + text +
+            "' is not a finite, non-negative number";
     return false;
   }
+  return true;
+}
+
+bool ArgCursor::unsignedNumber(uint64_t &into, std::string &error) {
+  std::string text;
+  if (!value(text)) {
+    error = arg + " needs a value";
+    return false;
+  }
+  char *end;
+  errno = 0;
+  unsigned long long number = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno || text[0] == '-' || text[0] == '+' ||
+      text[0] == ' ') {
+    error = arg.substr(0, arg.find('=')) + ": '" + text +
+            "' is not an integer in [0, 2^64)";
+    return false;
+  }
+  into = number;
   return true;
 }
 
@@ -34,7 +56,9 @@ FlagResult parseRunFlag(ArgCursor &cursor, RunFlags &flags,
     size_t eq = text.find('=');
     if (eq == std::string::npos)
       return fail("--input '" + text + "' is not NAME=@FILE|random");
-    flags.inputs[text.substr(0, eq)] = text.substr(eq + 1);
+    if (!flags.inputs.emplace(text.substr(0, eq), text.substr(eq + 1)).second)
+      return fail("--input '" + text.substr(0, eq) +
+                  "' is given more than once");
     return FlagResult::Taken;
   }
   if (cursor.is("--output-dir"))
@@ -44,16 +68,14 @@ FlagResult parseRunFlag(ArgCursor &cursor, RunFlags &flags,
   if (cursor.is("--check"))
     return cursor.value(flags.checkDir) ? FlagResult::Taken
                                         : fail("--check needs a directory");
-  if (cursor.is("--rtol") || cursor.is("--atol") || cursor.is("--seed")) {
+  if (cursor.is("--seed"))
+    return cursor.unsignedNumber(flags.seed, error) ? FlagResult::Taken
+                                                    : FlagResult::Error;
+  if (cursor.is("--rtol") || cursor.is("--atol")) {
     double number;
     if (!cursor.number(number, error))
       return FlagResult::Error;
-    if (cursor.is("--rtol"))
-      flags.rtol = number;
-    else if (cursor.is("--atol"))
-      flags.atol = number;
-    else
-      flags.seed = uint64_t(number);
+    (cursor.is("--rtol") ? flags.rtol : flags.atol) = number;
     return FlagResult::Taken;
   }
   if (!arg.empty() && arg[0] == '-')

@@ -53,8 +53,12 @@ public:
     into = argv[++index];
     return true;
   }
-  /// A non-negative number value; false (with `error` set) otherwise.
+  /// A finite, non-negative number value; false (with `error` set)
+  /// otherwise (nan, inf, -1, "1x").
   bool number(double &into, std::string &error);
+  /// An unsigned integer value that fits in 64 bits; false (with `error`
+  /// set) otherwise.
+  bool unsignedNumber(uint64_t &into, std::string &error);
 
 private:
   int argc;
@@ -66,7 +70,8 @@ private:
 enum class FlagResult { NotMine, Taken, Error };
 
 /// Takes the cursor's argument when it is a shared flag or the bundle path
-/// (any argument not starting with '-'); on Error, `error` says why.
+/// (any argument not starting with '-'); on Error, `error` says why (a bad
+/// number, a second --input for one name).
 FlagResult parseRunFlag(ArgCursor &cursor, RunFlags &flags, std::string &error);
 
 } // namespace snug

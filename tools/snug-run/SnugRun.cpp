@@ -29,6 +29,7 @@
 
 #include "ir/Float16.h"
 #include "runtime/BundleFormat.h"
+#include "runtime/FileAccess.h"
 #include "tools/snug-run/RunFlags.h"
 #include "tools/snug-run/TensorFiles.h"
 
@@ -56,13 +57,14 @@ struct Options : RunFlags {
   bool graphs = true;
 };
 
+const char *const usageText =
+    "usage: snug-run MODEL.snug [--device host|cuda] "
+    "[--input NAME=@FILE|random]... [--output-dir DIR] "
+    "[--check DIR] [--rtol R] [--atol A] [--poison] [--seed N] "
+    "[--describe] [--runs N] [--warmup W] [--no-graphs]\n";
+
 int usage(const char *message) {
-  std::fprintf(stderr,
-               "error: %s\nusage: snug-run MODEL.snug [--device host|cuda] "
-               "[--input NAME=@FILE|random]... [--output-dir DIR] "
-               "[--check DIR] [--rtol R] [--atol A] [--poison] [--seed N] "
-               "[--describe] [--runs N] [--warmup W] [--no-graphs]\n",
-               message);
+  std::fprintf(stderr, "error: %s\n%s", message, usageText);
   return 1;
 }
 
@@ -155,7 +157,8 @@ int main(int argc, char **argv) {
     } else if (arg == "--describe") {
       options.describe = true;
     } else if (arg == "--help" || arg == "-h") {
-      usage("help");
+      std::printf("snug-run: run a .snug bundle and compare its outputs\n%s",
+                  usageText);
       return 0;
     } else {
       return usage(("unknown option '" + arg + "'").c_str());
@@ -300,6 +303,34 @@ int main(int argc, char **argv) {
     if (error) {
       std::fprintf(stderr, "error: cannot create '%s': %s\n",
                    options.outputDir.c_str(), error.message().c_str());
+      return cleanup(1);
+    }
+  }
+  // No output file may be the bundle, an input's file or a reference.
+  if (!options.outputDir.empty()) {
+    std::vector<NamedPath> read = {{options.bundle, "bundle"}}, written;
+    for (const auto &entry : options.inputs)
+      if (entry.second.size() > 1 && entry.second[0] == '@')
+        read.push_back({entry.second.substr(1), "--input " + entry.first});
+    for (size_t i = 0; i < outputCount; ++i) {
+      snug_tensor_info info;
+      (void)snug_bundle_output_info(bundle, i, &info);
+      written.push_back({options.outputDir + "/" + tensorFileName(info.name) +
+                             ".npy",
+                         std::string("output '") + info.name + "'"});
+      if (!options.checkDir.empty())
+        read.push_back({findDataFile(options.checkDir, "output", i, info.name),
+                        "--check reference"});
+    }
+    for (size_t i = 0; i < inputCount && !options.checkDir.empty(); ++i) {
+      snug_tensor_info info;
+      (void)snug_bundle_input_info(bundle, i, &info);
+      read.push_back({findDataFile(options.checkDir, "input", i, info.name),
+                      "--check input"});
+    }
+    std::string error;
+    if (!checkDistinctFiles(read, written, error)) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
       return cleanup(1);
     }
   }

@@ -1,10 +1,19 @@
 //===- TensorFiles.cpp - .npy and ONNX TensorProto (.pb) files ------------===//
+//
+// Files are opened through runtime/FileAccess.h (regular files only, reads
+// bounded by the file's size) and written atomically. A .npy header is read
+// first and the file must hold exactly the data it declares.
+//
+//===----------------------------------------------------------------------===//
 #include "tools/snug-run/TensorFiles.h"
 
 #include "ir/Float16.h"
 #include "runtime/BundleFormat.h"
+#include "runtime/CheckedArithmetic.h"
+#include "runtime/FileAccess.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,17 +23,12 @@ namespace snug {
 
 using namespace bundle;
 
+/// The largest tensor file snug-run reads (64 GiB).
+static constexpr uint64_t kMaxTensorFileBytes = uint64_t(1) << 36;
+
 bool readWholeFile(const std::string &path, std::vector<uint8_t> &bytes) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    return false;
-  uint8_t buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file)) > 0)
-    bytes.insert(bytes.end(), buffer, buffer + got);
-  bool ok = !std::ferror(file);
-  std::fclose(file);
-  return ok;
+  std::string error;
+  return readWholeRegularFile(path, bytes, kMaxTensorFileBytes, error);
 }
 
 static bool endsWith(const std::string &s, const std::string &suffix) {
@@ -32,15 +36,25 @@ static bool endsWith(const std::string &s, const std::string &suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+static bool readNpyFile(const InputFile &file, HostTensor &tensor,
+                        std::string &error);
+
 bool readTensorFile(const std::string &path, HostTensor &tensor,
                     std::string &error) {
-  std::vector<uint8_t> bytes;
-  if (!readWholeFile(path, bytes)) {
-    error = "cannot read '" + path + "'";
+  // A regular file only (no FIFO, no /dev/zero), read no further than its
+  // size and, for .npy, than its header says.
+  InputFile file;
+  if (!file.open(path, error))
     return false;
+  bool ok;
+  if (endsWith(path, ".npy")) {
+    ok = readNpyFile(file, tensor, error);
+  } else {
+    std::vector<uint8_t> bytes;
+    if (!file.readAll(bytes, kMaxTensorFileBytes, error))
+      return false;
+    ok = readTensorProto(bytes, tensor, error);
   }
-  bool ok = endsWith(path, ".npy") ? readNpy(bytes, tensor, error)
-                                   : readTensorProto(bytes, tensor, error);
   if (!ok)
     error = "'" + path + "': " + error;
   return ok;
@@ -58,45 +72,73 @@ static const struct {
                 {"|i1", DTypeI8},  {"|u1", DTypeU8},  {"|b1", DTypeBool},
                 {"<u2", DTypeBF16}}; // numpy has no bf16: raw uint16 bits
 
-bool readNpy(const std::vector<uint8_t> &file, HostTensor &tensor,
-             std::string &error) {
-  if (file.size() < 10 || std::memcmp(file.data(), "\x93NUMPY", 6)) {
-    error = "not a .npy file";
+/// The longest .npy header read (numpy writes a few hundred bytes).
+static constexpr size_t kMaxNpyHeader = 1 << 20;
+
+/// The value text of `key` in a .npy header dict ("'<f4'", "False",
+/// "(2, 3)"), or false when the key is missing.
+static bool npyField(const std::string &header, const std::string &key,
+                     std::string &value) {
+  size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos)
     return false;
-  }
-  uint8_t major = file[6];
-  size_t headerLength, start;
+  size_t colon = header.find(':', at + key.size() + 2);
+  if (colon == std::string::npos)
+    return false;
+  size_t begin = header.find_first_not_of(" ", colon + 1);
+  if (begin == std::string::npos)
+    return false;
+  size_t end = header[begin] == '(' ? header.find(')', begin)
+               : header[begin] == '\''
+                   ? header.find('\'', begin + 1)
+                   : header.find_first_of(",}", begin) - 1;
+  if (end == std::string::npos || end < begin)
+    return false;
+  value = header.substr(begin, end - begin + 1);
+  while (!value.empty() && value.back() == ' ')
+    value.pop_back();
+  return true;
+}
+
+/// Parses the prefix and header dict at the start of `bytes` (`size` bytes
+/// available): dtype and dims into `tensor`, where the data starts and how
+/// many bytes it has.
+static bool parseNpyHeader(const uint8_t *bytes, size_t size,
+                           HostTensor &tensor, uint64_t &dataStart,
+                           uint64_t &dataBytes, std::string &error) {
+  auto fail = [&](const std::string &message) {
+    error = message;
+    return false;
+  };
+  if (size < 10 || std::memcmp(bytes, "\x93NUMPY", 6))
+    return fail("not a .npy file");
+  uint8_t major = bytes[6];
+  if (major < 1 || major > 3)
+    return fail(".npy format version " + std::to_string(major) +
+                " is not supported");
+  uint64_t headerLength, start;
   if (major == 1) {
-    headerLength = file[8] | file[9] << 8;
+    headerLength = bytes[8] | bytes[9] << 8;
     start = 10;
   } else {
-    if (file.size() < 12) {
-      error = "truncated .npy header";
-      return false;
-    }
-    headerLength = size_t(file[8]) | size_t(file[9]) << 8 |
-                   size_t(file[10]) << 16 | size_t(file[11]) << 24;
+    if (size < 12)
+      return fail("truncated .npy header");
+    headerLength = uint64_t(bytes[8]) | uint64_t(bytes[9]) << 8 |
+                   uint64_t(bytes[10]) << 16 | uint64_t(bytes[11]) << 24;
     start = 12;
   }
-  if (start + headerLength > file.size()) {
-    error = "truncated .npy header";
-    return false;
-  }
-  std::string header(reinterpret_cast<const char *>(file.data() + start),
+  if (headerLength > kMaxNpyHeader)
+    return fail(".npy header of " + std::to_string(headerLength) +
+                " bytes is too long");
+  if (!isRangeInside(start, headerLength, size))
+    return fail("truncated .npy header");
+  std::string header(reinterpret_cast<const char *>(bytes + start),
                      headerLength);
-  auto field = [&](const std::string &key) -> size_t {
-    size_t at = header.find("'" + key + "'");
-    return at == std::string::npos ? at : header.find(':', at) + 1;
-  };
-  size_t descrAt = field("descr"), orderAt = field("fortran_order"),
-         shapeAt = field("shape");
-  if (descrAt == std::string::npos || shapeAt == std::string::npos) {
-    error = "bad .npy header";
-    return false;
-  }
-  size_t quote = header.find('\'', descrAt);
-  size_t endQuote = header.find('\'', quote + 1);
-  std::string descr = header.substr(quote + 1, endQuote - quote - 1);
+  std::string descr, order, shape;
+  if (!npyField(header, "descr", descr) || descr.size() < 2 ||
+      descr.front() != '\'' || descr.back() != '\'')
+    return fail("bad .npy header: no 'descr'");
+  descr = descr.substr(1, descr.size() - 2);
   if (descr.size() == 3 && descr[0] == '=')
     descr[0] = '<';
   if (descr == "<b1" || descr == "=b1")
@@ -105,45 +147,93 @@ bool readNpy(const std::vector<uint8_t> &file, HostTensor &tensor,
   for (const auto &entry : npyTypes)
     if (descr == entry.descr)
       tensor.dtype = entry.dtype;
-  if (!tensor.dtype) {
-    error = "unsupported .npy dtype '" + descr + "'";
-    return false;
+  if (!tensor.dtype)
+    return fail("unsupported .npy dtype '" + descr + "'");
+  if (npyField(header, "fortran_order", order)) {
+    if (order == "True")
+      return fail("Fortran-order .npy files are not supported");
+    if (order != "False")
+      return fail("bad .npy header: 'fortran_order' is '" + order +
+                  "', not True or False");
+  } else if (header.find("'fortran_order'") != std::string::npos) {
+    return fail("bad .npy header: 'fortran_order' has no value");
   }
-  if (orderAt != std::string::npos &&
-      header.compare(header.find_first_not_of(' ', orderAt), 4, "True") == 0) {
-    error = "Fortran-order .npy files are not supported";
-    return false;
-  }
-  size_t open = header.find('(', shapeAt), close = header.find(')', open);
-  std::string shape = header.substr(open + 1, close - open - 1);
+  if (!npyField(header, "shape", shape) || shape.size() < 2 ||
+      shape.front() != '(' || shape.back() != ')')
+    return fail("bad .npy header: no 'shape' tuple");
+  shape = shape.substr(1, shape.size() - 2);
   tensor.dims.clear();
-  uint64_t elements = 1;
   for (size_t at = 0; at < shape.size();) {
     size_t comma = shape.find(',', at);
-    std::string item = shape.substr(at, comma == std::string::npos
-                                            ? std::string::npos
-                                            : comma - at);
-    if (item.find_first_not_of(' ') != std::string::npos) {
-      int64_t dim = std::strtoll(item.c_str(), nullptr, 10);
-      if (dim < 0 || (dim && elements > (uint64_t(1) << 40) / uint64_t(dim))) {
-        error = "bad .npy shape";
-        return false;
-      }
+    std::string item = shape.substr(
+        at, comma == std::string::npos ? std::string::npos : comma - at);
+    size_t first = item.find_first_not_of(' ');
+    if (first != std::string::npos) {
+      item = item.substr(first, item.find_last_not_of(' ') - first + 1);
+      char *end;
+      errno = 0;
+      long long dim = std::strtoll(item.c_str(), &end, 10);
+      if (*end || errno || dim < 0 || item[0] == '+' || item[0] == '-')
+        return fail("bad .npy shape '(" + shape + ")'");
       tensor.dims.push_back(dim);
-      elements *= uint64_t(dim);
+    } else if (comma != std::string::npos) {
+      return fail("bad .npy shape '(" + shape + ")'");
     }
     if (comma == std::string::npos)
       break;
     at = comma + 1;
   }
-  uint64_t bytes = elements * dtypeSize(tensor.dtype);
-  if (file.size() - start - headerLength < bytes) {
-    error = "truncated .npy data";
+  std::optional<uint64_t> byteSize =
+      checkedByteSize(tensor.dims.data(), tensor.dims.size(),
+                      dtypeSize(tensor.dtype), kMaxTensorFileBytes);
+  if (!byteSize)
+    return fail("bad .npy shape: " +
+                tensorTypeString(tensor.dtype, tensor.dims) + " is too large");
+  dataStart = start + headerLength;
+  dataBytes = *byteSize;
+  return true;
+}
+
+static std::string npySizeMismatch(uint64_t have, uint64_t need,
+                                   const HostTensor &tensor) {
+  return std::string(have < need ? "truncated .npy data" : "trailing bytes") +
+         ": " + std::to_string(have) + " data bytes, " +
+         tensorTypeString(tensor.dtype, tensor.dims) + " needs " +
+         std::to_string(need);
+}
+
+bool readNpy(const std::vector<uint8_t> &file, HostTensor &tensor,
+             std::string &error) {
+  uint64_t start, bytes;
+  if (!parseNpyHeader(file.data(), file.size(), tensor, start, bytes, error))
+    return false;
+  if (file.size() - start != bytes) {
+    error = npySizeMismatch(file.size() - start, bytes, tensor);
     return false;
   }
-  const uint8_t *data = file.data() + start + headerLength;
+  const uint8_t *data = file.data() + start;
   tensor.bytes.assign(data, data + bytes);
   return true;
+}
+
+/// Reads the header first, checks that the file holds exactly the data it
+/// declares, and only then reads (and allocates) that much.
+static bool readNpyFile(const InputFile &file, HostTensor &tensor,
+                        std::string &error) {
+  std::vector<uint8_t> prefix(
+      size_t(std::min<uint64_t>(file.getSize(), 12 + kMaxNpyHeader)));
+  if (!file.readAt(0, prefix.data(), prefix.size(), error))
+    return false;
+  uint64_t start, bytes;
+  if (!parseNpyHeader(prefix.data(), prefix.size(), tensor, start, bytes,
+                      error))
+    return false;
+  if (file.getSize() - start != bytes) {
+    error = npySizeMismatch(file.getSize() - start, bytes, tensor);
+    return false;
+  }
+  tensor.bytes.resize(size_t(bytes));
+  return file.readAt(start, tensor.bytes.data(), tensor.bytes.size(), error);
 }
 
 bool writeNpy(const std::string &path, const HostTensor &tensor,
@@ -166,22 +256,15 @@ bool writeNpy(const std::string &path, const HostTensor &tensor,
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::FILE *file = std::fopen(path.c_str(), "wb");
-  if (!file) {
-    error = "cannot write '" + path + "'";
-    return false;
-  }
   uint8_t prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                         uint8_t(header.size() & 0xff),
                         uint8_t(header.size() >> 8)};
-  bool ok = std::fwrite(prefix, 1, 10, file) == 10 &&
-            std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
-            std::fwrite(tensor.bytes.data(), 1, tensor.bytes.size(), file) ==
-                tensor.bytes.size();
-  ok = std::fclose(file) == 0 && ok;
-  if (!ok)
-    error = "cannot write '" + path + "'";
-  return ok;
+  // Whole or not at all: a full disk leaves no partial .npy behind.
+  AtomicFileWriter file;
+  return file.open(path, error) && file.write(prefix, 10, error) &&
+         file.write(header.data(), header.size(), error) &&
+         file.write(tensor.bytes.data(), tensor.bytes.size(), error) &&
+         file.commit(error);
 }
 
 //===----------------------------------------------------------------------===//
@@ -365,10 +448,20 @@ std::string tensorTypeString(uint8_t dtype, const std::vector<int64_t> &dims) {
 }
 
 std::string tensorFileName(const std::string &name) {
-  std::string out = name.empty() ? "output" : name;
-  for (char &c : out)
-    if (c == '/' || c == '\\' || c == ':')
-      c = '_';
+  if (name.empty())
+    return "output";
+  // Injective: '%' is escaped too, so "a/b" (a%2Fb) and "a_b" stay apart.
+  std::string out;
+  for (unsigned char c : name) {
+    if (c == '/' || c == '\\' || c == ':' || c == '%' || c < 0x20 ||
+        c == 0x7f) {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      out += escaped;
+    } else {
+      out += char(c);
+    }
+  }
   return out;
 }
 
@@ -445,10 +538,14 @@ bool loadInputData(const std::string &name, size_t index, uint8_t dtype,
     return false;
   }
   if (source == "random") {
-    uint64_t count = 1;
-    for (int64_t dim : dims)
-      count *= uint64_t(dim);
-    tensor.bytes.assign(count * dtypeSize(dtype), 0);
+    std::optional<uint64_t> bytes = checkedByteSize(
+        dims.data(), dims.size(), dtypeSize(dtype), kMaxTensorFileBytes);
+    if (!bytes) {
+      error = "input '" + name + "': " + tensorTypeString(dtype, dims) +
+              " is too large for random data";
+      return false;
+    }
+    tensor.bytes.assign(size_t(*bytes), 0);
     fillRandom(tensor, randomState);
     return true;
   }

@@ -22,14 +22,15 @@ struct HostTensor {
   std::vector<uint8_t> bytes;
 };
 
-/// Reads `path` (.npy or .pb by extension); false with `error` set on failure.
+/// Reads `path` (.npy or .pb by extension); false with `error` set on failure
+/// (not a regular file, a .npy whose size is not what its header declares).
 bool readTensorFile(const std::string &path, HostTensor &tensor,
                     std::string &error);
 bool readNpy(const std::vector<uint8_t> &file, HostTensor &tensor,
              std::string &error);
 bool readTensorProto(const std::vector<uint8_t> &file, HostTensor &tensor,
                      std::string &error);
-/// Writes a .npy file (format 1.0).
+/// Writes a .npy file (format 1.0) atomically: on failure nothing is left.
 bool writeNpy(const std::string &path, const HostTensor &tensor,
               std::string &error);
 bool readWholeFile(const std::string &path, std::vector<uint8_t> &bytes);
@@ -39,8 +40,9 @@ bool readWholeFile(const std::string &path, std::vector<uint8_t> &bytes);
 
 /// "f32[1,3]".
 std::string tensorTypeString(uint8_t dtype, const std::vector<int64_t> &dims);
-/// A file name for tensor `name` (path separators replaced; "output" if
-/// empty).
+/// A file name for tensor `name` ("output" if empty): path separators,
+/// ':', '%' and control characters become %XX, so distinct names give
+/// distinct file names.
 std::string tensorFileName(const std::string &name);
 /// Reproducible random contents, advancing `state`: floats in [-1, 1),
 /// small non-negative integers (safe as indices into a dim >= 10), bools.
