@@ -17,6 +17,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include <cmath>
+#include <cstdio>
 
 namespace cl = llvm::cl;
 
@@ -90,9 +91,12 @@ llvm::Error checkPlanFlags() {
   if (!llvm::isPowerOf2_64(alignment) || alignment > kMaxTensorBytes)
     return userError("--alignment: '" + std::to_string(alignment) +
                      "' is not a power of two of at most 1 PiB");
-  if (!std::isfinite(timeLimit) || timeLimit < 0)
-    return userError("--time-limit: '" + std::to_string(timeLimit) +
+  if (!std::isfinite(timeLimit) || timeLimit < 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", double(timeLimit));
+    return userError("--time-limit: '" + llvm::Twine(text) +
                      "' is not a finite, non-negative number of seconds");
+  }
   return parsePlannerStrategy(plannerName).takeError();
 }
 
