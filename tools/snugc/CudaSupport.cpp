@@ -92,10 +92,12 @@ llvm::Error checkTargetFlags() {
   if (target == "cuda" && !cuda::isNvrtcAvailable())
     return userError("--target=cuda: this snugc was built without NVRTC (no "
                      "CUDA toolkit); use --target=host");
-  if (cublasWorkspace % 256 || cublasWorkspace > kMaxTensorBytes)
+  if (cublasWorkspace % 256)
+    return userError("--cublas-workspace must be a multiple of 256");
+  if (cublasWorkspace > kMaxTensorBytes)
     return userError("--cublas-workspace=" + std::to_string(cublasWorkspace) +
-                     " must be a multiple of 256 of at most 1 PiB (" +
-                     std::to_string(kMaxTensorBytes) + ")");
+                     " is more than 1 PiB (" +
+                     std::to_string(kMaxTensorBytes) + " bytes)");
   if (!dumpCuda.empty() && target != "cuda")
     return userError("--dump-cuda needs --target=cuda");
   return parseArchs().takeError();
