@@ -124,6 +124,25 @@ TEST(TensorFilesTest, NpyDataMustMatchTheHeader) {
   EXPECT_NE(error.find("not a regular file"), std::string::npos) << error;
 }
 
+TEST(TensorFilesTest, TensorProtoReadIsBoundedByTheExpectedSize) {
+  // dims [4], FLOAT, raw_data of 16 bytes, and a 2 MiB name.
+  std::vector<uint8_t> pb = {0x08, 0x04, 0x10, 0x01, 0x4a, 0x10};
+  pb.resize(pb.size() + 16, 0);
+  append(pb, {0x42});
+  append(pb, varint(2 << 20));
+  pb.resize(pb.size() + (2 << 20), 'n');
+  TempFile file("pb");
+  writeFile(file.path, pb);
+  HostTensor tensor;
+  std::string error;
+  ASSERT_TRUE(readTensorFile(file.path, tensor, error)) << error;
+  EXPECT_EQ(tensor.bytes.size(), 16u);
+  // An f32[4] input cannot need 2 MiB: refused before it is read.
+  EXPECT_FALSE(readTensorFile(file.path, tensor, error, 16));
+  EXPECT_NE(error.find("more than the 1048624 expected"), std::string::npos)
+      << error;
+}
+
 TEST(TensorFilesTest, DistinctNamesGetDistinctFiles) {
   EXPECT_NE(tensorFileName("a/b"), tensorFileName("a_b"));
   EXPECT_NE(tensorFileName("a%2Fb"), tensorFileName("a/b"));

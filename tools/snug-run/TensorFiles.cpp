@@ -40,7 +40,7 @@ static bool readNpyFile(const InputFile &file, HostTensor &tensor,
                         std::string &error);
 
 bool readTensorFile(const std::string &path, HostTensor &tensor,
-                    std::string &error) {
+                    std::string &error, uint64_t expectedBytes) {
   // A regular file only (no FIFO, no /dev/zero), read no further than its
   // size and, for .npy, than its header says.
   InputFile file;
@@ -50,8 +50,14 @@ bool readTensorFile(const std::string &path, HostTensor &tensor,
   if (endsWith(path, ".npy")) {
     ok = readNpyFile(file, tensor, error);
   } else {
+    uint64_t limit = kMaxTensorFileBytes;
+    if (expectedBytes != UINT64_MAX) {
+      std::optional<uint64_t> encoded = checkedMul(expectedBytes, 3);
+      if (encoded && *encoded < limit - (1 << 20))
+        limit = *encoded + (1 << 20);
+    }
     std::vector<uint8_t> bytes;
-    if (!file.readAll(bytes, kMaxTensorFileBytes, error))
+    if (!file.readAll(bytes, limit, error))
       return false;
     ok = readTensorProto(bytes, tensor, error);
   }
@@ -554,7 +560,9 @@ bool loadInputData(const std::string &name, size_t index, uint8_t dtype,
     return false;
   }
   std::string path = source.substr(1), why;
-  if (!readTensorFile(path, tensor, why)) {
+  std::optional<uint64_t> expected =
+      checkedByteSize(dims.data(), dims.size(), dtypeSize(dtype));
+  if (!readTensorFile(path, tensor, why, expected.value_or(UINT64_MAX))) {
     error = "input '" + name + "': " + why;
     return false;
   }
@@ -578,7 +586,7 @@ int checkOutputData(const HostTensor &actual, size_t index,
     return -1;
   }
   HostTensor expected;
-  if (!readTensorFile(path, expected, error))
+  if (!readTensorFile(path, expected, error, actual.bytes.size()))
     return -1;
   std::string type = tensorTypeString(actual.dtype, actual.dims);
   if (expected.dims != actual.dims ||

@@ -24,8 +24,12 @@ struct HostTensor {
 
 /// Reads `path` (.npy or .pb by extension); false with `error` set on failure
 /// (not a regular file, a .npy whose size is not what its header declares).
+/// When the caller knows the tensor's byte size, `expectedBytes` bounds
+/// what is read: a .pb file larger than any encoding of that many bytes
+/// (3x, for varint integers, plus 1 MiB) is refused before it is read.
 bool readTensorFile(const std::string &path, HostTensor &tensor,
-                    std::string &error);
+                    std::string &error,
+                    uint64_t expectedBytes = UINT64_MAX);
 bool readNpy(const std::vector<uint8_t> &file, HostTensor &tensor,
              std::string &error);
 bool readTensorProto(const std::vector<uint8_t> &file, HostTensor &tensor,
