@@ -823,8 +823,8 @@ Status readBundle(const std::string &path, std::unique_ptr<Bundle> &out) {
   InputFile file;
   std::string why;
   if (!file.open(path, why))
-    return Status(SNUG_ERROR_IO, "cannot open bundle '" + path + "': " +
-                                     why.substr(why.find("': ") + 3));
+    return Status(SNUG_ERROR_IO, "cannot open bundle '" + path +
+                                     "': " + file.getFailureReason());
   size_t size = size_t(file.getSize());
   if (size == 0)
     return parseBundle(nullptr, 0, path, out);

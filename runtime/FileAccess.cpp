@@ -40,6 +40,11 @@ static bool readFailure(const std::string &path, const std::string &reason,
   return false;
 }
 
+bool InputFile::fail(const std::string &why, std::string &error) const {
+  reason = why;
+  return readFailure(path, reason, error);
+}
+
 InputFile::~InputFile() { close(); }
 
 void InputFile::close() {
@@ -56,21 +61,20 @@ bool InputFile::open(const std::string &newPath, std::string &error) {
     opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   while (opened < 0 && errno == EINTR);
   if (opened < 0)
-    return readFailure(path, std::strerror(errno), error);
+    return fail(std::strerror(errno), error);
   struct stat info;
   if (fstat(opened, &info) != 0) {
     int saved = errno;
     ::close(opened);
-    return readFailure(path, std::strerror(saved), error);
+    return fail(std::strerror(saved), error);
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(opened);
     std::string type = describeFileType(info.st_mode);
-    return readFailure(path,
-                       type == "not a regular file"
-                           ? type
-                           : "not a regular file (" + type + ")",
-                       error);
+    return fail(type == "not a regular file"
+                    ? type
+                    : "not a regular file (" + type + ")",
+                error);
   }
   int flags = fcntl(opened, F_GETFL);
   if (flags >= 0)
@@ -85,14 +89,12 @@ bool InputFile::open(const std::string &newPath, std::string &error) {
 bool InputFile::readAt(uint64_t offset, void *into, size_t count,
                        std::string &error) const {
   if (fd < 0)
-    return readFailure(path, "not open", error);
+    return fail("not open", error);
   if (!isRangeInside(offset, count, size))
-    return readFailure(path,
-                       "bytes [" + std::to_string(offset) + ", " +
-                           std::to_string(offset) + "+" +
-                           std::to_string(count) + ") lie past its end (" +
-                           std::to_string(size) + " bytes)",
-                       error);
+    return fail("bytes [" + std::to_string(offset) + ", " +
+                    std::to_string(offset) + "+" + std::to_string(count) +
+                    ") lie past its end (" + std::to_string(size) + " bytes)",
+                error);
   auto *out = static_cast<uint8_t *>(into);
   size_t done = 0;
   while (done < count) {
@@ -101,47 +103,35 @@ bool InputFile::readAt(uint64_t offset, void *into, size_t count,
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0)
-      return readFailure(path, std::strerror(errno), error);
+      return fail(std::strerror(errno), error);
     if (got == 0)
-      return readFailure(path,
-                         "the file ended after " +
-                             std::to_string(offset + done) +
-                             " bytes while it was read",
-                         error);
+      return fail("the file ended after " + std::to_string(offset + done) +
+                      " bytes while it was read",
+                  error);
     done += size_t(got);
   }
   return true;
 }
 
 template <class Bytes>
-static bool readAllInto(const InputFile &file, Bytes &into, uint64_t limit,
-                        std::string &error) {
-  if (file.getSize() > limit)
-    return readFailure(file.getPath(),
-                       "it holds " + std::to_string(file.getSize()) +
-                           " bytes, more than the " + std::to_string(limit) +
-                           " expected",
-                       error);
-  into.resize(size_t(file.getSize()));
-  return file.readAt(0, &into[0] + 0, into.size(), error);
+bool InputFile::readAllInto(Bytes &into, uint64_t limit,
+                            std::string &error) const {
+  if (size > limit)
+    return fail("it holds " + std::to_string(size) + " bytes, more than the " +
+                    std::to_string(limit) + " expected",
+                error);
+  into.resize(size_t(size));
+  return size == 0 || readAt(0, &into[0], into.size(), error);
 }
 
 bool InputFile::readAll(std::vector<uint8_t> &into, uint64_t limit,
                         std::string &error) const {
-  if (size == 0) {
-    into.clear();
-    return true;
-  }
-  return readAllInto(*this, into, limit, error);
+  return readAllInto(into, limit, error);
 }
 
 bool InputFile::readAll(std::string &into, uint64_t limit,
                         std::string &error) const {
-  if (size == 0) {
-    into.clear();
-    return true;
-  }
-  return readAllInto(*this, into, limit, error);
+  return readAllInto(into, limit, error);
 }
 
 bool readWholeRegularFile(const std::string &path, std::vector<uint8_t> &into,

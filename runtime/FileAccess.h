@@ -65,6 +65,9 @@ public:
   uint64_t getSize() const { return size; }
   FileIdentity getIdentity() const { return identity; }
   const std::string &getPath() const { return path; }
+  /// Why the last open or read failed ("No such file or directory", "not a
+  /// regular file (a FIFO)"), for callers that word the message themselves.
+  const std::string &getFailureReason() const { return reason; }
 
   /// Reads exactly `count` bytes at `offset` into `into`; false with `error`
   /// set when they lie past the end of the file or a read fails.
@@ -77,10 +80,15 @@ public:
   bool readAll(std::string &into, uint64_t limit, std::string &error) const;
 
 private:
+  bool fail(const std::string &why, std::string &error) const;
+  template <class Bytes>
+  bool readAllInto(Bytes &into, uint64_t limit, std::string &error) const;
+
   int fd = -1;
   uint64_t size = 0;
   FileIdentity identity;
   std::string path;
+  mutable std::string reason;
 };
 
 /// Reads the regular file at `path` whole, at most `limit` bytes.

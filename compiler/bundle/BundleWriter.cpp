@@ -4,8 +4,9 @@
 // sections out on 64-byte boundaries after the header and section table, and
 // hashes the whole file except the hash field (FNV-1a 64). Writing goes
 // through runtime/FileAccess.h: a temporary file, every write checked (a full
-// disk is an error, not a SIGBUS), renamed over the target on success. Writes format version 2: every host plan op ends with a has-body
-// byte, and a node with a body (snug.fused) writes it after that byte.
+// disk is an error, not a SIGBUS), renamed over the target on success.
+// Writes format version 2: every host plan op ends with a has-body byte, and
+// a node with a body (snug.fused) writes it after that byte.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"

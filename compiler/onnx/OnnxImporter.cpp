@@ -399,7 +399,7 @@ static llvm::Error loadModel(llvm::StringRef path, onnx::ModelProto &model) {
   InputFile file;
   std::string why;
   if (!file.open(path.str(), why))
-    return fail("cannot read the model: " + why.substr(why.find("': ") + 3));
+    return fail("cannot read the model: " + file.getFailureReason());
   auto buffer = llvm::MemoryBuffer::getOpenFile(
       file.getFd(), path, file.getSize(), /*RequiresNullTerminator=*/false);
   if (!buffer)

@@ -120,7 +120,7 @@ Importer::openExternal(llvm::StringRef location, llvm::StringRef context) {
   std::string why;
   if (!input.open(*real, why))
     return error(context + ": cannot open external data file '" + file +
-                 "': " + why.substr(why.find("': ") + 3));
+                 "': " + input.getFailureReason());
   auto buffer = llvm::MemoryBuffer::getOpenFile(
       input.getFd(), *real, input.getSize(), /*RequiresNullTerminator=*/false);
   if (!buffer)
