@@ -34,6 +34,7 @@
 #include "tools/snug-run/TensorFiles.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -119,6 +120,15 @@ void printLatency(std::vector<double> milliseconds, const Options &options,
               "runs after %u warmup (%s)\n",
               median, milliseconds.front(), milliseconds.back(), n,
               options.warmup, clock);
+}
+
+/// 0, or 1 with a message when what was printed could not be written (a
+/// full disk behind `> file`): a report that never arrived is no success.
+int checkStdout() {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout))
+    return 0;
+  std::fprintf(stderr, "error: cannot write stdout: %s\n", std::strerror(errno));
+  return 1;
 }
 
 } // namespace
@@ -215,7 +225,7 @@ int main(int argc, char **argv) {
       }
     }
     snug_bundle_destroy(bundle);
-    return 0;
+    return checkStdout();
   }
   snug_session_options sessionOptions;
   snug_session_options_init(&sessionOptions);
@@ -231,7 +241,7 @@ int main(int argc, char **argv) {
   auto cleanup = [&](int code) {
     snug_session_destroy(session);
     snug_bundle_destroy(bundle);
-    return code;
+    return code ? code : checkStdout();
   };
 
   size_t inputCount = 0, outputCount = 0;
