@@ -349,14 +349,21 @@ static llvm::Error importConstantOfShape(Importer &importer,
     elementType = tensor->first;
     element = tensor->second;
   }
+  // An op, not a weight: fold-constants folds a small fill (shape
+  // arithmetic) and leaves a large or batch-sized one to run, so the
+  // weights do not grow with --dim (passes/FoldConstants.cpp).
   TensorType type(elementType.getDType(), *shape);
-  if (llvm::Error error = checkMaterialized(importer, node, type))
-    return error;
-  std::vector<uint8_t> bytes(type.getByteSize());
-  for (size_t at = 0; at < bytes.size(); at += element.size())
-    std::memcpy(bytes.data() + at, element.data(), element.size());
-  importer.bindConstant(node, type, bytes);
-  return llvm::Error::success();
+  if (!getCheckedByteSize(type))
+    return importer.error(node, "result " + type.str() + " is too large");
+  std::vector<uint8_t> dims(shape->size() * sizeof(int64_t));
+  if (!dims.empty())
+    std::memcpy(dims.data(), shape->data(), dims.size());
+  ir::Value *shapeWeight = importer.module.addWeight(
+      node.output(0) + ".shape",
+      TensorType(DType::I64, {static_cast<int64_t>(shape->size())}), dims);
+  return importer.emitAndBind(
+      node, "ConstantOfShape", {shapeWeight},
+      {{"value", Attribute::getTensor(elementType, element)}});
 }
 
 static llvm::Error importRange(Importer &importer, onnx::NodeProto &node) {
