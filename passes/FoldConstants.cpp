@@ -61,8 +61,8 @@ private:
   void releaseIfDead(const ir::Module &module, const ir::Value *value);
   void materialize(ir::Module &module);
 
-  uint64_t maxBytes = uint64_t(4) << 20;
-  uint64_t maxExpandBytes = 256;
+  uint64_t maxBytes = kDefaultFoldMaxBytes;
+  uint64_t maxExpandBytes = kDefaultFoldMaxExpandBytes;
 
   /// Results folded by this run, not yet weights.
   llvm::DenseMap<const ir::Value *, std::vector<uint8_t>> held;
@@ -73,11 +73,17 @@ private:
 
 llvm::Error FoldConstants::setOption(llvm::StringRef key,
                                      llvm::StringRef value) {
-  if (key == "max-bytes" && !value.getAsInteger(10, maxBytes))
-    return llvm::Error::success();
-  if (key == "max-expand-bytes" && !value.getAsInteger(10, maxExpandBytes))
-    return llvm::Error::success();
-  return Pass::setOption(key, value);
+  uint64_t *target = key == "max-bytes"          ? &maxBytes
+                     : key == "max-expand-bytes" ? &maxExpandBytes
+                                                 : nullptr;
+  if (!target)
+    return Pass::setOption(key, value);
+  if (value.getAsInteger(10, *target))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "pass 'fold-constants': option '" + key.str() +
+            "' must be a byte count, got '" + value.str() + "'");
+  return llvm::Error::success();
 }
 
 OperandData FoldConstants::getKnownData(const ir::Module &module,
