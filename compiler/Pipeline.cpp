@@ -1,5 +1,6 @@
 //===- Pipeline.cpp - The default pass pipelines and their options --------===//
 #include "compiler/Pipeline.h"
+#include "passes/ConstantEval.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -7,7 +8,15 @@
 
 namespace snug {
 
-llvm::StringRef getDefaultImportPipeline() { return "fold-constants,dce"; }
+llvm::StringRef getDefaultImportPipeline() {
+  // The folding limits are spelled out so that a bundle's pipeline string
+  // says what was folded (passes/ConstantEval.h has the defaults).
+  static const std::string pipeline =
+      "fold-constants{max-bytes=" + std::to_string(kDefaultFoldMaxBytes) +
+      " max-expand-bytes=" + std::to_string(kDefaultFoldMaxExpandBytes) +
+      "},dce";
+  return pipeline;
+}
 
 /// The shortest text that reads back as `seconds` (2 -> "2", 0.5 -> "0.5").
 static std::string formatSeconds(double seconds) {

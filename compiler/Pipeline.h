@@ -8,7 +8,7 @@
 //
 // Pipeline names (usable wherever a pipeline string is accepted, alone or as
 // elements of a longer one):
-//   import   fold-constants,dce
+//   import   fold-constants{max-bytes=4194304 max-expand-bytes=256},dce
 //   plan     schedule,plan-memory{...},verify-plan with the given options
 //   default  import,plan
 //

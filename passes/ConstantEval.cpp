@@ -9,10 +9,17 @@
 // copy. Operands without data (Shape's and Size's, Dropout's ratio and mode)
 // are passed as their type only (Shape, Size) or as absent.
 //
+// Every size (operand and result bytes, element counts) is computed with
+// runtime/CheckedArithmetic.h before anything is allocated: a type whose
+// size passes kMaxTensorBytes is an error naming the node, never a wrapped
+// allocation. How much is worth folding is the caller's choice (the
+// fold-constants pass's max-bytes).
+//
 //===----------------------------------------------------------------------===//
 #include "passes/ConstantEval.h"
 #include "passes/HostAttributes.h"
 
+#include "runtime/CheckedArithmetic.h"
 #include "runtime/host/Kernels.h"
 
 #include <cstring>
@@ -22,10 +29,21 @@ namespace snug {
 using ir::DType;
 using ir::TensorType;
 
+/// The byte size of `type`, or None when a dim is negative or the size
+/// passes kMaxTensorBytes.
+static llvm::Optional<uint64_t> checkedBytesOf(const TensorType &type) {
+  llvm::ArrayRef<int64_t> dims = type.getDims();
+  std::optional<uint64_t> bytes = checkedByteSize(
+      dims.data(), dims.size(), ir::getDTypeSize(type.getDType()));
+  if (!bytes)
+    return llvm::None;
+  return *bytes;
+}
+
 llvm::Optional<llvm::SmallVector<int64_t, 4>>
 readIntegers(const TensorType &type, llvm::ArrayRef<uint8_t> bytes) {
-  if (!ir::isIntegerDType(type.getDType()) ||
-      bytes.size() != type.getByteSize())
+  llvm::Optional<uint64_t> size = checkedBytesOf(type);
+  if (!ir::isIntegerDType(type.getDType()) || !size || bytes.size() != *size)
     return llvm::None;
   llvm::SmallVector<int64_t, 4> values;
   uint8_t code = getHostDTypeCode(type.getDType());
@@ -85,18 +103,36 @@ evaluateNode(const ir::Node &node, llvm::ArrayRef<OperandData> operands) {
   assert(operands.size() == node.getNumOperands());
   const ir::OpInfo &info = node.getOpInfo();
   ir::OpCode op = info.code;
+  auto tooLarge = [&](const ir::Value *value) {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        node.describe() + ": " + value->describe() + " of type " +
+            value->getType().str() + " is too large to evaluate (over " +
+            std::to_string(kMaxTensorBytes) + " bytes)");
+  };
   for (unsigned i = 0; i < node.getNumOperands(); ++i) {
     const ir::Value *operand = node.getOperand(i);
     if (!operand)
       continue;
-    if (operands[i] && operands[i]->size() != operand->getType().getByteSize())
+    llvm::Optional<uint64_t> size = checkedBytesOf(operand->getType());
+    if (!size)
+      return tooLarge(operand);
+    if (operands[i] && operands[i]->size() != *size)
       return llvm::None;
     if (!operands[i] && needsOperandData(op, i))
       return llvm::None;
   }
+  // Every result size is checked before the first is allocated.
+  llvm::SmallVector<uint64_t, 2> resultBytes;
+  for (unsigned i = 0; i < node.getNumResults(); ++i) {
+    llvm::Optional<uint64_t> size = checkedBytesOf(node.getResult(i)->getType());
+    if (!size)
+      return tooLarge(node.getResult(i));
+    resultBytes.push_back(*size);
+  }
   ResultData results;
-  for (unsigned i = 0; i < node.getNumResults(); ++i)
-    results.emplace_back(node.getResult(i)->getType().getByteSize());
+  for (uint64_t size : resultBytes)
+    results.emplace_back(size);
 
   if (info.isView()) {
     if (!operands[0] || results.size() != 1 ||

@@ -21,6 +21,14 @@
 
 namespace snug {
 
+/// The fold-constants pass's default limits (passes/FoldConstants.cpp): no
+/// folded result over kDefaultFoldMaxBytes, and none over
+/// kDefaultFoldMaxExpandBytes that is larger than the constant data it
+/// reads. The default import pipeline (compiler/Pipeline.cpp) spells them
+/// out, so a bundle's pipeline string records them.
+constexpr uint64_t kDefaultFoldMaxBytes = uint64_t(4) << 20;
+constexpr uint64_t kDefaultFoldMaxExpandBytes = 256;
+
 /// The data of one operand, None when it is not known.
 using OperandData = llvm::Optional<llvm::ArrayRef<uint8_t>>;
 using ResultData = std::vector<std::vector<uint8_t>>;

@@ -9,15 +9,36 @@
 // shapes are bound, come out static and small. Ops the evaluator
 // (ConstantEval.h) does not cover stay as they are.
 //
-// A folded weight takes the name of the result it replaces. Weights that lose
-// their last use are erased at the end. Option: max-bytes=N leaves results
-// larger than N bytes unfolded (default 256 MiB).
+// Folding is bounded, so that a small model cannot make the compiler hold
+// gigabytes (a ConstantOfShape of 200 MB feeding ten Adds):
+//   - max-bytes=N (default 4 MiB): no folded result larger than N bytes is
+//     ever computed; such a node stays an op (every foldable op has a host
+//     kernel and a CUDA emitter), so its result is an activation, planned in
+//     the arena, instead of a weight.
+//   - max-expand-bytes=N (default 256): a node whose result is larger than
+//     the constant bytes it reads -- ConstantOfShape, Expand, Tile, Range,
+//     a broadcasting Add or Where: a tensor whose size comes from a shape,
+//     typically the batch -- folds only when its result is at most N bytes
+//     (shape arithmetic: a few i64 dims). So batch-sized constants (an
+//     attention mask's zeros of [batch*heads, 1, seq]) stay ops, and the
+//     weights are the same for every --dim batch=...; only the arena grows.
+// Both limits are in the default import pipeline string (compiler/
+// Pipeline.cpp), so a bundle records the ones it was folded with.
+//
+// Folded values are held by the pass, not added to the module, until the
+// end: a value is freed as soon as every node using it has folded too, so a
+// chain holds at most a node's operands and results at once (statistic
+// peak-bytes-held), and only the values some remaining node or a graph
+// output still uses become weights, each named after the result it replaces.
+// Weights that lose their last use are erased at the end.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
 #include "passes/ConstantEval.h"
 #include "passes/Passes.h"
+#include "runtime/CheckedArithmetic.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace snug {
@@ -31,15 +52,61 @@ public:
 private:
   llvm::Expected<bool> foldNode(ir::Module &module, ir::Node &node);
   bool forwardNode(ir::Module &module, ir::Node &node);
-  uint64_t maxBytes = uint64_t(256) << 20;
+  /// The bytes of `value` when they are known: a weight's, or a result this
+  /// run folded and still holds.
+  OperandData getKnownData(const ir::Module &module,
+                           const ir::Value *value) const;
+  /// Frees the held bytes of `value` when no unfolded node and no graph
+  /// output uses it any more.
+  void releaseIfDead(const ir::Module &module, const ir::Value *value);
+  void materialize(ir::Module &module);
+
+  uint64_t maxBytes = kDefaultFoldMaxBytes;
+  uint64_t maxExpandBytes = kDefaultFoldMaxExpandBytes;
+
+  /// Results folded by this run, not yet weights.
+  llvm::DenseMap<const ir::Value *, std::vector<uint8_t>> held;
+  llvm::SmallPtrSet<const ir::Node *, 16> folded;
+  uint64_t heldBytes = 0, peakHeldBytes = 0;
 };
 } // namespace
 
 llvm::Error FoldConstants::setOption(llvm::StringRef key,
                                      llvm::StringRef value) {
-  if (key == "max-bytes" && !value.getAsInteger(10, maxBytes))
-    return llvm::Error::success();
-  return Pass::setOption(key, value);
+  uint64_t *target = key == "max-bytes"          ? &maxBytes
+                     : key == "max-expand-bytes" ? &maxExpandBytes
+                                                 : nullptr;
+  if (!target)
+    return Pass::setOption(key, value);
+  if (value.getAsInteger(10, *target))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "pass 'fold-constants': option '" + key.str() +
+            "' must be a byte count, got '" + value.str() + "'");
+  return llvm::Error::success();
+}
+
+OperandData FoldConstants::getKnownData(const ir::Module &module,
+                                        const ir::Value *value) const {
+  if (value->isWeight())
+    return value->isWeightElided() ? OperandData()
+                                   : OperandData(module.getWeightData(value));
+  auto it = held.find(value);
+  if (it == held.end())
+    return OperandData();
+  return OperandData(llvm::makeArrayRef(it->second));
+}
+
+void FoldConstants::releaseIfDead(const ir::Module &module,
+                                  const ir::Value *value) {
+  auto it = held.find(value);
+  if (it == held.end() || module.isOutput(value))
+    return;
+  for (const ir::Value::Use &use : value->getUses())
+    if (!folded.count(use.user))
+      return;
+  heldBytes -= it->second.size();
+  held.erase(it);
 }
 
 /// Identity and Dropout pass their operand through: point their users at it.
@@ -53,9 +120,8 @@ bool FoldConstants::forwardNode(ir::Module &module, ir::Node &node) {
   if (node.is(ir::OpCode::Dropout) && node.getNumOperands() > 2 &&
       node.getOperand(2)) {
     // training_mode must be a constant false to drop the node.
-    ir::Value *mode = node.getOperand(2);
-    if (!mode->isWeight() || mode->isWeightElided() ||
-        module.getWeightData(mode).empty() || module.getWeightData(mode)[0])
+    OperandData mode = getKnownData(module, node.getOperand(2));
+    if (!mode || mode->empty() || (*mode)[0])
       return false;
   }
   if (module.isOutput(result)) {
@@ -67,6 +133,22 @@ bool FoldConstants::forwardNode(ir::Module &module, ir::Node &node) {
   }
   module.replaceAllUsesWith(result, input);
   return true;
+}
+
+/// True when the result is larger than the constant bytes the node reads:
+/// the size comes from a shape (ConstantOfShape, Expand, Tile, Range, a
+/// broadcast), not from the data. Shape and Size read no data and make a
+/// tensor of rank elements: they are not expansions.
+static bool expandsData(const ir::Node &node,
+                        llvm::ArrayRef<OperandData> operands,
+                        uint64_t resultBytes) {
+  if (node.is(ir::OpCode::Shape) || node.is(ir::OpCode::Size))
+    return false;
+  uint64_t read = 0;
+  for (const OperandData &data : operands)
+    if (data)
+      read = checkedAdd(read, data->size()).value_or(UINT64_MAX);
+  return resultBytes > read;
 }
 
 llvm::Expected<bool> FoldConstants::foldNode(ir::Module &module,
@@ -81,58 +163,100 @@ llvm::Expected<bool> FoldConstants::foldNode(ir::Module &module,
       operands.push_back(llvm::None);
       continue;
     }
-    bool known = operand->isWeight() && !operand->isWeightElided();
-    if (!known && needsOperandData(op, i))
+    OperandData data = getKnownData(module, operand);
+    if (!data && needsOperandData(op, i))
       return false;
-    operands.push_back(known ? OperandData(module.getWeightData(operand))
-                             : OperandData());
+    operands.push_back(data);
   }
+  // The result sizes, checked before anything is allocated: a result over
+  // the limit (or whose size does not fit in 64 bits) stays an op.
   uint64_t bytes = 0;
-  for (unsigned i = 0; i < node.getNumResults(); ++i)
-    bytes += node.getResult(i)->getType().getByteSize();
-  if (bytes > maxBytes)
+  for (unsigned i = 0; i < node.getNumResults(); ++i) {
+    const ir::TensorType &type = node.getResult(i)->getType();
+    llvm::ArrayRef<int64_t> dims = type.getDims();
+    std::optional<uint64_t> size =
+        checkedByteSize(dims.data(), dims.size(),
+                        ir::getDTypeSize(type.getDType()), maxBytes);
+    std::optional<uint64_t> total = size ? checkedAdd(bytes, *size)
+                                         : std::nullopt;
+    if (!total || *total > maxBytes) {
+      addStatistic("nodes-over-max-bytes");
+      return false;
+    }
+    bytes = *total;
+  }
+  if (bytes > maxExpandBytes && expandsData(node, operands, bytes)) {
+    addStatistic("nodes-over-max-expand-bytes");
     return false;
+  }
   auto results = evaluateNode(node, operands);
   if (!results)
     return results.takeError();
   if (!*results)
     return false;
+  folded.insert(&node);
   for (unsigned i = 0; i < node.getNumResults(); ++i) {
-    ir::Value *result = node.getResult(i);
-    std::string name = result->getName().str();
-    result->setName("");
-    ir::Value *weight =
-        module.addWeight(name, result->getType(), (**results)[i]);
-    module.replaceAllUsesWith(result, weight);
+    heldBytes += (**results)[i].size();
+    held[node.getResult(i)] = std::move((**results)[i]);
   }
+  peakHeldBytes = std::max(peakHeldBytes, heldBytes);
+  // Free what no unfolded node needs: operands whose last user this was, and
+  // results nothing uses.
+  for (unsigned i = 0; i < node.getNumOperands(); ++i)
+    if (node.getOperand(i))
+      releaseIfDead(module, node.getOperand(i));
+  for (unsigned i = 0; i < node.getNumResults(); ++i)
+    releaseIfDead(module, node.getResult(i));
   return true;
 }
 
-llvm::Expected<bool> FoldConstants::run(ir::Module &module) {
-  llvm::SmallPtrSet<const ir::Node *, 16> folded;
+/// The held values some unfolded node or a graph output still uses become
+/// weights, in schedule order.
+void FoldConstants::materialize(ir::Module &module) {
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
-    bool done = false;
-    if (node->is(ir::OpCode::Identity) || node->is(ir::OpCode::Dropout)) {
-      done = forwardNode(module, *node);
-      if (done)
-        addStatistic("nodes-forwarded");
+    if (!folded.count(node.get()))
+      continue;
+    for (unsigned i = 0; i < node->getNumResults(); ++i) {
+      ir::Value *result = node->getResult(i);
+      auto it = held.find(result);
+      if (it == held.end())
+        continue;
+      std::string name = result->getName().str();
+      result->setName("");
+      ir::Value *weight = module.addWeight(name, result->getType(), it->second);
+      held.erase(it);
+      module.replaceAllUsesWith(result, weight);
     }
-    if (!done) {
-      auto result = foldNode(module, *node);
-      if (!result)
-        return result.takeError();
-      done = *result;
-      if (done)
-        addStatistic("nodes-folded");
-    }
-    if (done)
-      folded.insert(node.get());
   }
+}
+
+llvm::Expected<bool> FoldConstants::run(ir::Module &module) {
+  held.clear();
+  folded.clear();
+  heldBytes = peakHeldBytes = 0;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
+    if (node->is(ir::OpCode::Identity) || node->is(ir::OpCode::Dropout)) {
+      if (forwardNode(module, *node)) {
+        folded.insert(node.get());
+        addStatistic("nodes-forwarded");
+        continue;
+      }
+    }
+    auto result = foldNode(module, *node);
+    if (!result)
+      return result.takeError();
+    if (*result)
+      addStatistic("nodes-folded");
+  }
+  materialize(module);
+  addStatistic("peak-bytes-held", int64_t(peakHeldBytes));
+  bool changed = !folded.empty();
   module.eraseNodesIf(
       [&](const ir::Node &node) { return folded.count(&node); });
+  folded.clear();
   unsigned erased = module.eraseUnusedWeights();
   addStatistic("weights-erased", erased);
-  return !folded.empty() || erased != 0;
+  return changed || erased != 0;
 }
 
 std::unique_ptr<Pass> createFoldConstantsPass() {

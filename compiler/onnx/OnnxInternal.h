@@ -165,8 +165,8 @@ llvm::Expected<Ints> axesFor(Importer &importer, const onnx::NodeProto &node,
 /// optional input from it on. None when the model gives none.
 llvm::Expected<llvm::Optional<Ints>>
 readAxes(Importer &importer, onnx::NodeProto &node, int64_t inputOpset);
-/// Refuses constants too large to hold at import (Range, ConstantOfShape,
-/// Trilu's mask).
+/// Refuses constants too large to hold at import (Trilu's mask; Range and
+/// ConstantOfShape import as ops).
 llvm::Error checkMaterialized(Importer &importer, const onnx::NodeProto &node,
                               const ir::TensorType &type);
 

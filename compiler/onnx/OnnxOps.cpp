@@ -263,8 +263,9 @@ static llvm::Error importDropout(Importer &importer, onnx::NodeProto &node) {
                               countNamedOutputs(node, 2));
 }
 
-/// Range and ConstantOfShape become weights at import: refuse results too
-/// large to hold (a corrupt or adversarial shape).
+/// A constant the importer materializes (Trilu's mask): refuse results too
+/// large to hold (a corrupt or adversarial shape). ConstantOfShape and
+/// Range import as ops, which fold-constants folds only when small.
 llvm::Error checkMaterialized(Importer &importer, const onnx::NodeProto &node,
                               const TensorType &type) {
   auto bytes = getCheckedByteSize(type);
@@ -349,18 +350,26 @@ static llvm::Error importConstantOfShape(Importer &importer,
     elementType = tensor->first;
     element = tensor->second;
   }
+  // An op, not a weight: fold-constants folds a small fill (shape
+  // arithmetic) and leaves a large or batch-sized one to run, so the
+  // weights do not grow with --dim (passes/FoldConstants.cpp).
   TensorType type(elementType.getDType(), *shape);
-  if (llvm::Error error = checkMaterialized(importer, node, type))
-    return error;
-  std::vector<uint8_t> bytes(type.getByteSize());
-  for (size_t at = 0; at < bytes.size(); at += element.size())
-    std::memcpy(bytes.data() + at, element.data(), element.size());
-  importer.bindConstant(node, type, bytes);
-  return llvm::Error::success();
+  if (!getCheckedByteSize(type))
+    return importer.error(node, "result " + type.str() + " is too large");
+  std::vector<uint8_t> dims(shape->size() * sizeof(int64_t));
+  if (!dims.empty())
+    std::memcpy(dims.data(), shape->data(), dims.size());
+  ir::Value *shapeWeight = importer.module.addWeight(
+      node.output(0) + ".shape",
+      TensorType(DType::I64, {static_cast<int64_t>(shape->size())}), dims);
+  return importer.emitAndBind(
+      node, "ConstantOfShape", {shapeWeight},
+      {{"value", Attribute::getTensor(elementType, element)}});
 }
 
 static llvm::Error importRange(Importer &importer, onnx::NodeProto &node) {
   llvm::SmallVector<double, 3> values;
+  llvm::SmallVector<ir::Value *, 3> operands;
   DType dtype = DType::F32;
   for (unsigned i = 0; i < 3; ++i) {
     auto input = requireInput(importer, node, i);
@@ -376,51 +385,34 @@ static llvm::Error importRange(Importer &importer, onnx::NodeProto &node) {
     if (given->size() != 1)
       return importer.error(node, "start, limit and delta must be scalars");
     values.push_back((*given)[0]);
+    operands.push_back(*input);
   }
+  if (dtype != DType::F32 && dtype != DType::F64 && dtype != DType::I64 &&
+      dtype != DType::I32 && dtype != DType::I16)
+    return importer.error(node, "element type " + ir::getDTypeName(dtype) +
+                                    " is not supported");
   double start = values[0], limit = values[1], delta = values[2];
   if (delta == 0)
     return importer.error(node, "delta is 0");
   double steps = std::ceil((limit - start) / delta);
   if (!(steps < 1e15))
     return importer.error(node, "the range has too many elements");
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
-  TensorType type(dtype, {count});
-  if (llvm::Error error = checkMaterialized(importer, node, type))
-    return error;
-  std::vector<uint8_t> bytes(type.getByteSize());
-  for (int64_t i = 0; i < count; ++i) {
-    double value = start + i * delta;
-    switch (dtype) {
-    case DType::F32: {
-      float v = value;
-      std::memcpy(&bytes[4 * i], &v, 4);
-      break;
-    }
-    case DType::F64:
-      std::memcpy(&bytes[8 * i], &value, 8);
-      break;
-    case DType::I64: {
-      int64_t v = static_cast<int64_t>(start) + i * static_cast<int64_t>(delta);
-      std::memcpy(&bytes[8 * i], &v, 8);
-      break;
-    }
-    case DType::I32: {
-      int32_t v = static_cast<int32_t>(start + i * delta);
-      std::memcpy(&bytes[4 * i], &v, 4);
-      break;
-    }
-    case DType::I16: {
-      int16_t v = static_cast<int16_t>(start + i * delta);
-      std::memcpy(&bytes[2 * i], &v, 2);
-      break;
-    }
-    default:
-      return importer.error(node, "element type " + ir::getDTypeName(dtype) +
-                                      " is not supported");
-    }
+  // An op, not a weight (as ConstantOfShape): fold-constants folds a short
+  // range and leaves a long one to run. The op reads start, limit and delta
+  // as weights: a computed one becomes a weight of its bytes.
+  static const char *const kSuffixes[] = {".start", ".limit", ".delta"};
+  for (unsigned i = 0; i < 3; ++i) {
+    if (operands[i]->isWeight() && !operands[i]->isWeightElided())
+      continue;
+    auto data = importer.getConstant(operands[i]);
+    if (!data)
+      return data.takeError();
+    if (!*data)
+      return importer.error(node, "start, limit and delta must be constants");
+    operands[i] = importer.module.addWeight(node.output(0) + kSuffixes[i],
+                                            operands[i]->getType(), **data);
   }
-  importer.bindConstant(node, type, bytes);
-  return llvm::Error::success();
+  return importer.emitAndBind(node, "Range", operands, {});
 }
 
 //===----------------------------------------------------------------------===//

@@ -231,3 +231,50 @@ TEST(ConstantEvalTest, OperandsWithoutData) {
   ASSERT_TRUE(bool(*same));
   EXPECT_EQ(valuesOf<float>((**same)[0]), (std::vector<float>{1.5f, -2}));
 }
+
+/// A result type whose size passes kMaxTensorBytes (or wraps 64 bits) is an
+/// error naming the node, checked before anything is allocated: before, the
+/// evaluator allocated getByteSize() bytes, which wraps for such dims.
+TEST(ConstantEvalTest, HugeResultIsAnErrorNotAnAllocation) {
+  ir::Module module;
+  ir::Value *shape = module.addWeight("s", TensorType(DType::I64, {2}),
+                                      bytesOf<int64_t>({1, 1}));
+  // 2^32 * 2^32 f32 elements: the byte size wraps to 0 in 64 bits.
+  int64_t big = int64_t(1) << 32;
+  ir::Node *fill = module.addNode("ConstantOfShape", {shape},
+                                  {TensorType(DType::F32, {big, big})});
+  fill->setName("fill");
+  auto results = evaluateNode(*fill, {module.getWeightData(shape)});
+  ASSERT_FALSE(bool(results));
+  std::string message = toString(results.takeError());
+  EXPECT_NE(message.find("node 'fill' (ConstantOfShape)"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("too large to evaluate"), std::string::npos)
+      << message;
+  // A large but valid type is not refused by the evaluator (the pass's
+  // max-bytes decides what is worth folding): 2^20 i8 elements.
+  ir::Node *ok = module.addNode("ConstantOfShape", {shape},
+                                {TensorType(DType::I8, {1024, 1024})},
+                                {{"value", Attribute::getTensor(
+                                               TensorType(DType::I8, {1}),
+                                               bytesOf<int8_t>({3}))}});
+  auto filled = evaluateNode(*ok, {module.getWeightData(shape)});
+  ASSERT_TRUE(bool(filled)) << toString(filled.takeError());
+  ASSERT_TRUE(bool(*filled));
+  ASSERT_EQ((**filled)[0].size(), 1024u * 1024u);
+  EXPECT_EQ((**filled)[0].back(), 3);
+}
+
+/// Range over i64 wraps past INT64_MAX (two's complement, as the CUDA
+/// emitter computes it) instead of overflowing a signed integer.
+TEST(ConstantEvalTest, IntegerRangeWraps) {
+  Fold range;
+  int64_t max = std::numeric_limits<int64_t>::max();
+  range.operand<int64_t>(DType::I64, {}, {max - 1})
+      .operand<int64_t>(DType::I64, {}, {max})
+      .operand<int64_t>(DType::I64, {}, {1});
+  // The result type (3 elements) is given: the kernel fills what it is told.
+  auto values = valuesOf<int64_t>(range.run("Range", TensorType(DType::I64, {3})));
+  EXPECT_EQ(values, (std::vector<int64_t>{max - 1, max,
+                                          std::numeric_limits<int64_t>::min()}));
+}

@@ -660,6 +660,40 @@ TEST_F(ScalarParityTest, SpecialValueRules) {
   EXPECT_EQ(ints[0 * m + 4], std::numeric_limits<int64_t>::min());
   EXPECT_EQ(ints[2 * m + 5], 0);
   EXPECT_EQ(ints[2 * m + 3], 3); // -7 / -2 truncates
+
+  // The same edges for every narrower signed integer, and Mod, Neg and Abs:
+  // MIN / -1 wraps to MIN, x / 0 = 0, MIN % -1 = 0 (both fmod rules),
+  // x % 0 = 0, Neg(MIN) = Abs(MIN) = MIN. Values (every width): MIN,
+  // MIN + 1, -7, -2, -1, 0, 1, ... so MIN is index 0, -1 index 4, 0 index 5.
+  for (DType type : {DType::I32, DType::I16, DType::I8}) {
+    std::string name = dtypeName(type);
+    uint8_t code = codeOf(type);
+    int64_t min = type == DType::I32   ? std::numeric_limits<int32_t>::min()
+                  : type == DType::I16 ? std::numeric_limits<int16_t>::min()
+                                       : std::numeric_limits<int8_t>::min();
+    auto element = [&](const std::vector<uint8_t> &data, int64_t i) {
+      return rt::loadInt(data.data(), code, i);
+    };
+    int64_t count = int64_t(specialValues(type).size() / ir::getDTypeSize(type));
+    for (std::string what : {"Div " + name + " pairs", "Mod " + name + " pairs",
+                             "Mod " + name + " {fmod} pairs"}) {
+      const Case *c = find(what);
+      ASSERT_TRUE(c) << what;
+      std::vector<uint8_t> data = result(*c);
+      ASSERT_EQ(int64_t(data.size() / ir::getDTypeSize(type)), count * count)
+          << what;
+      bool isDiv = what[0] == 'D';
+      EXPECT_EQ(element(data, 0 * count + 4), isDiv ? min : 0) << what;
+      EXPECT_EQ(element(data, 0 * count + 5), 0) << what; // MIN op 0
+      EXPECT_EQ(element(data, 2 * count + 5), 0) << what; // -7 op 0
+    }
+    for (std::string what : {"Neg " + name, "Abs " + name}) {
+      const Case *c = find(what);
+      ASSERT_TRUE(c) << what;
+      EXPECT_EQ(element(result(*c), 0), min) << what;
+      EXPECT_EQ(element(result(*c), 2), 7) << what;
+    }
+  }
 }
 
 } // namespace

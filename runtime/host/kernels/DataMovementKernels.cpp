@@ -547,8 +547,11 @@ Status rangeKernel(KernelContext &ctx) {
   } else {
     int64_t s = loadInt(ctx.in(0).data, ctx.in(0).dtype, 0);
     int64_t d = loadInt(ctx.in(2).data, ctx.in(2).dtype, 0);
+    // Wrapping (two's complement), as the CUDA emitter computes it: a range
+    // past INT64_MAX is defined, never signed overflow.
     for (int64_t i = 0; i < y.numElements; ++i)
-      storeInt(y.data, y.dtype, i, s + i * d);
+      storeInt(y.data, y.dtype, i,
+               int64_t(uint64_t(s) + uint64_t(i) * uint64_t(d)));
   }
   return Status::ok();
 }
