@@ -222,8 +222,8 @@ static Order depthFirstSchedule(const ir::Module &module, const Graph &graph) {
   std::vector<llvm::SmallVector<unsigned, 4>> children =
       graph.distinctProducers;
   for (auto &list : children)
-    llvm::stable_sort(list,
-                      [&](unsigned a, unsigned b) { return need[a] > need[b]; });
+    llvm::stable_sort(
+        list, [&](unsigned a, unsigned b) { return need[a] > need[b]; });
   Order order;
   order.reserve(count);
   std::vector<char> done(count, 0);
@@ -299,20 +299,16 @@ llvm::Expected<bool> Schedule::run(ir::Module &module) {
   Order bestOrder = original;
   int64_t evaluated = 1;
   // Each candidate is built and judged only while time remains.
-  using Builder = Order (*)(const ir::Module &, const Graph &);
-  Builder builders[] = {
-      [](const ir::Module &, const Graph &graph) {
-        return greedyListSchedule(graph);
-      },
-      depthFirstSchedule};
+  enum Candidate { GreedyList, DepthFirst, NumCandidates };
   bool stopped = false;
   std::vector<Order> judged{original};
-  for (Builder builder : builders) {
+  for (int which = GreedyList; which < NumCandidates; ++which) {
     if (outOfTime()) {
       stopped = true;
       break;
     }
-    Order candidate = builder(module, graph);
+    Order candidate = which == GreedyList ? greedyListSchedule(graph)
+                                          : depthFirstSchedule(module, graph);
     // On a chain every candidate is the current order: judge each order
     // once (a liveness computation is the expensive part).
     if (llvm::is_contained(judged, candidate))
