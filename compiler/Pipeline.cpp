@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace snug {
@@ -25,11 +26,22 @@ static std::string formatSeconds(double seconds) {
   return buffer;
 }
 
+double getScheduleTimeShare(const PlanningOptions &options) {
+  return options.schedule ? options.timeLimitSeconds * kScheduleTimeShare : 0;
+}
+
 std::string getPlanningPipeline(const PlanningOptions &options) {
-  std::string pipeline = options.schedule ? "schedule," : "";
+  // One budget for the whole of planning: the schedule pass takes its share
+  // and plan-memory (liveness, packing, its own check) what remains.
+  double scheduleSeconds = getScheduleTimeShare(options);
+  double planSeconds = std::max(0.0, options.timeLimitSeconds - scheduleSeconds);
+  std::string pipeline =
+      options.schedule
+          ? "schedule{time-limit=" + formatSeconds(scheduleSeconds) + "},"
+          : "";
   pipeline += "plan-memory{planner=" + options.planner +
               " alignment=" + std::to_string(options.alignment) +
-              " time-limit=" + formatSeconds(options.timeLimitSeconds) +
+              " time-limit=" + formatSeconds(planSeconds) +
               " target=" + options.target +
               " cublas-workspace=" + std::to_string(options.cublasWorkspaceBytes) +
               "}";

@@ -9,7 +9,7 @@
 // Pipeline names (usable wherever a pipeline string is accepted, alone or as
 // elements of a longer one):
 //   import   fold-constants{max-bytes=4194304 max-expand-bytes=256},dce
-//   plan     schedule,plan-memory{...},verify-plan with the given options
+//   plan     schedule{...},plan-memory{...},verify-plan with the given options
 //   default  import,plan
 //
 //===----------------------------------------------------------------------===//
@@ -36,6 +36,8 @@ struct PlanningOptions {
   bool schedule = true;
   std::string planner = "best";
   uint64_t alignment = 256;
+  /// Wall-clock bound of the whole of planning (schedule and plan-memory
+  /// together; see getPlanningPipeline).
   double timeLimitSeconds = 2.0;
   bool verifyPlan = PassManagerOptions::defaultVerifyEach();
   /// Whose scratch plan-memory plans, "cuda" or "host", and the most cuBLAS
@@ -44,8 +46,17 @@ struct PlanningOptions {
   uint64_t cublasWorkspaceBytes = uint64_t(4) << 20;
 };
 
-/// "schedule,plan-memory{planner=best alignment=256 time-limit=2
-/// target=cuda cublas-workspace=4194304},verify-plan"
+/// The share of --time-limit the schedule pass may spend; plan-memory gets
+/// the rest, so that the limit bounds the whole of planning. The schedule
+/// pass normally needs a small part of it (its candidates are O(n log n)).
+constexpr double kScheduleTimeShare = 0.25;
+
+/// Seconds of `options.timeLimitSeconds` the schedule pass gets (0 with
+/// --no-schedule).
+double getScheduleTimeShare(const PlanningOptions &options);
+
+/// "schedule{time-limit=0.5},plan-memory{planner=best alignment=256
+/// time-limit=1.5 target=cuda cublas-workspace=4194304},verify-plan"
 std::string getPlanningPipeline(const PlanningOptions &options);
 
 /// `pipeline` with the names above replaced by what they stand for.

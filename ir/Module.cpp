@@ -292,8 +292,14 @@ void Module::setSchedule(llvm::ArrayRef<Node *> order) {
   nodes = std::move(reordered);
 }
 
+void Module::setOutputs(llvm::ArrayRef<Value *> values) {
+  outputs.assign(values.begin(), values.end());
+  outputSet.clear();
+  outputSet.insert(values.begin(), values.end());
+}
+
 bool Module::isOutput(const Value *value) const {
-  return llvm::is_contained(outputs, value);
+  return outputSet.count(value);
 }
 
 void Module::replaceAllUsesWith(Value *from, Value *to) {
@@ -302,9 +308,12 @@ void Module::replaceAllUsesWith(Value *from, Value *to) {
     Value::Use use = from->getUses().back();
     use.user->setOperand(use.operandIndex, to);
   }
+  if (!outputSet.erase(from))
+    return;
   for (Value *&output : outputs)
     if (output == from)
       output = to;
+  outputSet.insert(to);
 }
 
 const Attribute *Module::getAttribute(llvm::StringRef attrName) const {

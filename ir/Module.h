@@ -30,6 +30,7 @@
 #include "ir/WeightBlob.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/Optional.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -274,9 +275,8 @@ public:
   void setSchedule(llvm::ArrayRef<Node *> order);
 
   llvm::ArrayRef<Value *> getOutputs() const { return outputs; }
-  void setOutputs(llvm::ArrayRef<Value *> values) {
-    outputs.assign(values.begin(), values.end());
-  }
+  void setOutputs(llvm::ArrayRef<Value *> values);
+  /// O(1): a 20,000-output graph asks this once per value.
   bool isOutput(const Value *value) const;
 
   /// Points every use of `from` (operands and graph outputs) at `to`.
@@ -295,6 +295,8 @@ private:
   std::vector<std::unique_ptr<Value>> arguments;
   std::vector<std::unique_ptr<Node>> nodes;
   std::vector<Value *> outputs;
+  /// The values in `outputs`, for isOutput.
+  llvm::DenseSet<const Value *> outputSet;
   AttributeMap attributes;
   WeightBlob weightBlob;
 };

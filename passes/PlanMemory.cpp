@@ -9,8 +9,9 @@
 // how readers get it back) and checks the plan with verifyMemoryPlan.
 //
 // Options (pipeline string): alignment=N (bytes, power of two, default 256),
-// planner=none|greedy-size|greedy-breadth|search|best, time-limit=SECONDS,
-// seed=N, views=0|1, in-place=0|1, concat=0|1, verify=0|1,
+// planner=none|greedy-size|greedy-breadth|search|best, time-limit=SECONDS
+// (the packer's budget; the planning pipeline, compiler/Pipeline.h, gives it
+// what the schedule pass's share leaves of --time-limit), seed=N, views=0|1, in-place=0|1, concat=0|1, verify=0|1,
 // target=cuda|host (whose scratch to plan; default cuda),
 // cublas-workspace=BYTES (the most one GEMM's workspace may take, a
 // multiple of 256; default 4 MiB).

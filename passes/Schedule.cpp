@@ -16,6 +16,23 @@
 // raises the bound and is idempotent. Results never change: every candidate
 // is a topological order of the same nodes.
 //
+// Cost. Planning must stay near O(n log n) on 100,000-node chains and
+// 20,000-wide fan-outs, so everything per node is computed once up front:
+// distinct producers, consumers and operand values with their read counts
+// (a node's operand list can be 20,000 long). The list schedule keeps a heap
+// whose stale keys are refreshed on pop (a node's delta only falls as other
+// readers of its operands run, so a fresh top is a true minimum), and the
+// depth-first order is iterative (a 100,000-deep recursion would overflow
+// the stack). Each distinct candidate costs one liveness computation; one
+// equal to an order already judged is skipped.
+//
+// Budget. Option time-limit=SECONDS caps the pass's wall-clock time (the
+// planning pipeline gives it a share of --time-limit; plan-memory gets the
+// rest). The candidates are tried in a fixed order and the clock is read
+// only between them, so the result is deterministic unless the cap is hit;
+// then the best order found so far is kept, which is never worse than the
+// current one. Statistic `candidates` counts the orders evaluated.
+//
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
 #include "passes/Liveness.h"
@@ -25,6 +42,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <chrono>
 #include <queue>
 
 namespace snug {
@@ -32,43 +50,41 @@ namespace {
 class Schedule : public Pass {
 public:
   llvm::StringRef getName() const override { return "schedule"; }
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override;
   llvm::Expected<bool> run(ir::Module &module) override;
+
+private:
+  /// Negative: no limit.
+  double timeLimitSeconds = -1;
 };
 
 using Order = std::vector<ir::Node *>;
+
+/// A distinct non-weight operand value of a node and how often it reads it.
+struct Read {
+  unsigned value;
+  unsigned count;
+};
 
 struct Graph {
   std::vector<ir::Node *> nodes;
   llvm::DenseMap<const ir::Node *, unsigned> index;
   /// Producer node index of each operand slot (-1: argument or absent).
   std::vector<llvm::SmallVector<int, 4>> producers;
+  /// Distinct producers, in operand order.
+  std::vector<llvm::SmallVector<unsigned, 4>> distinctProducers;
+  /// Distinct consumers, in schedule order.
   std::vector<llvm::SmallVector<unsigned, 4>> consumers;
+  /// Distinct non-weight operand values, numbered densely.
+  std::vector<llvm::SmallVector<Read, 4>> reads;
+  std::vector<uint64_t> valueBytes;
+  std::vector<char> valueIsOutput;
+  /// Bytes each node adds when it runs; views add nothing.
+  std::vector<uint64_t> resultBytes;
 };
 } // namespace
 
-static Graph buildGraph(const ir::Module &module) {
-  Graph graph;
-  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
-    graph.index[node.get()] = graph.nodes.size();
-    graph.nodes.push_back(node.get());
-  }
-  graph.producers.resize(graph.nodes.size());
-  graph.consumers.resize(graph.nodes.size());
-  for (unsigned i = 0; i < graph.nodes.size(); ++i) {
-    for (const ir::Value *operand : graph.nodes[i]->getOperands()) {
-      int producer = -1;
-      if (operand && operand->isResult())
-        producer = graph.index.lookup(operand->getDefiningNode());
-      graph.producers[i].push_back(producer);
-      if (producer >= 0 && !llvm::is_contained(graph.consumers[producer], i))
-        graph.consumers[producer].push_back(i);
-    }
-  }
-  return graph;
-}
-
-/// Bytes a node adds when it runs; views add nothing.
-static uint64_t resultBytes(const ir::Node &node) {
+static uint64_t getResultBytes(const ir::Node &node) {
   if (node.getOpInfo().isView())
     return 0;
   uint64_t bytes = 0;
@@ -77,42 +93,84 @@ static uint64_t resultBytes(const ir::Node &node) {
   return bytes;
 }
 
-static Order greedyListSchedule(const ir::Module &module, const Graph &graph) {
+static Graph buildGraph(const ir::Module &module) {
+  Graph graph;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
+    graph.index[node.get()] = graph.nodes.size();
+    graph.nodes.push_back(node.get());
+  }
   size_t count = graph.nodes.size();
-  // Readers of each value not yet scheduled; outputs never free.
-  llvm::DenseMap<const ir::Value *, unsigned> pendingReaders;
-  for (const ir::Node *node : graph.nodes)
-    for (const ir::Value *operand : node->getOperands())
-      if (operand && !operand->isWeight())
-        ++pendingReaders[operand];
+  graph.producers.resize(count);
+  graph.distinctProducers.resize(count);
+  graph.consumers.resize(count);
+  graph.reads.resize(count);
+  graph.resultBytes.resize(count);
+  llvm::DenseMap<const ir::Value *, unsigned> valueIds;
+  // Per producer / value: the last node (plus one) that read it, and where
+  // in that node's reads it sits, so that duplicates cost O(1).
+  std::vector<unsigned> producerSeenBy(count, 0);
+  std::vector<unsigned> valueSeenBy, valueSlot;
+  for (unsigned i = 0; i < count; ++i) {
+    const ir::Node &node = *graph.nodes[i];
+    graph.resultBytes[i] = getResultBytes(node);
+    for (const ir::Value *operand : node.getOperands()) {
+      int producer = -1;
+      if (operand && operand->isResult())
+        producer = graph.index.lookup(operand->getDefiningNode());
+      graph.producers[i].push_back(producer);
+      if (producer >= 0 && producerSeenBy[producer] != i + 1) {
+        producerSeenBy[producer] = i + 1;
+        graph.distinctProducers[i].push_back(producer);
+        graph.consumers[producer].push_back(i);
+      }
+      if (!operand || operand->isWeight())
+        continue;
+      auto inserted = valueIds.insert({operand, unsigned(valueIds.size())});
+      unsigned id = inserted.first->second;
+      if (inserted.second) {
+        graph.valueBytes.push_back(operand->getType().getByteSize());
+        graph.valueIsOutput.push_back(module.isOutput(operand));
+        valueSeenBy.push_back(0);
+        valueSlot.push_back(0);
+      }
+      if (valueSeenBy[id] == i + 1) {
+        ++graph.reads[i][valueSlot[id]].count;
+        continue;
+      }
+      valueSeenBy[id] = i + 1;
+      valueSlot[id] = graph.reads[i].size();
+      graph.reads[i].push_back({id, 1});
+    }
+  }
+  return graph;
+}
+
+static Order greedyListSchedule(const Graph &graph) {
+  size_t count = graph.nodes.size();
+  // Reads of each value not yet scheduled; outputs never free.
+  std::vector<unsigned> pendingReaders(graph.valueBytes.size(), 0);
+  for (const auto &reads : graph.reads)
+    for (const Read &read : reads)
+      pendingReaders[read.value] += read.count;
   std::vector<unsigned> missing(count, 0);
   for (unsigned i = 0; i < count; ++i)
-    for (int producer : graph.producers[i])
-      if (producer >= 0)
-        ++missing[i];
+    missing[i] = graph.distinctProducers[i].size();
   std::vector<int64_t> producedAt(count, -1);
 
   auto delta = [&](unsigned i) {
-    const ir::Node &node = *graph.nodes[i];
     int64_t freed = 0;
-    llvm::SmallVector<const ir::Value *, 4> seen;
-    for (const ir::Value *operand : node.getOperands()) {
-      if (!operand || operand->isWeight() || module.isOutput(operand) ||
-          llvm::is_contained(seen, operand))
-        continue;
-      seen.push_back(operand);
-      // Freed when this node holds every remaining read of the value.
-      if (pendingReaders.lookup(operand) ==
-          unsigned(llvm::count(node.getOperands(), operand)))
-        freed += operand->getType().getByteSize();
-    }
-    return int64_t(resultBytes(node)) - freed;
+    // Freed when this node holds every remaining read of the value.
+    for (const Read &read : graph.reads[i])
+      if (!graph.valueIsOutput[read.value] &&
+          pendingReaders[read.value] == read.count)
+        freed += graph.valueBytes[read.value];
+    return int64_t(graph.resultBytes[i]) - freed;
   };
+  // Fixed once a node is ready: all its producers have run.
   auto recency = [&](unsigned i) {
     int64_t latest = -1;
-    for (int producer : graph.producers[i])
-      if (producer >= 0)
-        latest = std::max(latest, producedAt[producer]);
+    for (unsigned producer : graph.distinctProducers[i])
+      latest = std::max(latest, producedAt[producer]);
     return latest;
   };
   // Entries: (delta, -recency, index); stale deltas are re-pushed on pop.
@@ -122,25 +180,22 @@ static Order greedyListSchedule(const ir::Module &module, const Graph &graph) {
     if (missing[i] == 0)
       ready.push({delta(i), 1, i});
   Order order;
+  order.reserve(count);
   while (!ready.empty()) {
     auto [score, negRecency, i] = ready.top();
     ready.pop();
-    Entry fresh{delta(i), -recency(i), i};
-    if (fresh != Entry{score, negRecency, i}) {
-      ready.push(fresh);
+    int64_t fresh = delta(i);
+    if (fresh != score) {
+      ready.push({fresh, negRecency, i});
       continue;
     }
     producedAt[i] = order.size();
     order.push_back(graph.nodes[i]);
-    for (const ir::Value *operand : graph.nodes[i]->getOperands())
-      if (operand && !operand->isWeight())
-        --pendingReaders[operand];
-    for (unsigned consumer : graph.consumers[i]) {
-      unsigned edges = llvm::count(graph.producers[consumer], int(i));
-      missing[consumer] -= edges;
-      if (missing[consumer] == 0)
+    for (const Read &read : graph.reads[i])
+      pendingReaders[read.value] -= read.count;
+    for (unsigned consumer : graph.consumers[i])
+      if (--missing[consumer] == 0)
         ready.push({delta(consumer), -recency(consumer), consumer});
-    }
   }
   assert(order.size() == count && "the graph has a cycle");
   return order;
@@ -161,34 +216,34 @@ static Order depthFirstSchedule(const ir::Module &module, const Graph &graph) {
       peak = std::max(peak, held + child);
       held += child;
     }
-    need[i] = std::max(peak, held + resultBytes(*graph.nodes[i]));
+    need[i] = std::max(peak, held + graph.resultBytes[i]);
   }
+  // Children (producers) in descending need, sorted once per node.
+  std::vector<llvm::SmallVector<unsigned, 4>> children =
+      graph.distinctProducers;
+  for (auto &list : children)
+    llvm::stable_sort(
+        list, [&](unsigned a, unsigned b) { return need[a] > need[b]; });
   Order order;
-  std::vector<char> state(count, 0); // 0 new, 1 on stack, 2 done
-  // Iterative DFS: children (producers) in descending need.
+  order.reserve(count);
+  std::vector<char> done(count, 0);
+  // Iterative DFS: a chain of 100,000 nodes is 100,000 frames deep.
+  std::vector<std::pair<unsigned, unsigned>> stack;
   auto visit = [&](unsigned root) {
-    std::vector<std::pair<unsigned, unsigned>> stack{{root, 0}};
+    stack.push_back({root, 0});
     while (!stack.empty()) {
       auto &[node, next] = stack.back();
-      if (state[node] == 2) {
+      if (done[node]) {
         stack.pop_back();
         continue;
       }
-      state[node] = 1;
-      llvm::SmallVector<unsigned, 4> children;
-      for (int producer : graph.producers[node])
-        if (producer >= 0 && !llvm::is_contained(children, unsigned(producer)))
-          children.push_back(producer);
-      llvm::stable_sort(children, [&](unsigned a, unsigned b) {
-        return need[a] > need[b];
-      });
-      if (next < children.size()) {
-        unsigned child = children[next++];
-        if (state[child] == 0)
+      if (next < children[node].size()) {
+        unsigned child = children[node][next++];
+        if (!done[child])
           stack.push_back({child, 0});
         continue;
       }
-      state[node] = 2;
+      done[node] = 1;
       order.push_back(graph.nodes[node]);
       stack.pop_back();
     }
@@ -198,7 +253,7 @@ static Order depthFirstSchedule(const ir::Module &module, const Graph &graph) {
       visit(graph.index.lookup(output->getDefiningNode()));
   // Nodes no output needs still run, last, in their old order.
   for (unsigned i = 0; i < count; ++i)
-    if (state[i] != 2)
+    if (!done[i])
       visit(i);
   return order;
 }
@@ -213,17 +268,58 @@ static uint64_t lowerBoundOf(ir::Module &module, const Order &order) {
       getPlanBuffers(computeLiveness(module, sharing), defaults.alignment));
 }
 
+llvm::Error Schedule::setOption(llvm::StringRef key, llvm::StringRef value) {
+  if (key == "time-limit") {
+    double seconds;
+    if (value.getAsDouble(seconds) || !(seconds >= 0))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "schedule option 'time-limit': bad value '" + value +
+              "' (seconds, not negative)");
+    timeLimitSeconds = seconds;
+    return llvm::Error::success();
+  }
+  return Pass::setOption(key, value);
+}
+
 llvm::Expected<bool> Schedule::run(ir::Module &module) {
   if (module.getNodes().size() < 2)
     return false;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  auto outOfTime = [&]() {
+    return timeLimitSeconds >= 0 &&
+           std::chrono::duration<double>(Clock::now() - start).count() >=
+               timeLimitSeconds;
+  };
   Graph graph = buildGraph(module);
   Order original = graph.nodes;
   uint64_t best = lowerBoundOf(module, original);
   uint64_t before = best;
   Order bestOrder = original;
-  for (Order candidate :
-       {greedyListSchedule(module, graph), depthFirstSchedule(module, graph)}) {
+  int64_t evaluated = 1;
+  // Each candidate is built and judged only while time remains.
+  enum Candidate { GreedyList, DepthFirst, NumCandidates };
+  bool stopped = false;
+  std::vector<Order> judged{original};
+  for (int which = GreedyList; which < NumCandidates; ++which) {
+    if (outOfTime()) {
+      stopped = true;
+      break;
+    }
+    Order candidate = which == GreedyList ? greedyListSchedule(graph)
+                                          : depthFirstSchedule(module, graph);
+    // On a chain every candidate is the current order: judge each order
+    // once (a liveness computation is the expensive part).
+    if (llvm::is_contained(judged, candidate))
+      continue;
+    if (outOfTime()) {
+      stopped = true;
+      break;
+    }
     uint64_t bound = lowerBoundOf(module, candidate);
+    judged.push_back(candidate);
+    ++evaluated;
     if (bound < best) {
       best = bound;
       bestOrder = std::move(candidate);
@@ -232,6 +328,9 @@ llvm::Expected<bool> Schedule::run(ir::Module &module) {
   module.setSchedule(bestOrder);
   addStatistic("lower-bound-before", before);
   addStatistic("lower-bound-after", best);
+  addStatistic("candidates", evaluated);
+  if (stopped)
+    addStatistic("stopped-at-time-limit");
   return bestOrder != original;
 }
 

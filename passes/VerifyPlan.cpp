@@ -48,7 +48,13 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
   LivenessInfo liveness = computeLiveness(module, *sharing);
 
   std::vector<PlanBuffer> buffers;
-  std::vector<std::string> owners;
+  // Who owns each buffer: a value, or the node whose scratch it is. Named
+  // only when an error is reported (describe() can walk the schedule).
+  struct Owner {
+    const ir::Value *value = nullptr;
+    const ir::Node *scratchOf = nullptr;
+  };
+  std::vector<Owner> owners;
   MemoryPlan plan;
   plan.arenaBytes = arena->getInt();
   for (const LiveBuffer &live : liveness.buffers) {
@@ -86,12 +92,12 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
       alone.firstStep = interval.first;
       alone.lastStep = interval.second;
       buffers.push_back(alone);
-      owners.push_back(value->describe());
+      owners.push_back({value, nullptr});
       plan.offsets.push_back(*value->getArenaOffset());
     }
     group.id = buffers.size();
     buffers.push_back(group);
-    owners.push_back(root->describe());
+    owners.push_back({root, nullptr});
     plan.offsets.push_back(base);
   }
   llvm::Expected<std::vector<RecordedScratch>> scratch =
@@ -104,8 +110,7 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
     buffer.alignment = std::max(alignment, kScratchAlignment);
     buffer.firstStep = buffer.lastStep = entry.step;
     buffers.push_back(buffer);
-    owners.push_back("the scratch of " +
-                     module.getNodes()[entry.step]->describe());
+    owners.push_back({nullptr, module.getNodes()[entry.step].get()});
     plan.offsets.push_back(entry.offset);
   }
   for (size_t i = 0; i < buffers.size(); ++i)
@@ -124,7 +129,10 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
                 return message.find(lead + std::to_string(i) + " ") !=
                        std::string::npos;
               }))
-        os << "\n    buffer " << i << " = " << owners[i]
+        os << "\n    buffer " << i << " = "
+           << (owners[i].value ? owners[i].value->describe()
+                               : "the scratch of " +
+                                     owners[i].scratchOf->describe())
            << " at offset " << plan.offsets[i] << ", " << buffers[i].bytes
            << " bytes, live [" << buffers[i].firstStep << ", "
            << buffers[i].lastStep << "]";

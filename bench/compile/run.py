@@ -13,6 +13,11 @@ plan-memory`: wall time and peak RSS (parse, passes and print included), and
 the fitted exponent of time between the two largest sizes (1.0 is linear;
 n log n from 10k to 100k fits about 1.1). Also the planner alone on the same
 graphs (plan-memory's own planning time, one core).
+Shapes: chains of N Relus, and fan-outs (one value read by N Relus) whose
+results are summed by a tree of Adds, concatenated by one Concat, or are
+each a graph output, through `snug-opt --passes=plan,verify-plan` (schedule,
+plan-memory, verify-plan; --time-limit's default): wall time, arena bytes,
+peak RSS. None should take over 10 s (issue 12 item 7).
 A markdown table goes to stdout, JSON to OUT/compile.json.
 """
 import json
@@ -26,6 +31,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from zoo import REPO, bench_arguments  # noqa: E402
+sys.path.insert(0, os.path.join(REPO, "tests", "lit", "Inputs"))
+import large_graph  # noqa: E402
 with open(os.path.join(REPO, "models", "zoo.json")) as manifest:
     MODELS = [entry["name"] for entry in json.load(manifest)["models"]]
 
@@ -88,9 +95,41 @@ def synthetic_ir(nodes, seed=1):
             f"  return {current}\n}}\n")
 
 
+def shape_ir(kind, nodes):
+    """The planning-time tests' generator (tests/lit/Inputs/large_graph.py):
+    "chain", or a fan-out combined by "sum", "concat" or "outputs"."""
+    head, lines, tail = (large_graph.chain(nodes) if kind == "chain"
+                         else large_graph.fanout(nodes, kind))
+    return "\n".join([head] + lines + [tail, "}"]) + "\n"
+
+
+def shape_rows(snug_opt, scratch, chain_sizes, fanout_sizes):
+    """Plans each generated shape; one row per shape and size."""
+    cases = [("chain", n, shape_ir("chain", n)) for n in chain_sizes]
+    for combine in ("sum", "concat", "outputs"):
+        cases += [(f"fan-out {combine}", n, shape_ir(combine, n)) for n in fanout_sizes]
+    rows = []
+    for shape, size, text in cases:
+        path = os.path.join(scratch, f"{shape.replace(' ', '-')}-{size}.ir")
+        with open(path, "w") as f:
+            f.write(text)
+        seconds, kib, stderr = timed(
+            [snug_opt, path, "--passes=plan,verify-plan", "--pass-statistics", "--time-passes",
+             "-o", os.devnull])
+        arena = re.search(r"([0-9]+) plan-memory - arena-bytes", stderr)
+        os.unlink(path)
+        rows.append({"shape": shape, "nodes": size, "seconds": seconds,
+                     "peak_rss_kib": kib,
+                     "arena_bytes": int(arena.group(1)) if arena else None,
+                     "passes": pass_times(stderr)})
+    return rows
+
+
 def main():
     parser = bench_arguments()
     parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--chain-sizes", default="1000,10000,100000")
+    parser.add_argument("--fanout-sizes", default="1000,10000,20000")
     args = parser.parse_args()
     snugc = os.path.join(args.build, "bin", "snugc")
     snug_opt = os.path.join(args.build, "bin", "snug-opt")
@@ -121,6 +160,9 @@ def main():
                 "nodes": size, "seconds": seconds, "peak_rss_kib": kib,
                 "planner_ms": int(planning.group(1)) / 1000 if planning else None,
                 "passes": pass_times(stderr)})
+        shapes = shape_rows(snug_opt, scratch,
+                            [int(s) for s in args.chain_sizes.split(",") if s],
+                            [int(s) for s in args.fanout_sizes.split(",") if s])
 
     print("### Compile time per model (`snugc plan`, 1 core)\n")
     print("| model | total s | peak RSS MiB | import+fold+dce s | schedule s | plan-memory s |")
@@ -139,6 +181,21 @@ def main():
         print(f"| {row['nodes']} | {row['seconds']:.2f} | {row['peak_rss_kib'] / 1024:.0f} | "
               f"{passes.get('schedule', 0):.3f} | {passes.get('plan-memory', 0):.3f} | "
               f"{row['planner_ms']:.1f} |")
+    print("\n### Chains and fan-outs (`snug-opt --passes=plan,verify-plan`: schedule, "
+          "plan-memory, verify-plan)\n")
+    print("| shape | nodes | plan s | schedule s | plan-memory s | verify-plan s | "
+          "arena bytes | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in shapes:
+        passes = row["passes"]
+        print(f"| {row['shape']} | {row['nodes']} | {row['seconds']:.2f} | "
+              f"{passes.get('schedule', 0):.3f} | {passes.get('plan-memory', 0):.3f} | "
+              f"{passes.get('verify-plan', 0):.3f} | {row['arena_bytes']} | "
+              f"{row['peak_rss_kib'] / 1024:.0f} |")
+    slow = [row for row in shapes if row["seconds"] > 10]
+    for row in slow:
+        print(f"\nover 10 s: {row['shape']} of {row['nodes']} nodes "
+              f"({row['seconds']:.1f} s)")
     exponent = None
     if len(synthetic_rows) >= 2:
         small, large = synthetic_rows[-2], synthetic_rows[-1]
@@ -150,6 +207,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "compile.json"), "w") as f:
         json.dump({"models": model_rows, "synthetic": synthetic_rows,
+                   "shapes": shapes,
                    "exponent": exponent}, f, indent=2)
     return 0
 
