@@ -1062,6 +1062,16 @@ uint64_t mixSeed(uint64_t value) {
   return z ^ (z >> 31);
 }
 
+bool reencodeBundle(const std::vector<uint8_t> &bundle,
+                    std::vector<uint8_t> &out) {
+  Decoded decoded;
+  if (!decode(bundle, decoded))
+    return false;
+  out = encode(decoded);
+  sealBundle(out.data(), out.size());
+  return true;
+}
+
 std::vector<uint8_t> mutateBundle(const std::vector<uint8_t> &bundle,
                                   uint64_t seed, std::string &description) {
   description.clear();

@@ -34,6 +34,12 @@ namespace fuzz {
 std::vector<uint8_t> mutateBundle(const std::vector<uint8_t> &bundle,
                                   uint64_t seed, std::string &description);
 
+/// Decodes and re-encodes `bundle` without a mutation, sealed; false when it
+/// does not decode. A bundle the writer made comes back byte for byte, which
+/// is how the tests check that the decoder and encoder follow the format.
+bool reencodeBundle(const std::vector<uint8_t> &bundle,
+                    std::vector<uint8_t> &out);
+
 /// The 64-bit mixer the runner uses to derive mutant seeds (splitmix64).
 uint64_t mixSeed(uint64_t value);
 
