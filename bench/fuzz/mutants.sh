@@ -4,12 +4,15 @@
 # the host executor in a forked child under ASan and UBSan; every one must
 # be refused at load or run (or fail its run with a status) without a
 # sanitizer report, a crash or a hang. Builds snug-bundle-mutants in the
-# clang tree build-fuzz/ and compiles the bundles with snugc from the
-# normal build (argument 1, default build/): the demo model for the host
-# and for CUDA (device plan and kernel images), and MUTANT_MODELS from the
-# zoo cache (.cache/models, default: squeezenet1_1-opset13), for the host.
+# clang tree build-fuzz/ and compiles the bundles with snugc and snug-opt
+# from the normal build (argument 1, default build/): the demo model for the
+# host and for CUDA (device plan and kernel images), the lit tests' small
+# bundles (tests/lit/bundle/Inputs: fused ops with bodies, f16, conv, mlp),
+# and MUTANT_MODELS from the zoo cache (.cache/models; none by default: a
+# zoo model runs for seconds per mutant under ASan), for the host.
 # Prints each finding (mutant number, seed, what was mutated, the
-# sanitizer's summary; logs in build-fuzz/mutants/logs) and the counts;
+# sanitizer's summary; logs in build-fuzz/mutants/logs), the counts, and
+# the findings grouped by where they crashed (group_findings.py);
 # exits 1 when there is a finding.
 #   reproduce: build-fuzz/bin/snug-bundle-mutants --only I BUNDLES...
 #   write it:  ... --only I --write DIR BUNDLES...   (then snug-run it)
@@ -20,7 +23,7 @@ fuzz=build-fuzz
 count=${MUTANTS:-10000}
 seed=${MUTANT_SEED:-1}
 jobs=${JOBS:-$(nproc)}
-models=${MUTANT_MODELS:-squeezenet1_1-opset13}
+models=${MUTANT_MODELS:-}
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -37,6 +40,11 @@ for target in host cuda; do
     -o $dir/default-$target.snug --memory-report=none >/dev/null
   bundles+=($dir/default-$target.snug)
 done
+for ir in fused5 fused-f16 conv mlp; do
+  "$build/bin/snug-opt" tests/lit/bundle/Inputs/$ir.ir --passes=plan-memory \
+    --emit-bundle=$dir/$ir.snug -o /dev/null
+  bundles+=($dir/$ir.snug)
+done
 for model in $models; do
   onnx=.cache/models/$model/model.onnx
   [ -f "$onnx" ] || { echo "note: $onnx is not in the zoo cache; skipped"; continue; }
@@ -52,4 +60,5 @@ status=0
 "$fuzz/bin/snug-bundle-mutants" --count "$count" --seed "$seed" --jobs "$jobs" \
   --logs $dir/logs "${bundles[@]}" | tee $dir/report.txt || status=$?
 echo "took $(( $(date +%s) - start ))s; report in $dir/report.txt"
+python3 bench/fuzz/group_findings.py $dir/report.txt | tee $dir/findings.txt
 exit $status
