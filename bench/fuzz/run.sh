@@ -12,7 +12,7 @@
 # subset ("ir bundle"). Prints a table per target: executions, coverage
 # (edges, features) and findings. Exits 1 when a fuzzer finds a crash, a
 # leak, a timeout or an out-of-memory; its input is kept in
-# build-fuzz/findings/ to reproduce (`build-fuzz/bin/snug-fuzz-T FILE`).
+# build-fuzz/findings/T/ to reproduce (`build-fuzz/bin/snug-fuzz-T FILE`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${FUZZ_SECONDS:-60}
@@ -89,20 +89,21 @@ status=0
 results=()
 for target in $targets; do
   echo "== fuzzing the $target for ${seconds}s =="
-  rm -f "$fuzz/findings/$target-"*
+  rm -rf "$fuzz/findings/$target"
+  mkdir -p "$fuzz/findings/$target"
   "$fuzz/bin/snug-fuzz-$target" -max_total_time="$seconds" -rss_limit_mb=4096 \
-      -timeout=20 -artifact_prefix="$fuzz/findings/$target-" \
+      -timeout=20 -artifact_prefix="$fuzz/findings/$target/" \
       -print_final_stats=1 "$corpus/$target" >"$fuzz/$target.log" 2>&1 || true
   grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)" \
     "$fuzz/$target.log" || true
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$fuzz/$target.log" | tail -1)
   # The last status line has the coverage: "#N ... cov: E ft: F corp: ...".
   cov=$(grep -oE "cov: [0-9]+ ft: [0-9]+" "$fuzz/$target.log" | tail -1)
-  findings=$(ls "$fuzz/findings/$target-"* 2>/dev/null | wc -l)
+  findings=$(find "$fuzz/findings/$target" -type f | wc -l)
   results+=("$(printf "%-18s %12s %8s %9s %8s" "$target" "${execs:-?}" \
     "$(echo "$cov" | awk '{print $2}')" "$(echo "$cov" | awk '{print $4}')" "$findings")")
   if [ "$findings" -gt 0 ]; then
-    echo "FINDING: see $fuzz/findings/$target-* and $fuzz/$target.log"
+    echo "FINDING: see $fuzz/findings/$target/ and $fuzz/$target.log"
     status=1
   fi
 done
