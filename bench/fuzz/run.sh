@@ -7,8 +7,8 @@
 #                      hash, with the structure-aware mutator
 #   ir                 the textual IR parser, verifier and printer round trip
 #   tensor-files       snug-run's .npy and TensorProto readers
-# Builds a clang tree in build-fuzz/ and needs snugc from the normal build
-# (argument 1, default build/) for the bundle seeds. FUZZ_TARGETS picks a
+# Builds a clang tree in build-fuzz/ and needs snugc and snug-opt from the
+# normal build (argument 1, default build/) for the bundle seeds. FUZZ_TARGETS picks a
 # subset ("ir bundle"). Prints a table per target: executions, coverage
 # (edges, features) and findings. Exits 1 when a fuzzer finds a crash, a
 # leak, a timeout or an out-of-memory; its input is kept in
@@ -43,6 +43,13 @@ for target in host cuda; do
   "$build/bin/snugc" compile models/default/model.onnx --target=$target \
     -o $corpus/bundle/default-$target.snug --memory-report=none >/dev/null 2>&1 ||
     echo "note: could not compile the $target seed bundle"
+done
+# The lit tests' small bundles: fused ops with bodies, f16, conv, mlp (a
+# kilobyte each, so they run hundreds of times faster than the demo model).
+for ir in fused5 fused-f16 conv mlp; do
+  "$build/bin/snug-opt" tests/lit/bundle/Inputs/$ir.ir --passes=plan-memory \
+    --emit-bundle=$corpus/bundle/$ir.snug -o /dev/null 2>/dev/null ||
+    echo "note: could not compile the $ir seed bundle"
 done
 cp $corpus/bundle/*.snug $corpus/bundle-structured/ 2>/dev/null || true
 
