@@ -43,16 +43,6 @@
 
 using namespace snug::fuzz;
 
-// A UBSan report is a finding like an ASan one: stop at the first. A
-// malloc the sanitizer cannot serve returns null, as it can outside it, so
-// that the runtime's own out-of-memory path is what runs.
-extern "C" const char *__ubsan_default_options() {
-  return "halt_on_error=1:print_stacktrace=1";
-}
-extern "C" const char *__asan_default_options() {
-  return "allocator_may_return_null=1";
-}
-
 namespace {
 
 // Child exit codes for the three acceptable outcomes; sanitizers exit 1.

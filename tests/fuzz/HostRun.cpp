@@ -12,6 +12,18 @@
 #include <algorithm>
 #include <cstdint>
 
+// For every program that runs bundles this way (the bundle fuzzers and
+// snug-bundle-mutants), under the sanitizers: a UBSan report is a finding
+// like an ASan one, so stop at the first; and a malloc the sanitizer cannot
+// serve (a plan's 1 PiB arena) returns null as it can outside it, so that
+// the runtime's own out-of-memory path is what runs, not a sanitizer abort.
+extern "C" const char *__ubsan_default_options() {
+  return "halt_on_error=1:print_stacktrace=1";
+}
+extern "C" const char *__asan_default_options() {
+  return "allocator_may_return_null=1";
+}
+
 namespace snug {
 namespace fuzz {
 
