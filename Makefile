@@ -6,7 +6,7 @@ ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan test test-asan demo zoo bench fuzz clean
+.PHONY: all deps build build-asan test test-asan demo zoo bench fuzz fuzz-mutants clean
 
 all: build
 
@@ -41,6 +41,9 @@ bench: build zoo
 
 fuzz: build
 	@bench/fuzz/run.sh $(BUILD_DIR)
+
+fuzz-mutants: build
+	@bench/fuzz/mutants.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-fuzz

@@ -3,16 +3,15 @@
 // Each input is decoded as a .snug bundle. The reader must accept it or
 // reject it with a status; a crash or a sanitizer report is a finding. A
 // bundle that loads is also run once on the host executor through the C API
-// (zero inputs), since a reader that lets bad offsets through would show up
+// (zero inputs, tests/fuzz/HostRun.h), since a reader that lets bad offsets through would show up
 // there. Built only with clang (-DSNUG_FUZZ=ON); bench/fuzz/run.sh drives it.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleFormat.h"
 #include "runtime/BundleReader.h"
-#include "snug/snug.h"
+#include "tests/fuzz/HostRun.h"
 
 #include <cstdio>
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -43,25 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
     std::abort();
   std::fwrite(data, 1, size, file);
   std::fclose(file);
-  snug_bundle *loaded = nullptr;
-  if (snug_bundle_load(path.c_str(), &loaded) != SNUG_OK)
-    return 0;
-  snug_session_options options;
-  snug_session_options_init(&options);
-  snug_session *session = nullptr;
-  if (snug_session_create(loaded, &options, &session) == SNUG_OK) {
-    size_t inputs = 0;
-    (void)snug_bundle_input_count(loaded, &inputs);
-    for (size_t i = 0; i < inputs; ++i) {
-      void *input = nullptr;
-      snug_tensor_info info;
-      if (snug_bundle_input_info(loaded, i, &info) == SNUG_OK &&
-          snug_session_input_data(session, i, &input) == SNUG_OK && input)
-        std::fill_n(static_cast<uint8_t *>(input), info.bytes, 0);
-    }
-    (void)snug_session_run(session);
-    snug_session_destroy(session);
-  }
-  snug_bundle_destroy(loaded);
+  std::string message;
+  (void)snug::fuzz::loadAndRunOnHost(path, message);
   return 0;
 }
