@@ -49,6 +49,9 @@ uint64_t lifetime(const Item &item) {
   return uint64_t(item.last) - uint64_t(item.first) + 1;
 }
 
+/// On large problems (kLargeProblemItems) the number of holes that hold the item it compares.
+constexpr uint64_t kApproximateBestFitHoles = 8;
+
 /// Disjoint, non-touching half-open address ranges, begin -> end.
 using RangeSet = std::map<uint64_t, uint64_t>;
 
@@ -161,10 +164,11 @@ uint64_t firstFit(const std::vector<const RangeSet *> &sets, uint64_t size,
 }
 
 /// The smallest gap of the union that holds the item aligned (lowest on
-/// ties); the top of the union when none does.
+/// ties) among the first maxFitting gaps that hold it; the top of the union
+/// when none does.
 uint64_t bestFit(const std::vector<const RangeSet *> &sets, uint64_t size,
-                 uint64_t align) {
-  uint64_t x = 0, bestOffset = 0;
+                 uint64_t align, uint64_t maxFitting) {
+  uint64_t x = 0, bestOffset = 0, fitting = 0;
   uint64_t bestHole = std::numeric_limits<uint64_t>::max();
   bool found = false;
   while (true) {
@@ -185,13 +189,16 @@ uint64_t bestFit(const std::vector<const RangeSet *> &sets, uint64_t size,
     if (gapEnd == std::numeric_limits<uint64_t>::max())
       break; // x is the top of everything placed
     uint64_t candidate = alignUp(x, align);
-    if (candidate < gapEnd && gapEnd - candidate >= size &&
-        gapEnd - x < bestHole) {
-      bestHole = gapEnd - x;
-      bestOffset = candidate;
-      found = true;
-      if (bestHole == size)
-        break; // nothing can be tighter
+    if (candidate < gapEnd && gapEnd - candidate >= size) {
+      if (gapEnd - x < bestHole) {
+        bestHole = gapEnd - x;
+        bestOffset = candidate;
+        found = true;
+        if (bestHole == size)
+          break; // nothing can be tighter
+      }
+      if (++fitting == maxFitting)
+        break;
     }
     x = gapEnd;
   }
@@ -260,15 +267,102 @@ std::vector<uint64_t> computeDegree(const Problem &problem) {
   return degree;
 }
 
+/// Per section, the top of everything placed there: range maximum and range
+/// assignment with lazy propagation, O(log S) each.
+class Skyline {
+public:
+  explicit Skyline(size_t numSections) {
+    leaves = 1;
+    while (leaves < std::max<size_t>(numSections, 1))
+      leaves *= 2;
+    top.assign(2 * leaves, 0);
+    pending.assign(2 * leaves, kNone);
+  }
+  uint64_t max(uint32_t lo, uint32_t hi) { return query(1, 0, leaves, lo, hi); }
+  void raise(uint32_t lo, uint32_t hi, uint64_t value) {
+    assign(1, 0, leaves, lo, hi, value);
+  }
+
+private:
+  static constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+  void push(size_t node) {
+    if (pending[node] == kNone)
+      return;
+    for (size_t child : {2 * node, 2 * node + 1}) {
+      top[child] = pending[node];
+      pending[child] = pending[node];
+    }
+    pending[node] = kNone;
+  }
+  uint64_t query(size_t node, size_t l, size_t r, uint32_t lo, uint32_t hi) {
+    if (hi <= l || r <= lo)
+      return 0;
+    if (lo <= l && r <= hi)
+      return top[node];
+    push(node);
+    size_t mid = (l + r) / 2;
+    return std::max(query(2 * node, l, mid, lo, hi),
+                    query(2 * node + 1, mid, r, lo, hi));
+  }
+  void assign(size_t node, size_t l, size_t r, uint32_t lo, uint32_t hi,
+              uint64_t value) {
+    if (hi <= l || r <= lo)
+      return;
+    if (lo <= l && r <= hi) {
+      top[node] = value;
+      pending[node] = value;
+      return;
+    }
+    push(node);
+    size_t mid = (l + r) / 2;
+    assign(2 * node, l, mid, lo, hi, value);
+    assign(2 * node + 1, mid, r, lo, hi, value);
+    top[node] = std::max(top[2 * node], top[2 * node + 1]);
+  }
+  size_t leaves;
+  std::vector<uint64_t> top, pending;
+};
+
 } // namespace
+
+bool planner::runSkyline(const Problem &problem,
+                         const std::vector<uint32_t> &order,
+                         Clock::time_point deadline, Packing &packing) {
+  // Valid because an item goes above the top of every section it spans, and
+  // every placed item it conflicts with shares one of those sections.
+  const std::vector<Item> &items = problem.items;
+  packing.offsets.assign(items.size(), 0);
+  packing.arena = 0;
+  Skyline skyline(problem.sectionTotal.size());
+  uint32_t count = 0;
+  for (uint32_t i : order) {
+    if (++count % kDeadlineStride == 0 && Clock::now() >= deadline)
+      return false;
+    const Item &item = items[i];
+    uint32_t lo = problem.secBegin[i], hi = problem.secEnd[i];
+    uint64_t offset = alignUp(skyline.max(lo, hi), item.align);
+    skyline.raise(lo, hi, offset + item.size);
+    packing.offsets[i] = offset;
+    packing.arena = std::max(packing.arena, offset + item.size);
+  }
+  return true;
+}
 
 bool planner::runGreedy(const Problem &problem,
                         const std::vector<uint32_t> &order, GreedyFit fit,
                         Clock::time_point deadline, Packing &packing) {
+  if (fit == GreedyFit::Top)
+    return runSkyline(problem, order, deadline, packing);
   const std::vector<Item> &items = problem.items;
   packing.offsets.assign(items.size(), 0);
   packing.arena = 0;
   PlacedItems placed(problem.sectionTotal.size());
+  // The holes of the union grow with the number of conflicting items, so on
+  // large problems best fit looks at the first few holes that hold the item
+  // only; small problems (every recorded trace) get the exact rule.
+  uint64_t maxFitting = items.size() > kLargeProblemItems
+                            ? kApproximateBestFitHoles
+                            : std::numeric_limits<uint64_t>::max();
   std::vector<const RangeSet *> sets;
   uint32_t count = 0;
   for (uint32_t i : order) {
@@ -278,7 +372,7 @@ bool planner::runGreedy(const Problem &problem,
     placed.gather(problem.secBegin[i], problem.secEnd[i], sets);
     uint64_t offset = fit == GreedyFit::First
                           ? firstFit(sets, item.size, item.align)
-                          : bestFit(sets, item.size, item.align);
+                          : bestFit(sets, item.size, item.align, maxFitting);
     packing.offsets[i] = offset;
     packing.arena = std::max(packing.arena, offset + item.size);
     placed.insert(problem.secBegin[i], problem.secEnd[i], offset,
@@ -313,6 +407,13 @@ std::vector<uint32_t> planner::makeGreedyOrder(const Problem &problem,
     return sortDescending(problem, [&](uint32_t i) {
       return std::make_pair(double(items[i].size) * double(lifetime(items[i])),
                             items[i].size);
+    });
+  case GreedyOrder::Start:
+    // Earliest first, longest first among equal starts: with nested
+    // lifetimes every item lands on the one enclosing it.
+    return sortDescending(problem, [&](uint32_t i) {
+      return std::make_pair(~(uint64_t(items[i].first) ^ (uint64_t(1) << 63)),
+                            lifetime(items[i]));
     });
   case GreedyOrder::Degree: {
     std::vector<uint64_t> degree = computeDegree(problem);

@@ -65,7 +65,8 @@ struct Packing {
 using Clock = std::chrono::steady_clock;
 
 /// Where a greedy puts an item among the holes left by conflicting items.
-enum class GreedyFit { First, Best };
+/// Top: on top of everything conflicting (runSkyline).
+enum class GreedyFit { First, Best, Top };
 
 /// The greedy placement orders, all descending (ties by id, then position).
 enum class GreedyOrder {
@@ -74,7 +75,12 @@ enum class GreedyOrder {
   Lifetime, ///< lifetime, then size
   Area,     ///< size * lifetime, then size
   Degree,   ///< number of conflicting items, then size
+  Start,    ///< earliest start (ascending), then lifetime
 };
+
+/// Above this many items the planner counts a problem as large: Search and
+/// Best start with the skyline greedies and best fit gives up exactness.
+constexpr size_t kLargeProblemItems = 4096;
 
 /// How often (in placements) a greedy looks at the clock.
 constexpr uint32_t kDeadlineStride = 64;
@@ -88,6 +94,12 @@ std::vector<uint32_t> makeGreedyOrder(const Problem &problem,
 /// Returns false (packing unusable) if deadline passes first.
 bool runGreedy(const Problem &problem, const std::vector<uint32_t> &order,
                GreedyFit fit, Clock::time_point deadline, Packing &packing);
+
+/// Places the items in order, each on top of the highest item placed so far
+/// in any section it spans (no hole is ever refilled), in O(n log n).
+/// Returns false if deadline passes first.
+bool runSkyline(const Problem &problem, const std::vector<uint32_t> &order,
+                Clock::time_point deadline, Packing &packing);
 
 /// Largest offset + size over the items of one partition.
 uint64_t partitionArena(const Problem &problem, const Packing &packing,
