@@ -141,24 +141,27 @@ uint64_t skipBusy(const RangeSet &set, uint64_t point) {
 }
 
 /// The lowest x in {alignUp(gap start)} with [x, x + size) free: every
-/// move jumps past a busy range, so x only grows.
+/// move jumps past a busy range, so x only grows. The sets are visited round
+/// robin until all of them have been checked since the last move.
 uint64_t firstFit(const std::vector<const RangeSet *> &sets, uint64_t size,
                   uint64_t align) {
   uint64_t x = 0;
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (const RangeSet *set : sets) {
-      while (true) {
-        auto it = set->upper_bound(x);
-        if (it != set->begin() && std::prev(it)->second > x)
-          x = alignUp(std::prev(it)->second, align);
-        else if (it != set->end() && it->first < x + size)
-          x = alignUp(it->second, align);
-        else
-          break;
+  size_t k = sets.size(), checkedSinceMove = 0;
+  for (size_t s = 0; checkedSinceMove < k; s = s + 1 == k ? 0 : s + 1) {
+    const RangeSet &set = *sets[s];
+    auto it = set.upper_bound(x);
+    if (it != set.begin() && std::prev(it)->second > x)
+      --it;
+    bool moved = false;
+    // Ranges are sorted and disjoint: walk them with the iterator.
+    while (it != set.end() && it->first < x + size) {
+      if (it->second > x) {
+        x = alignUp(it->second, align);
         moved = true;
       }
+      ++it;
     }
+    checkedSinceMove = moved ? 1 : checkedSinceMove + 1;
   }
   return x;
 }
