@@ -131,15 +131,6 @@ private:
   uint64_t epoch = 0;
 };
 
-/// If some range of set contains point, returns its end, else point.
-uint64_t skipBusy(const RangeSet &set, uint64_t point) {
-  auto it = set.upper_bound(point);
-  if (it == set.begin())
-    return point;
-  --it;
-  return it->second > point ? it->second : point;
-}
-
 /// The lowest x in {alignUp(gap start)} with [x, x + size) free: every
 /// move jumps past a busy range, so x only grows. The sets are visited round
 /// robin until all of them have been checked since the last move.
@@ -168,25 +159,38 @@ uint64_t firstFit(const std::vector<const RangeSet *> &sets, uint64_t size,
 
 /// The smallest gap of the union that holds the item aligned (lowest on
 /// ties) among the first maxFitting gaps that hold it; the top of the union
-/// when none does.
+/// when none does. Each set keeps an iterator to its first range ending
+/// above x, which only moves forward as x climbs the gaps.
 uint64_t bestFit(const std::vector<const RangeSet *> &sets, uint64_t size,
                  uint64_t align, uint64_t maxFitting) {
+  size_t k = sets.size();
+  std::vector<RangeSet::const_iterator> pos(k);
+  for (size_t s = 0; s < k; ++s)
+    pos[s] = sets[s]->begin();
   uint64_t x = 0, bestOffset = 0, fitting = 0;
   uint64_t bestHole = std::numeric_limits<uint64_t>::max();
   bool found = false;
   while (true) {
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (const RangeSet *set : sets) {
-        uint64_t next = skipBusy(*set, x);
-        moved |= next != x;
-        x = next;
+    // Move x out of every busy range.
+    size_t checkedSinceMove = 0;
+    for (size_t s = 0; k && checkedSinceMove < k; s = s + 1 == k ? 0 : s + 1) {
+      auto &it = pos[s];
+      while (it != sets[s]->end() && it->second <= x)
+        ++it;
+      if (it != sets[s]->end() && it->first <= x) {
+        x = it->second;
+        checkedSinceMove = 1;
+      } else {
+        ++checkedSinceMove;
       }
     }
     uint64_t gapEnd = std::numeric_limits<uint64_t>::max();
-    for (const RangeSet *set : sets) {
-      auto it = set->upper_bound(x);
-      if (it != set->end())
+    for (size_t s = 0; s < k; ++s) {
+      auto &it = pos[s];
+      while (it != sets[s]->end() && it->second <= x)
+        ++it;
+      // No range contains x now, so this one starts above it.
+      if (it != sets[s]->end())
         gapEnd = std::min(gapEnd, it->first);
     }
     if (gapEnd == std::numeric_limits<uint64_t>::max())
