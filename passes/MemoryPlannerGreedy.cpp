@@ -16,9 +16,14 @@
 // sets is the busy address space, and holes are found by leapfrogging over
 // those sets. Merging touching ranges keeps the sets small on good packings.
 //
-// Invariant: the offset chosen is the one the textbook scan (sort the
-// conflicting byte ranges, walk the gaps) would choose, so the plans equal
-// those of the O(n^2) formulation; only the cost changes.
+// Invariant: up to kLargeProblemItems items the offset chosen is the one the
+// textbook scan (sort the conflicting byte ranges, walk the gaps) would
+// choose, so the plans equal those of the O(n^2) formulation (the unit tests
+// compare them). Above, best fit compares only the first few holes that hold
+// the item. The cost of a query is O(log S) set look-ups plus the busy ranges
+// it steps over, which grows on fragmented packings: first fit by size takes
+// about 1.4 s CPU at 20,000 training buffers and 7 s at 40,000. The skyline
+// greedy (runSkyline) is the one with a hard O(n log n) bound.
 //
 // Every greedy checks the deadline every kDeadlineStride placements and gives
 // up (returns false) when it has passed; the driver then keeps what it has.

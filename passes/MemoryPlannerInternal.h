@@ -90,8 +90,9 @@ std::vector<uint32_t> makeGreedyOrder(const Problem &problem,
                                       GreedyOrder order);
 
 /// Places the items in order, each at the first or best hole among the
-/// conflicting items placed before it, in O(n log^2 n) on typical inputs.
-/// Returns false (packing unusable) if deadline passes first.
+/// conflicting items placed before it (Top: runSkyline). Each placement costs
+/// O(log^2 n) plus the busy ranges it steps over. Returns false (packing
+/// unusable) if deadline passes first.
 bool runGreedy(const Problem &problem, const std::vector<uint32_t> &order,
                GreedyFit fit, Clock::time_point deadline, Packing &packing);
 

@@ -1,10 +1,9 @@
 //===- PackingInstances.cpp - Generated packing problems ------------------===//
 //
 // The guillotine-tiling and training-trace generators declared in
-// PackingInstances.h. Everything is driven by one splitmix64 stream and
-// integer arithmetic (the only floating point is std::pow on exact small
-// exponents' results rounded to 256-byte units), so problems are identical
-// across platforms.
+// PackingInstances.h. Everything is driven by one splitmix64 stream; the
+// tilings use integer arithmetic only, the training sizes a log-uniform draw
+// (log2/pow) rounded to 256-byte units.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/PackingInstances.h"

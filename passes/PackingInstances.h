@@ -11,7 +11,8 @@
 //    many small buffers and a few huge ones.
 //
 // Both use a portable splitmix64 stream, so a (size, seed) pair gives the
-// same problem everywhere. They do not read files; see BufferTrace.h for
+// same problem on every run (the training sizes go through log2/pow, so
+// another libm could round one differently). They do not read files; see BufferTrace.h for
 // recorded traces.
 //
 //===----------------------------------------------------------------------===//
