@@ -16,6 +16,11 @@ echo "## Packing: hard instances A-K"
 echo
 "$build/bin/plan-buffers-bench" "$shared/bench-data/packing/hard" | tee bench/results/packing-hard.md
 echo
+echo "## Packing: generated training steps (20k-60k buffers, 5 s) and guillotine tilings (optimum = LB)"
+echo
+"$build/bin/plan-buffers-bench" --time-limit=5 --strategies=greedy-size,best --training=20000,40000,60000 | tee bench/results/packing-training.md
+"$build/bin/plan-buffers-bench" --time-limit=10 --strategies=greedy-size,best --tilings=12 | tee bench/results/packing-tilings.md
+echo
 echo "## Memory per zoo model"
 echo
 $python bench/memory/run.py --build "$build" | tee bench/results/memory.md

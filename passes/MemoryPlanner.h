@@ -62,7 +62,8 @@ enum class PlannerStrategy {
   /// Breadth (largest live total over the lifetime), then area, descending;
   /// first-fit lowest offset.
   GreedyBreadth,
-  /// Greedies, then a budgeted search over canonical solutions.
+  /// An ensemble of greedy orders and fits, then a budgeted search over
+  /// canonical solutions.
   Search,
   /// The smallest arena of the greedies and, where affordable, Search.
   Best,
@@ -78,8 +79,11 @@ llvm::Expected<PlannerStrategy> parsePlannerStrategy(llvm::StringRef name);
 /// Knobs of planMemory.
 struct PlannerOptions {
   PlannerStrategy strategy = PlannerStrategy::Best;
-  /// Budget of the whole call. The search is bounded by a work count derived
-  /// from it (deterministic); wall-clock time is only a safety cap.
+  /// Budget of the whole call, greedies included: a hard wall-clock cap (the
+  /// planner returns the best plan found by then, at worst a bump
+  /// allocation; it overruns by at most one greedy step or search node).
+  /// Within it the search is bounded by a work count derived from it, so
+  /// plans are reproducible when the cap is not hit.
   double timeLimitSeconds = 2.0;
   /// Varies the search's tie-breaking; equal seeds give equal plans.
   uint64_t seed = 0;

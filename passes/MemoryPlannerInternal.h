@@ -49,12 +49,6 @@ struct Problem {
   std::vector<uint32_t> partSecBegin, partSecEnd;
   std::vector<uint32_t> partOf;
 
-  /// Conflict graph in CSR form (items whose intervals intersect); empty
-  /// (hasAdjacency false) when it would be too large, and the greedies then
-  /// scan all placed items instead.
-  bool hasAdjacency = false;
-  std::vector<uint32_t> adjStart, adj;
-
   uint64_t lowerBound = 0;
   int64_t peakStep = -1;
 };
@@ -67,6 +61,46 @@ struct Packing {
   std::vector<uint64_t> offsets;
   uint64_t arena = 0;
 };
+
+using Clock = std::chrono::steady_clock;
+
+/// Where a greedy puts an item among the holes left by conflicting items.
+/// Top: on top of everything conflicting (runSkyline).
+enum class GreedyFit { First, Best, Top };
+
+/// The greedy placement orders, all descending (ties by id, then position).
+enum class GreedyOrder {
+  Size,     ///< size, then lifetime (TFLite, XLA)
+  Breadth,  ///< largest live total over the lifetime, then area
+  Lifetime, ///< lifetime, then size
+  Area,     ///< size * lifetime, then size
+  Degree,   ///< number of conflicting items, then size
+  Start,    ///< earliest start (ascending), then lifetime
+};
+
+/// Above this many items the planner counts a problem as large: Search and
+/// Best start with the skyline greedies and best fit gives up exactness.
+constexpr size_t kLargeProblemItems = 4096;
+
+/// How often (in placements) a greedy looks at the clock.
+constexpr uint32_t kDeadlineStride = 64;
+
+/// Returns the items of problem in the given order.
+std::vector<uint32_t> makeGreedyOrder(const Problem &problem,
+                                      GreedyOrder order);
+
+/// Places the items in order, each at the first or best hole among the
+/// conflicting items placed before it (Top: runSkyline). Each placement costs
+/// O(log^2 n) plus the busy ranges it steps over. Returns false (packing
+/// unusable) if deadline passes first.
+bool runGreedy(const Problem &problem, const std::vector<uint32_t> &order,
+               GreedyFit fit, Clock::time_point deadline, Packing &packing);
+
+/// Places the items in order, each on top of the highest item placed so far
+/// in any section it spans (no hole is ever refilled), in O(n log n).
+/// Returns false if deadline passes first.
+bool runSkyline(const Problem &problem, const std::vector<uint32_t> &order,
+                Clock::time_point deadline, Packing &packing);
 
 /// Largest offset + size over the items of one partition.
 uint64_t partitionArena(const Problem &problem, const Packing &packing,

@@ -7,13 +7,19 @@
 // is checked with verifyMemoryPlan; a failed check makes the exit status 1.
 //
 // Usage: plan-buffers-bench [--time-limit=SECONDS] [--seed=N]
-//                           [--random=N[,N...]] DIR...
+//                           [--random=N[,N...]] [--training=N[,N...]]
+//                           [--tilings=COUNT] [--strategies=best,...] DIR...
 // --random adds synthetic DAG-like problems of N buffers (the shape used by
-// the unit tests) to the table, e.g. to time a 10,000-buffer plan.
+// the unit tests) to the table, e.g. to time a 10,000-buffer plan;
+// --training adds generated training steps of about N buffers and
+// --tilings COUNT guillotine tilings of 200-800 buffers (optimum = LB), see
+// passes/PackingInstances.h. --strategies limits the columns (the last one
+// listed is the one summarised as "best").
 //
 //===----------------------------------------------------------------------===//
 #include "passes/BufferTrace.h"
 #include "passes/MemoryPlanner.h"
+#include "passes/PackingInstances.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -31,11 +37,11 @@ using namespace snug;
 
 namespace {
 
-const PlannerStrategy kStrategies[] = {
+std::vector<PlannerStrategy> kStrategies = {
     PlannerStrategy::None, PlannerStrategy::GreedySize,
     PlannerStrategy::GreedyBreadth, PlannerStrategy::Search,
     PlannerStrategy::Best};
-constexpr size_t kNumStrategies = 5;
+constexpr size_t kMaxStrategies = 5;
 
 struct Problem {
   std::string name;
@@ -47,6 +53,7 @@ struct Summary {
   double logRatioSum = 0;
   double totalMs = 0;
   double maxMs = 0;
+  double maxRatio = 1;
 };
 
 /// splitmix64: portable, so the synthetic problems are the same everywhere.
@@ -113,7 +120,19 @@ bool collectProblems(llvm::StringRef dir, std::vector<Problem> &problems) {
 int main(int argc, char **argv) {
   PlannerOptions base;
   std::vector<std::string> dirs;
-  std::vector<size_t> randomSizes;
+  std::vector<size_t> randomSizes, trainingSizes;
+  size_t tilings = 0;
+  auto parseSizes = [](llvm::StringRef arg, std::vector<size_t> &out) {
+    llvm::SmallVector<llvm::StringRef, 4> sizes;
+    arg.split(sizes, ',');
+    for (llvm::StringRef size : sizes) {
+      size_t n = 0;
+      if (size.getAsInteger(10, n) || n == 0)
+        return false;
+      out.push_back(n);
+    }
+    return true;
+  };
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg(argv[i]);
     if (arg.consume_front("--time-limit=")) {
@@ -127,15 +146,32 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else if (arg.consume_front("--random=")) {
-      llvm::SmallVector<llvm::StringRef, 4> sizes;
-      arg.split(sizes, ',');
-      for (llvm::StringRef size : sizes) {
-        size_t n = 0;
-        if (size.getAsInteger(10, n) || n == 0) {
-          llvm::errs() << "error: bad --random\n";
+      if (!parseSizes(arg, randomSizes)) {
+        llvm::errs() << "error: bad --random\n";
+        return 2;
+      }
+    } else if (arg.consume_front("--training=")) {
+      if (!parseSizes(arg, trainingSizes)) {
+        llvm::errs() << "error: bad --training\n";
+        return 2;
+      }
+    } else if (arg.consume_front("--tilings=")) {
+      if (arg.getAsInteger(10, tilings)) {
+        llvm::errs() << "error: bad --tilings\n";
+        return 2;
+      }
+    } else if (arg.consume_front("--strategies=")) {
+      llvm::SmallVector<llvm::StringRef, 5> names;
+      arg.split(names, ',');
+      kStrategies.clear();
+      for (llvm::StringRef name : names) {
+        llvm::Expected<PlannerStrategy> strategy = parsePlannerStrategy(name);
+        if (!strategy || kStrategies.size() == kMaxStrategies) {
+          llvm::consumeError(strategy.takeError());
+          llvm::errs() << "error: bad --strategies\n";
           return 2;
         }
-        randomSizes.push_back(n);
+        kStrategies.push_back(*strategy);
       }
     } else if (arg.startswith("-")) {
       llvm::errs() << "usage: " << argv[0]
@@ -154,20 +190,31 @@ int main(int argc, char **argv) {
   for (size_t n : randomSizes)
     problems.push_back(
         {"random-" + std::to_string(n), makeRandomProblem(n, /*seed=*/n)});
+  for (size_t n : trainingSizes)
+    problems.push_back(
+        {"training-" + std::to_string(n), makeTrainingTrace(n, /*seed=*/n)});
+  // Tiling k has 200 + 600 k / COUNT pieces over a 1 MiB x 1000-step
+  // rectangle (seed 1000 + k).
+  for (size_t k = 0; k < tilings; ++k) {
+    size_t pieces = 200 + 600 * k / std::max<size_t>(tilings, 1);
+    problems.push_back({"tiling-" + std::to_string(pieces) + "-s" +
+                            std::to_string(1000 + k),
+                        makeGuillotineTiling(1 << 20, 1000, pieces, 1000 + k)});
+  }
 
   llvm::outs() << "| trace | buffers | LB |";
   for (PlannerStrategy strategy : kStrategies)
     llvm::outs() << " " << getPlannerStrategyName(strategy) << " |";
   llvm::outs() << " best/LB | winner | search ms | best ms |\n|---|--:|--:|";
-  for (size_t s = 0; s < kNumStrategies; ++s)
+  for (size_t s = 0; s < kStrategies.size(); ++s)
     llvm::outs() << "--:|";
   llvm::outs() << "--:|---|--:|--:|\n";
 
-  Summary summaries[kNumStrategies];
+  Summary summaries[kMaxStrategies];
   bool allValid = true;
   for (const Problem &problem : problems) {
-    MemoryPlan plans[kNumStrategies];
-    for (size_t s = 0; s < kNumStrategies; ++s) {
+    MemoryPlan plans[kMaxStrategies];
+    for (size_t s = 0; s < kStrategies.size(); ++s) {
       PlannerOptions options = base;
       options.strategy = kStrategies[s];
       llvm::Expected<MemoryPlan> plan = planMemory(problem.buffers, options);
@@ -191,24 +238,27 @@ int main(int argc, char **argv) {
           bound ? std::log(double(plans[s].arenaBytes) / double(bound)) : 0;
       summary.totalMs += plans[s].planningMs;
       summary.maxMs = std::max(summary.maxMs, plans[s].planningMs);
+      if (bound)
+        summary.maxRatio = std::max(
+            summary.maxRatio, double(plans[s].arenaBytes) / double(bound));
     }
-    const MemoryPlan &best = plans[kNumStrategies - 1];
+    const MemoryPlan &best = plans[kStrategies.size() - 1];
     llvm::outs() << "| " << problem.name << " | " << problem.buffers.size()
                  << " | " << best.lowerBoundBytes << " |";
-    for (const MemoryPlan &plan : plans)
-      llvm::outs() << " " << plan.arenaBytes << " |";
+    for (size_t s = 0; s < kStrategies.size(); ++s)
+      llvm::outs() << " " << plans[s].arenaBytes << " |";
     double ratio = best.lowerBoundBytes
                        ? double(best.arenaBytes) / double(best.lowerBoundBytes)
                        : 1.0;
     llvm::outs() << " " << llvm::format("%.3f", ratio) << " | "
                  << getPlannerStrategyName(best.strategy) << " | "
-                 << llvm::format("%.1f", plans[kNumStrategies - 2].planningMs)
+                 << llvm::format("%.1f", plans[kStrategies.size() - (kStrategies.size() > 1 ? 2 : 1)].planningMs)
                  << " | " << llvm::format("%.1f", best.planningMs) << " |\n";
   }
 
-  llvm::outs() << "\n| strategy | at LB | geomean arena/LB | total ms | max ms "
-                  "|\n|---|--:|--:|--:|--:|\n";
-  for (size_t s = 0; s < kNumStrategies; ++s) {
+  llvm::outs() << "\n| strategy | at LB | geomean arena/LB | worst arena/LB | "
+                  "total ms | max ms |\n|---|--:|--:|--:|--:|--:|\n";
+  for (size_t s = 0; s < kStrategies.size(); ++s) {
     const Summary &summary = summaries[s];
     double geomean = problems.empty()
                          ? 1.0
@@ -216,10 +266,11 @@ int main(int argc, char **argv) {
     llvm::outs() << "| " << getPlannerStrategyName(kStrategies[s]) << " | "
                  << summary.atBound << "/" << problems.size() << " | "
                  << llvm::format("%.4f", geomean) << " | "
+                 << llvm::format("%.4f", summary.maxRatio) << " | "
                  << llvm::format("%.1f", summary.totalMs) << " | "
                  << llvm::format("%.1f", summary.maxMs) << " |\n";
   }
-  const Summary &best = summaries[kNumStrategies - 1];
+  const Summary &best = summaries[kStrategies.size() - 1];
   llvm::outs() << "\nSummary (best): " << best.atBound << "/" << problems.size()
                << " at LB, geometric mean arena/LB "
                << llvm::format("%.4f", problems.empty()

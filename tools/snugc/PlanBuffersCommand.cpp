@@ -37,7 +37,8 @@ static cl::opt<std::string>
                 cl::desc("none|greedy-size|greedy-breadth|search|best"),
                 cl::init("best"), cl::sub(getPlanBuffersCommand()));
 static cl::opt<double> timeLimit("time-limit",
-                                 cl::desc("Planning budget in seconds"),
+                                 cl::desc("Planning budget in seconds, a "
+                                          "hard cap on each problem"),
                                  cl::init(10.0),
                                  cl::sub(getPlanBuffersCommand()));
 static cl::opt<uint64_t> alignment("alignment",
@@ -57,6 +58,13 @@ int runPlanBuffers() {
   if (!llvm::isPowerOf2_64(alignment)) {
     llvm::errs() << "error: --alignment=" << alignment
                  << " is not a power of two\n";
+    return ExitUserError;
+  }
+  // !(x >= 0) also rejects NaN; above a day is surely a typo (and would
+  // overflow the clock arithmetic further down).
+  if (!(timeLimit >= 0) || timeLimit > 86400) {
+    llvm::errs() << "error: --time-limit=" << timeLimit
+                 << " must be between 0 and 86400 seconds\n";
     return ExitUserError;
   }
   if (format != "text" && format != "json") {
