@@ -180,7 +180,18 @@ void ModuleVerifier::verifyNode(const Node &node,
                       ", the op takes " + dtypeSetString(info.dtypes));
   else
     verifyFamily(node, info);
+  // Every attribute is one the op table declares (Ops.def ATTR lines); an
+  // unknown one would be carried along and ignored by every kernel.
   for (const auto &attribute : node.getAttributes()) {
+    if (!findAttrSpec(info.code, attribute.first)) {
+      std::string known;
+      for (const AttrSpec &spec : getAttrSpecs(info.code))
+        known += (known.empty() ? "" : ", ") + std::string(spec.name);
+      report(&node, "attribute '" + attribute.first + "' is not one " +
+                        info.name + " takes (it takes: " +
+                        (known.empty() ? "none" : known) + ")");
+      continue;
+    }
     std::string why =
         checkAttributeKind(info.code, attribute.first, attribute.second);
     if (!why.empty())

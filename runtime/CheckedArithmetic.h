@@ -117,6 +117,14 @@ inline bool isRangeInside(uint64_t offset, uint64_t size, uint64_t extent) {
   return offset <= extent && size <= extent - offset;
 }
 
+/// Signed a - b, or nullopt when it leaves int64_t.
+inline std::optional<int64_t> checkedSubSigned(int64_t a, int64_t b) {
+  int64_t difference;
+  if (__builtin_sub_overflow(a, b, &difference))
+    return std::nullopt;
+  return difference;
+}
+
 } // namespace snug
 
 #endif // SNUG_RUNTIME_CHECKEDARITHMETIC_H

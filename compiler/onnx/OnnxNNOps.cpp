@@ -262,9 +262,11 @@ static llvm::Error importPool(Importer &importer, onnx::NodeProto &node) {
       {"strides", Attribute::getInts(window->strides)},
       {"pads", Attribute::getInts(window->pads)},
       {"ceil_mode", Attribute::getInt(attrInt(node, "ceil_mode", 0))}};
-  if (isMax)
+  // AveragePool has dilations from opset 19; kept only when given, so
+  // older models' canonical form does not change.
+  if (isMax || findAttr(node, "dilations"))
     attributes["dilations"] = Attribute::getInts(window->dilations);
-  else
+  if (!isMax)
     attributes["count_include_pad"] =
         Attribute::getInt(attrInt(node, "count_include_pad", 0));
   unsigned results =
@@ -286,6 +288,11 @@ static llvm::Error importBatchNorm(Importer &importer, onnx::NodeProto &node) {
   if (attrInt(node, "training_mode", 0))
     return importer.error(node, "training-mode BatchNormalization is not "
                                 "supported (export in eval mode)");
+  // Opsets 7 and 8: spatial 0 keeps statistics per element, not per
+  // channel, which the canonical op does not express.
+  if (!attrInt(node, "spatial", 1))
+    return importer.error(node, "spatial 0 (per-element statistics) is not "
+                                "supported");
   return importer.emitAndBind(
       node, "BatchNormalization", *inputs,
       {{"epsilon", Attribute::getFloat(attrFloat(node, "epsilon", 1e-5f))}});
