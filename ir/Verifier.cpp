@@ -3,6 +3,9 @@
 // One walk over the schedule with the set of values defined so far. Type rules
 // beyond the op families belong to each op's shape function (the importer's),
 // not here: the verifier must accept any type a correct pass can produce.
+// Attributes are the op table's (Ops.def ATTR lines): an attribute the op
+// does not declare, or one of another kind, is an error (no pass sets node
+// attributes of its own; planner results are module attributes).
 //
 // A body is checked as a scope of its own, with the same node rules plus
 // what its lowering needs. snug.fused is run per element (the host executor

@@ -142,6 +142,20 @@ static llvm::Expected<ResultTypes> inferUnary(const ShapeQuery &query) {
   auto input = requireOperand(query, 0);
   if (!input)
     return input.takeError();
+  // An elementwise op's parameters (PRelu's slope, Clip's bounds) are read
+  // at the result's index, broadcast: they must not grow the result (the
+  // kernels refuse it).
+  if (ir::getOpInfo(query.op).isElementwise())
+    for (unsigned i = 1; i < query.operands.size(); ++i) {
+      if (!query.operands[i])
+        continue;
+      auto dims =
+          ir::broadcastShapes((*input)->getDims(), query.operands[i]->getDims());
+      if (!dims || llvm::makeArrayRef(*dims) != (*input)->getDims())
+        return shapeError("operand " + llvm::Twine(i) + " " +
+                          query.operands[i]->str() +
+                          " does not broadcast to " + (*input)->str());
+    }
   ResultTypes results{**input};
   return results;
 }

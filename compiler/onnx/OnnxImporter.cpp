@@ -1,14 +1,17 @@
 //===- OnnxImporter.cpp - ONNX models into static snug IR -----------------===//
 //
 // The driver: load the ModelProto, check the opset, scan the whole graph
-// (unsupported ops, undefined inputs, duplicate outputs, cycles) and report
+// (unsupported ops, duplicate graph inputs and initializers, arity against
+// the op table, undefined inputs, duplicate outputs, cycles) and report
 // every finding of a kind at once, bind the graph inputs' dims, read the
 // initializers, then import the nodes in a topological order (models are
 // usually sorted already; a sorted order is computed anyway, which is also
-// the cycle check). Each node goes through its op's normalizer
-// (OnnxOps.cpp), which emits canonical snug nodes typed by the shape
-// functions. Finally the graph outputs are checked against what the model
-// declares and the module is verified.
+// the cycle check). Each node's attributes are checked against the op
+// table (known to the op, in their kind, once), then it goes through its
+// op's normalizer (OnnxOps.cpp), which emits canonical snug nodes typed by
+// the shape functions. Finally the graph outputs are checked against what
+// the model declares and the module is verified (a failure there is
+// snug's bug: every user error is caught before).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
