@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""hostile_model.py CASE: prints a small text-format ONNX model (opset 17)
-for one case of issue 12 (hostile and broken input) to stdout. Text format
+"""hostile_model.py DIR: writes DIR/CASE.onnxtxt, a small text-format ONNX
+model (opset 17) for each case of issue 12 (hostile and broken input), all
+in one run (a Python start per case would slow the test). Text format
 needs no onnx package; each case is one graph body, so the test reads as a
 list of what is wrong with each model. x is always a graph input f32[2,3]
 unless the case declares its own inputs."""
+import os
 import sys
 
 INT64_MAX = 2**63 - 1
@@ -85,14 +87,19 @@ def deep(levels):
             "node { attribute { g { " * (levels // 3) + "} } } " * (levels // 3) + "}\n")
 
 
-def main():
-    case = sys.argv[1]
+def model(case):
     if case == "deep":
-        sys.stdout.write(deep(20000))
-        return
+        return deep(20000)
     body = "\n  ".join(CASES[case])
-    sys.stdout.write(f'ir_version: 8\nopset_import {{ domain: "" version: 17 }}\n'
-                     f'graph {{\n  name: "{case}"\n  {body}\n}}\n')
+    return (f'ir_version: 8\nopset_import {{ domain: "" version: 17 }}\n'
+            f'graph {{\n  name: "{case}"\n  {body}\n}}\n')
+
+
+def main():
+    directory = sys.argv[1]
+    for case in list(CASES) + ["deep"]:
+        with open(os.path.join(directory, case + ".onnxtxt"), "w") as out:
+            out.write(model(case))
 
 
 if __name__ == "__main__":
