@@ -102,7 +102,8 @@ static llvm::Expected<ResultTypes> inferConv(const ShapeQuery &query) {
   if (!window)
     return window.takeError();
   int64_t group = getIntAttr(query.attributes, "group", 1);
-  if (group <= 0 || x[1] != w[1] * group || w[0] % group)
+  auto channels = (CheckedInt(w[1]) * group).get();
+  if (group <= 0 || !channels || x[1] != *channels || w[0] % group)
     return shapeError("input channels " + llvm::Twine(x[1]) + ", weight " +
                       (*weight)->str() + " and group " + llvm::Twine(group) +
                       " disagree");

@@ -77,6 +77,14 @@ CASES = {
     "conv-extreme-pads": [
         input4d("x", [1, 1, 4, 4]), Y, floats_initializer("w", [1, 1, 1, 1], 1),
         node("Conv", ["x", "w"], attr("pads", "INTS", f"ints: {INT64_MAX} ints: 0 ints: 1 ints: 0"))],
+    "conv-zero-stride-same": [
+        input4d("x", [1, 1, 4, 4]), Y, floats_initializer("w", [1, 1, 1, 1], 1),
+        node("Conv", ["x", "w"], attr("auto_pad", "STRING", 's: "SAME_UPPER"') +
+             attr("strides", "INTS", "ints: 0 ints: 1"))],
+    "conv-same-extreme-dilations": [
+        input4d("x", [1, 1, 4, 4]), Y, floats_initializer("w", [1, 1, 3, 3], 9),
+        node("Conv", ["x", "w"], attr("auto_pad", "STRING", 's: "SAME_LOWER"') +
+             attr("dilations", "INTS", f"ints: {2**62} ints: 1"))],
     "pad-extreme": [X, Y, ints_initializer("p", [0, INT64_MAX, 0, 1]), node("Pad", ["x", "p"])],
 }
 
