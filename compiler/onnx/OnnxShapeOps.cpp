@@ -172,8 +172,15 @@ static llvm::Error importSplit(Importer &importer, onnx::NodeProto &node) {
       return given.takeError();
     split = *given;
   } else {
-    if (importer.opset >= 18 && findAttr(node, "num_outputs"))
-      parts = attrInt(node, "num_outputs", parts);
+    // num_outputs names the node's output count; a different one (say
+    // 2^62) would make the loop below run that long.
+    if (importer.opset >= 18 && findAttr(node, "num_outputs") &&
+        attrInt(node, "num_outputs", parts) != parts)
+      return importer.error(node, "num_outputs " +
+                                      llvm::Twine(attrInt(node, "num_outputs",
+                                                          parts)) +
+                                      " differs from the node's " +
+                                      llvm::Twine(parts) + " outputs");
     if (parts <= 0)
       return importer.error(node, "has no outputs to split into");
     int64_t chunk = (dim + parts - 1) / parts;

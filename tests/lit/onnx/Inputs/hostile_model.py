@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """hostile_model.py DIR: writes DIR/CASE.onnxtxt, a small text-format ONNX
-model (opset 17) for each case of issue 12 (hostile and broken input), all
-in one run (a Python start per case would slow the test). Text format
-needs no onnx package; each case is one graph body, so the test reads as a
+model (opset 17 unless OPSETS says otherwise) for each case of issue 12
+(hostile and broken input), all in one run (a Python start per case would
+slow the test). Text format needs no onnx package; each case is one graph body, so the test reads as a
 list of what is wrong with each model. x is always a graph input f32[2,3]
 unless the case declares its own inputs."""
 import os
@@ -85,8 +85,14 @@ CASES = {
         input4d("x", [1, 1, 4, 4]), Y, floats_initializer("w", [1, 1, 3, 3], 9),
         node("Conv", ["x", "w"], attr("auto_pad", "STRING", 's: "SAME_LOWER"') +
              attr("dilations", "INTS", f"ints: {2**62} ints: 1"))],
+    "split-num-outputs": [X, Y, node("Split", ["x"], attr("num_outputs", "INT", f"i: {2**62}") +
+                                     attr("axis", "INT", "i: 1"))],
     "pad-extreme": [X, Y, ints_initializer("p", [0, INT64_MAX, 0, 1]), node("Pad", ["x", "p"])],
 }
+
+
+# Cases that need a newer opset than 17 (num_outputs is opset 18's).
+OPSETS = {"split-num-outputs": 18}
 
 
 def deep(levels):
@@ -99,7 +105,7 @@ def model(case):
     if case == "deep":
         return deep(20000)
     body = "\n  ".join(CASES[case])
-    return (f'ir_version: 8\nopset_import {{ domain: "" version: 17 }}\n'
+    return (f'ir_version: 8\nopset_import {{ domain: "" version: {OPSETS.get(case, 17)} }}\n'
             f'graph {{\n  name: "{case}"\n  {body}\n}}\n')
 
 
