@@ -172,6 +172,8 @@ const OnnxAttrSpec onnxAttrTable[] = {
 };
 } // namespace
 
+llvm::ArrayRef<OnnxAttrSpec> getOnnxAttrSpecs() { return onnxAttrTable; }
+
 const OnnxAttrSpec *findOnnxAttrSpec(llvm::StringRef onnxOp,
                                      llvm::StringRef name) {
   for (const OnnxAttrSpec &spec : onnxAttrTable)

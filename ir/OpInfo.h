@@ -119,6 +119,8 @@ struct OnnxAttrSpec {
   Handling handling;
 };
 
+/// Every ONNX_ATTR line, in Ops.def order.
+llvm::ArrayRef<OnnxAttrSpec> getOnnxAttrSpecs();
 /// nullptr when Ops.def has no ONNX_ATTR line for `name` of `onnxOp`.
 const OnnxAttrSpec *findOnnxAttrSpec(llvm::StringRef onnxOp,
                                      llvm::StringRef name);
