@@ -597,6 +597,21 @@ static llvm::Expected<ResultTypes> inferPad(const ShapeQuery &query) {
   return ResultTypes{TensorType((*input)->getDType(), dims)};
 }
 
+/// A string attribute, when present, is one of `choices`.
+static llvm::Error checkChoice(const ShapeQuery &query, llvm::StringRef name,
+                               llvm::ArrayRef<llvm::StringRef> choices) {
+  auto it = query.attributes.find(name.str());
+  if (it == query.attributes.end() ||
+      it->second.getKind() != ir::Attribute::Kind::String ||
+      llvm::is_contained(choices, it->second.getString()))
+    return llvm::Error::success();
+  std::string list;
+  for (llvm::StringRef choice : choices)
+    list += (list.empty() ? "" : ", ") + choice.str();
+  return shapeError(name + " '" + it->second.getString() +
+                    "' is not supported (" + list + ")");
+}
+
 static llvm::Expected<ResultTypes> inferResize(const ShapeQuery &query) {
   auto input = requireOperand(query, 0);
   if (!input)
@@ -617,6 +632,18 @@ static llvm::Expected<ResultTypes> inferResize(const ShapeQuery &query) {
                       "not supported");
   if (getIntAttr(query.attributes, "antialias", 0))
     return shapeError("antialias is not supported");
+  // The kernels (runtime/ResizeCoordinates.h) take any other string as the
+  // default: refuse it rather than compute something else.
+  if (llvm::Error error = checkChoice(
+          query, "coordinate_transformation_mode",
+          {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+           "tf_half_pixel_for_nearest"}))
+    return error;
+  if (llvm::Error error =
+          checkChoice(query, "nearest_mode",
+                      {"round_prefer_floor", "round_prefer_ceil", "floor",
+                       "ceil"}))
+    return error;
   TensorType result((*input)->getDType(), *sizes);
   if ((*input)->getNumElements() == 0 && result.getNumElements() != 0)
     return shapeError("cannot resize the empty tensor " + (*input)->str() +
@@ -632,6 +659,9 @@ static llvm::Expected<ResultTypes> inferDepthToSpace(const ShapeQuery &query) {
   llvm::ArrayRef<int64_t> dims = (*input)->getDims();
   if (dims.size() != 4 || block <= 0)
     return shapeError("expects a 4-d input and a positive blocksize");
+  if (query.op == OpCode::DepthToSpace)
+    if (llvm::Error error = checkChoice(query, "mode", {"DCR", "CRD"}))
+      return error;
   // Dims are at most 2^50, so a block past 2^25 already exceeds any of
   // them squared; refusing it keeps the products below in range.
   if (block > (int64_t(1) << 25))

@@ -791,6 +791,9 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     auto frozen = options.frozenInputs.find(input.name());
     if (frozen != options.frozenInputs.end()) {
       const auto &[type, bytes] = frozen->second;
+      if (llvm::Error error = checkRank(
+              importer, "frozen input '" + input.name() + "'", type))
+        return error;
       if (bytes.size() != type.getByteSize())
         return importer.error("frozen input '" + input.name() + "' has " +
                               llvm::Twine(bytes.size()) + " bytes, type " +
