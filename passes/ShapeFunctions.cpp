@@ -138,6 +138,21 @@ llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
 // Elementwise families
 //===----------------------------------------------------------------------===//
 
+/// A string attribute, when present, is one of `choices`.
+static llvm::Error checkChoice(const ShapeQuery &query, llvm::StringRef name,
+                               llvm::ArrayRef<llvm::StringRef> choices) {
+  auto it = query.attributes.find(name.str());
+  if (it == query.attributes.end() ||
+      it->second.getKind() != ir::Attribute::Kind::String ||
+      llvm::is_contained(choices, it->second.getString()))
+    return llvm::Error::success();
+  std::string list;
+  for (llvm::StringRef choice : choices)
+    list += (list.empty() ? "" : ", ") + choice.str();
+  return shapeError(name + " '" + it->second.getString() +
+                    "' is not supported (" + list + ")");
+}
+
 static llvm::Expected<ResultTypes> inferUnary(const ShapeQuery &query) {
   auto input = requireOperand(query, 0);
   if (!input)
@@ -156,6 +171,11 @@ static llvm::Expected<ResultTypes> inferUnary(const ShapeQuery &query) {
                           query.operands[i]->str() +
                           " does not broadcast to " + (*input)->str());
     }
+  // Gelu's kernels take any approximate but "tanh" as the exact form.
+  if (query.op == OpCode::Gelu)
+    if (llvm::Error error =
+            checkChoice(query, "approximate", {"none", "tanh"}))
+      return error;
   ResultTypes results{**input};
   return results;
 }
@@ -595,21 +615,6 @@ static llvm::Expected<ResultTypes> inferPad(const ShapeQuery &query) {
     dims.push_back(*dim);
   }
   return ResultTypes{TensorType((*input)->getDType(), dims)};
-}
-
-/// A string attribute, when present, is one of `choices`.
-static llvm::Error checkChoice(const ShapeQuery &query, llvm::StringRef name,
-                               llvm::ArrayRef<llvm::StringRef> choices) {
-  auto it = query.attributes.find(name.str());
-  if (it == query.attributes.end() ||
-      it->second.getKind() != ir::Attribute::Kind::String ||
-      llvm::is_contained(choices, it->second.getString()))
-    return llvm::Error::success();
-  std::string list;
-  for (llvm::StringRef choice : choices)
-    list += (list.empty() ? "" : ", ") + choice.str();
-  return shapeError(name + " '" + it->second.getString() +
-                    "' is not supported (" + list + ")");
 }
 
 static llvm::Expected<ResultTypes> inferResize(const ShapeQuery &query) {
