@@ -161,6 +161,48 @@ std::string checkAttributeKind(OpCode op, llvm::StringRef name,
          describeAttributeKind(spec->kind).str();
 }
 
+namespace {
+constexpr Attribute::Kind Strings = Attribute::Kind::Strings;
+constexpr OnnxAttrSpec::Handling Resolved = OnnxAttrSpec::Handling::Resolved;
+constexpr OnnxAttrSpec::Handling Ignored = OnnxAttrSpec::Handling::Ignored;
+const OnnxAttrSpec onnxAttrTable[] = {
+#define ONNX_ATTR(ONNX_OP, NAME, KIND, HANDLING)                               \
+  {ONNX_OP, NAME, KIND, HANDLING},
+#include "ir/Ops.def"
+};
+} // namespace
+
+llvm::ArrayRef<OnnxAttrSpec> getOnnxAttrSpecs() { return onnxAttrTable; }
+
+const OnnxAttrSpec *findOnnxAttrSpec(llvm::StringRef onnxOp,
+                                     llvm::StringRef name) {
+  for (const OnnxAttrSpec &spec : onnxAttrTable)
+    if (onnxOp == spec.onnxOp && name == spec.name)
+      return &spec;
+  return nullptr;
+}
+
+llvm::Optional<Attribute::Kind> getOnnxAttrKind(llvm::StringRef onnxOp,
+                                                llvm::StringRef name) {
+  if (const OnnxAttrSpec *spec = findOnnxAttrSpec(onnxOp, name))
+    return spec->kind;
+  if (const OpInfo *info = lookupOp(onnxOp))
+    if (const AttrSpec *spec = findAttrSpec(info->code, name))
+      return spec->kind;
+  return llvm::None;
+}
+
+std::string listOnnxAttrs(llvm::StringRef onnxOp) {
+  std::string text;
+  if (const OpInfo *info = lookupOp(onnxOp))
+    for (const AttrSpec &spec : getAttrSpecs(info->code))
+      text += (text.empty() ? "" : ", ") + std::string(spec.name);
+  for (const OnnxAttrSpec &spec : onnxAttrTable)
+    if (onnxOp == spec.onnxOp)
+      text += (text.empty() ? "" : ", ") + std::string(spec.name);
+  return text.empty() ? "none" : text;
+}
+
 std::string dtypeSetString(DTypeSet set) {
   std::string text;
   for (unsigned i = 0; i <= unsigned(DType::Bool); ++i)

@@ -109,6 +109,30 @@ std::string checkAttributeKind(OpCode op, llvm::StringRef name,
 /// "an int", "a list of floats", ... for messages.
 llvm::StringRef describeAttributeKind(Attribute::Kind kind);
 
+/// An ONNX attribute the canonical form does not keep (an ONNX_ATTR line of
+/// Ops.def): the importer resolves it into the canonical node or ignores it.
+struct OnnxAttrSpec {
+  enum class Handling { Resolved, Ignored };
+  const char *onnxOp;
+  const char *name;
+  Attribute::Kind kind;
+  Handling handling;
+};
+
+/// Every ONNX_ATTR line, in Ops.def order.
+llvm::ArrayRef<OnnxAttrSpec> getOnnxAttrSpecs();
+/// nullptr when Ops.def has no ONNX_ATTR line for `name` of `onnxOp`.
+const OnnxAttrSpec *findOnnxAttrSpec(llvm::StringRef onnxOp,
+                                     llvm::StringRef name);
+/// The kind an ONNX node of `onnxOp` must give attribute `name` in: its
+/// ONNX_ATTR line's, else the ATTR line's of the table op of that name.
+/// None when neither lists it (the importer refuses it).
+llvm::Optional<Attribute::Kind> getOnnxAttrKind(llvm::StringRef onnxOp,
+                                                llvm::StringRef name);
+/// The attribute names an ONNX node of `onnxOp` may carry, ", "-separated
+/// ("none" when it takes none), for messages.
+std::string listOnnxAttrs(llvm::StringRef onnxOp);
+
 /// nullptr for an op the table does not list.
 const OpInfo *lookupOp(llvm::StringRef name);
 /// The table's entry for `code`.

@@ -250,6 +250,7 @@ private:
   bool parseType(TensorType &type);
   bool parseElements(const TensorType &type, std::vector<uint8_t> &bytes);
   bool parseAttribute(Attribute &attribute);
+  bool parseAttributeValue(Attribute &attribute);
   bool parseAttributeDict(AttributeMap &attributes);
   bool parsePlanAnnotation(llvm::Optional<uint64_t> &offset);
   bool parseArgument();
@@ -276,6 +277,9 @@ private:
   /// The body being parsed; nodes go into it instead of the schedule.
   Region *body = nullptr;
   llvm::SmallVector<TensorType, 2> outputTypes;
+  /// How deep parseAttribute has recursed (lists in lists).
+  unsigned attributeDepth = 0;
+  static constexpr unsigned kMaxAttributeDepth = 32;
 };
 
 } // namespace
@@ -549,6 +553,19 @@ bool Parser::parseElements(const TensorType &type,
 }
 
 bool Parser::parseAttribute(Attribute &attribute) {
+  // Lists recurse into their elements; a hostile input nests them until the
+  // stack overflows. No valid attribute nests at all (list elements are
+  // scalars), so a small bound refuses nothing real.
+  if (attributeDepth >= kMaxAttributeDepth)
+    return emitError("attribute nested deeper than " +
+                     llvm::Twine(kMaxAttributeDepth) + " levels");
+  ++attributeDepth;
+  bool failed = parseAttributeValue(attribute);
+  --attributeDepth;
+  return failed;
+}
+
+bool Parser::parseAttributeValue(Attribute &attribute) {
   if (token.kind == TokenKind::Int) {
     int64_t value;
     if (parseInt(value))

@@ -3,6 +3,9 @@
 // One walk over the schedule with the set of values defined so far. Type rules
 // beyond the op families belong to each op's shape function (the importer's),
 // not here: the verifier must accept any type a correct pass can produce.
+// Attributes are the op table's (Ops.def ATTR lines): an attribute the op
+// does not declare, or one of another kind, is an error (no pass sets node
+// attributes of its own; planner results are module attributes).
 //
 // A body is checked as a scope of its own, with the same node rules plus
 // what its lowering needs. snug.fused is run per element (the host executor
@@ -180,7 +183,18 @@ void ModuleVerifier::verifyNode(const Node &node,
                       ", the op takes " + dtypeSetString(info.dtypes));
   else
     verifyFamily(node, info);
+  // Every attribute is one the op table declares (Ops.def ATTR lines); an
+  // unknown one would be carried along and ignored by every kernel.
   for (const auto &attribute : node.getAttributes()) {
+    if (!findAttrSpec(info.code, attribute.first)) {
+      std::string known;
+      for (const AttrSpec &spec : getAttrSpecs(info.code))
+        known += (known.empty() ? "" : ", ") + std::string(spec.name);
+      report(&node, "attribute '" + attribute.first + "' is not one " +
+                        info.name + " takes (it takes: " +
+                        (known.empty() ? "none" : known) + ")");
+      continue;
+    }
     std::string why =
         checkAttributeKind(info.code, attribute.first, attribute.second);
     if (!why.empty())

@@ -10,8 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/ShapeFunctions.h"
-#include "runtime/CheckedArithmetic.h"
 #include "passes/ShapeFunctionsInternal.h"
+#include "runtime/BundleFormat.h"
+#include "runtime/CheckedArithmetic.h"
 
 #include "ir/Verifier.h"
 
@@ -28,6 +29,10 @@ using ir::TensorType;
 
 llvm::Error shapeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+
+llvm::Error overflowError(const llvm::Twine &what) {
+  return shapeError(what + " overflows a 64-bit integer");
 }
 
 int64_t getIntAttr(const ir::AttributeMap &attributes, llvm::StringRef name,
@@ -133,12 +138,60 @@ llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
 // Elementwise families
 //===----------------------------------------------------------------------===//
 
+/// A string attribute, when present, is one of `choices`.
+static llvm::Error checkChoice(const ShapeQuery &query, llvm::StringRef name,
+                               llvm::ArrayRef<llvm::StringRef> choices) {
+  auto it = query.attributes.find(name.str());
+  if (it == query.attributes.end() ||
+      it->second.getKind() != ir::Attribute::Kind::String ||
+      llvm::is_contained(choices, it->second.getString()))
+    return llvm::Error::success();
+  std::string list;
+  for (llvm::StringRef choice : choices)
+    list += (list.empty() ? "" : ", ") + choice.str();
+  return shapeError(name + " '" + it->second.getString() +
+                    "' is not supported (" + list + ")");
+}
+
 static llvm::Expected<ResultTypes> inferUnary(const ShapeQuery &query) {
   auto input = requireOperand(query, 0);
   if (!input)
     return input.takeError();
+  // An elementwise op's parameters (PRelu's slope, Clip's bounds) are read
+  // at the result's index, broadcast: they must not grow the result (the
+  // kernels refuse it).
+  if (ir::getOpInfo(query.op).isElementwise())
+    for (unsigned i = 1; i < query.operands.size(); ++i) {
+      if (!query.operands[i])
+        continue;
+      auto dims =
+          ir::broadcastShapes((*input)->getDims(), query.operands[i]->getDims());
+      if (!dims || llvm::makeArrayRef(*dims) != (*input)->getDims())
+        return shapeError("operand " + llvm::Twine(i) + " " +
+                          query.operands[i]->str() +
+                          " does not broadcast to " + (*input)->str());
+    }
+  // Gelu's kernels take any approximate but "tanh" as the exact form.
+  if (query.op == OpCode::Gelu)
+    if (llvm::Error error =
+            checkChoice(query, "approximate", {"none", "tanh"}))
+      return error;
   ResultTypes results{**input};
   return results;
+}
+
+/// Softmax, LogSoftmax, Hardmax: the operand's type, along an axis in range
+/// (a scalar has the one axis 0, as the kernels take it).
+static llvm::Expected<ResultTypes> inferAxisUnary(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  int64_t rank = (*input)->getRank();
+  if (rank == 0 && getIntAttr(query.attributes, "axis", -1) == 0)
+    return ResultTypes{**input};
+  if (auto axis = requireAxis(query, "axis", rank, -1); !axis)
+    return axis.takeError();
+  return ResultTypes{**input};
 }
 
 static llvm::Expected<llvm::SmallVector<int64_t, 4>>
@@ -325,10 +378,16 @@ static llvm::Expected<ResultTypes> inferConcat(const ShapeQuery &query) {
       return shapeError("operand " + llvm::Twine(i) + " " + type.str() +
                         " does not concatenate with " + (*first)->str() +
                         " on axis " + llvm::Twine(*axis));
-    dims[*axis] += type.getDims()[*axis];
+    auto sum = (CheckedInt(dims[*axis]) + type.getDims()[*axis]).get();
+    if (!sum)
+      return overflowError("the concatenated dim");
+    dims[*axis] = *sum;
   }
   return ResultTypes{TensorType((*first)->getDType(), dims)};
 }
+
+static llvm::Optional<llvm::SmallVector<int64_t, 4>>
+readIntOperand(const ShapeQuery &query, unsigned index);
 
 static llvm::Expected<ResultTypes> inferGather(const ShapeQuery &query) {
   auto data = requireOperand(query, 0);
@@ -345,6 +404,15 @@ static llvm::Expected<ResultTypes> inferGather(const ShapeQuery &query) {
   if (!axis)
     return axis.takeError();
   llvm::ArrayRef<int64_t> dims = (*data)->getDims();
+  // Constant indices are checked now: the kernels refuse an index outside
+  // [-dim, dim) only when the bundle runs.
+  if (auto values = readIntOperand(query, 1))
+    for (int64_t index : *values)
+      if (index < -dims[*axis] || index >= dims[*axis])
+        return shapeError("index " + llvm::Twine(index) +
+                          " is out of range for dim " + llvm::Twine(*axis) +
+                          " of " + (*data)->str() + " (size " +
+                          llvm::Twine(dims[*axis]) + ")");
   llvm::SmallVector<int64_t, 4> result(dims.begin(), dims.begin() + *axis);
   result.append((*indices)->getDims().begin(), (*indices)->getDims().end());
   result.append(dims.begin() + *axis + 1, dims.end());
@@ -419,10 +487,24 @@ static llvm::Expected<ResultTypes> inferSlice(const ShapeQuery &query) {
       return shapeError("slice axis " + llvm::Twine(axis) + " or step " +
                         llvm::Twine(step) + " is invalid for " +
                         (*input)->str());
-    int64_t start = (*starts)[i], end = (*ends)[i];
-    int64_t length = step > 0 ? (end - start + step - 1) / step
-                              : (start - end + (-step) - 1) / (-step);
-    dims[axis] = std::max<int64_t>(0, length);
+    // Canonical starts and ends are clamped as ONNX says (the importer
+    // does it): [0, dim] going forward, [-1, dim - 1] going back. The
+    // kernels read from `start` as given, so an unclamped one is refused
+    // rather than clamped here behind their back.
+    int64_t dim = dims[axis], start = (*starts)[i], end = (*ends)[i];
+    int64_t low = step > 0 ? 0 : -1, high = step > 0 ? dim : dim - 1;
+    if (start < low || start > high || end < low || end > high)
+      return shapeError("slice of axis " + llvm::Twine(axis) + ": start " +
+                        llvm::Twine(start) + " or end " + llvm::Twine(end) +
+                        " lies outside [" + llvm::Twine(low) + ", " +
+                        llvm::Twine(high) + "] (canonical Slice clamps "
+                        "them to the dim)");
+    // Both lie within the dim, so the distance cannot overflow; the step
+    // may be anything (INT64_MAX and INT64_MIN take one element).
+    uint64_t distance = step > 0 ? uint64_t(std::max<int64_t>(end - start, 0))
+                                 : uint64_t(std::max<int64_t>(start - end, 0));
+    uint64_t stride = step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+    dims[axis] = distance ? int64_t((distance - 1) / stride + 1) : 0;
   }
   return ResultTypes{TensorType((*input)->getDType(), dims)};
 }
@@ -450,7 +532,11 @@ static llvm::Expected<ResultTypes> inferSplit(const ShapeQuery &query) {
     llvm::SmallVector<int64_t, 4> dims((*input)->getDims().begin(),
                                        (*input)->getDims().end());
     dims[*axis] = part;
-    total += part;
+    auto sum = (CheckedInt(total) + part).get();
+    if (!sum || part < 0)
+      return shapeError("split " + dimsString(split) +
+                        " has a negative part or overflows");
+    total = *sum;
     results.push_back(TensorType((*input)->getDType(), dims));
   }
   if (total != (*input)->getDims()[*axis])
@@ -485,8 +571,16 @@ static llvm::Expected<ResultTypes> inferTile(const ShapeQuery &query) {
     return shapeError("repeats " + dimsString(*repeats) +
                       " do not match rank " + llvm::Twine((*input)->getRank()));
   llvm::SmallVector<int64_t, 4> dims;
-  for (unsigned i = 0; i < repeats->size(); ++i)
-    dims.push_back((*input)->getDims()[i] * (*repeats)[i]);
+  for (unsigned i = 0; i < repeats->size(); ++i) {
+    if ((*repeats)[i] < 0)
+      return shapeError("repeats " + dimsString(*repeats) +
+                        " has a negative count");
+    auto dim = (CheckedInt((*input)->getDims()[i]) * (*repeats)[i]).get();
+    if (!dim)
+      return overflowError("repeats " + dimsString(*repeats) + " times " +
+                           (*input)->str());
+    dims.push_back(*dim);
+  }
   return ResultTypes{TensorType((*input)->getDType(), dims)};
 }
 
@@ -501,12 +595,24 @@ static llvm::Expected<ResultTypes> inferPad(const ShapeQuery &query) {
   if (pads->size() != 2 * rank)
     return shapeError("pads " + dimsString(*pads) + " need " +
                       llvm::Twine(2 * rank) + " values for " + (*input)->str());
+  llvm::StringRef mode = getStringAttr(query.attributes, "mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      mode != "wrap")
+    return shapeError("mode '" + mode +
+                      "' is not one of constant, reflect, edge, wrap");
+  if (mode != "constant" && (*input)->getNumElements() == 0)
+    return shapeError("cannot " + mode + "-pad the empty tensor " +
+                      (*input)->str());
   llvm::SmallVector<int64_t, 4> dims;
   for (unsigned i = 0; i < rank; ++i) {
-    int64_t dim = (*input)->getDims()[i] + (*pads)[i] + (*pads)[i + rank];
-    if (dim < 0)
+    auto dim = (CheckedInt((*input)->getDims()[i]) + (*pads)[i] +
+                (*pads)[i + rank])
+                   .get();
+    if (!dim)
+      return overflowError("pads " + dimsString(*pads));
+    if (*dim < 0)
       return shapeError("pads " + dimsString(*pads) + " make a negative dim");
-    dims.push_back(dim);
+    dims.push_back(*dim);
   }
   return ResultTypes{TensorType((*input)->getDType(), dims)};
 }
@@ -521,7 +627,33 @@ static llvm::Expected<ResultTypes> inferResize(const ShapeQuery &query) {
   if (sizes->size() != (*input)->getRank())
     return shapeError("sizes " + dimsString(*sizes) + " do not match " +
                       (*input)->str());
-  return ResultTypes{TensorType((*input)->getDType(), *sizes)};
+  // What the kernels refuse (runtime/host/kernels/DataMovementKernels.cpp).
+  llvm::StringRef mode = getStringAttr(query.attributes, "mode", "nearest");
+  if (mode != "nearest" && mode != "linear")
+    return shapeError("mode '" + mode + "' is not supported (nearest, linear)");
+  if (getStringAttr(query.attributes, "coordinate_transformation_mode", "") ==
+      "tf_crop_and_resize")
+    return shapeError("coordinate_transformation_mode tf_crop_and_resize is "
+                      "not supported");
+  if (getIntAttr(query.attributes, "antialias", 0))
+    return shapeError("antialias is not supported");
+  // The kernels (runtime/ResizeCoordinates.h) take any other string as the
+  // default: refuse it rather than compute something else.
+  if (llvm::Error error = checkChoice(
+          query, "coordinate_transformation_mode",
+          {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+           "tf_half_pixel_for_nearest"}))
+    return error;
+  if (llvm::Error error =
+          checkChoice(query, "nearest_mode",
+                      {"round_prefer_floor", "round_prefer_ceil", "floor",
+                       "ceil"}))
+    return error;
+  TensorType result((*input)->getDType(), *sizes);
+  if ((*input)->getNumElements() == 0 && result.getNumElements() != 0)
+    return shapeError("cannot resize the empty tensor " + (*input)->str() +
+                      " to " + dimsString(*sizes));
+  return ResultTypes{result};
 }
 
 static llvm::Expected<ResultTypes> inferDepthToSpace(const ShapeQuery &query) {
@@ -532,6 +664,13 @@ static llvm::Expected<ResultTypes> inferDepthToSpace(const ShapeQuery &query) {
   llvm::ArrayRef<int64_t> dims = (*input)->getDims();
   if (dims.size() != 4 || block <= 0)
     return shapeError("expects a 4-d input and a positive blocksize");
+  if (query.op == OpCode::DepthToSpace)
+    if (llvm::Error error = checkChoice(query, "mode", {"DCR", "CRD"}))
+      return error;
+  // Dims are at most 2^50, so a block past 2^25 already exceeds any of
+  // them squared; refusing it keeps the products below in range.
+  if (block > (int64_t(1) << 25))
+    return shapeError("blocksize " + llvm::Twine(block) + " is too large");
   bool toSpace = query.op == OpCode::DepthToSpace;
   if (toSpace ? dims[1] % (block * block)
               : (dims[2] % block || dims[3] % block))
@@ -563,17 +702,36 @@ readIntOperand(const ShapeQuery &query, unsigned index) {
   const TensorType &type = *query.operands[index];
   llvm::ArrayRef<uint8_t> bytes = *query.operandData[index];
   llvm::SmallVector<int64_t, 4> values;
+  if (!ir::isIntegerDType(type.getDType()) ||
+      bytes.size() < uint64_t(type.getNumElements()) *
+                         ir::getDTypeSize(type.getDType()))
+    return llvm::None;
   for (int64_t i = 0; i < type.getNumElements(); ++i) {
-    if (type.getDType() == DType::I64) {
+    switch (type.getDType()) {
+    case DType::I64: {
       int64_t value;
       std::memcpy(&value, bytes.data() + 8 * i, 8);
       values.push_back(value);
-    } else if (type.getDType() == DType::I32) {
+      break;
+    }
+    case DType::I32: {
       int32_t value;
       std::memcpy(&value, bytes.data() + 4 * i, 4);
       values.push_back(value);
-    } else {
-      return llvm::None;
+      break;
+    }
+    case DType::I16: {
+      int16_t value;
+      std::memcpy(&value, bytes.data() + 2 * i, 2);
+      values.push_back(value);
+      break;
+    }
+    case DType::I8:
+      values.push_back(static_cast<int8_t>(bytes[i]));
+      break;
+    default:
+      values.push_back(bytes[i]);
+      break;
     }
   }
   return values;
@@ -624,11 +782,16 @@ static llvm::Expected<ResultTypes> inferRange(const ShapeQuery &query) {
       return 0;
     }
   };
+  if (query.operands[0]->getNumElements() != 1 ||
+      query.operands[2]->getNumElements() != 1)
+    return shapeError("start and delta must be scalars");
   double start = read(0), limit = read(1), delta = read(2);
   if (delta == 0)
     return shapeError("delta is zero");
-  int64_t count = std::max<int64_t>(
-      0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  double steps = std::ceil((limit - start) / delta);
+  if (!(steps < 1e15))
+    return shapeError("the range has too many elements");
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
   return ResultTypes{TensorType(type.getDType(), {count})};
 }
 
@@ -698,6 +861,9 @@ static const ShapeFunctionTable &getShapeFunctions() {
       map[size_t(op)] = function;
     };
     set(OpCode::Pow, inferPow);
+    set(OpCode::Softmax, inferAxisUnary);
+    set(OpCode::LogSoftmax, inferAxisUnary);
+    set(OpCode::Hardmax, inferAxisUnary);
     set(OpCode::Where, inferWhere);
     set(OpCode::Cast, inferCast);
     set(OpCode::SnugCast, inferCast);
@@ -742,6 +908,13 @@ llvm::Expected<ResultTypes> inferResultTypes(const ShapeQuery &query) {
   if (!results)
     return results.takeError();
   for (const TensorType &type : *results) {
+    // The bundle holds at most kMaxRank dims a tensor (its reader refuses
+    // more).
+    if (type.getRank() > bundle::kMaxRank)
+      return shapeError("result type " + type.str() + " has rank " +
+                        llvm::Twine(type.getRank()) + ", more than the " +
+                        llvm::Twine(bundle::kMaxRank) +
+                        " the runtime supports");
     for (int64_t dim : type.getDims())
       if (dim < 0)
         return shapeError("result type " + type.str() + " has a negative dim");

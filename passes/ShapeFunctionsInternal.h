@@ -8,6 +8,7 @@
 #define SNUG_PASSES_SHAPEFUNCTIONSINTERNAL_H
 
 #include "passes/ShapeFunctions.h"
+#include "runtime/CheckedArithmetic.h"
 
 #include <array>
 #include <string>
@@ -22,6 +23,9 @@ requireInts(const ShapeQuery &query, llvm::StringRef name);
 llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
                                     llvm::StringRef name, int64_t rank,
                                     int64_t defaultValue);
+
+/// The error for a shape formula that overflowed.
+llvm::Error overflowError(const llvm::Twine &what);
 
 using ShapeFunctionPtr = llvm::Expected<ResultTypes> (*)(const ShapeQuery &);
 using ShapeFunctionTable =

@@ -26,6 +26,10 @@ struct Window {
 
 static llvm::Expected<Window> readWindow(const ShapeQuery &query,
                                          size_t spatial) {
+  // The kernels (host and CUDA) implement 1 to 3 spatial dims.
+  if (spatial < 1 || spatial > 3)
+    return shapeError("snug supports 1 to 3 spatial dims, the input has " +
+                      llvm::Twine(spatial));
   Window window;
   auto kernel = requireInts(query, "kernel_shape");
   if (!kernel)
@@ -51,6 +55,37 @@ static llvm::Expected<Window> readWindow(const ShapeQuery &query,
   return window;
 }
 
+/// One output dim of a window op: the padded input, the window's extent,
+/// and how many strides fit, every step checked (attributes are arbitrary
+/// int64 values). `ceilMode` rounds up as the pools may.
+static llvm::Expected<int64_t> windowOutput(const Window &window, size_t i,
+                                            int64_t inputDim, size_t spatial,
+                                            bool ceilMode,
+                                            const TensorType &input) {
+  auto extent =
+      (CheckedInt(window.dilations[i]) * (window.kernel[i] - 1) + 1).get();
+  auto padded =
+      (CheckedInt(inputDim) + window.pads[i] + window.pads[i + spatial]).get();
+  if (!extent || !padded)
+    return overflowError("the window of spatial dim " + llvm::Twine(i) +
+                         " (kernel_shape, dilations or pads)");
+  if (*padded < *extent)
+    return shapeError("window larger than the padded input " + input.str());
+  int64_t stride = window.strides[i];
+  // padded - extent >= 0 and stride >= 1: no overflow below.
+  int64_t span = *padded - *extent;
+  int64_t out = span / stride + 1;
+  if (ceilMode) {
+    out += span % stride ? 1 : 0;
+    // A ceil-mode window must start inside the input or its begin padding.
+    auto begin = (CheckedInt(out - 1) * stride).get();
+    auto limit = (CheckedInt(inputDim) + window.pads[i]).get();
+    if (!begin || !limit || *begin >= *limit)
+      --out;
+  }
+  return out;
+}
+
 static llvm::Expected<ResultTypes> inferConv(const ShapeQuery &query) {
   auto input = requireOperand(query, 0);
   auto weight = requireOperand(query, 1);
@@ -67,7 +102,8 @@ static llvm::Expected<ResultTypes> inferConv(const ShapeQuery &query) {
   if (!window)
     return window.takeError();
   int64_t group = getIntAttr(query.attributes, "group", 1);
-  if (group <= 0 || x[1] != w[1] * group || w[0] % group)
+  auto channels = (CheckedInt(w[1]) * group).get();
+  if (group <= 0 || !channels || x[1] != *channels || w[0] % group)
     return shapeError("input channels " + llvm::Twine(x[1]) + ", weight " +
                       (*weight)->str() + " and group " + llvm::Twine(group) +
                       " disagree");
@@ -80,12 +116,10 @@ static llvm::Expected<ResultTypes> inferConv(const ShapeQuery &query) {
     if (w[i + 2] != window->kernel[i])
       return shapeError("kernel_shape " + dimsString(window->kernel) +
                         " disagrees with weight " + (*weight)->str());
-    int64_t extent = window->dilations[i] * (window->kernel[i] - 1) + 1;
-    int64_t padded = x[i + 2] + window->pads[i] + window->pads[i + spatial];
-    if (padded < extent)
-      return shapeError("kernel larger than the padded input " +
-                        (*input)->str());
-    dims.push_back((padded - extent) / window->strides[i] + 1);
+    auto out = windowOutput(*window, i, x[i + 2], spatial, false, **input);
+    if (!out)
+      return out.takeError();
+    dims.push_back(*out);
   }
   return ResultTypes{TensorType((*input)->getDType(), dims)};
 }
@@ -107,16 +141,38 @@ static llvm::Expected<ResultTypes> inferConvTranspose(const ShapeQuery &query) {
   if (!window)
     return window.takeError();
   int64_t group = getIntAttr(query.attributes, "group", 1);
+  if (group <= 0 || x[1] % group)
+    return shapeError("input channels " + llvm::Twine(x[1]) +
+                      " do not divide into group " + llvm::Twine(group));
+  auto channels = (CheckedInt(w[1]) * group).get();
+  if (!channels)
+    return overflowError("weight " + (*weight)->str() + " times group " +
+                         llvm::Twine(group));
+  if (query.operands.size() > 2 && query.operands[2] &&
+      query.operands[2]->getNumElements() != *channels)
+    return shapeError("bias " + query.operands[2]->str() + " does not match " +
+                      llvm::Twine(*channels) + " output channels");
   auto outputPadding =
       getIntsAttr(query.attributes, "output_padding")
           .getValueOr(llvm::SmallVector<int64_t, 4>(spatial, 0));
   if (outputPadding.size() != spatial)
     return shapeError("output_padding does not fit the spatial dims");
-  llvm::SmallVector<int64_t, 4> dims{x[0], w[1] * group};
-  for (size_t i = 0; i < spatial; ++i)
-    dims.push_back(window->strides[i] * (x[i + 2] - 1) + outputPadding[i] +
-                   (window->kernel[i] - 1) * window->dilations[i] + 1 -
-                   window->pads[i] - window->pads[i + spatial]);
+  llvm::SmallVector<int64_t, 4> dims{x[0], *channels};
+  for (size_t i = 0; i < spatial; ++i) {
+    if (w[i + 2] != window->kernel[i])
+      return shapeError("kernel_shape " + dimsString(window->kernel) +
+                        " disagrees with weight " + (*weight)->str());
+    auto dim = (CheckedInt(window->strides[i]) * (x[i + 2] - 1) +
+                outputPadding[i] +
+                CheckedInt(window->kernel[i] - 1) * window->dilations[i] + 1 -
+                window->pads[i] - window->pads[i + spatial])
+                   .get();
+    if (!dim)
+      return overflowError("the output size of spatial dim " +
+                           llvm::Twine(i) +
+                           " (strides, output_padding, dilations or pads)");
+    dims.push_back(*dim);
+  }
   return ResultTypes{TensorType((*input)->getDType(), dims)};
 }
 
@@ -134,18 +190,10 @@ static llvm::Expected<ResultTypes> inferPool(const ShapeQuery &query) {
   bool ceilMode = getIntAttr(query.attributes, "ceil_mode", 0);
   llvm::SmallVector<int64_t, 4> dims{x[0], x[1]};
   for (size_t i = 0; i < spatial; ++i) {
-    int64_t extent = window->dilations[i] * (window->kernel[i] - 1) + 1;
-    int64_t padded = x[i + 2] + window->pads[i] + window->pads[i + spatial];
-    if (padded < extent)
-      return shapeError("window larger than the padded input " +
-                        (*input)->str());
-    int64_t stride = window->strides[i];
-    int64_t out = ceilMode ? (padded - extent + stride - 1) / stride + 1
-                           : (padded - extent) / stride + 1;
-    // A ceil-mode window must start inside the input or its begin padding.
-    if (ceilMode && (out - 1) * stride >= x[i + 2] + window->pads[i])
-      --out;
-    dims.push_back(out);
+    auto out = windowOutput(*window, i, x[i + 2], spatial, ceilMode, **input);
+    if (!out)
+      return out.takeError();
+    dims.push_back(*out);
   }
   ResultTypes results{TensorType((*input)->getDType(), dims)};
   if (query.numResults > 1)
@@ -243,8 +291,18 @@ inferLayerNormalization(const ShapeQuery &query) {
   ResultTypes results{**input};
   llvm::SmallVector<int64_t, 4> dims((*input)->getDims().begin(),
                                      (*input)->getDims().end());
-  for (size_t i = *axis; i < dims.size(); ++i)
+  int64_t normalized = 1;
+  for (size_t i = *axis; i < dims.size(); ++i) {
+    normalized *= dims[i];
     dims[i] = 1;
+  }
+  for (unsigned i = 1; i < 3 && i < query.operands.size(); ++i)
+    if (query.operands[i] &&
+        query.operands[i]->getNumElements() != normalized)
+      return shapeError(llvm::Twine(i == 1 ? "scale " : "bias ") +
+                        query.operands[i]->str() + " does not hold the " +
+                        llvm::Twine(normalized) +
+                        " elements of the normalized dims");
   results.push_back(TensorType(DType::F32, dims));
   results.push_back(TensorType(DType::F32, dims));
   return results;
@@ -297,6 +355,59 @@ static llvm::Expected<ResultTypes> inferArgReduce(const ShapeQuery &query) {
   return ResultTypes{TensorType(DType::I64, dims)};
 }
 
+/// The per-channel parameters of a normalization: each holds C elements
+/// (dim 1 of the input), as the kernels require.
+static llvm::Error checkChannelParameters(const ShapeQuery &query,
+                                          unsigned first, unsigned last,
+                                          const TensorType &input) {
+  int64_t channels = input.getRank() > 1 ? input.getDims()[1] : 1;
+  for (unsigned i = first; i <= last; ++i) {
+    auto operand = requireOperand(query, i);
+    if (!operand)
+      return operand.takeError();
+    if ((*operand)->getNumElements() != channels)
+      return shapeError("operand " + llvm::Twine(i) + " " + (*operand)->str() +
+                        " does not hold one value per channel (" +
+                        llvm::Twine(channels) + ") of " + input.str());
+  }
+  return llvm::Error::success();
+}
+
+static llvm::Expected<ResultTypes>
+inferBatchNormalization(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  if (llvm::Error error = checkChannelParameters(query, 1, 4, **input))
+    return error;
+  // Old opsets' running mean and variance: the inputs, passed through.
+  return ResultTypes{**input, *query.operands[3], *query.operands[4]};
+}
+
+static llvm::Expected<ResultTypes>
+inferInstanceNormalization(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  if ((*input)->getRank() < 2)
+    return shapeError("input " + (*input)->str() + " has no channel dim");
+  if (llvm::Error error = checkChannelParameters(query, 1, 2, **input))
+    return error;
+  return ResultTypes{**input};
+}
+
+static llvm::Expected<ResultTypes> inferLrn(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  if ((*input)->getRank() < 2)
+    return shapeError("input " + (*input)->str() + " has no channel dim");
+  int64_t size = getIntAttr(query.attributes, "size", 0);
+  if (size <= 0)
+    return shapeError("size " + llvm::Twine(size) + " must be positive");
+  return ResultTypes{**input};
+}
+
 void registerNNShapeFunctions(ShapeFunctionTable &map) {
   auto set = [&](OpCode op, ShapeFunctionPtr function) {
     map[size_t(op)] = function;
@@ -310,6 +421,9 @@ void registerNNShapeFunctions(ShapeFunctionTable &map) {
   set(OpCode::MatMul, inferMatMul);
   set(OpCode::Gemm, inferGemm);
   set(OpCode::LayerNormalization, inferLayerNormalization);
+  set(OpCode::BatchNormalization, inferBatchNormalization);
+  set(OpCode::InstanceNormalization, inferInstanceNormalization);
+  set(OpCode::LRN, inferLrn);
   for (OpCode op : {OpCode::ReduceL1, OpCode::ReduceL2,
                     OpCode::ReduceLogSumExp, OpCode::ReduceMax,
                     OpCode::ReduceMean, OpCode::ReduceMin, OpCode::ReduceProd,

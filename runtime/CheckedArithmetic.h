@@ -117,6 +117,47 @@ inline bool isRangeInside(uint64_t offset, uint64_t size, uint64_t extent) {
   return offset <= extent && size <= extent - offset;
 }
 
+/// Signed a - b, or nullopt when it leaves int64_t.
+inline std::optional<int64_t> checkedSubSigned(int64_t a, int64_t b) {
+  int64_t difference;
+  if (__builtin_sub_overflow(a, b, &difference))
+    return std::nullopt;
+  return difference;
+}
+
+/// Signed int64 arithmetic that remembers whether any step overflowed, so
+/// that a shape formula over untrusted attribute values reads as a formula:
+/// `(CheckedInt(x) + padBegin + padEnd - extent).get()` is nullopt when an
+/// extreme value (pads of INT64_MAX) would wrap.
+class CheckedInt {
+public:
+  CheckedInt(int64_t value) : value(value) {}
+  CheckedInt operator+(CheckedInt other) const {
+    return combine(other, checkedAddSigned(value, other.value));
+  }
+  CheckedInt operator-(CheckedInt other) const {
+    return combine(other, checkedSubSigned(value, other.value));
+  }
+  CheckedInt operator*(CheckedInt other) const {
+    return combine(other, checkedMulSigned(value, other.value));
+  }
+  std::optional<int64_t> get() const {
+    if (overflowed)
+      return std::nullopt;
+    return value;
+  }
+
+private:
+  CheckedInt combine(const CheckedInt &other,
+                     std::optional<int64_t> result) const {
+    CheckedInt out(result.value_or(0));
+    out.overflowed = overflowed || other.overflowed || !result;
+    return out;
+  }
+  int64_t value;
+  bool overflowed = false;
+};
+
 } // namespace snug
 
 #endif // SNUG_RUNTIME_CHECKEDARITHMETIC_H

@@ -1,14 +1,17 @@
 //===- OnnxImporter.cpp - ONNX models into static snug IR -----------------===//
 //
 // The driver: load the ModelProto, check the opset, scan the whole graph
-// (unsupported ops, undefined inputs, duplicate outputs, cycles) and report
+// (unsupported ops, duplicate graph inputs and initializers, arity against
+// the op table, undefined inputs, duplicate outputs, cycles) and report
 // every finding of a kind at once, bind the graph inputs' dims, read the
 // initializers, then import the nodes in a topological order (models are
 // usually sorted already; a sorted order is computed anyway, which is also
-// the cycle check). Each node goes through its op's normalizer
-// (OnnxOps.cpp), which emits canonical snug nodes typed by the shape
-// functions. Finally the graph outputs are checked against what the model
-// declares and the module is verified.
+// the cycle check). Each node's attributes are checked against the op
+// table (known to the op, in their kind, once), then it goes through its
+// op's normalizer (OnnxOps.cpp), which emits canonical snug nodes typed by
+// the shape functions. Finally the graph outputs are checked against what
+// the model declares and the module is verified (a failure there is
+// snug's bug: every user error is caught before).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
@@ -16,6 +19,7 @@
 #include "ir/Verifier.h"
 #include "passes/ConstantEval.h"
 #include "passes/ShapeFunctions.h"
+#include "runtime/BundleFormat.h"
 #include "runtime/FileAccess.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -373,13 +377,22 @@ using namespace onnx_import;
 // Loading and checking the model
 //===----------------------------------------------------------------------===//
 
+/// How deep a text-format model may nest messages.
+static constexpr int kMaxTextNesting = 100;
+
 namespace {
 class TextErrorCollector : public google::protobuf::io::ErrorCollector {
 public:
   void AddError(int line, int column, const std::string &message) override {
-    if (first.empty())
-      first = std::to_string(line + 1) + ":" + std::to_string(column + 1) +
-              ": " + message;
+    if (!first.empty())
+      return;
+    first = std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": ";
+    // protobuf words its recursion limit as a parser setting.
+    if (llvm::StringRef(message).contains("recursion limit"))
+      first += "messages nested deeper than " +
+               std::to_string(kMaxTextNesting) + " levels";
+    else
+      first += message;
   }
   std::string first;
 };
@@ -409,6 +422,10 @@ static llvm::Error loadModel(llvm::StringRef path, onnx::ModelProto &model) {
     return fail("the model file is empty");
   if (isTextFormat(path)) {
     google::protobuf::TextFormat::Parser parser;
+    // The default limit is INT_MAX: a hostile file nesting messages 20,000
+    // deep would overflow the stack. Real models nest a few levels (graph,
+    // node, attribute, subgraph); the binary reader's default is 100 too.
+    parser.SetRecursionLimit(kMaxTextNesting);
     TextErrorCollector errors;
     parser.RecordErrorsTo(&errors);
     if (!parser.ParseFromString(bytes.str(), &model))
@@ -486,13 +503,6 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
     return llvm::make_error<UnsupportedOpsError>(importer.path,
                                                  std::move(unsupported));
 
-  // Who defines each name; every input must have a definer.
-  llvm::StringSet<> available;
-  for (const onnx::ValueInfoProto &input : graph.input())
-    available.insert(input.name());
-  for (const onnx::TensorProto &initializer : graph.initializer())
-    available.insert(initializer.name());
-  llvm::StringMap<int> producer;
   std::string problems;
   unsigned problemCount = 0;
   auto report = [&](const std::string &message) {
@@ -500,6 +510,41 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
       problems += (problems.empty() ? "" : "\n") + importer.path +
                   ": error: " + message;
   };
+  // Who defines each name; every input must have a definer, and only one
+  // of a kind (an initializer may also be listed as a graph input, as
+  // models before IR version 4 do).
+  llvm::StringSet<> available, initializers;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    if (!available.insert(input.name()).second)
+      report("graph input '" + input.name() + "' is listed more than once");
+  for (const onnx::TensorProto &initializer : graph.initializer()) {
+    if (!initializers.insert(initializer.name()).second)
+      report("initializer '" + initializer.name() +
+             "' is defined more than once");
+    available.insert(initializer.name());
+  }
+  // Arity against the op table, for ONNX ops that keep their name there
+  // (trailing empty names are absent optional inputs).
+  for (const onnx::NodeProto &node : graph.node()) {
+    const ir::OpInfo *info = ir::lookupOp(node.op_type());
+    if (!info)
+      continue;
+    int inputs = node.input_size();
+    while (inputs > 0 && node.input(inputs - 1).empty())
+      --inputs;
+    if (inputs < info->minOperands ||
+        (info->maxOperands >= 0 && inputs > info->maxOperands))
+      report(importer.describe(node) + ": has " + std::to_string(inputs) +
+             " input" + (inputs == 1 ? "" : "s") + ", " + node.op_type() +
+             " takes " +
+             (info->minOperands == info->maxOperands
+                  ? std::to_string(info->minOperands)
+              : info->maxOperands < 0
+                  ? "at least " + std::to_string(info->minOperands)
+                  : std::to_string(info->minOperands) + " to " +
+                        std::to_string(info->maxOperands)));
+  }
+  llvm::StringMap<int> producer;
   for (int i = 0; i < graph.node_size(); ++i)
     for (const std::string &output : graph.node(i).output()) {
       if (output.empty())
@@ -670,20 +715,29 @@ static llvm::Error checkOutput(const Importer &importer,
                         type.str() + ", the model declares " + declared + "]");
 }
 
-/// The ONNX attributes of `node` that the op table declares for its op must
-/// have the table's kind: an INT axis written as FLOAT would otherwise read
-/// as 0 (onnxruntime refuses such models too). Cast's `to` is the exception:
-/// ONNX gives a TensorProto type number where the canonical form keeps
-/// snug's dtype name.
+/// The ONNX attributes of `node` against the op table (ir/Ops.def): each
+/// one the op declares (an ATTR of the op of that name, or an ONNX_ATTR the
+/// importer resolves or ignores), in the declared kind, and at most once.
+/// Otherwise an INT axis written as FLOAT would read as 0, and a misspelt
+/// or unsupported attribute would be dropped without a word (onnxruntime
+/// refuses such models too).
 static llvm::Error checkAttributeKinds(Importer &importer,
                                        const onnx::NodeProto &node) {
-  const ir::OpInfo *info = ir::lookupOp(node.op_type());
-  if (!info || !node.domain().empty())
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
     return llvm::Error::success();
+  llvm::StringSet<> seen;
   for (const onnx::AttributeProto &attr : node.attribute()) {
-    const ir::AttrSpec *spec = ir::findAttrSpec(info->code, attr.name());
-    if (!spec || (info->code == ir::OpCode::Cast && attr.name() == "to"))
-      continue;
+    if (!seen.insert(attr.name()).second)
+      return importer.error(node, "attribute '" + attr.name() +
+                                      "' is given more than once");
+    llvm::Optional<ir::Attribute::Kind> expected =
+        ir::getOnnxAttrKind(node.op_type(), attr.name());
+    if (!expected)
+      return importer.error(node, "attribute '" + attr.name() +
+                                      "' is not an attribute of " +
+                                      node.op_type() +
+                                      " that snug knows (it takes: " +
+                                      ir::listOnnxAttrs(node.op_type()) + ")");
     llvm::Optional<ir::Attribute::Kind> kind;
     switch (attr.type()) {
     case onnx::AttributeProto::INT: kind = ir::Attribute::Kind::Int; break;
@@ -695,18 +749,28 @@ static llvm::Error checkAttributeKinds(Importer &importer,
     case onnx::AttributeProto::TENSOR: kind = ir::Attribute::Kind::Tensor; break;
     default: break;
     }
-    bool fits = kind && (*kind == spec->kind ||
-                         (spec->kind == ir::Attribute::Kind::Float &&
-                          *kind == ir::Attribute::Kind::Int));
-    if (!fits)
+    // Strict, unlike the textual IR's `alpha = 1`: the readers take an
+    // ONNX FLOAT's f field, which an INT leaves 0.
+    if (kind != expected)
       return importer.error(
           node, "attribute '" + attr.name() + "' is " +
                     (kind ? ir::describeAttributeKind(*kind).str()
                           : "of ONNX type " + std::to_string(attr.type())) +
-                    ", expected " +
-                    ir::describeAttributeKind(spec->kind).str());
+                    ", expected " + ir::describeAttributeKind(*expected).str());
   }
   return llvm::Error::success();
+}
+
+/// The bundle holds at most bundle::kMaxRank dims a tensor; the shape
+/// functions check every result, this the values that come in.
+static llvm::Error checkRank(const Importer &importer,
+                             const std::string &subject,
+                             const ir::TensorType &type) {
+  if (type.getRank() <= bundle::kMaxRank)
+    return llvm::Error::success();
+  return importer.error(subject + " has rank " + llvm::Twine(type.getRank()) +
+                        ", more than the " + llvm::Twine(bundle::kMaxRank) +
+                        " the runtime supports");
 }
 
 static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
@@ -743,6 +807,9 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     auto frozen = options.frozenInputs.find(input.name());
     if (frozen != options.frozenInputs.end()) {
       const auto &[type, bytes] = frozen->second;
+      if (llvm::Error error = checkRank(
+              importer, "frozen input '" + input.name() + "'", type))
+        return error;
       if (bytes.size() != type.getByteSize())
         return importer.error("frozen input '" + input.name() + "' has " +
                               llvm::Twine(bytes.size()) + " bytes, type " +
@@ -755,6 +822,10 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     auto type = bindInputType(importer, input, options);
     if (!type)
       return type.takeError();
+    if (llvm::Error error = checkRank(importer, "graph input '" +
+                                                    input.name() + "'",
+                                      *type))
+      return error;
     importer.values[input.name()] = module.addInput(input.name(), *type);
   }
 
@@ -764,6 +835,10 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
                               "initializer '" + initializer.name() + "'");
     if (!weight)
       return weight.takeError();
+    if (llvm::Error error = checkRank(
+            importer, "initializer '" + initializer.name() + "'",
+            (*weight)->getType()))
+      return error;
     importer.values[initializer.name()] = *weight;
   }
 

@@ -12,6 +12,7 @@
 
 #include "ir/Verifier.h"
 #include "passes/ShapeFunctions.h"
+#include "runtime/CheckedArithmetic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -166,15 +167,30 @@ readWindow(Importer &importer, const onnx::NodeProto &node,
     return importer.error(node, "kernel_shape " + dimsString(window.kernel) +
                                     ", strides, dilations or pads do not fit " +
                                     llvm::Twine(spatial) + " spatial dims");
+  // Before auto_pad divides by the strides.
+  for (size_t i = 0; i < spatial; ++i)
+    if (window.kernel[i] <= 0 || window.strides[i] <= 0 ||
+        window.dilations[i] <= 0)
+      return importer.error(node, "kernel_shape, strides and dilations must "
+                                  "be positive");
   std::string autoPad = attrString(node, "auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     window.pads.assign(2 * spatial, 0);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (size_t i = 0; i < spatial; ++i) {
       int64_t in = spatialDims[i], stride = window.strides[i];
-      int64_t out = (in + stride - 1) / stride;
-      int64_t extent = (window.kernel[i] - 1) * window.dilations[i] + 1;
-      int64_t total = std::max<int64_t>(0, (out - 1) * stride + extent - in);
+      // in > 0 and stride > 0: ceil(in / stride) without overflow.
+      int64_t out = (in - 1) / stride + 1;
+      auto needed = (CheckedInt(out - 1) * stride +
+                     CheckedInt(window.kernel[i] - 1) * window.dilations[i] +
+                     1 - in)
+                        .get();
+      if (!needed)
+        return importer.error(node, "auto_pad " + autoPad + " of spatial dim " +
+                                        llvm::Twine(i) +
+                                        " overflows a 64-bit integer "
+                                        "(strides, kernel_shape or dilations)");
+      int64_t total = std::max<int64_t>(0, *needed);
       int64_t small = total / 2, large = total - small;
       window.pads[i] = autoPad == "SAME_UPPER" ? small : large;
       window.pads[i + spatial] = autoPad == "SAME_UPPER" ? large : small;
@@ -222,12 +238,28 @@ static llvm::Error importConv(Importer &importer, onnx::NodeProto &node) {
         target.assign(outputShape->end() - spatial, outputShape->end());
       } else {
         for (size_t i = 0; i < spatial; ++i)
-          target.push_back(x[i + 2] * window->strides[i]);
+          target.push_back(x[i + 2]);
       }
+      if (outputPadding.size() != spatial)
+        return importer.error(node, "output_padding does not fit " +
+                                        llvm::Twine(spatial) + " spatial dims");
       for (size_t i = 0; i < spatial; ++i) {
-        int64_t total = window->strides[i] * (x[i + 2] - 1) + outputPadding[i] +
-                        (window->kernel[i] - 1) * window->dilations[i] + 1 -
-                        target[i];
+        // SAME: the output is the input times the stride.
+        auto wanted = outputShape ? CheckedInt(target[i])
+                                  : CheckedInt(target[i]) * window->strides[i];
+        auto needed =
+            (CheckedInt(window->strides[i]) * (x[i + 2] - 1) +
+             outputPadding[i] +
+             CheckedInt(window->kernel[i] - 1) * window->dilations[i] + 1 -
+             wanted)
+                .get();
+        if (!needed)
+          return importer.error(node, "the pads of spatial dim " +
+                                          llvm::Twine(i) +
+                                          " overflow a 64-bit integer "
+                                          "(strides, output_padding, "
+                                          "output_shape or dilations)");
+        int64_t total = *needed;
         int64_t half = total / 2;
         bool lower = autoPad == "SAME_LOWER";
         pads[i] = lower ? total - half : half;
@@ -262,9 +294,11 @@ static llvm::Error importPool(Importer &importer, onnx::NodeProto &node) {
       {"strides", Attribute::getInts(window->strides)},
       {"pads", Attribute::getInts(window->pads)},
       {"ceil_mode", Attribute::getInt(attrInt(node, "ceil_mode", 0))}};
-  if (isMax)
+  // AveragePool has dilations from opset 19; kept only when given, so
+  // older models' canonical form does not change.
+  if (isMax || findAttr(node, "dilations"))
     attributes["dilations"] = Attribute::getInts(window->dilations);
-  else
+  if (!isMax)
     attributes["count_include_pad"] =
         Attribute::getInt(attrInt(node, "count_include_pad", 0));
   unsigned results =
@@ -286,6 +320,11 @@ static llvm::Error importBatchNorm(Importer &importer, onnx::NodeProto &node) {
   if (attrInt(node, "training_mode", 0))
     return importer.error(node, "training-mode BatchNormalization is not "
                                 "supported (export in eval mode)");
+  // Opsets 7 and 8: spatial 0 keeps statistics per element, not per
+  // channel, which the canonical op does not express.
+  if (!attrInt(node, "spatial", 1))
+    return importer.error(node, "spatial 0 (per-element statistics) is not "
+                                "supported");
   return importer.emitAndBind(
       node, "BatchNormalization", *inputs,
       {{"epsilon", Attribute::getFloat(attrFloat(node, "epsilon", 1e-5f))}});

@@ -102,6 +102,9 @@ llvm::Expected<AttributeMap> convertAttributes(Importer &importer,
                                                onnx::NodeProto &node) {
   AttributeMap attributes;
   for (onnx::AttributeProto &attr : *node.mutable_attribute()) {
+    // Attributes the canonical form does not keep (Ops.def ONNX_ATTR).
+    if (ir::findOnnxAttrSpec(node.op_type(), attr.name()))
+      continue;
     auto converted = convertAttribute(importer, node, attr);
     if (!converted)
       return converted.takeError();

@@ -172,8 +172,15 @@ static llvm::Error importSplit(Importer &importer, onnx::NodeProto &node) {
       return given.takeError();
     split = *given;
   } else {
-    if (importer.opset >= 18 && findAttr(node, "num_outputs"))
-      parts = attrInt(node, "num_outputs", parts);
+    // num_outputs names the node's output count; a different one (say
+    // 2^62) would make the loop below run that long.
+    if (importer.opset >= 18 && findAttr(node, "num_outputs") &&
+        attrInt(node, "num_outputs", parts) != parts)
+      return importer.error(node, "num_outputs " +
+                                      llvm::Twine(attrInt(node, "num_outputs",
+                                                          parts)) +
+                                      " differs from the node's " +
+                                      llvm::Twine(parts) + " outputs");
     if (parts <= 0)
       return importer.error(node, "has no outputs to split into");
     int64_t chunk = (dim + parts - 1) / parts;
@@ -423,6 +430,11 @@ static llvm::Error importResize(Importer &importer, onnx::NodeProto &node) {
     if (findAttr(node, "axes"))
       return importer.error(node, "the axes attribute of Resize is not "
                                   "supported");
+    std::string policy =
+        attrString(node, "keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch")
+      return importer.error(node, "keep_aspect_ratio_policy '" + policy +
+                                      "' is not supported (only stretch)");
     if (transform == "tf_crop_and_resize")
       return importer.error(node, "coordinate_transformation_mode "
                                   "tf_crop_and_resize is not supported");
@@ -462,9 +474,15 @@ static llvm::Error importResize(Importer &importer, onnx::NodeProto &node) {
     if (scales.size() != dims.size())
       return importer.error(node, "needs scales or sizes for every axis of " +
                                       (*input)->getType().str());
-    for (size_t i = 0; i < dims.size(); ++i)
-      sizes.push_back(static_cast<int64_t>(
-          std::floor(dims[i] * static_cast<float>(scales[i]))));
+    for (size_t i = 0; i < dims.size(); ++i) {
+      double size = std::floor(dims[i] * static_cast<float>(scales[i]));
+      // A NaN, negative or huge scale would make the cast below undefined.
+      if (!(size >= 0 && size < 1e15))
+        return importer.error(node, "scale " + std::to_string(scales[i]) +
+                                        " of axis " + llvm::Twine(i) +
+                                        " gives no valid size");
+      sizes.push_back(static_cast<int64_t>(size));
+    }
   }
   llvm::SmallVector<float, 4> floatScales(scales.begin(), scales.end());
   AttributeMap attributes{

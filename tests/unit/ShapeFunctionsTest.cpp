@@ -297,3 +297,49 @@ TEST(ShapeFunctionsTest, UnknownOpAndNodeMessages) {
             "node 'flatten1' (Reshape): cannot reshape f32[2,3] (6 elements) "
             "to [7]");
 }
+
+// Issue 12: shape formulas over attribute values at the edges of int64 give
+// the ONNX answer or an overflow error, never a wrapped dim.
+TEST(ShapeFunctionsTest, ExtremeAttributesDoNotWrap) {
+  const int64_t max = INT64_MAX, min = INT64_MIN;
+  auto slice = [](int64_t start, int64_t end, int64_t step) {
+    return Case{"Slice",
+                {f32({4, 10})},
+                {{"starts", ints({start})},
+                 {"ends", ints({end})},
+                 {"axes", ints({0})},
+                 {"steps", ints({step})}}}
+        .result();
+  };
+  EXPECT_EQ(slice(0, 4, max), "f32[1,10]");
+  EXPECT_EQ(slice(3, -1, min), "f32[1,10]");
+  EXPECT_EQ(slice(3, -1, -2), "f32[2,10]");
+  EXPECT_EQ(slice(1, 4, 2), "f32[2,10]");
+  EXPECT_EQ(slice(4, 0, 1), "f32[0,10]");
+  EXPECT_EQ(slice(0, max, 1),
+            "error: slice of axis 0: start 0 or end 9223372036854775807 lies "
+            "outside [0, 4] (canonical Slice clamps them to the dim)");
+
+  auto pool = [](AttributeMap attributes) {
+    attributes["kernel_shape"] = ints({2, 2});
+    return Case{"MaxPool", {f32({1, 1, 4, 4})}, attributes}.result();
+  };
+  EXPECT_EQ(pool({{"strides", ints({max, 1})}}), "f32[1,1,1,3]");
+  EXPECT_EQ(pool({{"strides", ints({max, 1})},
+                  {"ceil_mode", Attribute::getInt(1)}}),
+            "f32[1,1,1,3]");
+  EXPECT_EQ(pool({{"pads", ints({0, 0, max, 0})}}),
+            "error: the window of spatial dim 0 (kernel_shape, dilations or "
+            "pads) overflows a 64-bit integer");
+  EXPECT_EQ(pool({{"dilations", ints({max, 1})}}),
+            "error: the window of spatial dim 0 (kernel_shape, dilations or "
+            "pads) overflows a 64-bit integer");
+  EXPECT_EQ((Case{"Tile", {f32({2, 3})}, {{"repeats", ints({max, 1})}}}
+                 .result()),
+            "error: repeats [9223372036854775807,1] times f32[2,3] overflows a "
+            "64-bit integer");
+  EXPECT_EQ((Case{"Pad", {f32({2, 3})}, {{"pads", ints({0, min, 0, min})}}}
+                 .result()),
+            "error: pads [0,-9223372036854775808,0,-9223372036854775808] "
+            "overflows a 64-bit integer");
+}

@@ -1,9 +1,12 @@
 //===- VerifierTest.cpp - Structural and type checks ----------------------===//
 #include "ir/Module.h"
 #include "ir/Parser.h"
+#include "ir/OpInfo.h"
 #include "ir/Verifier.h"
 
 #include <gtest/gtest.h>
+
+#include <set>
 
 using namespace snug::ir;
 
@@ -104,4 +107,44 @@ TEST(VerifierTest, BodiesBuiltThroughTheApiAreClosed) {
                       "outside it"),
             std::string::npos)
       << text;
+}
+
+// The two attribute tables of Ops.def agree: an ONNX_ATTR line is for an
+// attribute the canonical form does not keep, or keeps in another kind
+// (else the importer would drop an attribute the kernels read), each
+// (op, name) is listed once, and the verifier refuses what neither
+// declares.
+TEST(VerifierTest, AttributeTablesAgree) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const OnnxAttrSpec &spec : getOnnxAttrSpecs()) {
+    EXPECT_TRUE(seen.insert({spec.onnxOp, spec.name}).second)
+        << spec.onnxOp << " " << spec.name << " is listed twice";
+    // Both only where ONNX spells the attribute in another kind than the
+    // canonical form (Cast's `to`: a type number, a dtype name).
+    if (const OpInfo *info = lookupOp(spec.onnxOp)) {
+      const AttrSpec *canonical = findAttrSpec(info->code, spec.name);
+      EXPECT_TRUE(!canonical || canonical->kind != spec.kind)
+          << spec.onnxOp << " " << spec.name
+          << " is both an ATTR and an ONNX_ATTR of one kind";
+    }
+    EXPECT_EQ(getOnnxAttrKind(spec.onnxOp, spec.name), spec.kind);
+  }
+  for (const OpInfo &info : getAllOps())
+    for (const AttrSpec &spec : getAttrSpecs(info.code)) {
+      if (!findOnnxAttrSpec(info.name, spec.name)) {
+        EXPECT_EQ(getOnnxAttrKind(info.name, spec.name), spec.kind)
+            << info.name << " " << spec.name;
+      }
+    }
+  EXPECT_EQ(getOnnxAttrKind("Softmax", "axes"), llvm::None);
+  EXPECT_EQ(listOnnxAttrs("Conv"),
+            "kernel_shape, strides, pads, dilations, group, auto_pad");
+
+  EXPECT_EQ(verifyText(R"(
+func @f(%x: f32[2]) -> f32[2] {
+  %0 = Relu(%x) {offset = 0} : f32[2]
+  return %0
+})"),
+            "v.ir:3:3: error: node #0 (Relu): attribute 'offset' is not one "
+            "Relu takes (it takes: none)");
 }
