@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleReader.h"
+#include "runtime/CheckedArithmetic.h"
+#include "runtime/PlanVerifier.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -269,6 +271,20 @@ bool readManifest(Cursor &cursor, Bundle &b) {
       !cursor.u64(b.alignment) || !cursor.u64(b.weightsSize) ||
       !cursor.u64(b.lowerBound))
     return false;
+  // Checked before any location is held against them or anything is
+  // allocated: a 2^64 - 1 arena must not round up to a tiny allocation.
+  if (b.arenaSize > kMaxTensorBytes)
+    return cursor.fail("arena of " + std::to_string(b.arenaSize) +
+                       " bytes exceeds the limit of " +
+                       std::to_string(kMaxTensorBytes));
+  if (b.weightsSize > kMaxTensorBytes)
+    return cursor.fail("weights of " + std::to_string(b.weightsSize) +
+                       " bytes exceed the limit of " +
+                       std::to_string(kMaxTensorBytes));
+  if (b.alignment & (b.alignment - 1) || b.alignment > kMaxArenaAlignment)
+    return cursor.fail("arena alignment " + std::to_string(b.alignment) +
+                       " is not a power of two up to " +
+                       std::to_string(kMaxArenaAlignment));
   for (auto *list : {&b.inputs, &b.outputs}) {
     bool isInput = list == &b.inputs;
     if (!cursor.count(count, 20))
@@ -582,6 +598,10 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
     return false;
   if (shared.legacy && (!cursor.u64(shared.offset) || !cursor.u64(shared.bytes)))
     return false;
+  if (plan.arenaBytes > kMaxTensorBytes)
+    return cursor.fail("device arena of " + std::to_string(plan.arenaBytes) +
+                       " bytes exceeds the limit of " +
+                       std::to_string(kMaxTensorBytes));
   if (plan.arenaBytes < b.arenaSize)
     return cursor.fail("device arena of " + std::to_string(plan.arenaBytes) +
                        " bytes does not hold the host arena (" +
@@ -690,7 +710,7 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
   auto fail = [&](const std::string &message) {
     return invalidBundle("bundle '" + name + "': " + message);
   };
-  if (size < kHeaderSize)
+  if (size < kLegacyHeaderSize)
     return fail("truncated: " + std::to_string(size) +
                 " bytes, shorter than the header");
   if (std::memcmp(data, kMagic, 8))
@@ -708,9 +728,13 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
                 " is invalid (this runtime reads versions " +
                 std::to_string(kOldestBundleVersion) + " to " +
                 std::to_string(kBundleVersion) + ")");
+  const uint64_t header = headerSize(version);
+  if (size < header)
+    return fail("truncated: " + std::to_string(size) +
+                " bytes, shorter than the header");
   uint32_t sectionCount = readU32(data + 12);
   uint64_t fileSize = readU64(data + 16);
-  uint64_t hash = readU64(data + 24);
+  uint64_t hash = readU64(data + kHashOffset);
   if (fileSize != size)
     return fail(size < fileSize
                     ? "truncated: " + std::to_string(size) + " of " +
@@ -718,10 +742,16 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
                     : "size " + std::to_string(size) +
                           " does not match the header's " +
                           std::to_string(fileSize));
-  if (bundleHash(data, size) != hash)
-    return fail("plan hash mismatch (the file is corrupt)");
+  if (!isSealed(data, size))
+    return fail(std::string(version >= kFirstVersionWithDigest
+                                ? "SHA-256 hash"
+                                : "plan hash") +
+                " mismatch (the file is corrupt)");
+  if (version >= kFirstVersionWithDigest && readU64(data + kHashOffset +
+                                                    kDigestSize))
+    return fail("reserved header bytes are not zero");
   if (sectionCount > kMaxSections ||
-      kHeaderSize + uint64_t(sectionCount) * kSectionEntrySize > size)
+      header + uint64_t(sectionCount) * kSectionEntrySize > size)
     return fail("bad section count " + std::to_string(sectionCount));
 
   Bundle &b = *result;
@@ -734,9 +764,9 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
     uint64_t offset = 0, size = 0;
     bool present = false;
   } sections[KernelImages + 1];
-  uint64_t tableEnd = kHeaderSize + uint64_t(sectionCount) * kSectionEntrySize;
+  uint64_t tableEnd = header + uint64_t(sectionCount) * kSectionEntrySize;
   for (uint32_t i = 0; i < sectionCount; ++i) {
-    const uint8_t *entry = base + kHeaderSize + i * kSectionEntrySize;
+    const uint8_t *entry = base + header + i * kSectionEntrySize;
     uint32_t kind = readU32(entry);
     uint64_t offset = readU64(entry + 8), length = readU64(entry + 16);
     if (offset < tableEnd || offset > size || length > size - offset ||
@@ -795,7 +825,8 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
       return fail("kernel images have trailing bytes");
     b.hasDevicePlan = true;
   }
-  return Status::ok();
+  // Every op well-formed for its kind, so what loads stays in its buffers.
+  return verifyPlan(b);
 }
 
 Status parseBundle(const uint8_t *data, size_t size, const std::string &name,

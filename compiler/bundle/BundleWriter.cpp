@@ -2,14 +2,16 @@
 //
 // Builds each section in memory with a little-endian byte sink, lays the
 // sections out on 64-byte boundaries after the header and section table, and
-// hashes the whole file except the hash field (FNV-1a 64). Writing goes
-// through llvm::FileOutputBuffer, which writes a temporary and renames it on
-// commit. Writes format version 2: every host plan op ends with a has-body
-// byte, and a node with a body (snug.fused) writes it after that byte.
+// seals it (bundle::sealBundle: SHA-256 of the whole file except the digest
+// field). Writing goes through llvm::FileOutputBuffer, which writes a
+// temporary and renames it on commit. Writes format version 4 (the current
+// one): every host plan op ends with a has-body byte, and a node with a body
+// (snug.fused) writes it after that byte.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
 
+#include "passes/Passes.h"
 #include "runtime/BundleFormat.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -335,6 +337,15 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
                      "' has no memory plan (no 'arena' attribute); run "
                      "plan-memory before writing a bundle");
   arenaSize = uint64_t(arena->getInt());
+  // The runtime runs exactly the plan it is given: a plan whose live
+  // buffers overlap would run to wrong numbers, so it is refused here with
+  // the verify-plan pass's message (passes/VerifyPlan.cpp), which changes
+  // nothing in the module.
+  llvm::Expected<bool> changed =
+      createVerifyPlanPass()->run(const_cast<ir::Module &>(module));
+  if (!changed)
+    return makeError("cannot write a bundle of module '" + module.getName() +
+                     "': " + toString(changed.takeError()));
   auto intAttr = [&](llvm::StringRef name, uint64_t fallback) {
     const ir::Attribute *attr = module.getAttribute(name);
     return attr && attr->getKind() == ir::Attribute::Kind::Int &&
@@ -417,7 +428,8 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   file.u32(kBundleVersion);
   file.u32(count);
   file.u64(0); // file size, patched below
-  file.u64(0); // hash, patched below
+  // The digest field and the reserved word, patched by sealBundle.
+  file.bytes.resize(kHeaderSize, 0);
   uint64_t offset = alignTo(kHeaderSize + count * kSectionEntrySize,
                             kSectionAlignment);
   for (const Entry &entry : sections) {

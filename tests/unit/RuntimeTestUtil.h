@@ -49,7 +49,7 @@ inline std::vector<uint8_t> bundleOf(const std::string &text) {
 }
 
 /// `bytes` with the one occurrence of op name `from` replaced by `to` (of
-/// the same length) and the plan hash recomputed: how a test makes a bundle
+/// the same length) and the digest recomputed: how a test makes a bundle
 /// naming an op that no module can hold.
 inline std::vector<uint8_t> renameOp(std::vector<uint8_t> bytes,
                                      const std::string &from,
@@ -63,8 +63,7 @@ inline std::vector<uint8_t> renameOp(std::vector<uint8_t> bytes,
             bytes.end())
       << from << " occurs twice";
   std::copy(to.begin(), to.end(), it);
-  uint64_t hash = bundle::bundleHash(bytes.data(), bytes.size());
-  std::memcpy(bytes.data() + bundle::kHashOffset, &hash, sizeof hash);
+  bundle::sealBundle(bytes.data(), bytes.size());
   return bytes;
 }
 
