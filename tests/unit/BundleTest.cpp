@@ -417,7 +417,7 @@ TEST(BundleTest, ReaderRejectsSectionsOutsideTheFile) {
   std::vector<uint8_t> bytes = bundleOf(kMlp);
   // Section 0's size field: make it run past the end.
   uint64_t huge = bytes.size();
-  std::memcpy(bytes.data() + 32 + 16, &huge, 8);
+  std::memcpy(bytes.data() + bundle::kHeaderSize + 16, &huge, 8);
   fixUpHeader(bytes);
   std::string error;
   EXPECT_FALSE(parse(bytes, &error));

@@ -160,8 +160,8 @@ TEST(DevicePlanTest, ReadsVersionOnePlans) {
     --length;
     std::memcpy(entry + 16, &length, 8);
   }
-  bytes[8] = 1;
-  sealBundle(bytes.data(), bytes.size());
+  // And the header is v1's: 32 bytes, FNV-1a 64.
+  toLegacyHeader(bytes, 1);
   std::unique_ptr<rt::Bundle> bundle;
   rt::Status status =
       rt::parseBundle(bytes.data(), bytes.size(), "v1.snug", bundle);

@@ -13,6 +13,20 @@ void fixUpHeader(std::vector<uint8_t> &bytes) {
   bundle::sealBundle(bytes.data(), size);
 }
 
+void toLegacyHeader(std::vector<uint8_t> &bytes, uint32_t version) {
+  ASSERT_LT(version, bundle::kFirstVersionWithDigest);
+  ASSERT_EQ(bundle::headerVersion(bytes.data()), bundle::kBundleVersion);
+  uint32_t count;
+  std::memcpy(&count, bytes.data() + 12, 4);
+  uint64_t table = count * bundle::kSectionEntrySize;
+  std::memmove(bytes.data() + bundle::kLegacyHeaderSize,
+               bytes.data() + bundle::kHeaderSize, table);
+  std::fill(bytes.begin() + bundle::kLegacyHeaderSize + table,
+            bytes.begin() + bundle::kHeaderSize + table, 0);
+  std::memcpy(bytes.data() + 8, &version, 4);
+  fixUpHeader(bytes);
+}
+
 std::vector<std::vector<uint8_t>>
 runOnHost(const std::string &text,
           const std::vector<std::vector<uint8_t>> &inputs, bool poison) {

@@ -104,6 +104,11 @@ struct Loaded {
 /// Recomputes the size and hash fields after a test edits a bundle.
 void fixUpHeader(std::vector<uint8_t> &bytes);
 
+/// Turns a current bundle's header into the 32-byte header of `version`
+/// (< 4: the section table moves up, every section stays where it is) and
+/// reseals it, for tests of older formats.
+void toLegacyHeader(std::vector<uint8_t> &bytes, uint32_t version);
+
 template <typename T> std::vector<uint8_t> toBytes(const std::vector<T> &v) {
   std::vector<uint8_t> bytes(v.size() * sizeof(T));
   if (!v.empty())
