@@ -11,6 +11,7 @@
 #include "runtime/PlanVerifier.h"
 
 #include <cerrno>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -153,6 +154,30 @@ private:
   std::string error;
 };
 
+std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+/// Whether the product of the nonzero dims stays within kMaxTensorBytes /
+/// 8: an empty tensor's other dims must be as small as a full one's, so
+/// that every product of some of them (strides, the kernels' outer and
+/// inner extents) stays far from overflowing int64_t.
+bool hasBoundedDims(const std::vector<int64_t> &dims) {
+  uint64_t product = 1;
+  for (int64_t dim : dims) {
+    if (dim == 0)
+      continue;
+    std::optional<uint64_t> next = checkedMul(product, uint64_t(dim));
+    if (!next || *next > kMaxTensorBytes / 8)
+      return false;
+    product = *next;
+  }
+  return true;
+}
+
 /// Reads a location and checks it against the arena and the weights.
 bool readLocation(Cursor &cursor, Location &location, uint64_t arenaSize,
                   uint64_t weightsSize, const std::string &what) {
@@ -179,17 +204,17 @@ bool readLocation(Cursor &cursor, Location &location, uint64_t arenaSize,
   if (!elementSize)
     return cursor.fail(what + ": unknown dtype code " +
                        std::to_string(location.dtype));
-  uint64_t elements = 1;
-  const uint64_t limit = uint64_t(1) << 56;
-  for (int64_t dim : location.dims) {
+  for (int64_t dim : location.dims)
     if (dim < 0)
       return cursor.fail(what + ": negative dim");
-    if (dim && elements > limit / uint64_t(dim))
-      return cursor.fail(what + ": too many elements");
-    elements *= uint64_t(dim);
-  }
-  location.numElements = int64_t(elements);
-  location.bytes = elements * elementSize;
+  std::optional<uint64_t> bytes = checkedByteSize(
+      location.dims.data(), location.dims.size(), elementSize);
+  if (!bytes || !hasBoundedDims(location.dims))
+    return cursor.fail(what + ": dims " + dimsText(location.dims) +
+                       " exceed " + std::to_string(kMaxTensorBytes) +
+                       " bytes");
+  location.bytes = *bytes;
+  location.numElements = int64_t(*bytes / elementSize);
   uint64_t space = location.kind == Arena ? arenaSize : weightsSize;
   if (location.offset > space || location.bytes > space - location.offset)
     return cursor.fail(what + ": " + std::to_string(location.bytes) +
@@ -322,17 +347,18 @@ bool readBodyType(Cursor &cursor, BodyType &type, const std::string &what) {
     return cursor.fail(what + ": rank " + std::to_string(rank) +
                        " exceeds " + std::to_string(kMaxRank));
   type.dims.resize(rank);
-  uint64_t elements = 1;
   for (int64_t &dim : type.dims) {
     if (!cursor.i64(dim))
       return false;
     if (dim < 0)
       return cursor.fail(what + ": negative dim");
-    if (dim && elements > (uint64_t(1) << 56) / uint64_t(dim))
-      return cursor.fail(what + ": too many elements");
-    elements *= uint64_t(dim);
   }
-  type.numElements = int64_t(elements);
+  std::optional<uint64_t> bytes = checkedByteSize(
+      type.dims.data(), type.dims.size(), dtypeSize(type.dtype));
+  if (!bytes || !hasBoundedDims(type.dims))
+    return cursor.fail(what + ": dims " + dimsText(type.dims) + " exceed " +
+                       std::to_string(kMaxTensorBytes) + " bytes");
+  type.numElements = int64_t(*bytes / dtypeSize(type.dtype));
   return true;
 }
 

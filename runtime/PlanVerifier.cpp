@@ -270,6 +270,103 @@ std::string checkGather(const PlanOp &op) {
   return "";
 }
 
+const std::vector<int64_t> *intsAttr(const PlanOp &op, const char *name) {
+  const Attr *attr = op.getAttr(name);
+  return attr && attr->kind == AttrInts ? &attr->ints : nullptr;
+}
+
+/// An Int attribute `name`, when present, within [low, high].
+std::string checkIntRange(const PlanOp &op, const char *name, int64_t low,
+                          int64_t high) {
+  const Attr *attr = op.getAttr(name);
+  if (!attr || attr->kind != AttrInt || (attr->i >= low && attr->i <= high))
+    return "";
+  return std::string(name) + " " + std::to_string(attr->i) +
+         " is out of range [" + std::to_string(low) + ", " +
+         std::to_string(high) + "]";
+}
+
+/// Slice's canonical starts/axes/steps: every element the result reads
+/// lies inside the operand (the kernel's start + (dim - 1) * step).
+std::string checkSlice(const PlanOp &op) {
+  const Location &x = op.operands[0], &y = op.results[0];
+  int64_t rank = int64_t(x.dims.size());
+  if (int64_t(y.dims.size()) != rank)
+    return "result rank differs from the operand's";
+  const std::vector<int64_t> *starts = intsAttr(op, "starts");
+  const std::vector<int64_t> *axes = intsAttr(op, "axes");
+  const std::vector<int64_t> *steps = intsAttr(op, "steps");
+  std::vector<int64_t> start(rank, 0), step(rank, 1);
+  if (starts)
+    for (size_t i = 0; i < starts->size(); ++i) {
+      int64_t axis = axes && i < axes->size() ? (*axes)[i] : int64_t(i);
+      if (axis < -rank || axis >= rank)
+        return "slice axis " + std::to_string(axis) + " is out of range";
+      if (axis < 0)
+        axis += rank;
+      start[axis] = (*starts)[i];
+      step[axis] = steps && i < steps->size() ? (*steps)[i] : 1;
+    }
+  for (int64_t d = 0; d < rank; ++d) {
+    if (y.dims[d] == 0)
+      continue;
+    std::optional<int64_t> last = checkedMulSigned(y.dims[d] - 1, step[d]);
+    if (last)
+      last = checkedAddSigned(*last, start[d]);
+    if (start[d] < 0 || start[d] >= x.dims[d] || !last || *last < 0 ||
+        *last >= x.dims[d])
+      return "slice of dim " + std::to_string(d) +
+             " reads outside the operand";
+  }
+  return "";
+}
+
+/// Pad's `pads` attribute: 2 x rank values that give the result's dims.
+std::string checkPad(const PlanOp &op) {
+  const std::vector<int64_t> *pads = intsAttr(op, "pads");
+  if (!pads)
+    return "";
+  const Location &x = op.operands[0], &y = op.results[0];
+  size_t rank = x.dims.size();
+  if (pads->size() != 2 * rank || y.dims.size() != rank)
+    return "pads must hold 2 x rank values";
+  for (size_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> dim = checkedAddSigned(x.dims[d], (*pads)[d]);
+    if (dim)
+      dim = checkedAddSigned(*dim, (*pads)[rank + d]);
+    if (!dim || *dim != y.dims[d] || (*pads)[d] < -x.dims[d] ||
+        (*pads)[d] > y.dims[d])
+      return "pads of dim " + std::to_string(d) +
+             " do not match the result";
+  }
+  return "";
+}
+
+std::string checkResize(const PlanOp &op) {
+  const Location &x = op.operands[0], &y = op.results[0];
+  if (y.dims.size() != x.dims.size())
+    return "result rank differs from the operand's";
+  if (const Attr *scales = op.getAttr("scales"))
+    for (float scale : scales->floats)
+      if (!(scale > 0.0f && scale < 1e30f))
+        return "scale " + std::to_string(scale) + " is not a positive number";
+  if (!x.numElements && y.numElements)
+    return "cannot resize an empty tensor";
+  return "";
+}
+
+/// DepthToSpace and SpaceToDepth: 4-d, a blocksize whose square times the
+/// channels cannot overflow.
+std::string checkBlocks(const PlanOp &op) {
+  const Location &x = op.operands[0], &y = op.results[0];
+  if (x.dims.size() != 4 || y.dims.size() != 4)
+    return "expects 4-d tensors";
+  const Attr *block = op.getAttr("blocksize");
+  if (!block)
+    return "blocksize is required";
+  return checkIntRange(op, "blocksize", 1, kMaxWindowValue);
+}
+
 /// The op-specific rules; "" when `op` passes.
 std::string checkOp(const PlanOp &op, const OpSpec &spec) {
   const std::string &name = op.opName;
@@ -291,6 +388,16 @@ std::string checkOp(const PlanOp &op, const OpSpec &spec) {
     return checkWindow(op, nullptr);
   if (name == "Gather")
     return checkGather(op);
+  if (name == "Slice")
+    return checkSlice(op);
+  if (name == "Pad")
+    return checkPad(op);
+  if (name == "Resize")
+    return checkResize(op);
+  if (name == "DepthToSpace" || name == "SpaceToDepth")
+    return checkBlocks(op);
+  if (name == "LRN")
+    return checkIntRange(op, "size", 1, kMaxWindowValue);
   int64_t rank = int64_t(op.operands.empty() ? 0 : op.operands[0].dims.size());
   if (name == "Flatten")
     return checkAxis(op, rank, true);
