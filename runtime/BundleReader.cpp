@@ -10,6 +10,7 @@
 #include "runtime/CheckedArithmetic.h"
 #include "runtime/PlanVerifier.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <optional>
 #include <cstdio>
@@ -161,17 +162,22 @@ std::string dimsText(const std::vector<int64_t> &dims) {
   return text + "]";
 }
 
-/// Whether the product of the nonzero dims stays within kMaxTensorBytes /
-/// 8: an empty tensor's other dims must be as small as a full one's, so
-/// that every product of some of them (strides, the kernels' outer and
-/// inner extents) stays far from overflowing int64_t.
+/// The largest product of an empty tensor's nonzero dims.
+constexpr uint64_t kMaxEmptyExtent = uint64_t(1) << 24;
+
+/// Whether an empty tensor's nonzero dims are small: a full tensor's dims
+/// are bounded by its bytes, but [0, 2^40, 2^40] holds nothing and would
+/// let the kernels' products of some dims (strides, outer and inner
+/// extents, per-channel buffers) overflow or allocate wildly.
 bool hasBoundedDims(const std::vector<int64_t> &dims) {
+  if (std::find(dims.begin(), dims.end(), 0) == dims.end())
+    return true;
   uint64_t product = 1;
   for (int64_t dim : dims) {
     if (dim == 0)
       continue;
     std::optional<uint64_t> next = checkedMul(product, uint64_t(dim));
-    if (!next || *next > kMaxTensorBytes / 8)
+    if (!next || *next > kMaxEmptyExtent)
       return false;
     product = *next;
   }
@@ -211,8 +217,7 @@ bool readLocation(Cursor &cursor, Location &location, uint64_t arenaSize,
       location.dims.data(), location.dims.size(), elementSize);
   if (!bytes || !hasBoundedDims(location.dims))
     return cursor.fail(what + ": dims " + dimsText(location.dims) +
-                       " exceed " + std::to_string(kMaxTensorBytes) +
-                       " bytes");
+                       " are too large");
   location.bytes = *bytes;
   location.numElements = int64_t(*bytes / elementSize);
   uint64_t space = location.kind == Arena ? arenaSize : weightsSize;
@@ -356,8 +361,8 @@ bool readBodyType(Cursor &cursor, BodyType &type, const std::string &what) {
   std::optional<uint64_t> bytes = checkedByteSize(
       type.dims.data(), type.dims.size(), dtypeSize(type.dtype));
   if (!bytes || !hasBoundedDims(type.dims))
-    return cursor.fail(what + ": dims " + dimsText(type.dims) + " exceed " +
-                       std::to_string(kMaxTensorBytes) + " bytes");
+    return cursor.fail(what + ": dims " + dimsText(type.dims) +
+                       " are too large");
   type.numElements = int64_t(*bytes / dtypeSize(type.dtype));
   return true;
 }

@@ -337,15 +337,6 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
                      "' has no memory plan (no 'arena' attribute); run "
                      "plan-memory before writing a bundle");
   arenaSize = uint64_t(arena->getInt());
-  // The runtime runs exactly the plan it is given: a plan whose live
-  // buffers overlap would run to wrong numbers, so it is refused here with
-  // the verify-plan pass's message (passes/VerifyPlan.cpp), which changes
-  // nothing in the module.
-  llvm::Expected<bool> changed =
-      createVerifyPlanPass()->run(const_cast<ir::Module &>(module));
-  if (!changed)
-    return makeError("cannot write a bundle of module '" + module.getName() +
-                     "': " + toString(changed.takeError()));
   auto intAttr = [&](llvm::StringRef name, uint64_t fallback) {
     const ir::Attribute *attr = module.getAttribute(name);
     return attr && attr->getKind() == ir::Attribute::Kind::Int &&
@@ -421,6 +412,16 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
     sections.push_back({DevicePlanSection, &device.bytes});
     sections.push_back({KernelImages, &images.bytes});
   }
+  // The runtime runs exactly the plan it is given: a plan whose live
+  // buffers overlap would run to wrong numbers, so it is refused with the
+  // verify-plan pass's message (passes/VerifyPlan.cpp; the pass changes
+  // nothing), after the location checks above have named any value that
+  // has no offset or lies outside the arena.
+  llvm::Expected<bool> changed =
+      createVerifyPlanPass()->run(const_cast<ir::Module &>(module));
+  if (!changed)
+    return makeError("cannot write a bundle of module '" + module.getName() +
+                     "': " + toString(changed.takeError()));
   const uint32_t count = sections.size();
   Sink file;
   file.raw(llvm::ArrayRef<uint8_t>(

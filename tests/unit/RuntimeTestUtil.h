@@ -12,6 +12,7 @@
 #include "ir/Float16.h"
 #include "ir/Parser.h"
 #include "runtime/BundleFormat.h"
+#include "runtime/BundleReader.h"
 #include "snug/snug.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -122,6 +123,17 @@ template <typename T> std::vector<T> fromBytes(const std::vector<uint8_t> &b) {
     std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
   return v;
 }
+
+/// Where the section of `kind` lies in a current (v4) bundle: offset, size.
+std::pair<uint64_t, uint64_t> findSection(const std::vector<uint8_t> &bytes,
+                                          uint32_t kind);
+
+/// `bytes` (a current host-only bundle, whose host plan comes last) with its
+/// host plan replaced by `ops`, encoded as the writer does and resealed: how
+/// a test edits a decoded plan (runtime/BundleReader.h) and writes it back
+/// without the compiler's checks.
+std::vector<uint8_t> withHostPlan(const std::vector<uint8_t> &bytes,
+                                  const std::vector<rt::PlanOp> &ops);
 
 /// Runs IR text on the host: inputs in order, outputs in order. Fails the
 /// test (and returns {}) on any error.
