@@ -408,6 +408,45 @@ std::string checkOp(const PlanOp &op, const OpSpec &spec) {
   return "";
 }
 
+bool overlaps(const Location &a, const Location &b) {
+  return a.kind == Arena && b.kind == Arena && a.bytes && b.bytes &&
+         a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
+/// The kernels' aliasing contract (runtime/host/Kernels.h): a result lies
+/// exactly on an operand only for ops written for it (the InPlace and View
+/// traits, Cast, snug.fused), anywhere over its operands for Concat (which
+/// moves each operand into its slice with memmove), and apart from every
+/// operand otherwise; results lie apart from each other. Many kernels copy
+/// elements with memcpy, for which overlapping ranges are undefined.
+std::string checkAliasing(const PlanOp &op, const OpSpec &spec) {
+  bool exactAllowed = (spec.traits & (op_traits::InPlace | op_traits::View)) ||
+                      op.opName == "Cast" || op.opName == "snug.cast" ||
+                      op.opName == kFusedOpName;
+  bool anyAllowed = op.opName == "Concat";
+  for (size_t r = 0; r < op.results.size(); ++r) {
+    const Location &result = op.results[r];
+    for (size_t k = 0; k < op.operands.size() && !anyAllowed; ++k) {
+      const Location &operand = op.operands[k];
+      if (!overlaps(result, operand))
+        continue;
+      if (exactAllowed && operand.offset == result.offset &&
+          operand.bytes == result.bytes)
+        continue;
+      return "result " + std::to_string(r) + " (" +
+             std::to_string(result.bytes) + " bytes at arena offset " +
+             std::to_string(result.offset) + ") overlaps operand " +
+             std::to_string(k) + " (" + std::to_string(operand.bytes) +
+             " bytes at offset " + std::to_string(operand.offset) + ")";
+    }
+    for (size_t other = 0; other < r; ++other)
+      if (overlaps(result, op.results[other]))
+        return "results " + std::to_string(other) + " and " +
+               std::to_string(r) + " overlap in the arena";
+  }
+  return "";
+}
+
 std::string checkHostOp(const PlanOp &op) {
   const OpSpec *spec = nullptr;
   std::string reason = checkSignature(op.opName, op.operands.size(),
@@ -437,6 +476,8 @@ std::string checkHostOp(const PlanOp &op) {
                (inner.nodeName.empty() ? "" : " '" + inner.nodeName + "'") +
                " (" + inner.opName + "): " + why;
     }
+  if (std::string why = checkAliasing(op, *spec); !why.empty())
+    return why;
   return checkOp(op, *spec);
 }
 

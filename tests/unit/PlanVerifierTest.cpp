@@ -247,6 +247,32 @@ TEST(PlanVerifierTest, RefusesBadGathersAndAttributeKinds) {
       << error;
 }
 
+/// Kernels that copy with memcpy (Transpose, Slice, ...) must not find
+/// their result over their operand; in-place ops may sit exactly on it.
+TEST(PlanVerifierTest, RefusesResultsOverTheirOperands) {
+  std::string error = craftedError(kMisc, [](std::vector<rt::PlanOp> &ops) {
+    ops[1].results[0].offset = ops[1].operands[0].offset + 8;
+  });
+  EXPECT_TRUE(contains(error, "(Transpose): result 0 (48 bytes at arena "
+                              "offset 136) overlaps operand 0 (48 bytes at "
+                              "offset 128)"))
+      << error;
+  error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
+    ops[2].results[0].offset = ops[2].operands[0].offset + 4;
+  });
+  EXPECT_TRUE(contains(error, "(LeakyRelu): result 0 (8 bytes at arena "
+                              "offset 132) overlaps operand 0"))
+      << error;
+  // Exactly in place is what the planner does for elementwise ops.
+  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  auto bundle = decode(bytes);
+  ASSERT_TRUE(bundle);
+  std::vector<rt::PlanOp> ops = bundle->ops;
+  ops[2].results[0].offset = ops[2].operands[0].offset;
+  std::string message;
+  EXPECT_TRUE(decode(withHostPlan(bytes, ops), &message)) << message;
+}
+
 /// Structured mutants of a few small plans: each is refused at load with a
 /// message naming the bundle, or runs on the host without touching memory
 /// outside its buffers (ASan and UBSan watch in `make test`).
@@ -306,9 +332,10 @@ TEST(PlanVerifierTest, StructuredMutantsAreRefusedOrRun) {
             location->kind = bundle::Absent;
           break;
         case 4:
-          if (location && !location->dims.empty())
-            location->dims[random() % location->dims.size()] =
-                random() % 2 ? extreme : location->dims[0] + 1;
+          if (location && !location->dims.empty()) {
+            int64_t &dim = location->dims[random() % location->dims.size()];
+            dim = random() % 2 ? extreme : int64_t(random() % 8);
+          }
           break;
         case 5:
           if (location)
@@ -330,7 +357,7 @@ TEST(PlanVerifierTest, StructuredMutantsAreRefusedOrRun) {
           }
           break;
         case 8:
-          if (location && random() % 2)
+          if (location && !location->dims.empty() && random() % 2)
             location->dims.pop_back();
           else if (location)
             location->dims.push_back(1 + random() % 3);
