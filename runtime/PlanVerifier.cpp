@@ -27,17 +27,30 @@ namespace spec {
 using namespace op_traits;
 enum Family { Unary, Broadcast, Compare, Other };
 
+// The DTYPES column's sets (ir/OpInfo.h's dtype_sets), as bits of the
+// bundle's dtype codes.
+constexpr uint32_t bit(DTypeCode code) { return uint32_t(1) << code; }
+constexpr uint32_t FloatTypes =
+    bit(DTypeF32) | bit(DTypeF16) | bit(DTypeBF16) | bit(DTypeF64);
+constexpr uint32_t IntTypes = bit(DTypeI64) | bit(DTypeI32) | bit(DTypeI16) |
+                              bit(DTypeI8) | bit(DTypeU8);
+constexpr uint32_t BoolTypes = bit(DTypeBool);
+constexpr uint32_t NumericTypes = FloatTypes | IntTypes;
+constexpr uint32_t AnyType = NumericTypes | BoolTypes;
+
 struct OpSpec {
   const char *name;
   int minOperands, maxOperands, minResults, maxResults; // -1: unbounded
   Family family;
   unsigned traits;
+  uint32_t dtypes; // what operand 0 may hold
 };
 
 constexpr OpSpec kOps[] = {
 #define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
            FAMILY, TRAITS, DTYPES)                                              \
-  {NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS, FAMILY, TRAITS},
+  {NAME,   MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,                \
+   FAMILY, TRAITS,       DTYPES},
 #include "ir/Ops.def"
 };
 } // namespace spec
@@ -367,10 +380,51 @@ std::string checkBlocks(const PlanOp &op) {
   return checkIntRange(op, "blocksize", 1, kMaxWindowValue);
 }
 
+/// Ops.def's DTYPES column and the family's type rule (Ops.def's header):
+/// what the compiler's verifier checks, so a compiled plan always passes.
+std::string checkTypes(const PlanOp &op, const OpSpec &spec) {
+  const Location &result = op.results[0];
+  if (!op.operands.empty() && op.operands[0].isPresent() &&
+      (op.operands[0].dtype >= 32 ||
+       !(spec.dtypes & (uint32_t(1) << op.operands[0].dtype))))
+    return std::string("operand 0 has dtype ") +
+           dtypeName(op.operands[0].dtype) + ", which the op does not take";
+  switch (spec.family) {
+  case spec::Unary:
+    if (result.dtype != op.operands[0].dtype ||
+        result.dims != op.operands[0].dims)
+      return std::string("result 0 (") + dtypeName(result.dtype) +
+             dimsText(result.dims) + ") differs from operand 0 (" +
+             dtypeName(op.operands[0].dtype) +
+             dimsText(op.operands[0].dims) + ")";
+    return "";
+  case spec::Broadcast:
+  case spec::Compare:
+    for (size_t k = 0; k < op.operands.size(); ++k)
+      if (op.operands[k].isPresent() &&
+          op.operands[k].dtype != op.operands[0].dtype)
+        return "operand " + std::to_string(k) + " has dtype " +
+               dtypeName(op.operands[k].dtype) + ", operand 0 " +
+               dtypeName(op.operands[0].dtype);
+    if (spec.family == spec::Compare ? result.dtype != DTypeBool
+                                     : result.dtype != op.operands[0].dtype)
+      return std::string("result 0 has dtype ") + dtypeName(result.dtype) +
+             ", expects " +
+             (spec.family == spec::Compare ? "bool"
+                                           : dtypeName(op.operands[0].dtype));
+    return "";
+  case spec::Other:
+    return "";
+  }
+  return "";
+}
+
 /// The op-specific rules; "" when `op` passes.
 std::string checkOp(const PlanOp &op, const OpSpec &spec) {
   const std::string &name = op.opName;
   const Location &result = op.results[0];
+  if (std::string why = checkTypes(op, spec); !why.empty())
+    return why;
   if ((spec.traits & op_traits::Elementwise) != 0)
     for (size_t k = 0; k < op.operands.size(); ++k)
       if (op.operands[k].isPresent() &&

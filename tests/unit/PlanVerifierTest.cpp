@@ -245,6 +245,26 @@ TEST(PlanVerifierTest, RefusesBadGathersAndAttributeKinds) {
   EXPECT_TRUE(contains(error, "(Add): operand 1 [3] does not broadcast to the "
                               "result [1,2]"))
       << error;
+  // The family's type rules of Ops.def.
+  error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
+    ops[1].results[0].dtype = bundle::DTypeI64;
+  });
+  EXPECT_TRUE(contains(error, "(Add): result 0 has dtype i64, expects f32"))
+      << error;
+  error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
+    ops[2].results[0].dims = {2, 1};
+  });
+  EXPECT_TRUE(contains(error, "(LeakyRelu): result 0 (f32[2,1]) differs from "
+                              "operand 0 (f32[1,2])"))
+      << error;
+  error = craftedError(kGather, [](std::vector<rt::PlanOp> &ops) {
+    ops[0].opName = "Softmax";
+    ops[0].operands.pop_back();
+    ops[0].operands[0].dtype = bundle::DTypeI32;
+  });
+  EXPECT_TRUE(contains(error, "(Softmax): operand 0 has dtype i32, which the "
+                              "op does not take"))
+      << error;
 }
 
 /// Kernels that copy with memcpy (Transpose, Slice, ...) must not find
