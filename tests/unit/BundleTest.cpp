@@ -157,6 +157,12 @@ TEST(BundleTest, WriterRejectsModulesWithoutAPlan) {
         "attributes {arena = 64} {\n"
         "  %y = Add(%x, %w) : f32[2] {offset = 8}\n  return %y\n}\n",
         "elided");
+  // Two values live at once on the same bytes: verify-plan's refusal.
+  check("func @f(%x: f32[2] {offset = 0}) -> f32[2] attributes {arena = 64} {\n"
+        "  %a = Neg(%x) : f32[2] {offset = 16}\n"
+        "  %b = Exp(%x) : f32[2] {offset = 16}\n"
+        "  %y = Add(%a, %b) : f32[2] {offset = 32}\n  return %y\n}\n",
+        "cannot write a bundle of module 'f': the memory plan is invalid");
 }
 
 TEST(BundleTest, ReaderRejectsBadMagic) {

@@ -123,9 +123,22 @@ TEST(RuntimeApiTest, WrongSizesAndDevices) {
             std::string::npos);
   EXPECT_EQ(snug_session_set_input(session, 1, x, sizeof x),
             SNUG_ERROR_INVALID_ARGUMENT);
+  // A null pointer of the right size is named as such, not as a size
+  // mismatch ("takes 16 bytes, got 16").
+  EXPECT_EQ(snug_session_set_input(session, 0, nullptr, 16),
+            SNUG_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(snug_last_error()),
+            "input 'x': null data pointer for 16 bytes");
   float y[2];
   EXPECT_EQ(snug_session_get_output(session, 0, y, sizeof y),
             SNUG_ERROR_INVALID_ARGUMENT); // no run yet
+  float four[4] = {1, 2, 3, 4};
+  ASSERT_EQ(snug_session_set_input(session, 0, four, sizeof four), SNUG_OK);
+  ASSERT_EQ(snug_session_run(session), SNUG_OK) << snug_last_error();
+  EXPECT_EQ(snug_session_get_output(session, 0, nullptr, sizeof y),
+            SNUG_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(snug_last_error()),
+            "output 'y': null data pointer for 8 bytes");
   snug_session_destroy(session);
 }
 
