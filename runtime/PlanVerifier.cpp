@@ -419,6 +419,34 @@ std::string checkTypes(const PlanOp &op, const OpSpec &spec) {
   return "";
 }
 
+/// MatMul (numpy): the kernel's batch x m x n, computed without overflow,
+/// is the result's element count.
+std::string checkMatMul(const PlanOp &op) {
+  std::vector<int64_t> a = op.operands[0].dims, b = op.operands[1].dims;
+  if (a.empty() || b.empty())
+    return "operands must have rank >= 1";
+  if (a.size() == 1)
+    a.insert(a.begin(), 1);
+  if (b.size() == 1)
+    b.push_back(1);
+  if (b[b.size() - 2] != a.back())
+    return "inner dims differ (" + std::to_string(a.back()) + " and " +
+           std::to_string(b[b.size() - 2]) + ")";
+  std::optional<uint64_t> count =
+      checkedMul(uint64_t(a[a.size() - 2]), uint64_t(b.back()));
+  size_t batchA = a.size() - 2, batchB = b.size() - 2;
+  for (size_t i = 0; i < std::max(batchA, batchB) && count; ++i) {
+    int64_t x = i < batchA ? a[batchA - 1 - i] : 1;
+    int64_t y = i < batchB ? b[batchB - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1)
+      return "batch dims do not broadcast";
+    count = checkedMul(*count, uint64_t(std::max(x, y)));
+  }
+  if (!count || *count != uint64_t(op.results[0].numElements))
+    return "result does not hold the product";
+  return "";
+}
+
 /// The op-specific rules; "" when `op` passes.
 std::string checkOp(const PlanOp &op, const OpSpec &spec) {
   const std::string &name = op.opName;
@@ -444,6 +472,8 @@ std::string checkOp(const PlanOp &op, const OpSpec &spec) {
     return checkGather(op);
   if (name == "Slice")
     return checkSlice(op);
+  if (name == "MatMul")
+    return checkMatMul(op);
   if (name == "Pad")
     return checkPad(op);
   if (name == "Resize")
