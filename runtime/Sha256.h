@@ -27,6 +27,11 @@ public:
   void update(const uint8_t *data, size_t size) {
     totalBytes += size;
     while (size) {
+      if (buffered == 0 && size >= 64) { // whole blocks straight from data
+        compress(data);
+        data += 64, size -= 64;
+        continue;
+      }
       size_t take = 64 - buffered;
       if (take > size)
         take = size;
