@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <tuple>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -582,6 +583,15 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
     return false;
   if (g.c.kind != ArgArena)
     return cursor.fail(what + ": GEMM writes outside the arena");
+  // cuBLAS leaves C over A or B undefined (C over itself, for beta, is fine).
+  for (const auto &[arg, bytes, name] :
+       {std::tuple<const DeviceArg &, uint64_t, const char *>{g.a, aBytes, "A"},
+        {g.b, bBytes, "B"}})
+    if (arg.kind == ArgArena && bytes && cBytes && arg.value < g.c.value + cBytes &&
+        g.c.value < arg.value + bytes)
+      return cursor.fail(what + ": GEMM result C (" + std::to_string(cBytes) +
+                         " bytes at offset " + std::to_string(g.c.value) +
+                         ") overlaps its operand " + name);
   if (shared.legacy) {
     g.workspaceOffset = shared.offset, g.workspaceBytes = shared.bytes;
   } else if (!cursor.u64(g.workspaceOffset) ||
@@ -703,6 +713,14 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
                              std::to_string(step.copy.bytes) +
                              " bytes lies outside its region");
       }
+      // cuMemcpy of overlapping ranges is undefined.
+      if (step.copy.src.kind == ArgArena && step.copy.bytes &&
+          step.copy.src.value != step.copy.dst.value &&
+          step.copy.src.value < step.copy.dst.value + step.copy.bytes &&
+          step.copy.dst.value < step.copy.src.value + step.copy.bytes)
+        return cursor.fail(what + ": copy of " +
+                           std::to_string(step.copy.bytes) +
+                           " bytes overlaps its source");
       break;
     default:
       return cursor.fail(what + ": unknown step kind " +

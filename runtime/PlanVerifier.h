@@ -10,15 +10,25 @@
 //   - the op is one of ir/Ops.def's (the table itself, not a second list),
 //     with operand and result counts within its arity, its leading
 //     (required) operands present and every result present in the arena;
+//     body ops of snug.fused likewise, and elementwise;
 //   - attributes named in Ops.def's ATTR lines have the kind declared there;
-//   - shapes: an elementwise op's operands broadcast to its result, a view
-//     keeps its byte size, and the kernel-specific invariants the host
-//     kernels (runtime/host/kernels/*) rely on: Conv/ConvTranspose/pool
-//     windows whose index arithmetic cannot overflow, Gather's integer
-//     indices and a result size that does not wrap, axes within the rank;
-//   - device steps name a verified op.
+//   - types: operand 0's dtype in the DTYPES column, the family's rule
+//     (Unary, Broadcast, Compare), an elementwise op's operands broadcasting
+//     to its result, a view keeping its byte size;
+//   - aliasing: a result lies exactly on an operand only for ops whose
+//     kernels are written for it, and apart from it otherwise;
+//   - the kernel-specific invariants the host kernels
+//     (runtime/host/kernels/*) rely on: Conv/ConvTranspose/pool windows,
+//     Slice, Pad and MatMul extents whose index arithmetic cannot overflow,
+//     Gather's integer indices, axes within the rank, Resize's scales,
+//     DepthToSpace's and LRN's sizes.
+// The reader (not this) bounds every location, the manifest's sizes
+// (kMaxTensorBytes), an empty tensor's other dims, and every pointer, copy
+// and GEMM extent of the device plan. A kernel image is code: no load-time
+// check can bound what a crafted cubin does, so a device plan is as safe as
+// the kernels the bundle carries.
 // decodeBundle runs it on every load; messages name the op:
-//   "node 'conv1' (Conv): strides[0] = 0 is not positive".
+//   "node 'conv1' (Conv): strides[0] = 0 is out of range [1, 2147483648]".
 //
 // Std-only, like the rest of the runtime.
 //
