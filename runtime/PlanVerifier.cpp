@@ -359,10 +359,16 @@ std::string checkResize(const PlanOp &op) {
   const Location &x = op.operands[0], &y = op.results[0];
   if (y.dims.size() != x.dims.size())
     return "result rank differs from the operand's";
+  // The kernel maps output coordinate o to about o / scale and converts
+  // that to int64_t: it must fit.
   if (const Attr *scales = op.getAttr("scales"))
-    for (float scale : scales->floats)
-      if (!(scale > 0.0f && scale < 1e30f))
-        return "scale " + std::to_string(scale) + " is not a positive number";
+    for (size_t d = 0; d < scales->floats.size(); ++d) {
+      double scale = scales->floats[d];
+      double extent = d < y.dims.size() ? double(y.dims[d]) + 1 : 1;
+      if (!(scale > 0 && scale < 1e30 && extent / scale < 0x1p60))
+        return "scale " + std::to_string(scale) + " of dim " +
+               std::to_string(d) + " is out of range";
+    }
   if (!x.numElements && y.numElements)
     return "cannot resize an empty tensor";
   return "";

@@ -267,6 +267,25 @@ TEST(PlanVerifierTest, RefusesBadGathersAndAttributeKinds) {
       << error;
 }
 
+/// Resize's nearest mode converts about o / scale to an index: a tiny scale
+/// would leave int64_t.
+TEST(PlanVerifierTest, RefusesResizeScalesThatOverflow) {
+  const char *resize =
+      "func @r(%x: f32[2,3] {offset = 0}) -> f32[4,6] attributes {arena = "
+      "192} {\n"
+      "  %y = Resize(%x, _, _, _) {mode = \"nearest\", scales = [2.0, 2.0], "
+      "sizes = [4, 6]} : f32[4,6] {offset = 64}\n"
+      "  return %y\n}\n";
+  ASSERT_TRUE(decode(bundleOf(resize)));
+  std::string error = craftedError(resize, [](std::vector<rt::PlanOp> &ops) {
+    for (auto &entry : ops[0].attributes)
+      if (entry.first == "scales")
+        entry.second.floats[1] = 1e-30f;
+  });
+  EXPECT_TRUE(contains(error, "(Resize): scale ")) << error;
+  EXPECT_TRUE(contains(error, " of dim 1 is out of range")) << error;
+}
+
 /// Kernels that copy with memcpy (Transpose, Slice, ...) must not find
 /// their result over their operand; in-place ops may sit exactly on it.
 TEST(PlanVerifierTest, RefusesResultsOverTheirOperands) {
