@@ -32,8 +32,8 @@ enum Family { Unary, Broadcast, Compare, Other };
 constexpr uint32_t bit(DTypeCode code) { return uint32_t(1) << code; }
 constexpr uint32_t FloatTypes =
     bit(DTypeF32) | bit(DTypeF16) | bit(DTypeBF16) | bit(DTypeF64);
-constexpr uint32_t IntTypes = bit(DTypeI64) | bit(DTypeI32) | bit(DTypeI16) |
-                              bit(DTypeI8) | bit(DTypeU8);
+constexpr uint32_t IntTypes =
+    bit(DTypeI64) | bit(DTypeI32) | bit(DTypeI16) | bit(DTypeI8) | bit(DTypeU8);
 constexpr uint32_t BoolTypes = bit(DTypeBool);
 constexpr uint32_t NumericTypes = FloatTypes | IntTypes;
 constexpr uint32_t AnyType = NumericTypes | BoolTypes;
@@ -48,9 +48,9 @@ struct OpSpec {
 
 constexpr OpSpec kOps[] = {
 #define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
-           FAMILY, TRAITS, DTYPES)                                              \
-  {NAME,   MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,                \
-   FAMILY, TRAITS,       DTYPES},
+           FAMILY, TRAITS, DTYPES)                                             \
+  {NAME,        MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS,                       \
+   MAX_RESULTS, FAMILY,       TRAITS,       DTYPES},
 #include "ir/Ops.def"
 };
 } // namespace spec
@@ -76,24 +76,36 @@ const OpSpec *findOp(const std::string &name, size_t *position = nullptr) {
 
 const char *kindName(AttrKindSpec kind) {
   switch (kind) {
-  case AttrKindSpec::Int: return "an int";
-  case AttrKindSpec::Float: return "a float";
-  case AttrKindSpec::String: return "a string";
-  case AttrKindSpec::Ints: return "a list of ints";
-  case AttrKindSpec::Floats: return "a list of floats";
-  case AttrKindSpec::Tensor: return "a tensor";
+  case AttrKindSpec::Int:
+    return "an int";
+  case AttrKindSpec::Float:
+    return "a float";
+  case AttrKindSpec::String:
+    return "a string";
+  case AttrKindSpec::Ints:
+    return "a list of ints";
+  case AttrKindSpec::Floats:
+    return "a list of floats";
+  case AttrKindSpec::Tensor:
+    return "a tensor";
   }
   return "?";
 }
 
 uint8_t bundleKind(AttrKindSpec kind) {
   switch (kind) {
-  case AttrKindSpec::Int: return AttrInt;
-  case AttrKindSpec::Float: return AttrFloat;
-  case AttrKindSpec::String: return AttrString;
-  case AttrKindSpec::Ints: return AttrInts;
-  case AttrKindSpec::Floats: return AttrFloats;
-  case AttrKindSpec::Tensor: return AttrTensor;
+  case AttrKindSpec::Int:
+    return AttrInt;
+  case AttrKindSpec::Float:
+    return AttrFloat;
+  case AttrKindSpec::String:
+    return AttrString;
+  case AttrKindSpec::Ints:
+    return AttrInts;
+  case AttrKindSpec::Floats:
+    return AttrFloats;
+  case AttrKindSpec::Tensor:
+    return AttrTensor;
   }
   return 0;
 }
@@ -193,8 +205,8 @@ std::string checkWindow(const PlanOp &op, const Location *weight) {
     return "weight has rank " + std::to_string(weight->dims.size()) +
            ", operand 0 has " + std::to_string(rank);
   size_t spatial = rank - 2;
-  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1},
-          dilation[3] = {1, 1, 1}, pads[6] = {0, 0, 0, 0, 0, 0};
+  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1},
+          pads[6] = {0, 0, 0, 0, 0, 0};
   if (weight)
     for (size_t i = 0; i < spatial; ++i)
       kernel[i] = weight->dims[2 + i];
@@ -240,13 +252,13 @@ std::string checkWindow(const PlanOp &op, const Location *weight) {
     for (std::optional<int64_t> term :
          {checkedMulSigned(kernel[i], dilation[i]),
           std::optional<int64_t>(pads[i]),
-          std::optional<int64_t>(pads[spatial + i]),
-          std::optional<int64_t>(in), std::optional<int64_t>(out)})
+          std::optional<int64_t>(pads[spatial + i]), std::optional<int64_t>(in),
+          std::optional<int64_t>(out)})
       span = span && term ? checkedAddSigned(*span, *term) : std::nullopt;
     if (!span || *span > kMaxWindowSpan)
-      return "window of spatial dim " + std::to_string(i) +
-             " (size " + std::to_string(in) + " -> " + std::to_string(out) +
-             ", kernel " + std::to_string(kernel[i]) + ", stride " +
+      return "window of spatial dim " + std::to_string(i) + " (size " +
+             std::to_string(in) + " -> " + std::to_string(out) + ", kernel " +
+             std::to_string(kernel[i]) + ", stride " +
              std::to_string(stride[i]) + ", dilation " +
              std::to_string(dilation[i]) + ") overflows";
   }
@@ -275,8 +287,8 @@ std::string checkGather(const PlanOp &op) {
     axis += rank;
   if (!x.dims[axis])
     return indices.numElements ? "indices into an empty axis" : "";
-  std::optional<uint64_t> bytes = checkedMul(
-      x.bytes / uint64_t(x.dims[axis]), uint64_t(indices.numElements));
+  std::optional<uint64_t> bytes = checkedMul(x.bytes / uint64_t(x.dims[axis]),
+                                             uint64_t(indices.numElements));
   if (!bytes || *bytes != y.bytes)
     return "result of " + std::to_string(y.bytes) +
            " bytes does not match the gather";
@@ -328,8 +340,7 @@ std::string checkSlice(const PlanOp &op) {
       last = checkedAddSigned(*last, start[d]);
     if (start[d] < 0 || start[d] >= x.dims[d] || !last || *last < 0 ||
         *last >= x.dims[d])
-      return "slice of dim " + std::to_string(d) +
-             " reads outside the operand";
+      return "slice of dim " + std::to_string(d) + " reads outside the operand";
   }
   return "";
 }
@@ -349,8 +360,7 @@ std::string checkPad(const PlanOp &op) {
       dim = checkedAddSigned(*dim, (*pads)[rank + d]);
     if (!dim || *dim != y.dims[d] || (*pads)[d] < -x.dims[d] ||
         (*pads)[d] > y.dims[d])
-      return "pads of dim " + std::to_string(d) +
-             " do not match the result";
+      return "pads of dim " + std::to_string(d) + " do not match the result";
   }
   return "";
 }
@@ -401,8 +411,8 @@ std::string checkTypes(const PlanOp &op, const OpSpec &spec) {
         result.dims != op.operands[0].dims)
       return std::string("result 0 (") + dtypeName(result.dtype) +
              dimsText(result.dims) + ") differs from operand 0 (" +
-             dtypeName(op.operands[0].dtype) +
-             dimsText(op.operands[0].dims) + ")";
+             dtypeName(op.operands[0].dtype) + dimsText(op.operands[0].dims) +
+             ")";
     return "";
   case spec::Broadcast:
   case spec::Compare:

@@ -83,8 +83,7 @@ std::unique_ptr<rt::Bundle> decode(const std::vector<uint8_t> &bytes,
 }
 
 /// The load error of `bytes` with the plan of `text` edited by `edit`.
-template <typename Edit>
-std::string craftedError(const char *text, Edit edit) {
+template <typename Edit> std::string craftedError(const char *text, Edit edit) {
   std::vector<uint8_t> bytes = bundleOf(text);
   auto bundle = decode(bytes);
   if (!bundle) {
@@ -94,7 +93,8 @@ std::string craftedError(const char *text, Edit edit) {
   std::vector<rt::PlanOp> ops = bundle->ops;
   edit(ops);
   std::string error;
-  EXPECT_FALSE(decode(withHostPlan(bytes, ops), &error)) << "crafted plan loaded";
+  EXPECT_FALSE(decode(withHostPlan(bytes, ops), &error))
+      << "crafted plan loaded";
   return error;
 }
 
@@ -109,8 +109,9 @@ TEST(Sha256Test, StandardVectors) {
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(hex(sha("abc")),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(hex(sha("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(
+      hex(sha("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+      "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   // Fed in pieces that straddle the 64-byte blocks: the same digest.
   std::string text(1000, 'a');
   Sha256 hasher;
@@ -169,21 +170,18 @@ TEST(PlanVerifierTest, RefusesAnAbsentResult) {
 }
 
 TEST(PlanVerifierTest, RefusesARenamedOp) {
-  std::string error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
-    ops[1].opName = "Adx";
-  });
+  std::string error = craftedError(
+      kMlp, [](std::vector<rt::PlanOp> &ops) { ops[1].opName = "Adx"; });
   EXPECT_TRUE(contains(error, "(Adx): unknown op 'Adx'")) << error;
   // Renamed to a real op whose arity the operands do not fit.
-  error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
-    ops[2].opName = "Where";
-  });
+  error = craftedError(
+      kMlp, [](std::vector<rt::PlanOp> &ops) { ops[2].opName = "Where"; });
   EXPECT_TRUE(contains(error, "(Where): has 1 operands, expects 3")) << error;
 }
 
 TEST(PlanVerifierTest, RefusesADroppedOperand) {
-  std::string error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
-    ops[1].operands.pop_back();
-  });
+  std::string error = craftedError(
+      kMlp, [](std::vector<rt::PlanOp> &ops) { ops[1].operands.pop_back(); });
   EXPECT_TRUE(contains(error, "(Add): has 1 operands, expects 2")) << error;
   error = craftedError(kGather, [](std::vector<rt::PlanOp> &ops) {
     ops[0].operands[1].kind = bundle::Absent;
@@ -200,9 +198,10 @@ TEST(PlanVerifierTest, RefusesExtremeWindows) {
         entry.second.ints = std::move(values);
   };
   const int64_t max = std::numeric_limits<int64_t>::max();
-  std::string error = craftedError(kConvPool, [&](std::vector<rt::PlanOp> &ops) {
-    setInts(ops[0], "strides", {max, 1});
-  });
+  std::string error =
+      craftedError(kConvPool, [&](std::vector<rt::PlanOp> &ops) {
+        setInts(ops[0], "strides", {max, 1});
+      });
   EXPECT_TRUE(contains(error, "(Conv): strides[0] = 9223372036854775807 is "
                               "out of range"))
       << error;
@@ -213,7 +212,8 @@ TEST(PlanVerifierTest, RefusesExtremeWindows) {
   error = craftedError(kConvPool, [&](std::vector<rt::PlanOp> &ops) {
     setInts(ops[1], "kernel_shape", {2, 2, 2});
   });
-  EXPECT_TRUE(contains(error, "(MaxPool): kernel_shape has 3 values, expects 2"))
+  EXPECT_TRUE(
+      contains(error, "(MaxPool): kernel_shape has 3 values, expects 2"))
       << error;
   error = craftedError(kConvPool, [&](std::vector<rt::PlanOp> &ops) {
     setInts(ops[0], "dilations", {1, 0});
@@ -317,10 +317,10 @@ TEST(PlanVerifierTest, RefusesResultsOverTheirOperands) {
 /// outside its buffers (ASan and UBSan watch in `make test`).
 TEST(PlanVerifierTest, StructuredMutantsAreRefusedOrRun) {
   const char *seeds[] = {kMlp, kConvPool, kGather, kMisc};
-  const char *names[] = {"Add",    "Conv",      "MaxPool",   "Gather",
-                         "Concat", "Transpose", "Softmax",   "MatMul",
-                         "Split",  "Slice",     "Relu",      "AveragePool",
-                         "Where",  "Gemm",      "Reshape",   "Nope"};
+  const char *names[] = {"Add",    "Conv",      "MaxPool", "Gather",
+                         "Concat", "Transpose", "Softmax", "MatMul",
+                         "Split",  "Slice",     "Relu",    "AveragePool",
+                         "Where",  "Gemm",      "Reshape", "Nope"};
   const int64_t extremes[] = {0,
                               1,
                               -1,
@@ -329,9 +329,12 @@ TEST(PlanVerifierTest, StructuredMutantsAreRefusedOrRun) {
                               int64_t(1) << 40,
                               std::numeric_limits<int64_t>::max(),
                               std::numeric_limits<int64_t>::min()};
-  const uint8_t dtypes[] = {bundle::DTypeF32, bundle::DTypeI64,
-                            bundle::DTypeU8,  bundle::DTypeF16,
-                            bundle::DTypeF64, 0,
+  const uint8_t dtypes[] = {bundle::DTypeF32,
+                            bundle::DTypeI64,
+                            bundle::DTypeU8,
+                            bundle::DTypeF16,
+                            bundle::DTypeF64,
+                            0,
                             200};
   std::mt19937 random(2024);
   int loaded = 0, refused = 0;
@@ -378,8 +381,8 @@ TEST(PlanVerifierTest, StructuredMutantsAreRefusedOrRun) {
           break;
         case 5:
           if (location)
-            location->offset = random() % 2 ? uint64_t(extreme)
-                                            : location->offset + 4;
+            location->offset =
+                random() % 2 ? uint64_t(extreme) : location->offset + 4;
           break;
         case 6:
           if (location)
@@ -414,7 +417,8 @@ TEST(PlanVerifierTest, StructuredMutantsAreRefusedOrRun) {
       if (rt::checkHostSupport(*bundle))
         continue;
       std::unique_ptr<rt::HostExecutor> executor;
-      ASSERT_FALSE(rt::HostExecutor::create(*bundle, nullptr, 0, true, executor));
+      ASSERT_FALSE(
+          rt::HostExecutor::create(*bundle, nullptr, 0, true, executor));
       (void)executor->run();
     }
   }
