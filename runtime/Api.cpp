@@ -319,7 +319,11 @@ snug_status snug_session_set_input(snug_session *session, size_t index,
   if (snug_status s = checkIndex(session, index, true))
     return s;
   const TensorDesc &desc = session->bundle->bundle->inputs[index];
-  if (bytes != desc.location.bytes || (!data && bytes))
+  if (!data && bytes)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "input '" + desc.name + "': null data pointer for " +
+                    std::to_string(bytes) + " bytes");
+  if (bytes != desc.location.bytes)
     return fail(SNUG_ERROR_INVALID_ARGUMENT,
                 "input '" + desc.name + "' takes " +
                     std::to_string(desc.location.bytes) + " bytes, got " +
@@ -376,7 +380,11 @@ snug_status snug_session_get_output(snug_session *session, size_t index,
   if (!session->hasRun)
     return fail(SNUG_ERROR_INVALID_ARGUMENT,
                 "no successful run yet to read output '" + desc.name + "' of");
-  if (bytes != desc.location.bytes || (!data && bytes))
+  if (!data && bytes)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "output '" + desc.name + "': null data pointer for " +
+                    std::to_string(bytes) + " bytes");
+  if (bytes != desc.location.bytes)
     return fail(SNUG_ERROR_INVALID_ARGUMENT,
                 "output '" + desc.name + "' has " +
                     std::to_string(desc.location.bytes) + " bytes, got " +

@@ -1,16 +1,23 @@
-//===- BundleFormat.h - The .snug file layout, version 3 --------*- C++ -*-===//
+//===- BundleFormat.h - The .snug file layout, version 4 --------*- C++ -*-===//
 //
 // Constants and codes shared by the bundle writer (compiler/bundle) and the
 // bundle reader (runtime). Header-only and free of LLVM so both sides include
 // it. Everything is little-endian.
 //
-//   header (32 bytes)
+//   header (64 bytes; 32 before version 4)
 //     0  char[8]  magic "SNUGBNDL"
 //     8  u32      format version (kBundleVersion)
 //     12 u32      section count
 //     16 u64      file size
-//     24 u64      plan hash: FNV-1a 64 over the whole file except this
-//                 field (bytes [0, 24) then [32, file size))
+//     24 u8[32]   digest: SHA-256 (runtime/Sha256.h) of the whole file
+//                 except this field (bytes [0, 24) then [56, file size))
+//     56 u64      zero
+//                 Before version 4: at 24 a u64 FNV-1a 64 of the file
+//                 except that field, and the section table at 32.
+//                 The digest detects corruption and accidental edits; it
+//                 does not authenticate (anyone can recompute it): the
+//                 reader's plan verifier (runtime/PlanVerifier.h) is what
+//                 keeps a crafted bundle inside its buffers.
 //   section table (count x 24 bytes): u32 kind, u32 flags, u64 offset, u64 size
 //   sections, each starting on a 64-byte boundary of the file:
 //     Manifest   names, dtypes, dims and locations of inputs/outputs; arena
@@ -49,6 +56,8 @@
 #ifndef SNUG_RUNTIME_BUNDLEFORMAT_H
 #define SNUG_RUNTIME_BUNDLEFORMAT_H
 
+#include "runtime/Sha256.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -58,8 +67,9 @@ namespace bundle {
 constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'B', 'N', 'D', 'L'};
 /// 2: each GEMM of the device plan carries its own cuBLAS workspace
 /// (runtime/DevicePlan.h). 3: host plan ops carry a has-body byte and op
-/// bodies. The reader still reads versions 1 and 2.
-constexpr uint32_t kBundleVersion = 3;
+/// bodies. 4: a 64-byte header with a SHA-256 digest in place of FNV-1a 64.
+/// The reader still reads versions 1 to 3.
+constexpr uint32_t kBundleVersion = 4;
 /// The oldest version the reader still reads.
 constexpr uint32_t kOldestBundleVersion = 1;
 /// The first version whose host plan ops carry a has-body byte.
@@ -68,14 +78,23 @@ constexpr uint32_t kFirstVersionWithBodies = 3;
 constexpr const char *kFusedOpName = "snug.fused";
 /// A body operand index meaning "absent" (ONNX's empty input).
 constexpr uint32_t kNoValue = 0xffffffffu;
-constexpr uint64_t kHeaderSize = 32;
+/// The first version with the 64-byte header and the SHA-256 digest.
+constexpr uint32_t kFirstVersionWithDigest = 4;
+constexpr uint64_t kHeaderSize = 64;
+/// The header size of versions before kFirstVersionWithDigest.
+constexpr uint64_t kLegacyHeaderSize = 32;
 constexpr uint64_t kSectionEntrySize = 24;
+/// Where the digest (the FNV-1a hash before version 4) starts.
 constexpr uint64_t kHashOffset = 24;
+constexpr uint64_t kDigestSize = 32;
+constexpr uint64_t kLegacyHashSize = 8;
 constexpr uint64_t kSectionAlignment = 64;
 constexpr uint64_t kWeightAlignment = 64;
 /// Sanity limits the reader enforces (a bundle past them is corrupt).
 constexpr uint32_t kMaxSections = 64;
 constexpr uint32_t kMaxRank = 16;
+/// The largest arena alignment a manifest may ask for.
+constexpr uint64_t kMaxArenaAlignment = uint64_t(1) << 20;
 
 enum SectionKind : uint32_t {
   Manifest = 1,
@@ -141,7 +160,7 @@ inline const char *dtypeName(uint8_t code) {
 constexpr uint64_t kFnvOffset = 14695981039346656037ull;
 constexpr uint64_t kFnvPrime = 1099511628211ull;
 
-/// FNV-1a 64 of `size` bytes, continuing from `hash`.
+/// FNV-1a 64 of `size` bytes, continuing from `hash` (versions 1 to 3).
 inline uint64_t fnv1a(const uint8_t *data, size_t size,
                       uint64_t hash = kFnvOffset) {
   for (size_t i = 0; i < size; ++i) {
@@ -151,20 +170,65 @@ inline uint64_t fnv1a(const uint8_t *data, size_t size,
   return hash;
 }
 
-/// The plan hash of a whole bundle of `size` >= 32 bytes.
-inline uint64_t bundleHash(const uint8_t *data, size_t size) {
-  return fnv1a(data + kHashOffset + 8, size - kHashOffset - 8,
-               fnv1a(data, kHashOffset));
+/// The format version in a header of at least 12 bytes.
+inline uint32_t headerVersion(const uint8_t *data) {
+  return uint32_t(data[8]) | uint32_t(data[9]) << 8 |
+         uint32_t(data[10]) << 16 | uint32_t(data[11]) << 24;
 }
 
-/// Recomputes the plan hash of a whole bundle of `size` >= 32 bytes and
-/// stores it in its header field. The writer calls it last; the fuzzers and
-/// mutation tests call it on a mutated bundle so that the reader's structural
-/// checks, not the hash, are what they exercise.
-inline void sealBundle(uint8_t *data, size_t size) {
-  uint64_t hash = bundleHash(data, size);
+/// The header size, and so where the section table starts, of `version`.
+inline uint64_t headerSize(uint32_t version) {
+  return version >= kFirstVersionWithDigest ? kHeaderSize : kLegacyHeaderSize;
+}
+
+/// The size of the digest field of `version` at kHashOffset.
+inline uint64_t digestSize(uint32_t version) {
+  return version >= kFirstVersionWithDigest ? kDigestSize : kLegacyHashSize;
+}
+
+/// The digest of a whole bundle of `size` >= headerSize(version) bytes, as
+/// the header stores it: SHA-256 of everything but the digest field, or for
+/// versions before 4 the FNV-1a 64 of the same, little-endian in 8 bytes.
+inline Sha256::Digest bundleDigest(const uint8_t *data, size_t size) {
+  uint32_t version = headerVersion(data);
+  uint64_t skip = kHashOffset + digestSize(version);
+  Sha256::Digest digest{};
+  if (version >= kFirstVersionWithDigest) {
+    Sha256 hasher;
+    hasher.update(data, kHashOffset);
+    hasher.update(data + skip, size - skip);
+    return hasher.finish();
+  }
+  uint64_t hash = fnv1a(data + skip, size - skip, fnv1a(data, kHashOffset));
   for (int i = 0; i < 8; ++i)
-    data[kHashOffset + i] = uint8_t(hash >> (8 * i));
+    digest[i] = uint8_t(hash >> (8 * i));
+  return digest;
+}
+
+/// Whether the digest field of a bundle of `size` >= headerSize(version)
+/// bytes holds its digest.
+inline bool isSealed(const uint8_t *data, size_t size) {
+  Sha256::Digest digest = bundleDigest(data, size);
+  uint64_t length = digestSize(headerVersion(data));
+  for (uint64_t i = 0; i < length; ++i)
+    if (data[kHashOffset + i] != digest[i])
+      return false;
+  return true;
+}
+
+/// Recomputes the digest of a whole bundle of `size` >= headerSize(version)
+/// bytes (the version read from its header) and stores it in its header
+/// field. The writer calls it last; the fuzzers and mutation tests call it
+/// on a mutated bundle so that the reader's structural checks and the plan
+/// verifier, not the digest, are what they exercise. A buffer too short for
+/// its header is left as it is.
+inline void sealBundle(uint8_t *data, size_t size) {
+  if (size < kLegacyHeaderSize || size < headerSize(headerVersion(data)))
+    return;
+  Sha256::Digest digest = bundleDigest(data, size);
+  uint64_t length = digestSize(headerVersion(data));
+  for (uint64_t i = 0; i < length; ++i)
+    data[kHashOffset + i] = digest[i];
 }
 
 inline uint64_t alignTo(uint64_t value, uint64_t alignment) {

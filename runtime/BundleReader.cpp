@@ -7,9 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleReader.h"
+#include "runtime/CheckedArithmetic.h"
 #include "runtime/FileAccess.h"
+#include "runtime/PlanVerifier.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <optional>
+#include <tuple>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -152,6 +157,35 @@ private:
   std::string error;
 };
 
+std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+/// The largest product of an empty tensor's nonzero dims.
+constexpr uint64_t kMaxEmptyExtent = uint64_t(1) << 24;
+
+/// Whether an empty tensor's nonzero dims are small: a full tensor's dims
+/// are bounded by its bytes, but [0, 2^40, 2^40] holds nothing and would
+/// let the kernels' products of some dims (strides, outer and inner
+/// extents, per-channel buffers) overflow or allocate wildly.
+bool hasBoundedDims(const std::vector<int64_t> &dims) {
+  if (std::find(dims.begin(), dims.end(), 0) == dims.end())
+    return true;
+  uint64_t product = 1;
+  for (int64_t dim : dims) {
+    if (dim == 0)
+      continue;
+    std::optional<uint64_t> next = checkedMul(product, uint64_t(dim));
+    if (!next || *next > kMaxEmptyExtent)
+      return false;
+    product = *next;
+  }
+  return true;
+}
+
 /// Reads a location and checks it against the arena and the weights.
 bool readLocation(Cursor &cursor, Location &location, uint64_t arenaSize,
                   uint64_t weightsSize, const std::string &what) {
@@ -178,17 +212,16 @@ bool readLocation(Cursor &cursor, Location &location, uint64_t arenaSize,
   if (!elementSize)
     return cursor.fail(what + ": unknown dtype code " +
                        std::to_string(location.dtype));
-  uint64_t elements = 1;
-  const uint64_t limit = uint64_t(1) << 56;
-  for (int64_t dim : location.dims) {
+  for (int64_t dim : location.dims)
     if (dim < 0)
       return cursor.fail(what + ": negative dim");
-    if (dim && elements > limit / uint64_t(dim))
-      return cursor.fail(what + ": too many elements");
-    elements *= uint64_t(dim);
-  }
-  location.numElements = int64_t(elements);
-  location.bytes = elements * elementSize;
+  std::optional<uint64_t> bytes = checkedByteSize(
+      location.dims.data(), location.dims.size(), elementSize);
+  if (!bytes || !hasBoundedDims(location.dims))
+    return cursor.fail(what + ": dims " + dimsText(location.dims) +
+                       " are too large");
+  location.bytes = *bytes;
+  location.numElements = int64_t(*bytes / elementSize);
   uint64_t space = location.kind == Arena ? arenaSize : weightsSize;
   if (location.offset > space || location.bytes > space - location.offset)
     return cursor.fail(what + ": " + std::to_string(location.bytes) +
@@ -270,6 +303,20 @@ bool readManifest(Cursor &cursor, Bundle &b) {
       !cursor.u64(b.alignment) || !cursor.u64(b.weightsSize) ||
       !cursor.u64(b.lowerBound))
     return false;
+  // Checked before any location is held against them or anything is
+  // allocated: a 2^64 - 1 arena must not round up to a tiny allocation.
+  if (b.arenaSize > kMaxTensorBytes)
+    return cursor.fail("arena of " + std::to_string(b.arenaSize) +
+                       " bytes exceeds the limit of " +
+                       std::to_string(kMaxTensorBytes));
+  if (b.weightsSize > kMaxTensorBytes)
+    return cursor.fail("weights of " + std::to_string(b.weightsSize) +
+                       " bytes exceed the limit of " +
+                       std::to_string(kMaxTensorBytes));
+  if (b.alignment & (b.alignment - 1) || b.alignment > kMaxArenaAlignment)
+    return cursor.fail("arena alignment " + std::to_string(b.alignment) +
+                       " is not a power of two up to " +
+                       std::to_string(kMaxArenaAlignment));
   for (auto *list : {&b.inputs, &b.outputs}) {
     bool isInput = list == &b.inputs;
     if (!cursor.count(count, 20))
@@ -307,17 +354,18 @@ bool readBodyType(Cursor &cursor, BodyType &type, const std::string &what) {
     return cursor.fail(what + ": rank " + std::to_string(rank) +
                        " exceeds " + std::to_string(kMaxRank));
   type.dims.resize(rank);
-  uint64_t elements = 1;
   for (int64_t &dim : type.dims) {
     if (!cursor.i64(dim))
       return false;
     if (dim < 0)
       return cursor.fail(what + ": negative dim");
-    if (dim && elements > (uint64_t(1) << 56) / uint64_t(dim))
-      return cursor.fail(what + ": too many elements");
-    elements *= uint64_t(dim);
   }
-  type.numElements = int64_t(elements);
+  std::optional<uint64_t> bytes = checkedByteSize(
+      type.dims.data(), type.dims.size(), dtypeSize(type.dtype));
+  if (!bytes || !hasBoundedDims(type.dims))
+    return cursor.fail(what + ": dims " + dimsText(type.dims) +
+                       " are too large");
+  type.numElements = int64_t(*bytes / dtypeSize(type.dtype));
   return true;
 }
 
@@ -536,6 +584,15 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
     return false;
   if (g.c.kind != ArgArena)
     return cursor.fail(what + ": GEMM writes outside the arena");
+  // cuBLAS leaves C over A or B undefined (C over itself, for beta, is fine).
+  for (const auto &[arg, bytes, name] :
+       {std::tuple<const DeviceArg &, uint64_t, const char *>{g.a, aBytes, "A"},
+        {g.b, bBytes, "B"}})
+    if (arg.kind == ArgArena && bytes && cBytes && arg.value < g.c.value + cBytes &&
+        g.c.value < arg.value + bytes)
+      return cursor.fail(what + ": GEMM result C (" + std::to_string(cBytes) +
+                         " bytes at offset " + std::to_string(g.c.value) +
+                         ") overlaps its operand " + name);
   if (shared.legacy) {
     g.workspaceOffset = shared.offset, g.workspaceBytes = shared.bytes;
   } else if (!cursor.u64(g.workspaceOffset) ||
@@ -583,6 +640,10 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
     return false;
   if (shared.legacy && (!cursor.u64(shared.offset) || !cursor.u64(shared.bytes)))
     return false;
+  if (plan.arenaBytes > kMaxTensorBytes)
+    return cursor.fail("device arena of " + std::to_string(plan.arenaBytes) +
+                       " bytes exceeds the limit of " +
+                       std::to_string(kMaxTensorBytes));
   if (plan.arenaBytes < b.arenaSize)
     return cursor.fail("device arena of " + std::to_string(plan.arenaBytes) +
                        " bytes does not hold the host arena (" +
@@ -653,6 +714,14 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
                              std::to_string(step.copy.bytes) +
                              " bytes lies outside its region");
       }
+      // cuMemcpy of overlapping ranges is undefined.
+      if (step.copy.src.kind == ArgArena && step.copy.bytes &&
+          step.copy.src.value != step.copy.dst.value &&
+          step.copy.src.value < step.copy.dst.value + step.copy.bytes &&
+          step.copy.dst.value < step.copy.src.value + step.copy.bytes)
+        return cursor.fail(what + ": copy of " +
+                           std::to_string(step.copy.bytes) +
+                           " bytes overlaps its source");
       break;
     default:
       return cursor.fail(what + ": unknown step kind " +
@@ -691,7 +760,7 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
   auto fail = [&](const std::string &message) {
     return invalidBundle("bundle '" + name + "': " + message);
   };
-  if (size < kHeaderSize)
+  if (size < kLegacyHeaderSize)
     return fail("truncated: " + std::to_string(size) +
                 " bytes, shorter than the header");
   if (std::memcmp(data, kMagic, 8))
@@ -709,9 +778,13 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
                 " is invalid (this runtime reads versions " +
                 std::to_string(kOldestBundleVersion) + " to " +
                 std::to_string(kBundleVersion) + ")");
+  const uint64_t header = headerSize(version);
+  if (size < header)
+    return fail("truncated: " + std::to_string(size) +
+                " bytes, shorter than the header");
   uint32_t sectionCount = readU32(data + 12);
   uint64_t fileSize = readU64(data + 16);
-  uint64_t hash = readU64(data + 24);
+  uint64_t hash = readU64(data + kHashOffset);
   if (fileSize != size)
     return fail(size < fileSize
                     ? "truncated: " + std::to_string(size) + " of " +
@@ -719,10 +792,16 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
                     : "size " + std::to_string(size) +
                           " does not match the header's " +
                           std::to_string(fileSize));
-  if (bundleHash(data, size) != hash)
-    return fail("plan hash mismatch (the file is corrupt)");
+  if (!isSealed(data, size))
+    return fail(std::string(version >= kFirstVersionWithDigest
+                                ? "SHA-256 hash"
+                                : "plan hash") +
+                " mismatch (the file is corrupt)");
+  if (version >= kFirstVersionWithDigest && readU64(data + kHashOffset +
+                                                    kDigestSize))
+    return fail("reserved header bytes are not zero");
   if (sectionCount > kMaxSections ||
-      kHeaderSize + uint64_t(sectionCount) * kSectionEntrySize > size)
+      header + uint64_t(sectionCount) * kSectionEntrySize > size)
     return fail("bad section count " + std::to_string(sectionCount));
 
   Bundle &b = *result;
@@ -735,9 +814,9 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
     uint64_t offset = 0, size = 0;
     bool present = false;
   } sections[KernelImages + 1];
-  uint64_t tableEnd = kHeaderSize + uint64_t(sectionCount) * kSectionEntrySize;
+  uint64_t tableEnd = header + uint64_t(sectionCount) * kSectionEntrySize;
   for (uint32_t i = 0; i < sectionCount; ++i) {
-    const uint8_t *entry = base + kHeaderSize + i * kSectionEntrySize;
+    const uint8_t *entry = base + header + i * kSectionEntrySize;
     uint32_t kind = readU32(entry);
     uint64_t offset = readU64(entry + 8), length = readU64(entry + 16);
     if (offset < tableEnd || offset > size || length > size - offset ||
@@ -796,7 +875,8 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
       return fail("kernel images have trailing bytes");
     b.hasDevicePlan = true;
   }
-  return Status::ok();
+  // Every op well-formed for its kind, so what loads stays in its buffers.
+  return verifyPlan(b);
 }
 
 Status parseBundle(const uint8_t *data, size_t size, const std::string &name,

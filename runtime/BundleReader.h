@@ -1,20 +1,25 @@
 //===- BundleReader.h - Reading and checking a .snug bundle -----*- C++ -*-===//
 //
-// Reads a bundle of format version 1 to 3 (runtime/BundleFormat.h; a v1
+// Reads a bundle of format version 1 to 4 (runtime/BundleFormat.h; a v1
 // device plan's one workspace becomes every GEMM's, v1 and v2 host plans
-// have no op bodies) into memory and checks it completely before anything
-// runs: magic, version, file size, hash, section table, that every location
-// of the manifest and the host plan lies inside the arena or the weights
-// section, and that every op body is closed and typed: value indices in
+// have no op bodies, v1 to v3 carry FNV-1a 64 instead of SHA-256) into
+// memory and checks it completely before anything runs: magic, version,
+// file size, digest, section table, the manifest's arena and weights sizes
+// (at most kMaxTensorBytes, before anything is sized by them), that every
+// location of the manifest and the host plan lies inside the arena or the
+// weights section, and that every op body is closed and typed: value indices in
 // range and defined before use, block arguments typed as the op's operands,
 // the yield as its results, every result of one shape and every body value
 // broadcasting to it. A bundle that passes can be executed without further
 // bounds checks on locations, bodies included (a body only reads its
-// operands at broadcast offsets of the result index). Errors name the file.
+// operands at broadcast offsets of the result index). Last, the plan
+// verifier (runtime/PlanVerifier.h) holds every op to what its kernel
+// relies on. Errors name the file.
 //
 // Not done here: whether the host has a kernel for each op (the executor
 // checks that when the bundle is loaded through the C API), whether the plan
-// overlaps live buffers (that is the planner's verifier's job).
+// overlaps live buffers across ops (the planner's verifier's job, which the
+// bundle writer runs before it writes).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_RUNTIME_BUNDLEREADER_H

@@ -2,15 +2,17 @@
 //
 // Builds each section in memory with a little-endian byte sink, lays the
 // sections out on 64-byte boundaries after the header and section table, and
-// hashes the whole file except the hash field (FNV-1a 64). Writing goes
-// through runtime/FileAccess.h: a temporary file, every write checked (a full
-// disk is an error, not a SIGBUS), renamed over the target on success.
-// Writes format version 2: every host plan op ends with a has-body byte, and
-// a node with a body (snug.fused) writes it after that byte.
+// seals it (bundle::sealBundle: SHA-256 of the whole file except the digest
+// field). Writing goes through runtime/FileAccess.h: a temporary file, every
+// write checked (a full disk is an error, not a SIGBUS), renamed over the
+// target on success. Writes format version 4 (the current one): every host
+// plan op ends with a has-body byte, and a node with a body (snug.fused)
+// writes it after that byte.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
 
+#include "passes/Passes.h"
 #include "runtime/BundleFormat.h"
 #include "runtime/FileAccess.h"
 
@@ -411,6 +413,16 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
     sections.push_back({DevicePlanSection, &device.bytes});
     sections.push_back({KernelImages, &images.bytes});
   }
+  // The runtime runs exactly the plan it is given: a plan whose live
+  // buffers overlap would run to wrong numbers, so it is refused with the
+  // verify-plan pass's message (passes/VerifyPlan.cpp; the pass changes
+  // nothing), after the location checks above have named any value that
+  // has no offset or lies outside the arena.
+  llvm::Expected<bool> changed =
+      createVerifyPlanPass()->run(const_cast<ir::Module &>(module));
+  if (!changed)
+    return makeError("cannot write a bundle of module '" + module.getName() +
+                     "': " + toString(changed.takeError()));
   const uint32_t count = sections.size();
   Sink file;
   file.raw(llvm::ArrayRef<uint8_t>(
@@ -418,7 +430,8 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   file.u32(kBundleVersion);
   file.u32(count);
   file.u64(0); // file size, patched below
-  file.u64(0); // hash, patched below
+  // The digest field and the reserved word, patched by sealBundle.
+  file.bytes.resize(kHeaderSize, 0);
   uint64_t offset = alignTo(kHeaderSize + count * kSectionEntrySize,
                             kSectionAlignment);
   for (const Entry &entry : sections) {

@@ -9,8 +9,11 @@
 #include "runtime/host/HostExecutor.h"
 #include "runtime/host/kernels/FusedKernel.h"
 
+#include "runtime/CheckedArithmetic.h"
+
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 namespace snug {
 namespace rt {
@@ -51,8 +54,12 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
                              std::to_string(alignment) + " bytes");
     executor->arena = static_cast<uint8_t *>(callerArena);
   } else {
-    uint64_t bytes = bundle::alignTo(std::max<uint64_t>(bundle.arenaSize, 1), 64);
-    executor->arena = static_cast<uint8_t *>(std::aligned_alloc(64, bytes));
+    // The reader held the arena to kMaxTensorBytes; the round-up is checked
+    // anyway so no size can wrap to a small allocation.
+    std::optional<uint64_t> bytes =
+        checkedAlignUp(std::max<uint64_t>(bundle.arenaSize, 1), 64);
+    if (bytes && *bytes <= kMaxTensorBytes)
+      executor->arena = static_cast<uint8_t *>(std::aligned_alloc(64, *bytes));
     if (!executor->arena)
       return Status(SNUG_ERROR_OUT_OF_MEMORY,
                     "cannot allocate a host arena of " +

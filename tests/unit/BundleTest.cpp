@@ -96,7 +96,7 @@ TEST(BundleTest, AttributesOfEveryKindRoundTrip) {
       "func @a(%x: f32[2] {offset = 0}) -> f32[2] attributes {arena = 64} {\n"
       "  %y = Relu(%x) {f = 0.5, fs = [1.0, 2.5], i = -3, is = [1, -2], "
       "s = \"hi\", ss = [\"a\", \"bc\"], t = dense<i64[2] [4, 5]>} : f32[2] "
-      "{offset = 0}\n"
+      "{offset = 32}\n"
       "  return %y\n}\n");
   auto bundle = parse(bytes);
   ASSERT_TRUE(bundle);
@@ -157,6 +157,12 @@ TEST(BundleTest, WriterRejectsModulesWithoutAPlan) {
         "attributes {arena = 64} {\n"
         "  %y = Add(%x, %w) : f32[2] {offset = 8}\n  return %y\n}\n",
         "elided");
+  // Two values live at once on the same bytes: verify-plan's refusal.
+  check("func @f(%x: f32[2] {offset = 0}) -> f32[2] attributes {arena = 64} {\n"
+        "  %a = Neg(%x) : f32[2] {offset = 16}\n"
+        "  %b = Exp(%x) : f32[2] {offset = 16}\n"
+        "  %y = Add(%a, %b) : f32[2] {offset = 32}\n  return %y\n}\n",
+        "cannot write a bundle of module 'f': the memory plan is invalid");
 }
 
 TEST(BundleTest, ReaderRejectsBadMagic) {
@@ -327,7 +333,7 @@ TEST(BundleTest, ReaderChecksBodies) {
          "node 'f' (snug.fusee): only snug.fused has a body");
   reject(renameOp(bundleOf("func @f(%x: f32[2] {offset = 0}) -> f32[2] "
                            "attributes {arena = 64} {\n"
-                           "  %y = Reciprocal(%x) : f32[2] {offset = 0}\n"
+                           "  %y = Reciprocal(%x) : f32[2] {offset = 32}\n"
                            "  return %y\n}\n"),
                   "Reciprocal", "snug.fused"),
          "op #0 (snug.fused): snug.fused needs a body");
@@ -417,7 +423,7 @@ TEST(BundleTest, ReaderRejectsSectionsOutsideTheFile) {
   std::vector<uint8_t> bytes = bundleOf(kMlp);
   // Section 0's size field: make it run past the end.
   uint64_t huge = bytes.size();
-  std::memcpy(bytes.data() + 32 + 16, &huge, 8);
+  std::memcpy(bytes.data() + bundle::kHeaderSize + 16, &huge, 8);
   fixUpHeader(bytes);
   std::string error;
   EXPECT_FALSE(parse(bytes, &error));
@@ -498,40 +504,56 @@ TEST(BundleTest, HostRunsBodies) {
   auto outputs = runF32(kFused, {{-10.0f, -1.0f, 0.0f, 1.0f}});
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0], (std::vector<float>{-4.5f, 1.0f, 3.0f, 5.0f}));
-  outputs = runF32(
+  // The planner does not put a body's result on its operand (snug.fused is
+  // not InPlace) and the writer refuses plans verify-plan rejects, so the
+  // in-place placement is made by editing the decoded plan.
+  std::vector<uint8_t> bytes = bundleOf(
       "func @f(%x: f32[2,3] {offset = 0}) -> f32[2,3] attributes {arena = "
       "64} {\n"
-      "  %n = Neg(%x) : f32[2,3] {offset = 0}\n"
+      "  %n = Neg(%x) : f32[2,3] {offset = 32}\n"
       "  %y = snug.fused(%n) : f32[2,3] {offset = 0} {\n"
       "  ^bb(%a: f32[2,3]):\n"
       "    %t = Mul(%a, %a) : f32[2,3]\n"
       "    %u = Sub(%t, %a) : f32[2,3]\n"
       "    yield %u\n"
       "  }\n"
-      "  return %y\n}\n",
-      {{1, 2, 3, -1, -2, 0.5f}});
-  ASSERT_EQ(outputs.size(), 1u);
+      "  return %y\n}\n");
+  auto planned = parse(bytes);
+  ASSERT_TRUE(planned);
+  std::vector<rt::PlanOp> ops = planned->ops;
+  ASSERT_EQ(ops.size(), 2u);
+  ops[1].results[0].offset = ops[1].operands[0].offset;
+  std::string error;
+  auto inPlace = parse(withHostPlan(bytes, ops), &error);
+  ASSERT_TRUE(inPlace) << error;
+  // The manifest still names offset 0 for the output: read it where the
+  // edited plan wrote it.
+  std::unique_ptr<rt::HostExecutor> executor;
+  ASSERT_FALSE(rt::HostExecutor::create(*inPlace, nullptr, 0, true, executor));
+  std::vector<float> x = {1, 2, 3, -1, -2, 0.5f};
+  std::memcpy(executor->getArena(), x.data(), x.size() * 4);
+  ASSERT_FALSE(executor->run());
+  std::vector<float> y(6);
+  std::memcpy(y.data(), executor->getArena() + 32, y.size() * 4);
   // n = -x; n * n - n.
-  EXPECT_EQ(outputs[0], (std::vector<float>{2, 6, 12, 0, 2, 0.75f}));
+  EXPECT_EQ(y, (std::vector<float>{2, 6, 12, 0, 2, 0.75f}));
 }
 
 /// A body op the host cannot bind is refused before anything runs, naming
 /// the op and the body op.
 TEST(BundleTest, HostRefusesBodiesItCannotRun) {
-  // Softmax is not elementwise: the verifier rejects it, the writer does
-  // not check, and the host must refuse it.
-  auto bundle = parse(bundleOf(
+  // Softmax is not elementwise: the IR verifier rejects it, the writer does
+  // not check, and the loader's plan verifier refuses it before anything
+  // runs.
+  std::string error;
+  EXPECT_FALSE(parse(bundleOf(
       "func @f(%x: f32[2] {offset = 0}) -> f32[2] attributes {arena = 64} {\n"
-      "  %y = snug.fused(%x) : f32[2] {offset = 0} {\n"
+      "  %y = snug.fused(%x) : f32[2] {offset = 32} {\n"
       "  ^bb(%a: f32[2]):\n"
       "    %t = Softmax(%a) {axis = 0} : f32[2]\n"
       "    yield %t\n"
       "  }\n"
-      "  return %y\n}\n"));
-  ASSERT_TRUE(bundle);
-  rt::Status status = rt::checkHostSupport(*bundle);
-  EXPECT_EQ(status.getCode(), SNUG_ERROR_UNSUPPORTED);
-  EXPECT_EQ(status.getMessage(),
-            "bundle 'b.snug': op #0 (snug.fused): body op 0 (Softmax) is not "
-            "an elementwise op of the host");
+      "  return %y\n}\n"), &error));
+  EXPECT_EQ(error, "bundle 'b.snug': op #0 (snug.fused): body op 0 (Softmax): "
+                   "op 'Softmax' is not elementwise");
 }

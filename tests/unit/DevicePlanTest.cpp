@@ -160,8 +160,8 @@ TEST(DevicePlanTest, ReadsVersionOnePlans) {
     --length;
     std::memcpy(entry + 16, &length, 8);
   }
-  bytes[8] = 1;
-  sealBundle(bytes.data(), bytes.size());
+  // And the header is v1's: 32 bytes, FNV-1a 64.
+  toLegacyHeader(bytes, 1);
   std::unique_ptr<rt::Bundle> bundle;
   rt::Status status =
       rt::parseBundle(bytes.data(), bytes.size(), "v1.snug", bundle);
@@ -231,6 +231,12 @@ TEST(DevicePlanTest, ReaderRejectsBadSteps) {
       {"does not hold the host arena",
        [](DevicePlan &p) { p.arenaBytes = 64; }},
       {"names op", [](DevicePlan &p) { p.steps[2].op = 7; }},
+      // What cuBLAS and cuMemcpy leave undefined: C over B, a copy over its
+      // source.
+      {"GEMM result C (64 bytes at offset 64) overlaps its operand B",
+       [](DevicePlan &p) { p.steps[1].gemm.b = DeviceArg::arena(96); }},
+      {"copy of 64 bytes overlaps its source",
+       [](DevicePlan &p) { p.steps[2].copy.dst = DeviceArg::arena(32); }},
   };
   for (const Case &c : cases) {
     DevicePlan plan = makePlan();

@@ -402,9 +402,9 @@ TEST(HostKernelsTest, InPlaceResultsAliasingTheirOperand) {
   std::string text =
       "func @t(%x: f32[4] {offset = 0}, %b: f32[4] {offset = 64}) -> f32[2,2] "
       "attributes {arena = 128} {\n"
-      "  %0 = Add(%x, %b) : f32[4] {offset = 0}\n"
-      "  %1 = Relu(%0) : f32[4] {offset = 0}\n"
-      "  %2 = Reshape(%1) {shape = [2, 2]} : f32[2,2] {offset = 0}\n"
+      "  %0 = Add(%x, %b) : f32[4] {offset = 32}\n"
+      "  %1 = Relu(%0) : f32[4] {offset = 32}\n"
+      "  %2 = Reshape(%1) {shape = [2, 2]} : f32[2,2] {offset = 32}\n"
       "  return %2\n}\n";
   auto out = runF32(text, {{1, -2, 3, -4}, {1, 1, 1, 1}});
   ASSERT_EQ(out.size(), 1u);

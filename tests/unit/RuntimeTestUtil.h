@@ -12,6 +12,7 @@
 #include "ir/Float16.h"
 #include "ir/Parser.h"
 #include "runtime/BundleFormat.h"
+#include "runtime/BundleReader.h"
 #include "snug/snug.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -49,7 +50,7 @@ inline std::vector<uint8_t> bundleOf(const std::string &text) {
 }
 
 /// `bytes` with the one occurrence of op name `from` replaced by `to` (of
-/// the same length) and the plan hash recomputed: how a test makes a bundle
+/// the same length) and the digest recomputed: how a test makes a bundle
 /// naming an op that no module can hold.
 inline std::vector<uint8_t> renameOp(std::vector<uint8_t> bytes,
                                      const std::string &from,
@@ -63,8 +64,7 @@ inline std::vector<uint8_t> renameOp(std::vector<uint8_t> bytes,
             bytes.end())
       << from << " occurs twice";
   std::copy(to.begin(), to.end(), it);
-  uint64_t hash = bundle::bundleHash(bytes.data(), bytes.size());
-  std::memcpy(bytes.data() + bundle::kHashOffset, &hash, sizeof hash);
+  bundle::sealBundle(bytes.data(), bytes.size());
   return bytes;
 }
 
@@ -105,6 +105,11 @@ struct Loaded {
 /// Recomputes the size and hash fields after a test edits a bundle.
 void fixUpHeader(std::vector<uint8_t> &bytes);
 
+/// Turns a current bundle's header into the 32-byte header of `version`
+/// (< 4: the section table moves up, every section stays where it is) and
+/// reseals it, for tests of older formats.
+void toLegacyHeader(std::vector<uint8_t> &bytes, uint32_t version);
+
 template <typename T> std::vector<uint8_t> toBytes(const std::vector<T> &v) {
   std::vector<uint8_t> bytes(v.size() * sizeof(T));
   if (!v.empty())
@@ -118,6 +123,17 @@ template <typename T> std::vector<T> fromBytes(const std::vector<uint8_t> &b) {
     std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
   return v;
 }
+
+/// Where the section of `kind` lies in a current (v4) bundle: offset, size.
+std::pair<uint64_t, uint64_t> findSection(const std::vector<uint8_t> &bytes,
+                                          uint32_t kind);
+
+/// `bytes` (a current host-only bundle, whose host plan comes last) with its
+/// host plan replaced by `ops`, encoded as the writer does and resealed: how
+/// a test edits a decoded plan (runtime/BundleReader.h) and writes it back
+/// without the compiler's checks.
+std::vector<uint8_t> withHostPlan(const std::vector<uint8_t> &bytes,
+                                  const std::vector<rt::PlanOp> &ops);
 
 /// Runs IR text on the host: inputs in order, outputs in order. Fails the
 /// test (and returns {}) on any error.

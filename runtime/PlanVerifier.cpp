@@ -1,0 +1,600 @@
+//===- PlanVerifier.cpp - Load-time checks of a decoded plan --------------===//
+//
+// The op table is ir/Ops.def read as data (its OP and ATTR lines), so the
+// arity and attribute kinds checked here are the compiler's. Every number
+// that feeds a kernel's index arithmetic is bounded here with
+// runtime/CheckedArithmetic.h, so the kernels can compute in int64_t
+// without overflow.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/PlanVerifier.h"
+
+#include "runtime/CheckedArithmetic.h"
+#include "runtime/ScalarOpTable.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+namespace snug {
+namespace rt {
+
+using namespace bundle;
+
+namespace {
+
+namespace spec {
+using namespace op_traits;
+enum Family { Unary, Broadcast, Compare, Other };
+
+// The DTYPES column's sets (ir/OpInfo.h's dtype_sets), as bits of the
+// bundle's dtype codes.
+constexpr uint32_t bit(DTypeCode code) { return uint32_t(1) << code; }
+constexpr uint32_t FloatTypes =
+    bit(DTypeF32) | bit(DTypeF16) | bit(DTypeBF16) | bit(DTypeF64);
+constexpr uint32_t IntTypes =
+    bit(DTypeI64) | bit(DTypeI32) | bit(DTypeI16) | bit(DTypeI8) | bit(DTypeU8);
+constexpr uint32_t BoolTypes = bit(DTypeBool);
+constexpr uint32_t NumericTypes = FloatTypes | IntTypes;
+constexpr uint32_t AnyType = NumericTypes | BoolTypes;
+
+struct OpSpec {
+  const char *name;
+  int minOperands, maxOperands, minResults, maxResults; // -1: unbounded
+  Family family;
+  unsigned traits;
+  uint32_t dtypes; // what operand 0 may hold
+};
+
+constexpr OpSpec kOps[] = {
+#define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
+           FAMILY, TRAITS, DTYPES)                                             \
+  {NAME,        MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS,                       \
+   MAX_RESULTS, FAMILY,       TRAITS,       DTYPES},
+#include "ir/Ops.def"
+};
+} // namespace spec
+
+using spec::OpSpec;
+using AttrKindSpec = scalar::table::AttrKind;
+
+/// The largest kernel size, stride, dilation or pad a window may have; with
+/// dims below kMaxTensorBytes, sums and products of a few stay in int64_t.
+constexpr int64_t kMaxWindowValue = int64_t(1) << 31;
+/// The bound on a window's index span (see checkWindow).
+constexpr int64_t kMaxWindowSpan = int64_t(1) << 60;
+
+const OpSpec *findOp(const std::string &name, size_t *position = nullptr) {
+  for (size_t i = 0; i < sizeof(spec::kOps) / sizeof(spec::kOps[0]); ++i)
+    if (name == spec::kOps[i].name) {
+      if (position)
+        *position = i;
+      return &spec::kOps[i];
+    }
+  return nullptr;
+}
+
+const char *kindName(AttrKindSpec kind) {
+  switch (kind) {
+  case AttrKindSpec::Int:
+    return "an int";
+  case AttrKindSpec::Float:
+    return "a float";
+  case AttrKindSpec::String:
+    return "a string";
+  case AttrKindSpec::Ints:
+    return "a list of ints";
+  case AttrKindSpec::Floats:
+    return "a list of floats";
+  case AttrKindSpec::Tensor:
+    return "a tensor";
+  }
+  return "?";
+}
+
+uint8_t bundleKind(AttrKindSpec kind) {
+  switch (kind) {
+  case AttrKindSpec::Int:
+    return AttrInt;
+  case AttrKindSpec::Float:
+    return AttrFloat;
+  case AttrKindSpec::String:
+    return AttrString;
+  case AttrKindSpec::Ints:
+    return AttrInts;
+  case AttrKindSpec::Floats:
+    return AttrFloats;
+  case AttrKindSpec::Tensor:
+    return AttrTensor;
+  }
+  return 0;
+}
+
+using Attributes = std::vector<std::pair<std::string, Attr>>;
+
+const Attr *findAttr(const Attributes &attributes, const char *name) {
+  for (const auto &entry : attributes)
+    if (entry.first == name)
+      return &entry.second;
+  return nullptr;
+}
+
+/// Known op, arity and attribute kinds: what every op, body ops included,
+/// is held to. Returns the reason or "".
+std::string checkSignature(const std::string &opName, size_t operands,
+                           size_t results, const Attributes &attributes,
+                           const OpSpec *&found) {
+  size_t position = 0;
+  found = findOp(opName, &position);
+  if (!found)
+    return "unknown op '" + opName + "'";
+  auto within = [](size_t count, int min, int max) {
+    return count >= size_t(min) && (max < 0 || count <= size_t(max));
+  };
+  auto range = [](int min, int max) {
+    if (min == max)
+      return std::to_string(min);
+    return max < 0 ? "at least " + std::to_string(min)
+                   : std::to_string(min) + " to " + std::to_string(max);
+  };
+  if (!within(operands, found->minOperands, found->maxOperands))
+    return "has " + std::to_string(operands) + " operands, expects " +
+           range(found->minOperands, found->maxOperands);
+  if (!within(results, found->minResults, found->maxResults))
+    return "has " + std::to_string(results) + " results, expects " +
+           range(found->minResults, found->maxResults);
+  for (const scalar::table::AttrSpec &attr : scalar::table::kAttrs) {
+    if (attr.op != position)
+      continue;
+    const Attr *given = findAttr(attributes, attr.name);
+    if (given && given->kind != bundleKind(attr.kind))
+      return std::string("attribute '") + attr.name + "' must be " +
+             kindName(attr.kind);
+  }
+  return "";
+}
+
+/// True when `dims` broadcasts to `shape` (numpy, right-aligned) without
+/// growing it.
+bool broadcastsTo(const std::vector<int64_t> &dims,
+                  const std::vector<int64_t> &shape) {
+  if (dims.size() > shape.size())
+    return false;
+  size_t lead = shape.size() - dims.size();
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1 && dims[i] != shape[lead + i])
+      return false;
+  return true;
+}
+
+std::string dimsText(const std::vector<int64_t> &dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+/// An `axis` attribute in [-rank, rank) (or [-rank, rank] when
+/// `inclusive`), when present.
+std::string checkAxis(const PlanOp &op, int64_t rank, bool inclusive) {
+  const Attr *axis = op.getAttr("axis");
+  if (!axis)
+    return "";
+  int64_t high = inclusive ? rank : rank - 1;
+  if (axis->i < -rank || axis->i > high)
+    return "axis " + std::to_string(axis->i) + " is out of range for rank " +
+           std::to_string(rank);
+  return "";
+}
+
+/// The window of Conv, ConvTranspose, MaxPool and AveragePool: ranks, the
+/// attribute lengths and ranges, and per spatial axis a bound on
+///   max(in, out) * stride + kernel * dilation + pads + in + out
+/// that covers every index the kernels compute (runtime/host/kernels/
+/// ConvKernels.cpp), so none overflows.
+std::string checkWindow(const PlanOp &op, const Location *weight) {
+  const Location &x = op.operands[0], &y = op.results[0];
+  size_t rank = x.dims.size();
+  if (rank < 3 || rank > 5)
+    return "operand 0 has rank " + std::to_string(rank) +
+           ", expects 3 to 5 (1 to 3 spatial dims)";
+  if (y.dims.size() != rank)
+    return "result 0 has rank " + std::to_string(y.dims.size()) +
+           ", operand 0 has " + std::to_string(rank);
+  if (weight && weight->dims.size() != rank)
+    return "weight has rank " + std::to_string(weight->dims.size()) +
+           ", operand 0 has " + std::to_string(rank);
+  size_t spatial = rank - 2;
+  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1},
+          pads[6] = {0, 0, 0, 0, 0, 0};
+  if (weight)
+    for (size_t i = 0; i < spatial; ++i)
+      kernel[i] = weight->dims[2 + i];
+  struct Field {
+    const char *name;
+    int64_t *values;
+    size_t count;
+    int64_t low;
+  } fields[] = {{"kernel_shape", kernel, spatial, 1},
+                {"strides", stride, spatial, 1},
+                {"dilations", dilation, spatial, 1},
+                {"pads", pads, 2 * spatial, 0}};
+  for (const Field &field : fields) {
+    const Attr *attr = op.getAttr(field.name);
+    if (!attr)
+      continue;
+    if (attr->ints.size() != field.count)
+      return std::string(field.name) + " has " +
+             std::to_string(attr->ints.size()) + " values, expects " +
+             std::to_string(field.count);
+    for (size_t i = 0; i < field.count; ++i) {
+      int64_t v = attr->ints[i];
+      if (v < field.low || v > kMaxWindowValue)
+        return std::string(field.name) + "[" + std::to_string(i) +
+               "] = " + std::to_string(v) + " is out of range [" +
+               std::to_string(field.low) + ", " +
+               std::to_string(kMaxWindowValue) + "]";
+      field.values[i] = v;
+    }
+  }
+  if (!weight && !op.getAttr("kernel_shape"))
+    return "kernel_shape is required";
+  std::optional<uint64_t> taps = uint64_t(1);
+  for (size_t i = 0; i < spatial; ++i) {
+    if (kernel[i] < 1)
+      return "kernel size " + std::to_string(kernel[i]) + " of spatial dim " +
+             std::to_string(i) + " is not positive";
+    if (taps)
+      taps = checkedMul(*taps, uint64_t(kernel[i]));
+    int64_t in = x.dims[2 + i], out = y.dims[2 + i];
+    std::optional<int64_t> span =
+        checkedMulSigned(std::max(in, out), stride[i]);
+    for (std::optional<int64_t> term :
+         {checkedMulSigned(kernel[i], dilation[i]),
+          std::optional<int64_t>(pads[i]),
+          std::optional<int64_t>(pads[spatial + i]), std::optional<int64_t>(in),
+          std::optional<int64_t>(out)})
+      span = span && term ? checkedAddSigned(*span, *term) : std::nullopt;
+    if (!span || *span > kMaxWindowSpan)
+      return "window of spatial dim " + std::to_string(i) + " (size " +
+             std::to_string(in) + " -> " + std::to_string(out) + ", kernel " +
+             std::to_string(kernel[i]) + ", stride " +
+             std::to_string(stride[i]) + ", dilation " +
+             std::to_string(dilation[i]) + ") overflows";
+  }
+  if (!taps || *taps > kMaxTensorBytes)
+    return "kernel_shape has too many taps";
+  if (const Attr *group = op.getAttr("group"))
+    if (group->i < 1 || group->i > x.dims[1])
+      return "group " + std::to_string(group->i) + " is out of range";
+  return "";
+}
+
+std::string checkGather(const PlanOp &op) {
+  const Location &x = op.operands[0], &indices = op.operands[1],
+                 &y = op.results[0];
+  if (indices.dtype != DTypeI32 && indices.dtype != DTypeI64)
+    return std::string("indices must be i32 or i64, not ") +
+           dtypeName(indices.dtype);
+  int64_t rank = int64_t(x.dims.size());
+  if (rank < 1)
+    return "operand 0 must have rank >= 1";
+  if (std::string reason = checkAxis(op, rank, false); !reason.empty())
+    return reason;
+  // The result holds outer x count x inner elements of operand 0.
+  int64_t axis = op.getAttr("axis") ? op.getAttr("axis")->i : 0;
+  if (axis < 0)
+    axis += rank;
+  if (!x.dims[axis])
+    return indices.numElements ? "indices into an empty axis" : "";
+  std::optional<uint64_t> bytes = checkedMul(x.bytes / uint64_t(x.dims[axis]),
+                                             uint64_t(indices.numElements));
+  if (!bytes || *bytes != y.bytes)
+    return "result of " + std::to_string(y.bytes) +
+           " bytes does not match the gather";
+  return "";
+}
+
+const std::vector<int64_t> *intsAttr(const PlanOp &op, const char *name) {
+  const Attr *attr = op.getAttr(name);
+  return attr && attr->kind == AttrInts ? &attr->ints : nullptr;
+}
+
+/// An Int attribute `name`, when present, within [low, high].
+std::string checkIntRange(const PlanOp &op, const char *name, int64_t low,
+                          int64_t high) {
+  const Attr *attr = op.getAttr(name);
+  if (!attr || attr->kind != AttrInt || (attr->i >= low && attr->i <= high))
+    return "";
+  return std::string(name) + " " + std::to_string(attr->i) +
+         " is out of range [" + std::to_string(low) + ", " +
+         std::to_string(high) + "]";
+}
+
+/// Slice's canonical starts/axes/steps: every element the result reads
+/// lies inside the operand (the kernel's start + (dim - 1) * step).
+std::string checkSlice(const PlanOp &op) {
+  const Location &x = op.operands[0], &y = op.results[0];
+  int64_t rank = int64_t(x.dims.size());
+  if (int64_t(y.dims.size()) != rank)
+    return "result rank differs from the operand's";
+  const std::vector<int64_t> *starts = intsAttr(op, "starts");
+  const std::vector<int64_t> *axes = intsAttr(op, "axes");
+  const std::vector<int64_t> *steps = intsAttr(op, "steps");
+  std::vector<int64_t> start(rank, 0), step(rank, 1);
+  if (starts)
+    for (size_t i = 0; i < starts->size(); ++i) {
+      int64_t axis = axes && i < axes->size() ? (*axes)[i] : int64_t(i);
+      if (axis < -rank || axis >= rank)
+        return "slice axis " + std::to_string(axis) + " is out of range";
+      if (axis < 0)
+        axis += rank;
+      start[axis] = (*starts)[i];
+      step[axis] = steps && i < steps->size() ? (*steps)[i] : 1;
+    }
+  for (int64_t d = 0; d < rank; ++d) {
+    if (y.dims[d] == 0)
+      continue;
+    std::optional<int64_t> last = checkedMulSigned(y.dims[d] - 1, step[d]);
+    if (last)
+      last = checkedAddSigned(*last, start[d]);
+    if (start[d] < 0 || start[d] >= x.dims[d] || !last || *last < 0 ||
+        *last >= x.dims[d])
+      return "slice of dim " + std::to_string(d) + " reads outside the operand";
+  }
+  return "";
+}
+
+/// Pad's `pads` attribute: 2 x rank values that give the result's dims.
+std::string checkPad(const PlanOp &op) {
+  const std::vector<int64_t> *pads = intsAttr(op, "pads");
+  if (!pads)
+    return "";
+  const Location &x = op.operands[0], &y = op.results[0];
+  size_t rank = x.dims.size();
+  if (pads->size() != 2 * rank || y.dims.size() != rank)
+    return "pads must hold 2 x rank values";
+  for (size_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> dim = checkedAddSigned(x.dims[d], (*pads)[d]);
+    if (dim)
+      dim = checkedAddSigned(*dim, (*pads)[rank + d]);
+    if (!dim || *dim != y.dims[d] || (*pads)[d] < -x.dims[d] ||
+        (*pads)[d] > y.dims[d])
+      return "pads of dim " + std::to_string(d) + " do not match the result";
+  }
+  return "";
+}
+
+std::string checkResize(const PlanOp &op) {
+  const Location &x = op.operands[0], &y = op.results[0];
+  if (y.dims.size() != x.dims.size())
+    return "result rank differs from the operand's";
+  // The kernel maps output coordinate o to about o / scale and converts
+  // that to int64_t: it must fit.
+  if (const Attr *scales = op.getAttr("scales"))
+    for (size_t d = 0; d < scales->floats.size(); ++d) {
+      double scale = scales->floats[d];
+      double extent = d < y.dims.size() ? double(y.dims[d]) + 1 : 1;
+      if (!(scale > 0 && scale < 1e30 && extent / scale < 0x1p60))
+        return "scale " + std::to_string(scale) + " of dim " +
+               std::to_string(d) + " is out of range";
+    }
+  if (!x.numElements && y.numElements)
+    return "cannot resize an empty tensor";
+  return "";
+}
+
+/// DepthToSpace and SpaceToDepth: 4-d, a blocksize whose square times the
+/// channels cannot overflow.
+std::string checkBlocks(const PlanOp &op) {
+  const Location &x = op.operands[0], &y = op.results[0];
+  if (x.dims.size() != 4 || y.dims.size() != 4)
+    return "expects 4-d tensors";
+  const Attr *block = op.getAttr("blocksize");
+  if (!block)
+    return "blocksize is required";
+  return checkIntRange(op, "blocksize", 1, kMaxWindowValue);
+}
+
+/// Ops.def's DTYPES column and the family's type rule (Ops.def's header):
+/// what the compiler's verifier checks, so a compiled plan always passes.
+std::string checkTypes(const PlanOp &op, const OpSpec &spec) {
+  const Location &result = op.results[0];
+  if (!op.operands.empty() && op.operands[0].isPresent() &&
+      (op.operands[0].dtype >= 32 ||
+       !(spec.dtypes & (uint32_t(1) << op.operands[0].dtype))))
+    return std::string("operand 0 has dtype ") +
+           dtypeName(op.operands[0].dtype) + ", which the op does not take";
+  switch (spec.family) {
+  case spec::Unary:
+    if (result.dtype != op.operands[0].dtype ||
+        result.dims != op.operands[0].dims)
+      return std::string("result 0 (") + dtypeName(result.dtype) +
+             dimsText(result.dims) + ") differs from operand 0 (" +
+             dtypeName(op.operands[0].dtype) + dimsText(op.operands[0].dims) +
+             ")";
+    return "";
+  case spec::Broadcast:
+  case spec::Compare:
+    for (size_t k = 0; k < op.operands.size(); ++k)
+      if (op.operands[k].isPresent() &&
+          op.operands[k].dtype != op.operands[0].dtype)
+        return "operand " + std::to_string(k) + " has dtype " +
+               dtypeName(op.operands[k].dtype) + ", operand 0 " +
+               dtypeName(op.operands[0].dtype);
+    if (spec.family == spec::Compare ? result.dtype != DTypeBool
+                                     : result.dtype != op.operands[0].dtype)
+      return std::string("result 0 has dtype ") + dtypeName(result.dtype) +
+             ", expects " +
+             (spec.family == spec::Compare ? "bool"
+                                           : dtypeName(op.operands[0].dtype));
+    return "";
+  case spec::Other:
+    return "";
+  }
+  return "";
+}
+
+/// MatMul (numpy): the kernel's batch x m x n, computed without overflow,
+/// is the result's element count.
+std::string checkMatMul(const PlanOp &op) {
+  std::vector<int64_t> a = op.operands[0].dims, b = op.operands[1].dims;
+  if (a.empty() || b.empty())
+    return "operands must have rank >= 1";
+  if (a.size() == 1)
+    a.insert(a.begin(), 1);
+  if (b.size() == 1)
+    b.push_back(1);
+  if (b[b.size() - 2] != a.back())
+    return "inner dims differ (" + std::to_string(a.back()) + " and " +
+           std::to_string(b[b.size() - 2]) + ")";
+  std::optional<uint64_t> count =
+      checkedMul(uint64_t(a[a.size() - 2]), uint64_t(b.back()));
+  size_t batchA = a.size() - 2, batchB = b.size() - 2;
+  for (size_t i = 0; i < std::max(batchA, batchB) && count; ++i) {
+    int64_t x = i < batchA ? a[batchA - 1 - i] : 1;
+    int64_t y = i < batchB ? b[batchB - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1)
+      return "batch dims do not broadcast";
+    count = checkedMul(*count, uint64_t(std::max(x, y)));
+  }
+  if (!count || *count != uint64_t(op.results[0].numElements))
+    return "result does not hold the product";
+  return "";
+}
+
+/// The op-specific rules; "" when `op` passes.
+std::string checkOp(const PlanOp &op, const OpSpec &spec) {
+  const std::string &name = op.opName;
+  const Location &result = op.results[0];
+  if (std::string why = checkTypes(op, spec); !why.empty())
+    return why;
+  if ((spec.traits & op_traits::Elementwise) != 0)
+    for (size_t k = 0; k < op.operands.size(); ++k)
+      if (op.operands[k].isPresent() &&
+          !broadcastsTo(op.operands[k].dims, result.dims))
+        return "operand " + std::to_string(k) + " " +
+               dimsText(op.operands[k].dims) +
+               " does not broadcast to the result " + dimsText(result.dims);
+  if ((spec.traits & op_traits::View) != 0 &&
+      op.operands[0].bytes != result.bytes)
+    return "view of " + std::to_string(op.operands[0].bytes) +
+           " bytes has a result of " + std::to_string(result.bytes);
+  if (name == "Conv" || name == "ConvTranspose")
+    return checkWindow(op, &op.operands[1]);
+  if (name == "MaxPool" || name == "AveragePool")
+    return checkWindow(op, nullptr);
+  if (name == "Gather")
+    return checkGather(op);
+  if (name == "Slice")
+    return checkSlice(op);
+  if (name == "MatMul")
+    return checkMatMul(op);
+  if (name == "Pad")
+    return checkPad(op);
+  if (name == "Resize")
+    return checkResize(op);
+  if (name == "DepthToSpace" || name == "SpaceToDepth")
+    return checkBlocks(op);
+  if (name == "LRN")
+    return checkIntRange(op, "size", 1, kMaxWindowValue);
+  int64_t rank = int64_t(op.operands.empty() ? 0 : op.operands[0].dims.size());
+  if (name == "Flatten")
+    return checkAxis(op, rank, true);
+  if (name == "Concat" || name == "Split" || name == "Softmax" ||
+      name == "LogSoftmax" || name == "Hardmax" ||
+      name == "LayerNormalization" || name == "ArgMax" || name == "ArgMin")
+    return checkAxis(op, rank, false);
+  return "";
+}
+
+bool overlaps(const Location &a, const Location &b) {
+  return a.kind == Arena && b.kind == Arena && a.bytes && b.bytes &&
+         a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+}
+
+/// The kernels' aliasing contract (runtime/host/Kernels.h): a result lies
+/// exactly on an operand only for ops written for it (the InPlace and View
+/// traits, Cast, snug.fused), anywhere over its operands for Concat (which
+/// moves each operand into its slice with memmove), and apart from every
+/// operand otherwise; results lie apart from each other. Many kernels copy
+/// elements with memcpy, for which overlapping ranges are undefined.
+std::string checkAliasing(const PlanOp &op, const OpSpec &spec) {
+  bool exactAllowed = (spec.traits & (op_traits::InPlace | op_traits::View)) ||
+                      op.opName == "Cast" || op.opName == "snug.cast" ||
+                      op.opName == kFusedOpName;
+  bool anyAllowed = op.opName == "Concat";
+  for (size_t r = 0; r < op.results.size(); ++r) {
+    const Location &result = op.results[r];
+    for (size_t k = 0; k < op.operands.size() && !anyAllowed; ++k) {
+      const Location &operand = op.operands[k];
+      if (!overlaps(result, operand))
+        continue;
+      if (exactAllowed && operand.offset == result.offset &&
+          operand.bytes == result.bytes)
+        continue;
+      return "result " + std::to_string(r) + " (" +
+             std::to_string(result.bytes) + " bytes at arena offset " +
+             std::to_string(result.offset) + ") overlaps operand " +
+             std::to_string(k) + " (" + std::to_string(operand.bytes) +
+             " bytes at offset " + std::to_string(operand.offset) + ")";
+    }
+    for (size_t other = 0; other < r; ++other)
+      if (overlaps(result, op.results[other]))
+        return "results " + std::to_string(other) + " and " +
+               std::to_string(r) + " overlap in the arena";
+  }
+  return "";
+}
+
+std::string checkHostOp(const PlanOp &op) {
+  const OpSpec *spec = nullptr;
+  std::string reason = checkSignature(op.opName, op.operands.size(),
+                                      op.results.size(), op.attributes, spec);
+  if (!reason.empty())
+    return reason;
+  for (int k = 0; k < spec->minOperands; ++k)
+    if (!op.operands[k].isPresent())
+      return "operand " + std::to_string(k) + " is required but absent";
+  for (size_t k = 0; k < op.results.size(); ++k)
+    if (op.results[k].kind != Arena)
+      return "result " + std::to_string(k) + " has no arena location";
+  if (op.hasBody)
+    for (size_t i = 0; i < op.body.ops.size(); ++i) {
+      const BodyOp &inner = op.body.ops[i];
+      const OpSpec *innerSpec = nullptr;
+      std::string why =
+          checkSignature(inner.opName, inner.operands.size(),
+                         inner.results.size(), inner.attributes, innerSpec);
+      if (why.empty() && !(innerSpec->traits & op_traits::Elementwise))
+        why = "op '" + inner.opName + "' is not elementwise";
+      for (int k = 0; why.empty() && k < innerSpec->minOperands; ++k)
+        if (inner.operands[k] == kNoValue)
+          why = "operand " + std::to_string(k) + " is required but absent";
+      if (!why.empty())
+        return "body op " + std::to_string(i) +
+               (inner.nodeName.empty() ? "" : " '" + inner.nodeName + "'") +
+               " (" + inner.opName + "): " + why;
+    }
+  if (std::string why = checkAliasing(op, *spec); !why.empty())
+    return why;
+  return checkOp(op, *spec);
+}
+
+} // namespace
+
+bool isKnownOp(const std::string &opName) { return findOp(opName) != nullptr; }
+
+Status verifyPlan(const Bundle &bundle) {
+  for (size_t i = 0; i < bundle.ops.size(); ++i) {
+    const PlanOp &op = bundle.ops[i];
+    std::string reason = checkHostOp(op);
+    if (!reason.empty())
+      return invalidBundle("bundle '" + bundle.path + "': " + op.describe(i) +
+                           ": " + reason);
+  }
+  return Status::ok();
+}
+
+} // namespace rt
+} // namespace snug
