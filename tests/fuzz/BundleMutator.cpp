@@ -337,16 +337,17 @@ bool readHostPlan(const std::vector<uint8_t> &bytes, Decoded &d) {
 }
 
 bool decode(const std::vector<uint8_t> &file, Decoded &d) {
-  if (file.size() < kHeaderSize || std::memcmp(file.data(), kMagic, 8))
+  if (file.size() < kLegacyHeaderSize || std::memcmp(file.data(), kMagic, 8))
     return false;
   d.version = uint32_t(readLE(&file[8], 4));
+  const uint64_t header = headerSize(d.version);
   uint64_t count = readLE(&file[12], 4);
-  if (count > kMaxSections ||
-      kHeaderSize + count * kSectionEntrySize > file.size())
+  if (file.size() < header || count > kMaxSections ||
+      header + count * kSectionEntrySize > file.size())
     return false;
   bool manifest = false, plan = false;
   for (uint64_t i = 0; i < count; ++i) {
-    const uint8_t *entry = &file[kHeaderSize + i * kSectionEntrySize];
+    const uint8_t *entry = &file[header + i * kSectionEntrySize];
     Section s;
     s.kind = uint32_t(readLE(entry, 4));
     s.flags = uint32_t(readLE(entry + 4, 4));
@@ -488,7 +489,8 @@ std::vector<uint8_t> encode(const Decoded &d) {
     else if (s.kind == HostPlan)
       s.bytes = writeHostPlan(d);
   }
-  uint64_t at = alignTo(kHeaderSize + sections.size() * kSectionEntrySize,
+  const uint64_t header = headerSize(d.version);
+  uint64_t at = alignTo(header + sections.size() * kSectionEntrySize,
                         kSectionAlignment);
   std::vector<uint64_t> offsets;
   for (const Section &s : sections) {
@@ -501,7 +503,7 @@ std::vector<uint8_t> encode(const Decoded &d) {
   w.u32(d.version);
   w.u32(uint32_t(sections.size()));
   w.u64(0); // file size, below
-  w.u64(0); // hash, sealed below
+  w.bytes.resize(header, 0); // the digest field (and v4's padding), sealed below
   for (size_t i = 0; i < sections.size(); ++i) {
     w.u32(sections[i].kind);
     w.u32(sections[i].flags);

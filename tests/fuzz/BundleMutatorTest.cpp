@@ -25,13 +25,6 @@ static std::vector<uint8_t> defaultBundle() {
                               std::istreambuf_iterator<char>());
 }
 
-static uint64_t storedHash(const std::vector<uint8_t> &bytes) {
-  uint64_t hash = 0;
-  for (int i = 0; i < 8; ++i)
-    hash |= uint64_t(bytes[bundle::kHashOffset + i]) << (8 * i);
-  return hash;
-}
-
 TEST(BundleMutatorTest, ReencodingGivesTheWritersBytesBack) {
   std::vector<uint8_t> original = defaultBundle();
   ASSERT_GT(original.size(), bundle::kHeaderSize) << SNUG_MUTANTS_BUNDLE;
@@ -51,8 +44,7 @@ TEST(BundleMutatorTest, MutantsAreSealedDeterministicAndDescribed) {
     EXPECT_EQ(first, second);
     EXPECT_FALSE(first.empty()) << seed;
     ASSERT_GE(mutant.size(), bundle::kHeaderSize);
-    EXPECT_EQ(storedHash(mutant), bundle::bundleHash(mutant.data(),
-                                                     mutant.size()))
+    EXPECT_TRUE(bundle::isSealed(mutant.data(), mutant.size()))
         << seed;
     descriptions.insert(first);
   }
@@ -67,6 +59,5 @@ TEST(BundleMutatorTest, BytesThatDoNotDecodeStillGetASealedMutant) {
   std::vector<uint8_t> mutant = fuzz::mutateBundle(garbage, 7, description);
   ASSERT_EQ(mutant.size(), garbage.size());
   EXPECT_NE(mutant, garbage);
-  EXPECT_EQ(storedHash(mutant), bundle::bundleHash(mutant.data(),
-                                                   mutant.size()));
+  EXPECT_TRUE(bundle::isSealed(mutant.data(), mutant.size()));
 }
