@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/MemoryPlanner.h"
 #include "passes/MemoryPlannerInternal.h"
+#include "runtime/CheckedArithmetic.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -484,7 +485,12 @@ static std::string describe(const PlanBuffer &buffer, uint64_t offset) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << buffer.id << " (steps [" << buffer.firstStep << ", " << buffer.lastStep
-     << "], bytes [" << offset << ", " << offset + buffer.bytes << "))";
+     << "], ";
+  // A crafted offset can put the end past 2^64: say so instead of wrapping.
+  if (std::optional<uint64_t> end = checkedAdd(offset, buffer.bytes))
+    os << "bytes [" << offset << ", " << *end << "))";
+  else
+    os << buffer.bytes << " bytes at offset " << offset << ", past 2^64)";
   return os.str();
 }
 

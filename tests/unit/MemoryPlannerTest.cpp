@@ -399,6 +399,21 @@ TEST(MemoryPlannerTest, VerifierCatchesOverlap) {
   EXPECT_EQ(errorText(verifyMemoryPlan(buffers, manual)), "<success>");
 }
 
+TEST(MemoryPlannerTest, VerifierMessagesDoNotWrap) {
+  // An offset 8 bytes below 2^64: the end of the range is past 2^64, and
+  // the message says so instead of printing [18446744073709551608, 16).
+  std::vector<PlanBuffer> buffers = {buf(7, 24, 0, 1)};
+  MemoryPlan manual;
+  manual.offsets = {~uint64_t(0) - 7};
+  manual.arenaBytes = 64;
+  std::string message = errorText(verifyMemoryPlan(buffers, manual));
+  EXPECT_TRUE(contains(message, "24 bytes at offset 18446744073709551608, "
+                                "past 2^64"))
+      << message;
+  EXPECT_FALSE(contains(message, ", 16)")) << message;
+  EXPECT_TRUE(contains(message, "extends past the arena")) << message;
+}
+
 TEST(MemoryPlannerTest, VerifierCatchesOverlapAmongMany) {
   // The clash is between neighbours deep inside a crowded live set.
   std::vector<PlanBuffer> buffers;
