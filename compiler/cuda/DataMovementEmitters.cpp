@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/KernelEmitter.h"
+#include "runtime/CheckedArithmetic.h"
 #include "runtime/ResizeCoordinates.h"
 
 #include "ir/Float16.h"
@@ -412,9 +413,15 @@ llvm::Error emitSlice(EmitContext &context) {
   std::vector<CopyDim> dims;
   int64_t base = 0;
   for (size_t d = 0; d < rank; ++d) {
-    int64_t last = start[d] + (y.dims[d] - 1) * step[d];
-    if (y.dims[d] > 0 && (start[d] < 0 || start[d] >= x.dims[d] || last < 0 ||
-                          last >= x.dims[d]))
+    // A dim of extent 1 never steps (ONNX allows any step there, INT64_MAX
+    // included); for longer ones the last index is checked without wrapping.
+    if (y.dims[d] <= 1)
+      step[d] = 1;
+    std::optional<int64_t> span = checkedMulSigned(y.dims[d] - 1, step[d]);
+    std::optional<int64_t> last =
+        span ? checkedAddSigned(start[d], *span) : std::nullopt;
+    if (y.dims[d] > 0 && (start[d] < 0 || start[d] >= x.dims[d] || !last ||
+                          *last < 0 || *last >= x.dims[d]))
       return context.unsupported("slice of dim " + std::to_string(d) +
                                  " reads outside the operand");
     base += start[d] * inStrides[d];

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/host/Kernels.h"
+#include "runtime/CheckedArithmetic.h"
 #include "runtime/ResizeCoordinates.h"
 
 #include <algorithm>
@@ -212,9 +213,15 @@ Status sliceKernel(KernelContext &ctx) {
     }
   }
   for (size_t d = 0; d < rank; ++d) {
-    int64_t last = start[d] + (y.dim(d) - 1) * step[d];
-    if (y.dim(d) > 0 && (start[d] < 0 || start[d] >= x.dim(d) || last < 0 ||
-                         last >= x.dim(d)))
+    // A dim of extent 1 never steps (any step is allowed there, INT64_MAX
+    // included); for longer ones the last index is checked without wrapping.
+    if (y.dim(d) <= 1)
+      step[d] = 1;
+    std::optional<int64_t> span = checkedMulSigned(y.dim(d) - 1, step[d]);
+    std::optional<int64_t> last =
+        span ? checkedAddSigned(start[d], *span) : std::nullopt;
+    if (y.dim(d) > 0 && (start[d] < 0 || start[d] >= x.dim(d) || !last ||
+                         *last < 0 || *last >= x.dim(d)))
       return ctx.error("slice of dim " + std::to_string(d) +
                        " reads outside the operand");
   }
