@@ -129,7 +129,7 @@ def main():
     parser = bench_arguments()
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--chain-sizes", default="1000,10000,100000")
-    parser.add_argument("--fanout-sizes", default="1000,10000,20000")
+    parser.add_argument("--fanout-sizes", default="1000,10000,20000,100000")
     args = parser.parse_args()
     snugc = os.path.join(args.build, "bin", "snugc")
     snug_opt = os.path.join(args.build, "bin", "snug-opt")
