@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/ConstantEval.h"
 #include "passes/HostAttributes.h"
+#include "passes/ShapeFunctions.h"
 
 #include "runtime/CheckedArithmetic.h"
 #include "runtime/host/Kernels.h"
@@ -29,20 +30,9 @@ namespace snug {
 using ir::DType;
 using ir::TensorType;
 
-/// The byte size of `type`, or None when a dim is negative or the size
-/// passes kMaxTensorBytes.
-static llvm::Optional<uint64_t> checkedBytesOf(const TensorType &type) {
-  llvm::ArrayRef<int64_t> dims = type.getDims();
-  std::optional<uint64_t> bytes = checkedByteSize(
-      dims.data(), dims.size(), ir::getDTypeSize(type.getDType()));
-  if (!bytes)
-    return llvm::None;
-  return *bytes;
-}
-
 llvm::Optional<llvm::SmallVector<int64_t, 4>>
 readIntegers(const TensorType &type, llvm::ArrayRef<uint8_t> bytes) {
-  llvm::Optional<uint64_t> size = checkedBytesOf(type);
+  llvm::Optional<uint64_t> size = getCheckedByteSize(type);
   if (!ir::isIntegerDType(type.getDType()) || !size || bytes.size() != *size)
     return llvm::None;
   llvm::SmallVector<int64_t, 4> values;
@@ -114,7 +104,7 @@ evaluateNode(const ir::Node &node, llvm::ArrayRef<OperandData> operands) {
     const ir::Value *operand = node.getOperand(i);
     if (!operand)
       continue;
-    llvm::Optional<uint64_t> size = checkedBytesOf(operand->getType());
+    llvm::Optional<uint64_t> size = getCheckedByteSize(operand->getType());
     if (!size)
       return tooLarge(operand);
     if (operands[i] && operands[i]->size() != *size)
@@ -125,7 +115,7 @@ evaluateNode(const ir::Node &node, llvm::ArrayRef<OperandData> operands) {
   // Every result size is checked before the first is allocated.
   llvm::SmallVector<uint64_t, 2> resultBytes;
   for (unsigned i = 0; i < node.getNumResults(); ++i) {
-    llvm::Optional<uint64_t> size = checkedBytesOf(node.getResult(i)->getType());
+    llvm::Optional<uint64_t> size = getCheckedByteSize(node.getResult(i)->getType());
     if (!size)
       return tooLarge(node.getResult(i));
     resultBytes.push_back(*size);

@@ -15,15 +15,8 @@ using namespace snug;
 
 namespace {
 
-/// splitmix64.
-struct Random {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t x = (state += 0x9e3779b97f4a7c15ULL);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
+/// The shared stream, with the generators' draws.
+struct Random : SplitMix64 {
   uint64_t below(uint64_t bound) { return bound ? next() % bound : 0; }
   /// Log-uniform in [lo, hi] bytes, rounded up to 256-byte units.
   uint64_t bytes(uint64_t lo, uint64_t hi) {

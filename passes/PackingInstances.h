@@ -26,6 +26,20 @@
 
 namespace snug {
 
+/// splitmix64 (Steele, Lea and Flood, 2014): a portable random stream, so
+/// generated problems are the same on every platform. Shared by the
+/// generators, the planner's tests and the packing bench.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t x = (state += 0x9e3779b97f4a7c15ULL);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+  uint64_t below(uint64_t bound) { return next() % bound; }
+};
+
 /// A tiling of capacity bytes x steps steps into pieces buffers (fewer if
 /// the rectangle cannot be cut that often), alignment 1; ids are 0, 1, ...
 /// in creation order. Requires capacity >= 1 and steps >= 1.

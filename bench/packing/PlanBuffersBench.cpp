@@ -56,17 +56,7 @@ struct Summary {
   double maxRatio = 1;
 };
 
-/// splitmix64: portable, so the synthetic problems are the same everywhere.
-struct Random {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t x = (state += 0x9e3779b97f4a7c15ULL);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
-  uint64_t below(uint64_t bound) { return next() % bound; }
-};
+using Random = SplitMix64;
 
 /// A DAG-like activation trace: one buffer produced per step, most consumed
 /// within a few steps, some kept for skip connections, a few for long.

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/MemoryPlanner.h"
+#include "passes/PackingInstances.h"
 #include "passes/BufferTrace.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -68,17 +69,7 @@ bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
 }
 
-/// splitmix64, so that random problems are the same on every platform.
-struct Random {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t x = (state += 0x9e3779b97f4a7c15ULL);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
-  uint64_t below(uint64_t bound) { return next() % bound; }
-};
+using Random = SplitMix64;
 
 const PlannerStrategy kAllStrategies[] = {
     PlannerStrategy::None, PlannerStrategy::GreedySize,
