@@ -373,18 +373,6 @@ bool sameType(const BodyType &type, const Location &location) {
   return type.dtype == location.dtype && type.dims == location.dims;
 }
 
-/// True when `dims` broadcasts to `shape` without growing it.
-bool broadcastsTo(const std::vector<int64_t> &dims,
-                  const std::vector<int64_t> &shape) {
-  if (dims.size() > shape.size())
-    return false;
-  size_t lead = shape.size() - dims.size();
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] != 1 && dims[i] != shape[lead + i])
-      return false;
-  return true;
-}
-
 /// Reads op `op`'s body and checks that it is closed and typed (what the
 /// per-element executors rely on).
 bool readBody(Cursor &cursor, PlanOp &op, const std::string &where) {

@@ -154,19 +154,6 @@ std::string checkSignature(const std::string &opName, size_t operands,
   return "";
 }
 
-/// True when `dims` broadcasts to `shape` (numpy, right-aligned) without
-/// growing it.
-bool broadcastsTo(const std::vector<int64_t> &dims,
-                  const std::vector<int64_t> &shape) {
-  if (dims.size() > shape.size())
-    return false;
-  size_t lead = shape.size() - dims.size();
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] != 1 && dims[i] != shape[lead + i])
-      return false;
-  return true;
-}
-
 std::string dimsText(const std::vector<int64_t> &dims) {
   std::string text = "[";
   for (size_t i = 0; i < dims.size(); ++i)
@@ -594,6 +581,17 @@ Status verifyPlan(const Bundle &bundle) {
                            ": " + reason);
   }
   return Status::ok();
+}
+
+bool broadcastsTo(const std::vector<int64_t> &dims,
+                  const std::vector<int64_t> &shape) {
+  if (dims.size() > shape.size())
+    return false;
+  size_t lead = shape.size() - dims.size();
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1 && dims[i] != shape[lead + i])
+      return false;
+  return true;
 }
 
 } // namespace rt

@@ -39,6 +39,9 @@
 #include "runtime/BundleReader.h"
 #include "runtime/Status.h"
 
+#include <string>
+#include <vector>
+
 namespace snug {
 namespace rt {
 
@@ -49,6 +52,11 @@ Status verifyPlan(const Bundle &bundle);
 
 /// Whether `opName` is an op of ir/Ops.def.
 bool isKnownOp(const std::string &opName);
+
+/// True when `dims` broadcasts to `shape` (numpy, right-aligned) without
+/// growing it. Shared with the reader's fused-body checks.
+bool broadcastsTo(const std::vector<int64_t> &dims,
+                  const std::vector<int64_t> &shape);
 
 } // namespace rt
 } // namespace snug

@@ -43,21 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
   std::vector<uint8_t> bytes(input, input + size);
   if (size >= snug::bundle::kHashOffset + 8)
     snug::bundle::sealBundle(bytes.data(), size);
-  // The C API loads from paths, as a user's application does.
-  static const std::string path = [] {
-    char name[] = "/tmp/snug-fuzz-mutator-XXXXXX";
-    int fd = mkstemp(name);
-    if (fd < 0)
-      std::abort();
-    close(fd);
-    return std::string(name);
-  }();
-  FILE *file = std::fopen(path.c_str(), "wb");
-  if (!file)
-    std::abort();
-  std::fwrite(bytes.data(), 1, bytes.size(), file);
-  std::fclose(file);
   std::string message;
-  (void)snug::fuzz::loadAndRunOnHost(path, message);
+  (void)snug::fuzz::loadAndRunBytesOnHost(bytes.data(), size, message);
   return 0;
 }

@@ -28,21 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
   std::unique_ptr<snug::rt::Bundle> bundle;
   if (!snug::rt::parseBundle(data, size, "fuzz-input", bundle).isOk())
     return 0;
-  // The C API loads from paths: run what decoded through it as a user would.
-  static const std::string path = [] {
-    char name[] = "/tmp/snug-fuzz-XXXXXX";
-    int fd = mkstemp(name);
-    if (fd < 0)
-      std::abort();
-    close(fd);
-    return std::string(name);
-  }();
-  FILE *file = std::fopen(path.c_str(), "wb");
-  if (!file)
-    std::abort();
-  std::fwrite(data, 1, size, file);
-  std::fclose(file);
   std::string message;
-  (void)snug::fuzz::loadAndRunOnHost(path, message);
+  (void)snug::fuzz::loadAndRunBytesOnHost(bytes.data(), size, message);
   return 0;
 }

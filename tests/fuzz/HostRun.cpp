@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 
 // For every program that runs bundles this way (the bundle fuzzers and
 // snug-bundle-mutants), under the sanitizers: a UBSan report is a finding
@@ -73,6 +76,24 @@ const char *outcomeName(HostRunOutcome outcome) {
   case HostRunOutcome::Ran: return "ran";
   }
   return "?";
+}
+
+HostRunOutcome loadAndRunBytesOnHost(const uint8_t *data, size_t size,
+                                     std::string &message) {
+  static const std::string path = [] {
+    char name[] = "/tmp/snug-fuzz-XXXXXX";
+    int fd = mkstemp(name);
+    if (fd < 0)
+      std::abort();
+    close(fd);
+    return std::string(name);
+  }();
+  FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file)
+    std::abort();
+  std::fwrite(data, 1, size, file);
+  std::fclose(file);
+  return loadAndRunOnHost(path, message);
 }
 
 } // namespace fuzz

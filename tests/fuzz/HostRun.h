@@ -10,6 +10,8 @@
 #ifndef SNUG_TESTS_FUZZ_HOSTRUN_H
 #define SNUG_TESTS_FUZZ_HOSTRUN_H
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace snug {
@@ -24,6 +26,12 @@ enum class HostRunOutcome {
 /// Loads the bundle at `path` and runs it once; `message` gets the C API's
 /// last error where there is one.
 HostRunOutcome loadAndRunOnHost(const std::string &path, std::string &message);
+
+/// The same for bundle bytes: the C API loads from paths, as a user's
+/// application does, so they go to a temporary file first (one per
+/// process, reused).
+HostRunOutcome loadAndRunBytesOnHost(const uint8_t *data, size_t size,
+                                     std::string &message);
 
 const char *outcomeName(HostRunOutcome outcome);
 
