@@ -89,6 +89,20 @@ TEST(TensorFilesTest, NpyHeaderMustBeWellFormed) {
                                16),
                        tensor, error));
   EXPECT_NE(error.find("bad .npy shape"), std::string::npos) << error;
+  // A NUL inside a dim is not a dim of 0 (found by the tensor-files fuzzer:
+  // strtoll stopped at it).
+  EXPECT_FALSE(readNpy(npyFile(std::string("{'descr': '<f4', 'fortran_order': "
+                                           "False, 'shape': (4, \0\t), }",
+                                           60),
+                               0),
+                       tensor, error));
+  EXPECT_NE(error.find("bad .npy shape"), std::string::npos) << error;
+  EXPECT_FALSE(readNpy(npyFile(std::string("{'descr': '<f4', 'fortran_order': "
+                                           "False, 'shape': (4\0\0, 1), }",
+                                           61),
+                               64),
+                       tensor, error));
+  EXPECT_NE(error.find("bad .npy shape"), std::string::npos) << error;
   // 2^62 elements: too large, refused before anything is allocated.
   EXPECT_FALSE(readNpy(npyFile("{'descr': '<f4', 'fortran_order': False, "
                                "'shape': (4611686018427387904,), }",

@@ -176,10 +176,15 @@ static bool parseNpyHeader(const uint8_t *bytes, size_t size,
     size_t first = item.find_first_not_of(' ');
     if (first != std::string::npos) {
       item = item.substr(first, item.find_last_not_of(' ') - first + 1);
+      // Digits only: strtoll alone would stop at an embedded NUL and read
+      // "\0" as a dim of 0 (the tensor-files fuzzer found it).
+      bool digits = std::all_of(item.begin(), item.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      });
       char *end;
       errno = 0;
       long long dim = std::strtoll(item.c_str(), &end, 10);
-      if (*end || errno || dim < 0 || item[0] == '+' || item[0] == '-')
+      if (!digits || end != item.c_str() + item.size() || errno || dim < 0)
         return fail("bad .npy shape '(" + shape + ")'");
       tensor.dims.push_back(dim);
     } else if (comma != std::string::npos) {
