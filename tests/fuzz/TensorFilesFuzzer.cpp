@@ -11,29 +11,28 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleFormat.h"
+#include "runtime/CheckedArithmetic.h"
 #include "tools/snug-run/TensorFiles.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 static void check(const char *reader, const snug::HostTensor &tensor) {
   unsigned elementSize = snug::bundle::dtypeSize(tensor.dtype);
-  unsigned long long elements = 1;
-  bool overflow = false;
   for (int64_t dim : tensor.dims) {
     if (dim < 0) {
       std::fprintf(stderr, "finding: %s accepted a negative dim\n", reader);
       std::abort();
     }
-    if (dim && elements > ~0ull / (unsigned long long)dim)
-      overflow = true;
-    elements *= (unsigned long long)dim;
   }
-  if (!elementSize || overflow ||
-      elements > ~0ull / elementSize ||
-      elements * elementSize != tensor.bytes.size()) {
+  // A zero dim makes the tensor empty however large the others are (the
+  // partial product of the others may overflow; that is not a finding).
+  std::optional<uint64_t> bytes = snug::checkedByteSize(
+      tensor.dims.data(), tensor.dims.size(), elementSize, ~uint64_t(0));
+  if (!elementSize || !bytes || *bytes != tensor.bytes.size()) {
     std::fprintf(stderr,
                  "finding: %s accepted dtype %u, %zu dims and %zu bytes that "
                  "do not agree\n",
