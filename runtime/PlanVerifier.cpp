@@ -13,6 +13,7 @@
 #include "runtime/ScalarOpTable.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -205,7 +206,12 @@ std::string checkWindow(const PlanOp &op, const Location *weight) {
   } fields[] = {{"kernel_shape", kernel, spatial, 1},
                 {"strides", stride, spatial, 1},
                 {"dilations", dilation, spatial, 1},
-                {"pads", pads, 2 * spatial, 0}};
+                // ConvTranspose's pads may be negative: the importer solves
+                // them from output_shape, which can ask for more output than
+                // the stride gives (ONNX's test_convtranspose_output_shape);
+                // its kernel checks every output index.
+                {"pads", pads, 2 * spatial,
+                 op.opName == "ConvTranspose" ? -kMaxWindowValue : 0}};
   for (const Field &field : fields) {
     const Attr *attr = op.getAttr(field.name);
     if (!attr)
@@ -238,8 +244,9 @@ std::string checkWindow(const PlanOp &op, const Location *weight) {
         checkedMulSigned(std::max(in, out), stride[i]);
     for (std::optional<int64_t> term :
          {checkedMulSigned(kernel[i], dilation[i]),
-          std::optional<int64_t>(pads[i]),
-          std::optional<int64_t>(pads[spatial + i]), std::optional<int64_t>(in),
+          std::optional<int64_t>(std::abs(pads[i])),
+          std::optional<int64_t>(std::abs(pads[spatial + i])),
+          std::optional<int64_t>(in),
           std::optional<int64_t>(out)})
       span = span && term ? checkedAddSigned(*span, *term) : std::nullopt;
     if (!span || *span > kMaxWindowSpan)
