@@ -158,6 +158,20 @@ private:
   bool overflowed = false;
 };
 
+/// Whether `count` indices start, start + step, ... all lie in [0, extent),
+/// without wrapping: the bound of a strided read such as Slice's (the plan
+/// verifier, the host kernel and the CUDA emitter all ask it). An empty
+/// range is inside; a range of one never steps, so any step is allowed.
+inline bool isStridedRangeInside(int64_t start, int64_t step, int64_t count,
+                                 int64_t extent) {
+  if (count <= 0)
+    return count == 0;
+  std::optional<int64_t> span = checkedMulSigned(count - 1, step);
+  std::optional<int64_t> last =
+      span ? checkedAddSigned(start, *span) : std::nullopt;
+  return start >= 0 && start < extent && last && *last >= 0 && *last < extent;
+}
+
 } // namespace snug
 
 #endif // SNUG_RUNTIME_CHECKEDARITHMETIC_H

@@ -326,16 +326,9 @@ std::string checkSlice(const PlanOp &op) {
       start[axis] = (*starts)[i];
       step[axis] = steps && i < steps->size() ? (*steps)[i] : 1;
     }
-  for (int64_t d = 0; d < rank; ++d) {
-    if (y.dims[d] == 0)
-      continue;
-    std::optional<int64_t> last = checkedMulSigned(y.dims[d] - 1, step[d]);
-    if (last)
-      last = checkedAddSigned(*last, start[d]);
-    if (start[d] < 0 || start[d] >= x.dims[d] || !last || *last < 0 ||
-        *last >= x.dims[d])
+  for (int64_t d = 0; d < rank; ++d)
+    if (!isStridedRangeInside(start[d], step[d], y.dims[d], x.dims[d]))
       return "slice of dim " + std::to_string(d) + " reads outside the operand";
-  }
   return "";
 }
 

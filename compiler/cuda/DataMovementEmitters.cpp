@@ -413,17 +413,13 @@ llvm::Error emitSlice(EmitContext &context) {
   std::vector<CopyDim> dims;
   int64_t base = 0;
   for (size_t d = 0; d < rank; ++d) {
-    // A dim of extent 1 never steps (ONNX allows any step there, INT64_MAX
-    // included); for longer ones the last index is checked without wrapping.
-    if (y.dims[d] <= 1)
-      step[d] = 1;
-    std::optional<int64_t> span = checkedMulSigned(y.dims[d] - 1, step[d]);
-    std::optional<int64_t> last =
-        span ? checkedAddSigned(start[d], *span) : std::nullopt;
-    if (y.dims[d] > 0 && (start[d] < 0 || start[d] >= x.dims[d] || !last ||
-                          *last < 0 || *last >= x.dims[d]))
+    if (!isStridedRangeInside(start[d], step[d], y.dims[d], x.dims[d]))
       return context.unsupported("slice of dim " + std::to_string(d) +
                                  " reads outside the operand");
+    // A dim of extent 1 never steps, and its step may be INT64_MAX: keep it
+    // out of the emitted stride.
+    if (y.dims[d] <= 1)
+      step[d] = 1;
     base += start[d] * inStrides[d];
     dims.push_back({y.dims[d], inStrides[d] * step[d], outStrides[d]});
   }

@@ -55,14 +55,6 @@ const char *kGather =
     "  %y = Gather(%x, %i) {axis = 0} : f32[2,3] {offset = 128}\n"
     "  return %y\n}\n";
 
-const char *kMlp =
-    "func @mlp(%x: f32[1,4] {offset = 0}, %w: f32[4,2] weight = [1.0, 0.0, "
-    "0.0, 1.0, 1.0, 1.0, -1.0, 2.0], %b: f32[2] weight = [0.5, -0.5]) -> "
-    "f32[1,2] attributes {alignment = 64, arena = 192} {\n"
-    "  %0 = MatMul(%x, %w) : f32[1,2] {offset = 64}\n"
-    "  %1 = Add(%0, %b) : f32[1,2] {offset = 128}\n"
-    "  %y = LeakyRelu(%1) {alpha = 0.25} : f32[1,2] {offset = 0}\n"
-    "  return %y\n}\n";
 
 const char *kMisc =
     "func @m(%a: f32[2,3] {offset = 0}, %b: f32[2,3] {offset = 64}) -> "
@@ -122,7 +114,7 @@ TEST(Sha256Test, StandardVectors) {
 }
 
 TEST(PlanVerifierTest, DigestIsSha256OfTheFile) {
-  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  std::vector<uint8_t> bytes = bundleOf(kMlpPlan);
   ASSERT_GE(bytes.size(), bundle::kHeaderSize);
   EXPECT_EQ(bytes[8], bundle::kBundleVersion);
   std::vector<uint8_t> rest(bytes.begin(), bytes.begin() + 24);
@@ -139,7 +131,7 @@ TEST(PlanVerifierTest, DigestIsSha256OfTheFile) {
 }
 
 TEST(PlanVerifierTest, RefusesAHugeManifestArena) {
-  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  std::vector<uint8_t> bytes = bundleOf(kMlpPlan);
   auto [offset, size] = findSection(bytes, bundle::Manifest);
   ASSERT_GT(size, 0u);
   // Three strings (compiler version, pipeline, module name), then the arena.
@@ -162,7 +154,7 @@ TEST(PlanVerifierTest, RefusesAHugeManifestArena) {
 }
 
 TEST(PlanVerifierTest, RefusesAnAbsentResult) {
-  std::string error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
+  std::string error = craftedError(kMlpPlan, [](std::vector<rt::PlanOp> &ops) {
     ops[1].results[0].kind = bundle::Absent;
   });
   EXPECT_TRUE(contains(error, "(Add): result 0 has no arena location"))
@@ -171,17 +163,17 @@ TEST(PlanVerifierTest, RefusesAnAbsentResult) {
 
 TEST(PlanVerifierTest, RefusesARenamedOp) {
   std::string error = craftedError(
-      kMlp, [](std::vector<rt::PlanOp> &ops) { ops[1].opName = "Adx"; });
+      kMlpPlan, [](std::vector<rt::PlanOp> &ops) { ops[1].opName = "Adx"; });
   EXPECT_TRUE(contains(error, "(Adx): unknown op 'Adx'")) << error;
   // Renamed to a real op whose arity the operands do not fit.
   error = craftedError(
-      kMlp, [](std::vector<rt::PlanOp> &ops) { ops[2].opName = "Where"; });
+      kMlpPlan, [](std::vector<rt::PlanOp> &ops) { ops[2].opName = "Where"; });
   EXPECT_TRUE(contains(error, "(Where): has 1 operands, expects 3")) << error;
 }
 
 TEST(PlanVerifierTest, RefusesADroppedOperand) {
   std::string error = craftedError(
-      kMlp, [](std::vector<rt::PlanOp> &ops) { ops[1].operands.pop_back(); });
+      kMlpPlan, [](std::vector<rt::PlanOp> &ops) { ops[1].operands.pop_back(); });
   EXPECT_TRUE(contains(error, "(Add): has 1 operands, expects 2")) << error;
   error = craftedError(kGather, [](std::vector<rt::PlanOp> &ops) {
     ops[0].operands[1].kind = bundle::Absent;
@@ -238,7 +230,7 @@ TEST(PlanVerifierTest, RefusesBadGathersAndAttributeKinds) {
   });
   EXPECT_TRUE(contains(error, "(Concat): attribute 'axis' must be an int"))
       << error;
-  error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
+  error = craftedError(kMlpPlan, [](std::vector<rt::PlanOp> &ops) {
     ops[1].operands[1].dims = {3};
     ops[1].operands[1].offset = 0;
   });
@@ -246,12 +238,12 @@ TEST(PlanVerifierTest, RefusesBadGathersAndAttributeKinds) {
                               "result [1,2]"))
       << error;
   // The family's type rules of Ops.def.
-  error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
+  error = craftedError(kMlpPlan, [](std::vector<rt::PlanOp> &ops) {
     ops[1].results[0].dtype = bundle::DTypeI64;
   });
   EXPECT_TRUE(contains(error, "(Add): result 0 has dtype i64, expects f32"))
       << error;
-  error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
+  error = craftedError(kMlpPlan, [](std::vector<rt::PlanOp> &ops) {
     ops[2].results[0].dims = {2, 1};
   });
   EXPECT_TRUE(contains(error, "(LeakyRelu): result 0 (f32[2,1]) differs from "
@@ -296,14 +288,14 @@ TEST(PlanVerifierTest, RefusesResultsOverTheirOperands) {
                               "offset 136) overlaps operand 0 (48 bytes at "
                               "offset 128)"))
       << error;
-  error = craftedError(kMlp, [](std::vector<rt::PlanOp> &ops) {
+  error = craftedError(kMlpPlan, [](std::vector<rt::PlanOp> &ops) {
     ops[2].results[0].offset = ops[2].operands[0].offset + 4;
   });
   EXPECT_TRUE(contains(error, "(LeakyRelu): result 0 (8 bytes at arena "
                               "offset 132) overlaps operand 0"))
       << error;
   // Exactly in place is what the planner does for elementwise ops.
-  std::vector<uint8_t> bytes = bundleOf(kMlp);
+  std::vector<uint8_t> bytes = bundleOf(kMlpPlan);
   auto bundle = decode(bytes);
   ASSERT_TRUE(bundle);
   std::vector<rt::PlanOp> ops = bundle->ops;
@@ -316,7 +308,7 @@ TEST(PlanVerifierTest, RefusesResultsOverTheirOperands) {
 /// message naming the bundle, or runs on the host without touching memory
 /// outside its buffers (ASan and UBSan watch in `make test`).
 TEST(PlanVerifierTest, StructuredMutantsAreRefusedOrRun) {
-  const char *seeds[] = {kMlp, kConvPool, kGather, kMisc};
+  const char *seeds[] = {kMlpPlan, kConvPool, kGather, kMisc};
   const char *names[] = {"Add",    "Conv",      "MaxPool", "Gather",
                          "Concat", "Transpose", "Softmax", "MatMul",
                          "Split",  "Slice",     "Relu",    "AveragePool",

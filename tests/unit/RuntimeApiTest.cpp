@@ -11,20 +11,11 @@ using namespace snug::testing;
 
 namespace {
 
-const char *kMlp =
-    "func @mlp(%x: f32[1,4] {offset = 0}, %w: f32[4,2] weight = [1.0, 0.0, "
-    "0.0, 1.0, 1.0, 1.0, -1.0, 2.0], %b: f32[2] weight = [0.5, -0.5]) -> "
-    "f32[1,2] attributes {alignment = 64, arena = 192} {\n"
-    "  %0 = MatMul(%x, %w) : f32[1,2] {offset = 64}\n"
-    "  %1 = Add(%0, %b) : f32[1,2] {offset = 128}\n"
-    "  %y = LeakyRelu(%1) {alpha = 0.25} : f32[1,2] {offset = 0}\n"
-    "  return %y\n"
-    "}\n";
 
 } // namespace
 
 TEST(RuntimeApiTest, DescribesSizesAndIo) {
-  Loaded loaded(bundleOf(kMlp));
+  Loaded loaded(bundleOf(kMlpPlan));
   ASSERT_TRUE(loaded.bundle);
   snug_sizes sizes;
   ASSERT_EQ(snug_bundle_sizes(loaded.bundle, &sizes), SNUG_OK);
@@ -56,14 +47,14 @@ TEST(RuntimeApiTest, DescribesSizesAndIo) {
 }
 
 TEST(RuntimeApiTest, RunsOnTheHost) {
-  auto outputs = runF32(kMlp, {{1, 2, 3, -4}});
+  auto outputs = runF32(kMlpPlan, {{1, 2, 3, -4}});
   ASSERT_EQ(outputs.size(), 1u);
   // x*w = [1+3+4, 2+3-8] = [8, -3]; + b = [8.5, -3.5]; leaky = [8.5, -0.875]
   EXPECT_EQ(outputs[0], (std::vector<float>{8.5f, -0.875f}));
 }
 
 TEST(RuntimeApiTest, CallerOwnedArena) {
-  Loaded loaded(bundleOf(kMlp));
+  Loaded loaded(bundleOf(kMlpPlan));
   ASSERT_TRUE(loaded.bundle);
   snug_session_options options;
   snug_session_options_init(&options);
@@ -106,7 +97,7 @@ TEST(RuntimeApiTest, CallerOwnedArena) {
 }
 
 TEST(RuntimeApiTest, WrongSizesAndDevices) {
-  Loaded loaded(bundleOf(kMlp));
+  Loaded loaded(bundleOf(kMlpPlan));
   ASSERT_TRUE(loaded.bundle);
   snug_session_options options;
   snug_session_options_init(&options);
@@ -211,7 +202,7 @@ TEST(RuntimeApiTest, PoisonFillsAllButTheInputs) {
 
 TEST(RuntimeApiTest, CppWrapper) {
   TempFile file;
-  writeFile(file.path, bundleOf(kMlp));
+  writeFile(file.path, bundleOf(kMlpPlan));
   snug::Bundle bundle;
   ASSERT_FALSE(bundle.load(file.path)) << snug_last_error();
   EXPECT_EQ(bundle.inputCount(), 1u);

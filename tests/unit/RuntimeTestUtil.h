@@ -28,6 +28,18 @@
 namespace snug {
 namespace testing {
 
+/// A planned MatMul -> Add -> LeakyRelu with its weights inline: the small
+/// bundle the runtime API and plan-verifier tests load, run and mutate.
+inline const char *const kMlpPlan =
+    "func @mlp(%x: f32[1,4] {offset = 0}, %w: f32[4,2] weight = [1.0, 0.0, "
+    "0.0, 1.0, 1.0, 1.0, -1.0, 2.0], %b: f32[2] weight = [0.5, -0.5]) -> "
+    "f32[1,2] attributes {alignment = 64, arena = 192} {\n"
+    "  %0 = MatMul(%x, %w) : f32[1,2] {offset = 64}\n"
+    "  %1 = Add(%0, %b) : f32[1,2] {offset = 128}\n"
+    "  %y = LeakyRelu(%1) {alpha = 0.25} : f32[1,2] {offset = 0}\n"
+    "  return %y\n"
+    "}\n";
+
 inline std::unique_ptr<ir::Module> parseOrDie(const std::string &text) {
   auto module = ir::parseModule(text, "test.ir");
   if (!module) {

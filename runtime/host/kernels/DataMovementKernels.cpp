@@ -212,19 +212,10 @@ Status sliceKernel(KernelContext &ctx) {
       step[axis] = steps && i < steps->size() ? (*steps)[i] : 1;
     }
   }
-  for (size_t d = 0; d < rank; ++d) {
-    // A dim of extent 1 never steps (any step is allowed there, INT64_MAX
-    // included); for longer ones the last index is checked without wrapping.
-    if (y.dim(d) <= 1)
-      step[d] = 1;
-    std::optional<int64_t> span = checkedMulSigned(y.dim(d) - 1, step[d]);
-    std::optional<int64_t> last =
-        span ? checkedAddSigned(start[d], *span) : std::nullopt;
-    if (y.dim(d) > 0 && (start[d] < 0 || start[d] >= x.dim(d) || !last ||
-                         *last < 0 || *last >= x.dim(d)))
+  for (size_t d = 0; d < rank; ++d)
+    if (!isStridedRangeInside(start[d], step[d], y.dim(d), x.dim(d)))
       return ctx.error("slice of dim " + std::to_string(d) +
                        " reads outside the operand");
-  }
   std::vector<int64_t> strides = stridesOf(*x.dims);
   unsigned size = y.elementSize();
   forEachIndex(*y.dims, [&](int64_t i, const std::vector<int64_t> &index) {
