@@ -46,4 +46,4 @@ fuzz-mutants: build
 	@bench/fuzz/mutants.sh $(BUILD_DIR)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-fuzz
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-fuzz build-mutants

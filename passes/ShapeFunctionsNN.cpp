@@ -24,8 +24,14 @@ struct Window {
 };
 } // namespace
 
+/// ONNX's Conv and pools take pads >= 0 (the plan verifier refuses others
+/// at load, runtime/PlanVerifier.cpp); ConvTranspose's may be negative, as
+/// the importer solves them from output_shape.
+enum class Pads { NonNegative, AnySign };
+
 static llvm::Expected<Window> readWindow(const ShapeQuery &query,
-                                         size_t spatial) {
+                                         size_t spatial,
+                                         Pads pads = Pads::NonNegative) {
   // The kernels (host and CUDA) implement 1 to 3 spatial dims.
   if (spatial < 1 || spatial > 3)
     return shapeError("snug supports 1 to 3 spatial dims, the input has " +
@@ -52,6 +58,11 @@ static llvm::Expected<Window> readWindow(const ShapeQuery &query,
     if (window.kernel[i] <= 0 || window.strides[i] <= 0 ||
         window.dilations[i] <= 0)
       return shapeError("kernel_shape, strides and dilations must be positive");
+  if (pads == Pads::NonNegative)
+    for (int64_t pad : window.pads)
+      if (pad < 0)
+        return shapeError("pads " + dimsString(window.pads) +
+                          " must not be negative");
   return window;
 }
 
@@ -137,7 +148,7 @@ static llvm::Expected<ResultTypes> inferConvTranspose(const ShapeQuery &query) {
                       (*weight)->str() +
                       " do not fit a transposed convolution");
   size_t spatial = x.size() - 2;
-  auto window = readWindow(query, spatial);
+  auto window = readWindow(query, spatial, Pads::AnySign);
   if (!window)
     return window.takeError();
   int64_t group = getIntAttr(query.attributes, "group", 1);

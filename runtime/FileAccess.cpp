@@ -140,6 +140,29 @@ bool readWholeRegularFile(const std::string &path, std::vector<uint8_t> &into,
   return file.open(path, error) && file.readAll(into, limit, error);
 }
 
+bool readWholeStream(int fd, const std::string &name, std::string &into,
+                     uint64_t limit, std::string &error) {
+  into.clear();
+  char chunk[1 << 16];
+  for (;;) {
+    ssize_t got = read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      error = "cannot read '" + name + "': " + std::strerror(errno);
+      return false;
+    }
+    if (got == 0)
+      return true;
+    if (uint64_t(got) > limit - into.size()) {
+      error = "cannot read '" + name + "': it holds more than the " +
+              std::to_string(limit) + " bytes expected";
+      return false;
+    }
+    into.append(chunk, size_t(got));
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Writing
 //===----------------------------------------------------------------------===//

@@ -95,6 +95,13 @@ private:
 bool readWholeRegularFile(const std::string &path, std::vector<uint8_t> &into,
                           uint64_t limit, std::string &error);
 
+/// Reads the stream `fd` (stdin, a pipe) to its end, at most `limit` bytes:
+/// a stream has no size to check first, so reading stops, false with
+/// `error` set ("'NAME' holds more than LIMIT bytes"), as soon as it passes
+/// the limit, not when memory runs out.
+bool readWholeStream(int fd, const std::string &name, std::string &into,
+                     uint64_t limit, std::string &error);
+
 /// Writes a file atomically (see the file comment).
 class AtomicFileWriter {
 public:

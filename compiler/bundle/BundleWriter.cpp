@@ -196,6 +196,12 @@ llvm::Error Writer::writeLocation(Sink &sink, const ir::Value *value) {
     return llvm::Error::success();
   }
   const ir::TensorType &type = value->getType();
+  // The reader refuses more dims than kMaxRank (BundleReader.cpp), so a
+  // bundle holding one would never load: refuse it here, naming the value.
+  if (type.getRank() > kMaxRank)
+    return makeError(describeValue(value) + " has rank " +
+                     llvm::Twine(type.getRank()) + ", more than the " +
+                     llvm::Twine(kMaxRank) + " a bundle holds");
   uint64_t offset;
   uint8_t kind;
   if (value->isWeight()) {

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -92,6 +93,28 @@ TEST(FileAccessTest, OpensOnlyRegularFiles) {
   EXPECT_FALSE(file.open(dir.file("missing"), error));
   EXPECT_EQ(error, "cannot read '" + dir.file("missing") +
                        "': No such file or directory");
+}
+
+// A stream (snug-opt's stdin) has no size to check first: reading stops at
+// the limit instead of growing until memory runs out (/dev/zero never
+// ends), and a stream within the limit is read whole.
+TEST(FileAccessTest, StreamReadsAreBounded) {
+  int zero = ::open("/dev/zero", O_RDONLY);
+  ASSERT_GE(zero, 0);
+  std::string text, error;
+  EXPECT_FALSE(readWholeStream(zero, "stdin", text, 300000, error));
+  ::close(zero);
+  EXPECT_EQ(error,
+            "cannot read 'stdin': it holds more than the 300000 bytes expected");
+  EXPECT_LE(text.size(), 300000u);
+
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(write(fds[1], "func @f", 7), 7);
+  ::close(fds[1]);
+  EXPECT_TRUE(readWholeStream(fds[0], "stdin", text, 7, error)) << error;
+  ::close(fds[0]);
+  EXPECT_EQ(text, "func @f");
 }
 
 TEST(FileAccessTest, AtomicWriteReplacesTheRealFile) {

@@ -181,19 +181,19 @@ int main(int argc, char **argv) {
   // Read whole (not mapped) and checked against every output before any
   // is written: `-o` onto the input would otherwise truncate what is read.
   std::string inputText;
+  // Textual IR over 2 GiB is refused, from a file or from stdin.
+  constexpr uint64_t kMaxInputBytes = uint64_t(1) << 31;
   if (inputPath == "-") {
-    auto input = llvm::MemoryBuffer::getSTDIN();
-    if (!input) {
-      llvm::errs() << "error: cannot read stdin: "
-                   << input.getError().message() << '\n';
+    std::string error;
+    if (!readWholeStream(0, "stdin", inputText, kMaxInputBytes, error)) {
+      llvm::errs() << "error: " << error << '\n';
       return 1;
     }
-    inputText = (*input)->getBuffer().str();
   } else {
     InputFile file;
     std::string error;
     if (!file.open(inputPath, error) ||
-        !file.readAll(inputText, uint64_t(1) << 31, error)) {
+        !file.readAll(inputText, kMaxInputBytes, error)) {
       llvm::errs() << "error: " << error << '\n';
       return 1;
     }
