@@ -59,6 +59,7 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
   report.peakStep = plan->peakStep;
   report.planner = plan->planner;
   report.planningMs = planningMs;
+  report.fusion = summarizeFusion(module);
   report.numNodes = module.getNodes().size();
   for (const ir::Value *input : module.getInputs())
     report.ioBytes += input->getType().getByteSize();
@@ -259,6 +260,12 @@ void printMemoryReportPretty(const MemoryReport &report,
                        tensor.op.c_str())
        << tensor.name << '\n';
   }
+  const FusionSummary &fusion = report.fusion;
+  os << "  fusion           " << fusion.groups.size() << " fused group"
+     << (fusion.groups.size() == 1 ? "" : "s") << " of " << fusion.nodesFused
+     << " nodes: kernels " << fusion.kernelsBefore << " -> "
+     << fusion.kernelsAfter << ", intermediates removed "
+     << formatBytes(fusion.intermediateBytesRemoved) << '\n';
   printCostEstimatePretty(report.cost, os);
 }
 
@@ -307,6 +314,13 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
       {"nodes", int64_t(report.numNodes)},
   };
   addCostEstimateJson(report.cost, object);
+  object["fusion"] = llvm::json::Object{
+      {"groups", int64_t(report.fusion.groups.size())},
+      {"nodes_fused", int64_t(report.fusion.nodesFused)},
+      {"kernels_before", int64_t(report.fusion.kernelsBefore)},
+      {"kernels_after", int64_t(report.fusion.kernelsAfter)},
+      {"intermediate_bytes_removed",
+       int64_t(report.fusion.intermediateBytesRemoved)}};
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << '\n';
 }
 

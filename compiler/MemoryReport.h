@@ -25,6 +25,7 @@
 #ifndef SNUG_COMPILER_MEMORYREPORT_H
 #define SNUG_COMPILER_MEMORYREPORT_H
 
+#include "compiler/FusionReport.h"
 #include "ir/Module.h"
 
 #include "llvm/Support/Error.h"
@@ -86,6 +87,9 @@ struct MemoryReport {
   double planningMs = 0;
   size_t numNodes = 0;
   CostEstimate cost;
+  /// What fusion did (compiler/FusionReport.h); the per-group list is for
+  /// --print-fusion, the report shows the totals.
+  FusionSummary fusion;
 };
 
 /// Builds the report of a module that plan-memory has planned.

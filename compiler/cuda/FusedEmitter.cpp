@@ -12,8 +12,7 @@
 //
 // Every operand is read before any result is written, so a result placed
 // over an operand of its shape is safe, as it is for one elementwise kernel
-// (the op table does not mark snug.fused InPlace, so only a hand-written
-// plan does that today). Where takes stored elements:
+// (the op table marks snug.fused InPlace). Where takes stored elements:
 // a block argument's is the operand element itself, an intermediate's is
 // materialized once (a variable of the storage type) where Where needs it.
 //

@@ -4,6 +4,7 @@
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
 
+#include "compiler/FusionReport.h"
 #include "compiler/MemoryReport.h"
 #include "compiler/PlanTimeline.h"
 #include "passes/MemoryPlanner.h"
@@ -62,6 +63,11 @@ static cl::opt<std::string> reportPath(
     cl::desc("Where the memory report goes: a path, or - for stdout "
              "(default: stdout for plan, stderr for compile)"),
     cl::init(""), InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<bool> printFusionGroups(
+    "print-fusion",
+    cl::desc("List each fused group (nodes, pattern, intermediate bytes "
+             "removed) on stderr"),
+    InPlanningCommands(), cl::cat(getPlanCategory()));
 static cl::opt<std::string>
     timelinePath("timeline",
                  cl::desc("Write an HTML picture of the plan to this path"),
@@ -146,6 +152,8 @@ llvm::Error writeMemoryReport(const ir::Module &module,
     if (llvm::Error error = writeOutputFile(timelinePath, os.str()))
       return error;
   }
+  if (printFusionGroups)
+    printFusion(summarizeFusion(module), llvm::errs());
   if (reportFormat == "none")
     return llvm::Error::success();
   llvm::Expected<MemoryReport> report =

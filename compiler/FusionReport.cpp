@@ -1,0 +1,67 @@
+//===- FusionReport.cpp - What fusion did to a module ---------------------===//
+#include "compiler/FusionReport.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Format.h"
+
+namespace snug {
+
+static FusedGroup describeGroup(const ir::Node &node) {
+  FusedGroup group;
+  group.name = node.getName().str();
+  group.pattern = "elementwise";
+  group.results = node.getNumResults();
+  const ir::Region &body = *node.getBody();
+  llvm::DenseSet<const ir::Value *> yielded(body.getYield().begin(),
+                                            body.getYield().end());
+  for (const std::unique_ptr<ir::Node> &inside : body.getNodes()) {
+    group.ops.push_back(inside->getOpName().str());
+    for (unsigned i = 0; i < inside->getNumResults(); ++i) {
+      const ir::Value *value = inside->getResult(i);
+      if (yielded.count(value))
+        continue;
+      ++group.intermediates;
+      group.intermediateBytes += value->getType().getByteSize();
+    }
+  }
+  return group;
+}
+
+FusionSummary summarizeFusion(const ir::Module &module) {
+  FusionSummary summary;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
+    if (node->getOpInfo().isView())
+      continue;
+    ++summary.kernelsAfter;
+    if (!node->is(ir::OpCode::SnugFused) || !node->hasBody()) {
+      ++summary.kernelsBefore;
+      continue;
+    }
+    FusedGroup group = describeGroup(*node);
+    summary.nodesFused += group.ops.size();
+    summary.kernelsBefore += group.ops.size();
+    summary.intermediateBytesRemoved += group.intermediateBytes;
+    summary.groups.push_back(std::move(group));
+  }
+  return summary;
+}
+
+void printFusion(const FusionSummary &summary, llvm::raw_ostream &os) {
+  os << "fusion: " << summary.groups.size() << " fused group"
+     << (summary.groups.size() == 1 ? "" : "s") << " of "
+     << summary.nodesFused << " nodes; kernels " << summary.kernelsBefore
+     << " -> " << summary.kernelsAfter << "; intermediates removed "
+     << summary.intermediateBytesRemoved << " B\n";
+  for (const FusedGroup &group : summary.groups) {
+    os << "  '" << group.name << "' " << group.pattern << ": "
+       << group.ops.size() << " nodes (";
+    for (size_t i = 0; i < group.ops.size(); ++i)
+      os << (i ? ", " : "") << group.ops[i];
+    os << "), " << group.results << " result" << (group.results == 1 ? "" : "s")
+       << ", " << group.intermediates << " intermediate"
+       << (group.intermediates == 1 ? "" : "s") << " removed ("
+       << group.intermediateBytes << " B)\n";
+  }
+}
+
+} // namespace snug
