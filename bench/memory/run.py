@@ -16,6 +16,10 @@ Columns (bytes unless noted):
   peak         predicted peak device memory (weights + arena + runtime; the
                CUDA target, whose cuBLAS workspaces are planned in the arena)
   ms           planning time of the default strategy (best)
+A second table: fusion on (the default) against --disable-pass=fuse, per
+model: kernels launched (every node that is not a view; a fused group is
+one), the arena, the cost model's bytes moved, and the intermediate bytes
+the fused groups keep in registers.
 Peer: onnxruntime CPU (memory pattern and CPU arena on, one thread): the
 resident memory its first run adds to the process after session creation
 (what its arena keeps for activations), in a fresh process. It is a
@@ -107,6 +111,18 @@ def main():
                     peak=report["predicted_peak_bytes"],
                     planning_ms=report["planning_ms"],
                     nodes=report["nodes"])
+        fusion = snugc_plan(args.build, model_dir, bindings, [])
+        unfused = snugc_plan(args.build, model_dir, bindings,
+                             ["--disable-pass=fuse"])
+        row.update(
+            kernels_fused=fusion["fusion"]["kernels_after"],
+            kernels_unfused=unfused["fusion"]["kernels_after"],
+            arena_fused=fusion["arena_bytes"],
+            arena_unfused=unfused["arena_bytes"],
+            bytes_moved_fused=fusion["bytes_moved"],
+            bytes_moved_unfused=unfused["bytes_moved"],
+            fused_groups=fusion["fusion"]["groups"],
+            intermediate_bytes_removed=fusion["fusion"]["intermediate_bytes_removed"])
         unscheduled = snugc_plan(args.build, model_dir, bindings,
                                  ["--no-schedule"])
         row["lb_imported"] = unscheduled["lower_bound_bytes"]
@@ -132,6 +148,22 @@ def main():
                   mib(row["weights"]), mib(row["peak"]),
                   f"{row['planning_ms']:.2f}",
                   mib(row["peer_ort_cpu_rss_growth"])]
+        print("| " + " | ".join(cells) + " |")
+
+    print("\nFusion on (default) and off (--disable-pass=fuse); sizes in MiB, "
+          "bytes moved in MB (the cost model's, 10^6 bytes).\n")
+    header = ("| model | groups | kernels off | kernels on | ratio | arena off | "
+              "arena on | bytes moved off | bytes moved on | intermediates removed |")
+    print(header)
+    print("|" + "---|" * (header.count("|") - 1))
+    for row in rows:
+        cells = [row["model"], str(row["fused_groups"]),
+                 str(row["kernels_unfused"]), str(row["kernels_fused"]),
+                 f"{row['kernels_unfused'] / max(1, row['kernels_fused']):.2f}",
+                 mib(row["arena_unfused"]), mib(row["arena_fused"]),
+                 f"{row['bytes_moved_unfused'] / 1e6:.1f}",
+                 f"{row['bytes_moved_fused'] / 1e6:.1f}",
+                 mib(row["intermediate_bytes_removed"])]
         print("| " + " | ".join(cells) + " |")
     write_results(args.out, "memory.json", rows)
     return 0
