@@ -27,6 +27,21 @@ struct Job {
   std::string failure;
 };
 
+/// NVRTC's options for one image: part of the cache key.
+std::vector<std::string> getOptions(const bundle::KernelImage &image) {
+  std::string arch = (image.kind == bundle::ImagePtx ? "compute_" : "sm_") +
+                     std::to_string(image.arch);
+  return {"--gpu-architecture=" + arch, "--std=c++17", "--fmad=true",
+          "--device-as-default-execution-space"};
+}
+
+std::string getNvrtcVersion() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+    return "unknown";
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
 void compileOne(const std::string &source, Job &job) {
   nvrtcProgram program;
   nvrtcResult result = nvrtcCreateProgram(&program, source.c_str(), "snug.cu",
@@ -35,12 +50,11 @@ void compileOne(const std::string &source, Job &job) {
     job.failure = nvrtcGetErrorString(result);
     return;
   }
-  std::string arch = (job.image.kind == bundle::ImagePtx ? "compute_" : "sm_") +
-                     std::to_string(job.image.arch);
-  std::string archOption = "--gpu-architecture=" + arch;
-  const char *options[] = {archOption.c_str(), "--std=c++17",
-                           "--fmad=true", "--device-as-default-execution-space"};
-  result = nvrtcCompileProgram(program, 4, options);
+  std::vector<std::string> optionText = getOptions(job.image);
+  std::vector<const char *> options;
+  for (const std::string &option : optionText)
+    options.push_back(option.c_str());
+  result = nvrtcCompileProgram(program, int(options.size()), options.data());
   size_t logSize = 0;
   if (nvrtcGetProgramLogSize(program, &logSize) == NVRTC_SUCCESS &&
       logSize > 1) {
@@ -118,9 +132,10 @@ bool isNvrtcAvailable() {
 }
 
 llvm::Expected<std::vector<bundle::KernelImage>>
-compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs) {
+compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
+                   const KernelCache &cache, CompileStatistics *statistics) {
 #ifndef SNUG_HAVE_NVRTC
-  (void)program, (void)archs;
+  (void)program, (void)archs, (void)cache, (void)statistics;
   return makeError("this snugc was built without NVRTC (no CUDA toolkit); "
                    "compile with --target=host");
 #else
@@ -131,15 +146,31 @@ compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs) {
     jobs[i].image = {bundle::ImageCubin, archs[i], {}};
   jobs.back().image = {bundle::ImagePtx,
                        *std::max_element(archs.begin(), archs.end()), {}};
+  std::string version = getNvrtcVersion();
+  std::vector<KernelCache::Key> keys;
+  std::vector<Job *> toCompile;
+  for (Job &job : jobs) {
+    keys.push_back(KernelCache::makeKey(program.source, getOptions(job.image),
+                                        job.image.kind, job.image.arch,
+                                        version));
+    if (auto cached = cache.lookup(keys.back()))
+      job.image.bytes = std::move(*cached);
+    else
+      toCompile.push_back(&job);
+  }
   std::vector<std::thread> threads;
   unsigned parallel = std::max(1u, std::thread::hardware_concurrency());
-  for (size_t first = 0; first < jobs.size(); first += parallel) {
+  for (size_t first = 0; first < toCompile.size(); first += parallel) {
     threads.clear();
-    for (size_t i = first; i < std::min(jobs.size(), first + parallel); ++i)
+    for (size_t i = first; i < std::min(toCompile.size(), first + parallel); ++i)
       threads.emplace_back(compileOne, std::cref(program.source),
-                           std::ref(jobs[i]));
+                           std::ref(*toCompile[i]));
     for (std::thread &thread : threads)
       thread.join();
+  }
+  if (statistics) {
+    statistics->fromCache = unsigned(jobs.size() - toCompile.size());
+    statistics->compiled = unsigned(toCompile.size());
   }
   std::vector<bundle::KernelImage> images;
   for (Job &job : jobs) {
@@ -149,6 +180,9 @@ compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs) {
           blameKernels(program, job.log) + " for " +
           (job.image.kind == bundle::ImagePtx ? "compute_" : "sm_") +
           llvm::Twine(job.image.arch) + " (" + job.failure + "):\n" + job.log);
+    // What NVRTC compiled goes to the cache (a failure has returned above).
+    if (std::find(toCompile.begin(), toCompile.end(), &job) != toCompile.end())
+      cache.store(keys[size_t(&job - jobs.data())], job.image.bytes);
     images.push_back(std::move(job.image));
   }
   return images;

@@ -49,6 +49,12 @@ static cl::opt<std::string>
              cl::value_desc("DIR"), cl::init(""),
              cl::sub(getCompileCommand()), cl::cat(getTargetCategory()));
 
+static cl::opt<bool> noKernelCache(
+    "no-kernel-cache",
+    cl::desc("Compile every kernel image with NVRTC, neither reading nor "
+             "writing the kernel cache ($XDG_CACHE_HOME/snug/kernels)"),
+    cl::sub(getCompileCommand()), cl::cat(getTargetCategory()));
+
 static llvm::Error userError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  message.str());
@@ -153,7 +159,19 @@ compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem) {
   auto archs = parseArchs();
   if (!archs)
     return archs.takeError();
-  return cuda::compileCudaProgram(program, *archs);
+  cuda::KernelCache cache(noKernelCache
+                              ? std::string()
+                              : cuda::KernelCache::getDefaultDirectory());
+  cuda::CompileStatistics statistics;
+  auto images = cuda::compileCudaProgram(program, *archs, cache, &statistics);
+  if (images)
+    llvm::errs() << "kernels: " << statistics.compiled
+                 << " images compiled by NVRTC, " << statistics.fromCache
+                 << " from the kernel cache"
+                 << (cache.isEnabled() ? " (" + cache.getDirectory() + ")"
+                                       : std::string(" (off)"))
+                 << '\n';
+  return images;
 }
 
 } // namespace snugc
