@@ -18,6 +18,10 @@ results are summed by a tree of Adds, concatenated by one Concat, or are
 each a graph output, through `snug-opt --passes=plan,verify-plan` (schedule,
 plan-memory, verify-plan; --time-limit's default): wall time, arena bytes,
 peak RSS. None should take over 10 s (issue 12 item 7).
+CUDA compiles (unless --skip-cuda): `snugc compile --target=cuda` per zoo
+model with an empty kernel cache (cold: NVRTC compiles every image) and
+again with it filled (warm: the images come from the cache), wall time of
+each, and whether the two bundles are byte-identical (they must be).
 A markdown table goes to stdout, JSON to OUT/compile.json.
 """
 import json
@@ -125,11 +129,34 @@ def shape_rows(snug_opt, scratch, chain_sizes, fanout_sizes):
     return rows
 
 
+def cuda_compile_rows(snugc, cache, scratch):
+    """Cold and warm `snugc compile --target=cuda` per zoo model."""
+    rows = []
+    for name in MODELS:
+        model = os.path.join(cache, f"{name}-opset17", "model.onnx")
+        if not os.path.exists(model):
+            continue
+        xdg = os.path.join(scratch, f"xdg-{name}")
+        env_command = ["env", f"XDG_CACHE_HOME={xdg}", snugc, "compile", model,
+                       "--dim", "batch=1", "--target=cuda", "--memory-report=none"]
+        cold, _, _ = timed(env_command + ["-o", os.path.join(scratch, "cold.snug")])
+        warm, _, stderr = timed(env_command + ["-o", os.path.join(scratch, "warm.snug")])
+        with open(os.path.join(scratch, "cold.snug"), "rb") as a, \
+                open(os.path.join(scratch, "warm.snug"), "rb") as b:
+            identical = a.read() == b.read()
+        reused = re.search(r"kernels: ([0-9]+) images compiled by NVRTC, ([0-9]+) from", stderr)
+        rows.append({"model": name, "cold_seconds": cold, "warm_seconds": warm,
+                     "identical": identical,
+                     "warm_images_from_cache": int(reused.group(2)) if reused else None})
+    return rows
+
+
 def main():
     parser = bench_arguments()
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--chain-sizes", default="1000,10000,100000")
     parser.add_argument("--fanout-sizes", default="1000,10000,20000,100000")
+    parser.add_argument("--skip-cuda", action="store_true")
     args = parser.parse_args()
     snugc = os.path.join(args.build, "bin", "snugc")
     snug_opt = os.path.join(args.build, "bin", "snug-opt")
@@ -163,6 +190,7 @@ def main():
         shapes = shape_rows(snug_opt, scratch,
                             [int(s) for s in args.chain_sizes.split(",") if s],
                             [int(s) for s in args.fanout_sizes.split(",") if s])
+        cuda_rows = [] if args.skip_cuda else cuda_compile_rows(snugc, args.cache, scratch)
 
     print("### Compile time per model (`snugc plan`, 1 core)\n")
     print("| model | total s | peak RSS MiB | import+fold+dce s | schedule s | plan-memory s |")
@@ -173,6 +201,13 @@ def main():
         print(f"| {row['model']} | {row['seconds']:.2f} | {row['peak_rss_kib'] / 1024:.0f} | "
               f"{front:.3f} | {passes.get('schedule', 0):.3f} | "
               f"{passes.get('plan-memory', 0):.3f} |")
+    if cuda_rows:
+        print("\n### CUDA compile, cold and warm kernel cache (`snugc compile --target=cuda`)\n")
+        print("| model | cold s | warm s | images from cache (warm) | bundles identical |")
+        print("|---|---|---|---|---|")
+        for row in cuda_rows:
+            print(f"| {row['model']} | {row['cold_seconds']:.2f} | {row['warm_seconds']:.2f} | "
+                  f"{row['warm_images_from_cache']} | {'yes' if row['identical'] else 'NO'} |")
     print("\n### Synthetic graphs (`snug-opt --passes=dce,schedule,plan-memory`)\n")
     print("| nodes | total s | peak RSS MiB | schedule s | plan-memory s | planner ms |")
     print("|---|---|---|---|---|---|")
@@ -207,7 +242,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "compile.json"), "w") as f:
         json.dump({"models": model_rows, "synthetic": synthetic_rows,
-                   "shapes": shapes,
+                   "shapes": shapes, "cuda_compile": cuda_rows,
                    "exponent": exponent}, f, indent=2)
     return 0
 
