@@ -31,12 +31,16 @@
 // write and read are what fusion saves. Limits keep kernels reasonable:
 // at most max-ops nodes (64) and max-operands distinct operands (16) a group.
 //
-// Not here yet: epilogues of contractions, attention and the exporters'
-// decomposed patterns (LayerNorm, GELU), which need kernels of their own.
+// Before grouping, the exporters' decomposed patterns are rewritten as the
+// ops they spell (FusePatterns.h: LayerNorm today).
+//
+// Not here yet: epilogues of contractions, attention, and the decomposed
+// GELU (its six elementwise nodes already become one group).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
 #include "passes/CostModel.h"
+#include "passes/FusePatterns.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -301,6 +305,11 @@ llvm::Error Fuse::setOption(llvm::StringRef key, llvm::StringRef value) {
 }
 
 llvm::Expected<bool> Fuse::run(ir::Module &module) {
+  // Patterns first (FusePatterns.h): their nodes would otherwise be taken
+  // into elementwise groups.
+  unsigned layerNorms = rewriteDecomposedLayerNorms(module);
+  if (layerNorms)
+    addStatistic("layernorms", layerNorms);
   GroupBuilder builder(module, maxOps, maxOperands);
   std::vector<Group> groups;
   auto nodes = module.getNodes();
@@ -313,7 +322,7 @@ llvm::Expected<bool> Fuse::run(ir::Module &module) {
       groups.push_back(std::move(group));
   }
   if (groups.empty())
-    return false;
+    return layerNorms != 0;
 
   // The new schedule: each fused node where its root was. The members stay
   // in it (at the end, as setSchedule takes every node) until they are

@@ -1,0 +1,235 @@
+//===- LayerNormPattern.cpp - Exporters' decomposed LayerNorm, as one op --===//
+//
+// Exporters older than opset 17 (and torch's at opset 13) write LayerNorm
+// out as nine nodes:
+//   mean = ReduceMean(x) {axes = A, keepdims = 1}
+//   d    = Sub(x, mean)
+//   var  = ReduceMean(Pow(d, 2)) {axes = A, keepdims = 1}
+//   y    = Div(d, Sqrt(Add(var, eps))) * gamma + beta
+// which runs as two reductions and several elementwise kernels, holding d
+// and its square in the arena. LayerNormalization(x, gamma, beta) {axis,
+// epsilon} computes the same formula (ONNX's definition: the mean and the
+// biased variance over the dims from axis on, then (x - mean) /
+// sqrt(var + epsilon) * scale + bias) in one kernel.
+//
+// What must hold, so that the rewrite means the same: A is the trailing
+// dims of x (LayerNormalization normalizes [axis, rank)); both means are
+// over A with keepdims; the exponent is the constant 2 and eps a constant
+// scalar added to the variance before the square root (any other placement
+// of eps is another function and is left alone); gamma and beta (beta may
+// be absent) hold one value per normalized element, shaped as the trailing
+// dims; every intermediate has exactly the users the pattern names and is
+// no graph output. The result takes the final node's place and name.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/FusePatterns.h"
+
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <cstring>
+
+namespace snug {
+
+namespace {
+
+using ir::OpCode;
+using ir::Value;
+
+/// The only node using `value`, when it has one user, one use, and is not a
+/// graph output.
+ir::Node *soleUser(const ir::Module &module, const Value *value) {
+  if (module.isOutput(value) || value->getUses().size() != 1)
+    return nullptr;
+  return value->getUses()[0].user;
+}
+
+/// The other operand of a two-operand node, given one of them.
+Value *otherOperand(const ir::Node &node, const Value *known) {
+  if (node.getNumOperands() != 2)
+    return nullptr;
+  if (node.getOperand(0) == known)
+    return node.getOperand(1);
+  if (node.getOperand(1) == known)
+    return node.getOperand(0);
+  return nullptr;
+}
+
+/// The value of a one-element f32 weight.
+llvm::Optional<float> scalarWeight(const ir::Module &module, const Value *value) {
+  if (!value || !value->isWeight() || value->isWeightElided() ||
+      value->getType().getDType() != ir::DType::F32 ||
+      value->getType().getNumElements() != 1)
+    return llvm::None;
+  llvm::ArrayRef<uint8_t> data = module.getWeightData(value);
+  if (data.size() != sizeof(float))
+    return llvm::None;
+  float result;
+  std::memcpy(&result, data.data(), sizeof result);
+  return result;
+}
+
+/// The first normalized axis when `node` is a ReduceMean with keepdims over
+/// the trailing dims of its operand.
+llvm::Optional<int64_t> trailingMeanAxis(const ir::Node &node) {
+  if (!node.is(OpCode::ReduceMean) || node.getNumOperands() != 1)
+    return llvm::None;
+  const ir::Attribute *keep = node.getAttribute("keepdims");
+  const ir::Attribute *axes = node.getAttribute("axes");
+  if (!keep || keep->getKind() != ir::Attribute::Kind::Int ||
+      keep->getInt() != 1 || !axes ||
+      axes->getKind() != ir::Attribute::Kind::Ints || axes->getInts().empty())
+    return llvm::None;
+  int64_t rank = node.getOperand(0)->getType().getRank();
+  llvm::ArrayRef<int64_t> list = axes->getInts();
+  int64_t first = rank - int64_t(list.size());
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i] != first + int64_t(i))
+      return llvm::None;
+  return first >= 0 ? llvm::Optional<int64_t>(first) : llvm::None;
+}
+
+/// Whether `value` holds one value per normalized element of `x`, shaped as
+/// x's dims from `axis` on (leading 1s allowed).
+bool holdsNormalizedShape(const Value *value, const Value *x, int64_t axis) {
+  if (!value || value->getType().getDType() != x->getType().getDType())
+    return false;
+  llvm::ArrayRef<int64_t> dims = value->getType().getDims();
+  llvm::ArrayRef<int64_t> normalized = x->getType().getDims().drop_front(axis);
+  while (dims.size() > normalized.size() && dims.front() == 1)
+    dims = dims.drop_front();
+  return dims == normalized;
+}
+
+struct Match {
+  Value *x, *gamma, *beta = nullptr;
+  int64_t axis;
+  float epsilon;
+  llvm::SmallVector<ir::Node *, 9> nodes; // the last one is the result's
+};
+
+/// The decomposed LayerNorm whose first mean is `mean`, if it is one.
+llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &mean) {
+  llvm::Optional<int64_t> axis = trailingMeanAxis(mean);
+  if (!axis)
+    return llvm::None;
+  Match match;
+  match.x = mean.getOperand(0);
+  match.axis = *axis;
+  ir::DType type = match.x->getType().getDType();
+  if (type != ir::DType::F32)
+    return llvm::None;
+  ir::Node *sub = soleUser(module, mean.getResult(0));
+  if (!sub || !sub->is(OpCode::Sub) || sub->getOperand(0) != match.x ||
+      sub->getOperand(1) != mean.getResult(0))
+    return llvm::None;
+  // d feeds the Pow and the Div, and nothing else.
+  Value *d = sub->getResult(0);
+  if (module.isOutput(d) || d->getUses().size() != 2)
+    return llvm::None;
+  ir::Node *pow = nullptr, *div = nullptr;
+  for (const Value::Use &use : d->getUses()) {
+    if (use.user->is(OpCode::Pow) && use.operandIndex == 0)
+      pow = use.user;
+    else if (use.user->is(OpCode::Div) && use.operandIndex == 0)
+      div = use.user;
+  }
+  if (!pow || !div || pow == div)
+    return llvm::None;
+  llvm::Optional<float> exponent = scalarWeight(module, pow->getOperand(1));
+  if (!exponent || *exponent != 2.0f)
+    return llvm::None;
+  ir::Node *variance = soleUser(module, pow->getResult(0));
+  if (!variance || trailingMeanAxis(*variance) != axis)
+    return llvm::None;
+  ir::Node *add = soleUser(module, variance->getResult(0));
+  if (!add || !add->is(OpCode::Add))
+    return llvm::None;
+  llvm::Optional<float> epsilon =
+      scalarWeight(module, otherOperand(*add, variance->getResult(0)));
+  if (!epsilon || !(*epsilon >= 0))
+    return llvm::None;
+  match.epsilon = *epsilon;
+  ir::Node *sqrt = soleUser(module, add->getResult(0));
+  if (!sqrt || !sqrt->is(OpCode::Sqrt) ||
+      soleUser(module, sqrt->getResult(0)) != div ||
+      div->getOperand(1) != sqrt->getResult(0))
+    return llvm::None;
+  ir::Node *mul = soleUser(module, div->getResult(0));
+  if (!mul || !mul->is(OpCode::Mul))
+    return llvm::None;
+  match.gamma = otherOperand(*mul, div->getResult(0));
+  if (!holdsNormalizedShape(match.gamma, match.x, match.axis))
+    return llvm::None;
+  match.nodes = {&mean, sub, pow, variance, add, sqrt, div, mul};
+  ir::Node *bias = soleUser(module, mul->getResult(0));
+  if (bias && bias->is(OpCode::Add)) {
+    Value *beta = otherOperand(*bias, mul->getResult(0));
+    if (holdsNormalizedShape(beta, match.x, match.axis)) {
+      match.beta = beta;
+      match.nodes.push_back(bias);
+    }
+  }
+  // The result must keep x's type: the Mul or Add must not broadcast it to
+  // more dims than x has.
+  if (match.nodes.back()->getResult(0)->getType() != match.x->getType())
+    return llvm::None;
+  return match;
+}
+
+} // namespace
+
+unsigned rewriteDecomposedLayerNorms(ir::Module &module) {
+  std::vector<Match> matches;
+  llvm::DenseSet<const ir::Node *> matched;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    if (!matched.count(node.get()))
+      if (llvm::Optional<Match> match = matchAt(module, *node)) {
+        for (ir::Node *member : match->nodes)
+          matched.insert(member);
+        matches.push_back(std::move(*match));
+      }
+  if (matches.empty())
+    return 0;
+  // A match's x, gamma or beta may be an earlier match's result (a
+  // LayerNorm feeding the next): read through the replacements made so far.
+  llvm::DenseMap<const Value *, Value *> replaced;
+  auto current = [&](Value *value) {
+    Value *result = value ? replaced.lookup(value) : nullptr;
+    return result ? result : value;
+  };
+  for (Match &match : matches) {
+    ir::Node *last = match.nodes.back();
+    // The LayerNormalization goes where the last node was: its operands are
+    // all defined before that (x before the first mean, gamma and beta
+    // before the nodes that read them).
+    size_t index = 0;
+    auto nodes = module.getNodes();
+    while (nodes[index].get() != last)
+      ++index;
+    llvm::SmallVector<Value *, 3> operands{current(match.x),
+                                           current(match.gamma)};
+    if (match.beta)
+      operands.push_back(current(match.beta));
+    ir::AttributeMap attributes;
+    attributes["axis"] = ir::Attribute::getInt(match.axis);
+    attributes["epsilon"] = ir::Attribute::getFloat(match.epsilon);
+    ir::Node *norm = module.insertNode(
+        index, OpCode::LayerNormalization, operands,
+        {last->getResult(0)->getType()}, std::move(attributes));
+    norm->setName(last->getName());
+    Value *result = last->getResult(0);
+    std::string name = result->getName().str();
+    module.replaceAllUsesWith(result, norm->getResult(0));
+    replaced[result] = norm->getResult(0);
+    result->setName("");
+    norm->getResult(0)->setName(name);
+  }
+  module.eraseNodesIf(
+      [&](const ir::Node &node) { return matched.count(&node) != 0; });
+  return unsigned(matches.size());
+}
+
+} // namespace snug
