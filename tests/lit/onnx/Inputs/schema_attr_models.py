@@ -15,6 +15,12 @@ import tensors  # noqa: E402
 
 INTS_2_1 = "ints: 2 ints: 1"
 
+
+def scales_initializer(values):
+    data = " ".join(f"float_data: {v}" for v in values)
+    return f'initializer {{ name: "scales" data_type: 1 dims: {len(values)} {data} }}'
+
+
 # case: (opset, graph body)
 CASES = {
     # Attributes of snug's canonical form only: ONNX's Tile has none (its
@@ -49,6 +55,14 @@ CASES = {
                                               attr("saturate", "INT", "i: 1"))]),
     # Trilu's first schema is opset 14's.
     "trilu-upper-opset13": (13, [X, Y, node("Trilu", ["x"], attr("upper", "INT", "i: 0"))]),
+    # Resize's antialias (opset 18) filters a linear downscale, which the
+    # kernels do not: refused there, accepted where it changes nothing.
+    "resize-antialias-down": (18, [input4d("x", [1, 1, 4, 4]), Y, scales_initializer([1, 1, 0.5, 0.5]),
+                                   node("Resize", ["x", "", "scales"], attr("mode", "STRING", 's: "linear"') +
+                                        attr("antialias", "INT", "i: 1"))]),
+    "resize-antialias-up": (18, [input4d("x", [1, 1, 4, 4]), Y, scales_initializer([1, 1, 2, 2]),
+                                 node("Resize", ["x", "", "scales"], attr("mode", "STRING", 's: "linear"') +
+                                      attr("antialias", "INT", "i: 1"))]),
     # In the schema (opset 11 on), and refused by the Constant importer.
     "constant-sparse-opset13": (13, [Y, node("Constant", [], attr(
         "sparse_value", "SPARSE_TENSOR",
