@@ -8,7 +8,10 @@
 
 #include "ir/OpInfo.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <cassert>
 
 #ifndef ONNX_ML
 #define ONNX_ML 1
@@ -159,9 +162,8 @@ llvm::Optional<ir::Attribute::Kind> getIrAttrKind(OnnxAttrType type) {
 
 std::string describeOnnxAttrType(int type) {
   auto ours = OnnxAttrType(type);
-  if (type > 0 && type <= int(OnnxAttrType::TypeProtos))
-    if (llvm::Optional<ir::Attribute::Kind> kind = getIrAttrKind(ours))
-      return ir::describeAttributeKind(*kind).str();
+  if (llvm::Optional<ir::Attribute::Kind> kind = getIrAttrKind(ours))
+    return ir::describeAttributeKind(*kind).str();
   switch (ours) {
   case OnnxAttrType::Graph: return "a graph";
   case OnnxAttrType::Tensors: return "a list of tensors";
