@@ -163,6 +163,8 @@ std::string checkAttributeKind(OpCode op, llvm::StringRef name,
 
 namespace {
 constexpr Attribute::Kind Strings = Attribute::Kind::Strings;
+// ONNX's sparse tensors have no IR kind (the importer refuses them).
+const llvm::Optional<Attribute::Kind> SparseTensor = llvm::None;
 constexpr OnnxAttrSpec::Handling Resolved = OnnxAttrSpec::Handling::Resolved;
 constexpr OnnxAttrSpec::Handling Ignored = OnnxAttrSpec::Handling::Ignored;
 const OnnxAttrSpec onnxAttrTable[] = {

@@ -115,7 +115,8 @@ struct OnnxAttrSpec {
   enum class Handling { Resolved, Ignored };
   const char *onnxOp;
   const char *name;
-  Attribute::Kind kind;
+  /// None for an ONNX type the IR has no kind for (SparseTensor).
+  llvm::Optional<Attribute::Kind> kind;
   Handling handling;
 };
 
@@ -126,7 +127,7 @@ const OnnxAttrSpec *findOnnxAttrSpec(llvm::StringRef onnxOp,
                                      llvm::StringRef name);
 /// The kind an ONNX node of `onnxOp` must give attribute `name` in: its
 /// ONNX_ATTR line's, else the ATTR line's of the table op of that name.
-/// None when neither lists it (the importer refuses it).
+/// None when neither lists it, or the ONNX_ATTR line's type has no IR kind.
 llvm::Optional<Attribute::Kind> getOnnxAttrKind(llvm::StringRef onnxOp,
                                                 llvm::StringRef name);
 /// The attribute names an ONNX node of `onnxOp` may carry, ", "-separated

@@ -6,15 +6,17 @@
 // every finding of a kind at once, bind the graph inputs' dims, read the
 // initializers, then import the nodes in a topological order (models are
 // usually sorted already; a sorted order is computed anyway, which is also
-// the cycle check). Each node's attributes are checked against the op
-// table (known to the op, in their kind, once), then it goes through its
-// op's normalizer (OnnxOps.cpp), which emits canonical snug nodes typed by
-// the shape functions. Finally the graph outputs are checked against what
+// the cycle check). Each node's attributes are checked against ONNX's
+// schema of its op at the model's opset (OnnxSchema.h: defined there, in
+// the schema's type, once), then it goes through its op's normalizer
+// (OnnxOps.cpp), which emits canonical snug nodes typed by the shape
+// functions. Finally the graph outputs are checked against what
 // the model declares and the module is verified (a failure there is
 // snug's bug: every user error is caught before).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
+#include "compiler/onnx/OnnxSchema.h"
 
 #include "ir/Verifier.h"
 #include "passes/ConstantEval.h"
@@ -445,8 +447,6 @@ static llvm::Error loadModel(llvm::StringRef path, onnx::ModelProto &model) {
   return llvm::Error::success();
 }
 
-static constexpr int64_t minOpset = 7, maxOpset = 21;
-
 static bool isDefaultDomain(llvm::StringRef domain) {
   return domain.empty() || domain == "ai.onnx";
 }
@@ -476,16 +476,16 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
   if (!hasDefault)
     return importer.error("the model imports no opset of the default ONNX "
                           "domain");
-  if (scan.opset > maxOpset)
+  if (scan.opset > kMaxOnnxOpset)
     return importer.error("the model needs opset " + llvm::Twine(scan.opset) +
                           " of the default domain, newer than snug supports (" +
-                          llvm::Twine(minOpset) + " to " +
-                          llvm::Twine(maxOpset) + ")");
-  if (scan.opset < minOpset)
+                          llvm::Twine(kMinOnnxOpset) + " to " +
+                          llvm::Twine(kMaxOnnxOpset) + ")");
+  if (scan.opset < kMinOnnxOpset)
     return importer.error("the model uses opset " + llvm::Twine(scan.opset) +
                           " of the default domain, older than snug supports (" +
-                          llvm::Twine(minOpset) + " to " +
-                          llvm::Twine(maxOpset) + ")");
+                          llvm::Twine(kMinOnnxOpset) + " to " +
+                          llvm::Twine(kMaxOnnxOpset) + ")");
 
   const onnx::GraphProto &graph = model.graph();
   std::vector<UnsupportedOp> unsupported;
@@ -715,48 +715,43 @@ static llvm::Error checkOutput(const Importer &importer,
                         type.str() + ", the model declares " + declared + "]");
 }
 
-/// The ONNX attributes of `node` against the op table (ir/Ops.def): each
-/// one the op declares (an ATTR of the op of that name, or an ONNX_ATTR the
-/// importer resolves or ignores), in the declared kind, and at most once.
-/// Otherwise an INT axis written as FLOAT would read as 0, and a misspelt
-/// or unsupported attribute would be dropped without a word (onnxruntime
-/// refuses such models too).
-static llvm::Error checkAttributeKinds(Importer &importer,
-                                       const onnx::NodeProto &node) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
+/// The ONNX attributes of `node` against ONNX's schema of its op at the
+/// model's opset (OnnxSchemaAttrs.def): each one that schema defines, in
+/// the schema's type, and at most once. Otherwise an attribute of another
+/// opset or of snug's canonical form (Tile's repeats at opset 13) would be
+/// used or dropped without a word, an INT axis written as FLOAT would read
+/// as 0, and a misspelt one would be ignored (onnxruntime refuses such
+/// models too). Every schema attribute has its handling in ir/Ops.def (an
+/// ATTR of the op of that name, or an ONNX_ATTR), which OnnxSchemaTest
+/// checks; the last test here only guards that.
+static llvm::Error checkAttributes(Importer &importer,
+                                   const onnx::NodeProto &node) {
+  if (!isDefaultDomain(node.domain()))
     return llvm::Error::success();
+  llvm::StringRef op = node.op_type();
   llvm::StringSet<> seen;
   for (const onnx::AttributeProto &attr : node.attribute()) {
     if (!seen.insert(attr.name()).second)
       return importer.error(node, "attribute '" + attr.name() +
                                       "' is given more than once");
-    llvm::Optional<ir::Attribute::Kind> expected =
-        ir::getOnnxAttrKind(node.op_type(), attr.name());
-    if (!expected)
-      return importer.error(node, "attribute '" + attr.name() +
-                                      "' is not an attribute of " +
-                                      node.op_type() +
-                                      " that snug knows (it takes: " +
-                                      ir::listOnnxAttrs(node.op_type()) + ")");
-    llvm::Optional<ir::Attribute::Kind> kind;
-    switch (attr.type()) {
-    case onnx::AttributeProto::INT: kind = ir::Attribute::Kind::Int; break;
-    case onnx::AttributeProto::FLOAT: kind = ir::Attribute::Kind::Float; break;
-    case onnx::AttributeProto::STRING: kind = ir::Attribute::Kind::String; break;
-    case onnx::AttributeProto::INTS: kind = ir::Attribute::Kind::Ints; break;
-    case onnx::AttributeProto::FLOATS: kind = ir::Attribute::Kind::Floats; break;
-    case onnx::AttributeProto::STRINGS: kind = ir::Attribute::Kind::Strings; break;
-    case onnx::AttributeProto::TENSOR: kind = ir::Attribute::Kind::Tensor; break;
-    default: break;
-    }
+    const OnnxSchemaAttr *schema =
+        findOnnxSchemaAttr(op, attr.name(), importer.opset);
+    if (!schema)
+      return importer.error(
+          node, explainMissingOnnxAttr(op, attr.name(), importer.opset));
     // Strict, unlike the textual IR's `alpha = 1`: the readers take an
     // ONNX FLOAT's f field, which an INT leaves 0.
-    if (kind != expected)
-      return importer.error(
-          node, "attribute '" + attr.name() + "' is " +
-                    (kind ? ir::describeAttributeKind(*kind).str()
-                          : "of ONNX type " + std::to_string(attr.type())) +
-                    ", expected " + ir::describeAttributeKind(*expected).str());
+    if (int(attr.type()) != int(schema->type))
+      return importer.error(node, "attribute '" + attr.name() + "' is " +
+                                      describeOnnxAttrType(attr.type()) +
+                                      ", expected " +
+                                      describeOnnxAttrType(int(schema->type)));
+    if (!ir::findOnnxAttrSpec(op, attr.name()) &&
+        !(ir::lookupOp(op) &&
+          ir::findAttrSpec(ir::lookupOp(op)->code, attr.name())))
+      return importer.error(node, "attribute '" + attr.name() + "' of " + op +
+                                      " is not one snug handles (it takes: " +
+                                      ir::listOnnxAttrs(op) + ")");
   }
   return llvm::Error::success();
 }
@@ -846,7 +841,7 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     onnx::NodeProto &node = *graph.mutable_node(index);
     OpImporter importOp = lookupOpImporter(node.op_type());
     assert(importOp && "unsupported ops are rejected by the scan");
-    if (llvm::Error error = checkAttributeKinds(importer, node))
+    if (llvm::Error error = checkAttributes(importer, node))
       return error;
     if (llvm::Error error = importOp(importer, node))
       return error;

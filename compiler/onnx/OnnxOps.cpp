@@ -448,7 +448,7 @@ static bool importsAsIs(llvm::StringRef opType) {
   }
 }
 
-OpImporter lookupOpImporter(llvm::StringRef opType) {
+static const llvm::StringMap<OpImporter> &getOpImporters() {
   static const llvm::StringMap<OpImporter> table = [] {
     llvm::StringMap<OpImporter> map;
     map["Clip"] = importClip;
@@ -464,6 +464,11 @@ OpImporter lookupOpImporter(llvm::StringRef opType) {
     registerNNOpImporters(map);
     return map;
   }();
+  return table;
+}
+
+OpImporter lookupOpImporter(llvm::StringRef opType) {
+  const llvm::StringMap<OpImporter> &table = getOpImporters();
   auto it = table.find(opType);
   if (it != table.end())
     return it->second;
@@ -474,4 +479,17 @@ OpImporter lookupOpImporter(llvm::StringRef opType) {
 }
 
 } // namespace onnx_import
+
+std::vector<std::string> getImportedOnnxOps() {
+  std::vector<std::string> ops;
+  for (const auto &entry : onnx_import::getOpImporters())
+    ops.push_back(entry.getKey().str());
+  for (const ir::OpInfo &info : ir::getAllOps())
+    if (!onnx_import::getOpImporters().count(info.name) &&
+        onnx_import::lookupOpImporter(info.name))
+      ops.push_back(info.name);
+  llvm::sort(ops);
+  return ops;
+}
+
 } // namespace snug

@@ -484,6 +484,13 @@ static llvm::Error importResize(Importer &importer, onnx::NodeProto &node) {
       sizes.push_back(static_cast<int64_t>(size));
     }
   }
+  // antialias (opset 18) filters a linear or cubic downscale; the kernels
+  // do not, so a Resize it changes is refused rather than computed without
+  // it (it was dropped before). Nearest modes and upscales ignore it.
+  if (attrInt(node, "antialias", 0) && mode == "linear" &&
+      llvm::any_of(scales, [](double scale) { return scale < 1; }))
+    return importer.error(node, "antialias is not supported (a linear "
+                                "Resize that downscales)");
   llvm::SmallVector<float, 4> floatScales(scales.begin(), scales.end());
   AttributeMap attributes{
       {"mode", Attribute::getString(mode)},
