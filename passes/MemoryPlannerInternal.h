@@ -161,6 +161,15 @@ constexpr size_t kMaxSearchItems = 1000;
 void improveBySearch(const Problem &problem, Packing &best, WorkBudget &budget,
                      uint64_t seed);
 
+/// Looks for a packing of one partition into capacity bytes with the
+/// bottom-left skyline search (MemoryPlannerSkyline.cpp), spending at most
+/// budget. On success stores the offsets, parallel to the partition's item
+/// list, in localOffsets. Failure proves nothing unless the capacity leaves
+/// no slack.
+bool packBySkylineSearch(const Problem &problem, uint32_t part,
+                         uint64_t capacity, WorkBudget &budget, uint64_t seed,
+                         std::vector<uint64_t> &localOffsets);
+
 } // namespace planner
 } // namespace snug
 

@@ -469,6 +469,16 @@ bool CanonicalSearch::fits(const Subproblem &sub, uint64_t at) {
 // Capacity schedule
 //===----------------------------------------------------------------------===//
 
+/// Whether every section of the partition is exactly full at capacity.
+static bool isZeroSlack(const Problem &problem, uint32_t part,
+                        uint64_t capacity) {
+  for (uint32_t s = problem.partSecBegin[part]; s < problem.partSecEnd[part];
+       ++s)
+    if (problem.sectionTotal[s] != capacity)
+      return false;
+  return true;
+}
+
 void planner::improveBySearch(const Problem &problem, Packing &best,
                               WorkBudget &budget, uint64_t seed) {
   size_t numParts = problem.partItems.size();
@@ -476,9 +486,6 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
   uint64_t lo = problem.lowerBound;
   for (uint32_t part = 0; part < numParts; ++part) {
     arena[part] = partitionArena(problem, best, part);
-    // Unsearchable partitions fix a floor for the whole arena.
-    if (problem.partItems[part].size() > kMaxSearchItems)
-      lo = std::max(lo, arena[part]);
   }
   if (best.arena == 0)
     return;
@@ -502,15 +509,34 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
         feasible = false;
         break;
       }
-      if (!searches[part])
-        searches[part] = std::make_unique<CanonicalSearch>(problem, part, seed);
-      Outcome outcome = searches[part]->solve(target, attempt);
-      if (outcome != Outcome::Found) {
+      // The skyline search first where it is sharp (zero slack) or the only
+      // search that scales (partitions above kMaxSearchItems), then the
+      // canonical search where the partition is small enough for it, with
+      // what is left.
+      std::vector<uint64_t> local;
+      bool small = problem.partItems[part].size() <= kMaxSearchItems;
+      bool found = false;
+      if (!small || isZeroSlack(problem, part, target)) {
+        uint64_t given =
+            small ? attempt.remaining() / 5 * 4 : attempt.remaining();
+        WorkBudget skyline = attempt.split(given);
+        found = packBySkylineSearch(problem, part, target, skyline, seed,
+                                    local);
+        attempt.settle(skyline, given);
+      }
+      if (!found && small && !attempt.exhausted()) {
+        if (!searches[part])
+          searches[part] =
+              std::make_unique<CanonicalSearch>(problem, part, seed);
+        found = searches[part]->solve(target, attempt) == Outcome::Found;
+        if (found)
+          local = searches[part]->getSolution();
+      }
+      if (!found) {
         failedAt[part] = target;
         feasible = false;
         break;
       }
-      const std::vector<uint64_t> &local = searches[part]->getSolution();
       const std::vector<uint32_t> &items = problem.partItems[part];
       arena[part] = 0;
       for (uint32_t k = 0; k < items.size(); ++k) {
