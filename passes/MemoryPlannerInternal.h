@@ -152,12 +152,14 @@ private:
 /// optimised build so the work budget, not the clock, normally ends a search.
 constexpr double kWorkUnitsPerSecond = 2.5e8;
 
-/// Partitions larger than this are never searched: a node costs O(items)
-/// and the greedies are already close to the bound on such graphs.
+/// Partitions larger than this are never given to the canonical search (a
+/// node costs O(items)); the skyline search, whose nodes cost O(log S),
+/// still tries them.
 constexpr size_t kMaxSearchItems = 1000;
 
-/// Tries to lower best.arena with the canonical search, partition by
-/// partition, spending at most budget. best must be a valid packing.
+/// Tries to lower best.arena with the skyline and canonical searches,
+/// partition by partition, spending at most budget. best must be a valid
+/// packing.
 void improveBySearch(const Problem &problem, Packing &best, WorkBudget &budget,
                      uint64_t seed);
 

@@ -26,7 +26,11 @@
 // All state lives in flat arrays with undo trails; nothing is allocated per
 // node except the branching order. A node costs O(unplaced buffers +
 // sections), which is why partitions above kMaxSearchItems are left to the
-// greedies.
+// greedies and the skyline search (MemoryPlannerSkyline.cpp). The driver
+// tries the skyline search first where it is sharper: on partitions with
+// no slack at the target (every section exactly full), where the canonical
+// search's branching over every buffer that could come next is hopeless
+// (guillotine tilings), and on partitions too large for this one.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/MemoryPlannerInternal.h"
