@@ -254,6 +254,8 @@ private:
   uint64_t stateKey() const { return placedHash ^ mix(skyHash); }
   bool chooseZeroSlackBranching(Frame &frame);
   std::pair<size_t, size_t> countChainEnds(uint32_t l, uint32_t r, uint64_t h);
+  bool chainCovers(uint32_t a, uint32_t b, uint32_t c, uint64_t h,
+                   bool fromLeft);
   void sortCandidates(Frame &frame);
 
   size_t numItems = 0, numSections = 0;
@@ -275,7 +277,7 @@ private:
   std::vector<uint32_t> pool;
   size_t placed = 0;
   unsigned variant = 0;
-  uint64_t seed, pendingWork = 0;
+  uint64_t seed, pendingWork = 0, perturbations = 0;
   bool hopeless = false;
   // Transpositions: what remains to be done depends only on the skyline and
   // on which buffers are placed, not on where below it they went (stacks of
@@ -435,23 +437,10 @@ bool SkylineSearch::chooseZeroSlackBranching(Frame &frame) {
           bestH = h;
         }
       } else if (leftEdge) {
-        bool covered = false;
-        for (uint32_t k = startBegin[l]; k < startBegin[l + 1] && !covered;
-             ++k) {
-          uint32_t i = starts[k];
-          covered = fits(i, h) && secHi[i] <= reachRight[l];
-        }
-        pendingWork += startBegin[l + 1] - startBegin[l];
-        if (!covered)
+        if (!chainCovers(l, r, reachRight[l], h, /*fromLeft=*/true))
           return false;
       } else if (rightEdge) {
-        bool covered = false;
-        for (uint32_t k = endBegin[r]; k < endBegin[r + 1] && !covered; ++k) {
-          uint32_t i = ends[k];
-          covered = fits(i, h) && secLo[i] >= reachLeft[r - 1];
-        }
-        pendingWork += endBegin[r + 1] - endBegin[r];
-        if (!covered)
+        if (!chainCovers(reachLeft[r - 1], l, r, h, /*fromLeft=*/false))
           return false;
       }
     }
@@ -476,6 +465,55 @@ bool SkylineSearch::chooseZeroSlackBranching(Frame &frame) {
     }
   }
   return true;
+}
+
+/// A run whose left neighbour is higher, [l, r) at height h, is covered at
+/// h by buffers side by side starting at l and reaching r or beyond, all
+/// within [l, limit) (sections up to limit are at most h now, those past r
+/// lower); fromLeft = false is the mirror image: a run [r0, end) whose right
+/// neighbour is higher, covered by a chain ending at end that starts at r0
+/// or before, all within [limit, end) (here the arguments are limit, r0,
+/// end). Returns whether such a chain exists.
+bool SkylineSearch::chainCovers(uint32_t a, uint32_t b, uint32_t c, uint64_t h,
+                                bool fromLeft) {
+  chainHead.resize(numSections + 1);
+  auto fits = [&](uint32_t i) {
+    return offset[i] == kNone && h + size[i] <= capacity && h % align[i] == 0;
+  };
+  if (fromLeft) {
+    // a = l, b = r, c = limit: forward from l.
+    std::fill(chainHead.begin() + a, chainHead.begin() + c + 1, 0);
+    chainHead[a] = 1;
+    for (uint32_t y = a + 1; y <= c; ++y) {
+      for (uint32_t k = endBegin[y]; k < endBegin[y + 1] && !chainHead[y];
+           ++k) {
+        uint32_t i = ends[k];
+        chainHead[y] = secLo[i] >= a && chainHead[secLo[i]] && fits(i);
+      }
+      if (chainHead[y] && y >= b) {
+        pendingWork += endBegin[y + 1] - endBegin[a];
+        return true;
+      }
+    }
+    pendingWork += endBegin[c + 1] - endBegin[a];
+    return false;
+  }
+  // a = limit, b = r0, c = end: backward from end.
+  std::fill(chainHead.begin() + a, chainHead.begin() + c + 1, 0);
+  chainHead[c] = 1;
+  for (uint32_t x = c; x-- > a;) {
+    for (uint32_t k = startBegin[x]; k < startBegin[x + 1] && !chainHead[x];
+         ++k) {
+      uint32_t i = starts[k];
+      chainHead[x] = secHi[i] <= c && chainHead[secHi[i]] && fits(i);
+    }
+    if (chainHead[x] && x <= b) {
+      pendingWork += startBegin[c] - startBegin[x];
+      return true;
+    }
+  }
+  pendingWork += startBegin[c] - startBegin[a];
+  return false;
 }
 
 /// A valley [l, r) at height h is filled at h by buffers side by side, the
@@ -575,6 +613,16 @@ void SkylineSearch::sortCandidates(Frame &frame) {
   pool.resize(kept);
   frame.candEnd = pool.size();
   pendingWork += frame.candEnd - frame.candBegin;
+  // Later restarts also perturb the order: now and then another candidate
+  // goes first, so that they do not all follow the heuristic into the same
+  // dead region.
+  size_t count = frame.candEnd - frame.candBegin;
+  if (variant >= 2 && count >= 2) {
+    uint64_t r = mix(seed ^ mix(variant ^ mix(++perturbations)));
+    if (r % 8 == 0)
+      std::swap(pool[frame.candBegin],
+                pool[frame.candBegin + 1 + (r >> 8) % (count - 1)]);
+  }
 }
 
 /// Opens a node for the current state. Returns false when every item is
@@ -708,6 +756,20 @@ int SkylineSearch::run(uint64_t nodeLimit, unsigned newVariant,
   return 0;
 }
 
+/// The Luby sequence 1, 1, 2, 1, 1, 2, 4, 1, ... (k >= 1): restart limits
+/// within a log factor of the best fixed one for any run-time distribution
+/// (Luby, Sinclair and Zuckerman, 1993).
+static uint64_t luby(uint64_t k) {
+  while (true) {
+    uint64_t power = 1;
+    while (power * 2 - 1 < k)
+      power *= 2;
+    if (power * 2 - 1 == k)
+      return power;
+    k -= power - 1;
+  }
+}
+
 bool planner::packBySkylineSearch(const Problem &problem, uint32_t part,
                                   uint64_t capacity, WorkBudget &budget,
                                   uint64_t seed,
@@ -719,13 +781,16 @@ bool planner::packBySkylineSearch(const Problem &problem, uint32_t part,
   if (forward.isHopeless())
     return false;
   SkylineSearch backward(problem, part, capacity, seed, true);
-  // Restarts with doubling node limits and varied branch orders: a wrong
-  // early choice is undone by a restart, not by backtracking over it.
+  // Restarts with Luby node limits (base 4 nodes per buffer), each pair
+  // forward and mirrored, with varied and (from the second pair) perturbed
+  // branch orders: a wrong early choice is undone by a restart, not by
+  // backtracking over it; the dead states found survive the restarts.
   uint64_t nodeLimit =
       std::max<uint64_t>(4 * problem.partItems[part].size(), 1024);
   for (unsigned variant = 0; !budget.exhausted(); ++variant) {
     SkylineSearch &search = variant % 2 ? backward : forward;
-    int outcome = search.run(nodeLimit, variant, budget);
+    int outcome = search.run(nodeLimit * luby(variant / 2 + 1), variant,
+                             budget);
     if (outcome == 1) {
       localOffsets = search.getSolution();
       return true;
@@ -733,8 +798,6 @@ bool planner::packBySkylineSearch(const Problem &problem, uint32_t part,
     // The whole tree was searched: another order searches the same one.
     if (outcome == 0)
       return false;
-    if (variant % 2 == 1)
-      nodeLimit *= 2;
   }
   return false;
 }
