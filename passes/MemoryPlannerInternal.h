@@ -167,10 +167,14 @@ void improveBySearch(const Problem &problem, Packing &best, WorkBudget &budget,
 /// bottom-left skyline search (MemoryPlannerSkyline.cpp), spending at most
 /// budget. On success stores the offsets, parallel to the partition's item
 /// list, in localOffsets. Failure proves nothing unless the capacity leaves
-/// no slack.
+/// no slack. On failure, if bestEffort is given and the partition has at
+/// most kMaxSearchItems items, stores there the most complete state the
+/// search reached, finished by first fit (a valid packing, possibly above
+/// capacity; empty if nothing was placed).
 bool packBySkylineSearch(const Problem &problem, uint32_t part,
                          uint64_t capacity, WorkBudget &budget, uint64_t seed,
-                         std::vector<uint64_t> &localOffsets);
+                         std::vector<uint64_t> &localOffsets,
+                         std::vector<uint64_t> *bestEffort = nullptr);
 
 } // namespace planner
 } // namespace snug

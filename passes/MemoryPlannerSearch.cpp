@@ -524,9 +524,23 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
         uint64_t given =
             small ? attempt.remaining() / 5 * 4 : attempt.remaining();
         WorkBudget skyline = attempt.split(given);
+        std::vector<uint64_t> partial;
         found = packBySkylineSearch(problem, part, target, skyline, seed,
-                                    local);
+                                    local, &partial);
         attempt.settle(skyline, given);
+        // A failed search's deepest state, finished greedily, is often
+        // close to the bound: keep it if it beats what the partition has.
+        if (!found && !partial.empty()) {
+          const std::vector<uint32_t> &items = problem.partItems[part];
+          uint64_t top = 0;
+          for (uint32_t k = 0; k < items.size(); ++k)
+            top = std::max(top, partial[k] + problem.items[items[k]].size);
+          if (top < arena[part]) {
+            for (uint32_t k = 0; k < items.size(); ++k)
+              best.offsets[items[k]] = partial[k];
+            arena[part] = top;
+          }
+        }
       }
       if (!found && small && !attempt.exhausted()) {
         if (!searches[part])

@@ -226,6 +226,13 @@ private:
   std::vector<int64_t> lo, add;
 };
 
+/// The most complete packing seen by any restart (by placed area), kept so
+/// that a failed search still leaves something to finish greedily.
+struct BestPartial {
+  double area = 0;
+  std::vector<uint64_t> offsets;
+};
+
 class SkylineSearch {
 public:
   /// reverseTime mirrors the step axis (the search then fills from the
@@ -234,6 +241,8 @@ public:
                 uint64_t seed, bool reverseTime);
   /// 1: found (offsets in solution), 0: not found, -1: budget spent.
   int run(uint64_t nodeLimit, unsigned variant, WorkBudget &budget);
+  /// Where run() records its most complete state (nullptr: nowhere).
+  void trackPartial(BestPartial *best) { partial = best; }
   const std::vector<uint64_t> &getSolution() const { return offset; }
   bool isHopeless() const { return hopeless; }
 
@@ -278,6 +287,8 @@ private:
   size_t placed = 0;
   unsigned variant = 0;
   uint64_t seed, pendingWork = 0, perturbations = 0;
+  BestPartial *partial = nullptr;
+  double placedArea = 0;
   bool hopeless = false;
   // Transpositions: what remains to be done depends only on the skyline and
   // on which buffers are placed, not on where below it they went (stacks of
@@ -693,6 +704,7 @@ void SkylineSearch::undo(Frame &frame) {
       slack.change(secLo[i], secHi[i], int64_t(gap));
     offset[i] = kNone;
     --placed;
+    placedArea -= double(size[i]) * double(secHi[i] - secLo[i]);
   }
   frame.applied = -1;
 }
@@ -713,6 +725,7 @@ int SkylineSearch::run(uint64_t nodeLimit, unsigned newVariant,
   stack.clear();
   pool.clear();
   placed = 0;
+  placedArea = 0;
   placedHash = skyHash = 0;
   if (!pushFrame())
     return 1;
@@ -728,6 +741,12 @@ int SkylineSearch::run(uint64_t nodeLimit, unsigned newVariant,
       uint64_t at = alignUp(frame.height, align[i]);
       offset[i] = at;
       ++placed;
+      placedArea += double(size[i]) * double(secHi[i] - secLo[i]);
+      if (partial && placedArea > partial->area) {
+        partial->area = placedArea;
+        partial->offsets = offset;
+        pendingWork += numItems;
+      }
       setHeights(secLo[i], secHi[i], frame.height, at + size[i]);
       placedHash ^= itemHash[i];
       if (at != frame.height)
@@ -770,10 +789,50 @@ static uint64_t luby(uint64_t k) {
   }
 }
 
+/// Finishes a partial packing of the partition: the unplaced items (kNone)
+/// go, largest first, at the lowest offset free of every conflicting item
+/// placed so far. O(n^2 log n); only used up to kMaxSearchItems items.
+static void completeGreedily(const Problem &problem, uint32_t part,
+                             std::vector<uint64_t> &offsets) {
+  const std::vector<uint32_t> &items = problem.partItems[part];
+  std::vector<uint32_t> order, placed;
+  for (uint32_t k = 0; k < items.size(); ++k)
+    (offsets[k] == kNone ? order : placed).push_back(k);
+  auto itemOf = [&](uint32_t k) -> const Item & {
+    return problem.items[items[k]];
+  };
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return itemOf(a).size > itemOf(b).size;
+  });
+  std::vector<std::pair<uint64_t, uint64_t>> busy;
+  for (uint32_t k : order) {
+    uint32_t i = items[k];
+    busy.clear();
+    for (uint32_t j : placed) {
+      uint32_t g = items[j];
+      if (problem.secBegin[g] < problem.secEnd[i] &&
+          problem.secBegin[i] < problem.secEnd[g])
+        busy.push_back({offsets[j], offsets[j] + problem.items[g].size});
+    }
+    std::sort(busy.begin(), busy.end());
+    const Item &item = problem.items[i];
+    uint64_t x = 0;
+    for (auto [begin, end] : busy) {
+      if (begin >= x + item.size)
+        break;
+      if (end > x)
+        x = alignUp(end, item.align);
+    }
+    offsets[k] = x;
+    placed.push_back(k);
+  }
+}
+
 bool planner::packBySkylineSearch(const Problem &problem, uint32_t part,
                                   uint64_t capacity, WorkBudget &budget,
                                   uint64_t seed,
-                                  std::vector<uint64_t> &localOffsets) {
+                                  std::vector<uint64_t> &localOffsets,
+                                  std::vector<uint64_t> *bestEffort) {
   // Two orientations, used in turn by the restarts: the step axis as given
   // and mirrored. A region that is hard to fill from one end is often easy
   // from the other.
@@ -781,23 +840,34 @@ bool planner::packBySkylineSearch(const Problem &problem, uint32_t part,
   if (forward.isHopeless())
     return false;
   SkylineSearch backward(problem, part, capacity, seed, true);
+  BestPartial best;
+  if (bestEffort && problem.partItems[part].size() <= kMaxSearchItems) {
+    forward.trackPartial(&best);
+    backward.trackPartial(&best);
+  }
   // Restarts with Luby node limits (base 4 nodes per buffer), each pair
   // forward and mirrored, with varied and (from the second pair) perturbed
   // branch orders: a wrong early choice is undone by a restart, not by
   // backtracking over it; the dead states found survive the restarts.
   uint64_t nodeLimit =
       std::max<uint64_t>(4 * problem.partItems[part].size(), 1024);
+  bool found = false;
   for (unsigned variant = 0; !budget.exhausted(); ++variant) {
     SkylineSearch &search = variant % 2 ? backward : forward;
     int outcome = search.run(nodeLimit * luby(variant / 2 + 1), variant,
                              budget);
     if (outcome == 1) {
       localOffsets = search.getSolution();
-      return true;
+      found = true;
+      break;
     }
     // The whole tree was searched: another order searches the same one.
     if (outcome == 0)
-      return false;
+      break;
   }
-  return false;
+  if (!found && bestEffort && !best.offsets.empty()) {
+    completeGreedily(problem, part, best.offsets);
+    *bestEffort = std::move(best.offsets);
+  }
+  return found;
 }
