@@ -521,8 +521,11 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
       bool small = problem.partItems[part].size() <= kMaxSearchItems;
       bool found = false;
       if (!small || isZeroSlack(problem, part, target)) {
+        // At zero slack the canonical search, which branches over every
+        // buffer that could come next, rarely succeeds: the skyline search
+        // gets nearly everything.
         uint64_t given =
-            small ? attempt.remaining() / 5 * 4 : attempt.remaining();
+            small ? attempt.remaining() / 20 * 19 : attempt.remaining();
         WorkBudget skyline = attempt.split(given);
         std::vector<uint64_t> partial;
         found = packBySkylineSearch(problem, part, target, skyline, seed,

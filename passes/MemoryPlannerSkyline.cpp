@@ -21,6 +21,19 @@
 // at zero slack the waste branch never exists and every hole is refused at
 // once (the rule MiniMalloc and TelaMalloc prune with).
 //
+// Zero slack (every section exactly full at the capacity, as a tiling at
+// its bound) gets a sharper, complete rule set instead of the lowest point:
+// every run must be coverable at its height from each higher neighbour by a
+// chain of buffers inside it; the section of a valley with the fewest
+// buffers able to cover it is branched on (chooseZeroSlackBranching); and
+// candidates are ordered by how flush their top is with the neighbouring
+// skyline (the skyline heuristics' fitness). States every branch of which
+// failed are remembered by a hash of the placed set and the skyline, which
+// catches the many orders that reach the same state. Restarts (Luby
+// limits, the step axis mirrored every other one, branch orders perturbed)
+// undo early mistakes; the most complete state reached is finished by
+// first fit when nothing fits the capacity.
+//
 // Completeness: at zero slack the branching is complete, so a packing at
 // capacity is found whenever the budget lets the search finish. With slack,
 // raising a whole run to its lower neighbour skips packings in which a
@@ -28,10 +41,11 @@
 // then a strong heuristic, never a proof of infeasibility. The caller only
 // uses what it finds.
 //
-// Cost: a node is O(log S) segment-tree work plus the buffers starting at
-// s*, independent of the number of items, so the search also runs on
-// partitions far larger than the canonical search's kMaxSearchItems. It
-// keeps no per-node allocations: an explicit stack with one pool of
+// Cost: with slack a node is O(log S) segment-tree work plus the buffers
+// starting at s*, independent of the number of items, so the search also
+// runs on partitions far larger than the canonical search's
+// kMaxSearchItems; at zero slack the look-ahead makes a node O(S + items).
+// It keeps no per-node allocations: an explicit stack with one pool of
 // candidates, undone by reassigning the run's old height.
 //
 // References: the bottom-left/skyline rule of 2D strip packing (Wei, Oon,
@@ -265,6 +279,8 @@ private:
   std::pair<size_t, size_t> countChainEnds(uint32_t l, uint32_t r, uint64_t h);
   bool chainCovers(uint32_t a, uint32_t b, uint32_t c, uint64_t h,
                    bool fromLeft);
+  std::pair<size_t, uint32_t> leastCoveredSection(uint32_t l, uint32_t r,
+                                                  uint64_t h);
   void sortCandidates(Frame &frame);
 
   size_t numItems = 0, numSections = 0;
@@ -279,6 +295,7 @@ private:
   std::vector<uint32_t> reachRight, reachLeft, monotone;
   std::vector<uint8_t> chainHead, chainTail;
   std::vector<unsigned> score;
+  std::vector<int64_t> cover;
   std::vector<uint64_t> offset;
   HeightTree heights;
   SlackTree slack;
@@ -392,12 +409,14 @@ void SkylineSearch::setHeights(uint32_t begin, uint32_t end, uint64_t from,
 /// covered by a buffer starting at l, placed at H, whose sections are all at
 /// most H now (heights only grow); symmetrically at r. Without such a buffer
 /// the state is dead, however far from the lowest point the run lies
-/// (returns false). A run with both neighbours higher (a valley; the lowest
-/// run is one) can be filled now: the buffer covering its left end, or the
-/// one covering its right end, is one of the buffers that start at l (end
-/// at r) and lie inside it. Of all valleys and both ends, the one with the
-/// fewest such buffers is branched on (most constrained first: a single
-/// candidate is a forced move), its candidates appended to pool.
+/// (returns false); a one-sided run needs a whole chain of such buffers
+/// reaching past its other end (chainCovers). A run with both neighbours
+/// higher (a valley; the lowest run is one) can be filled now: each of its
+/// sections is covered at H by a buffer of a chain of buffers side by side
+/// that fills the valley's bottom exactly. Of all sections of all valleys,
+/// the one with the fewest such buffers is branched on (most constrained
+/// first: a single candidate is a forced move, none a dead state), its
+/// candidates appended to pool.
 bool SkylineSearch::chooseZeroSlackBranching(Frame &frame) {
   size_t n = numSections;
   // reachRight[s]: the first section after s higher than s; reachLeft[s]:
@@ -421,7 +440,7 @@ bool SkylineSearch::chooseZeroSlackBranching(Frame &frame) {
   pendingWork += 4 * n;
   size_t bestCount = std::numeric_limits<size_t>::max();
   uint32_t bestL = 0, bestR = 0;
-  bool bestLeft = true;
+  uint32_t bestSection = 0;
   uint64_t bestH = 0;
   auto fits = [&](uint32_t i, uint64_t h) {
     return offset[i] == kNone && h + size[i] <= capacity &&
@@ -436,15 +455,14 @@ bool SkylineSearch::chooseZeroSlackBranching(Frame &frame) {
       bool leftEdge = l == 0 || sky[l - 1] > h;
       bool rightEdge = r == n || sky[r] > h;
       if (leftEdge && rightEdge) {
-        auto [left, right] = countChainEnds(l, r, h);
-        if (left == 0)
+        auto [count, section] = leastCoveredSection(l, r, h);
+        if (count == 0)
           return false;
-        size_t key = std::min(left, right);
-        if (key < bestCount) {
-          bestCount = key;
+        if (count < bestCount) {
+          bestCount = count;
           bestL = l;
           bestR = r;
-          bestLeft = left <= right;
+          bestSection = section;
           bestH = h;
         }
       } else if (leftEdge) {
@@ -462,19 +480,17 @@ bool SkylineSearch::chooseZeroSlackBranching(Frame &frame) {
   frame.section = bestL;
   frame.runEnd = bestR;
   countChainEnds(bestL, bestR, bestH);
-  if (bestLeft) {
-    for (uint32_t k = startBegin[bestL]; k < startBegin[bestL + 1]; ++k) {
+  for (uint32_t x = bestL; x <= bestSection; ++x) {
+    if (!chainHead[x])
+      continue;
+    for (uint32_t k = startBegin[x]; k < startBegin[x + 1]; ++k) {
       uint32_t i = starts[k];
-      if (fits(i, bestH) && secHi[i] <= bestR && chainTail[secHi[i]])
-        pool.push_back(i);
-    }
-  } else {
-    for (uint32_t k = endBegin[bestR]; k < endBegin[bestR + 1]; ++k) {
-      uint32_t i = ends[k];
-      if (fits(i, bestH) && secLo[i] >= bestL && chainHead[secLo[i]])
+      if (fits(i, bestH) && secHi[i] > bestSection && secHi[i] <= bestR &&
+          chainTail[secHi[i]])
         pool.push_back(i);
     }
   }
+  pendingWork += startBegin[bestSection + 1] - startBegin[bestL];
   return true;
 }
 
@@ -525,6 +541,44 @@ bool SkylineSearch::chainCovers(uint32_t a, uint32_t b, uint32_t c, uint64_t h,
   }
   pendingWork += startBegin[c] - startBegin[a];
   return false;
+}
+
+/// In a valley [l, r) at height h, every section is covered at h by one
+/// buffer of a chain (see countChainEnds). Returns the fewest buffers that
+/// can do so for one section, and the first section with that few (0 when
+/// some section cannot be covered at all or no chain exists): branching
+/// there is complete, and the narrowest choice.
+std::pair<size_t, uint32_t>
+SkylineSearch::leastCoveredSection(uint32_t l, uint32_t r, uint64_t h) {
+  auto [left, right] = countChainEnds(l, r, h);
+  if (left == 0)
+    return {0, l};
+  cover.resize(numSections + 1);
+  std::fill(cover.begin() + l, cover.begin() + r + 1, 0);
+  for (uint32_t x = l; x < r; ++x) {
+    if (!chainHead[x])
+      continue;
+    for (uint32_t k = startBegin[x]; k < startBegin[x + 1]; ++k) {
+      uint32_t i = starts[k];
+      if (offset[i] == kNone && h + size[i] <= capacity &&
+          h % align[i] == 0 && secHi[i] <= r && chainTail[secHi[i]]) {
+        ++cover[x];
+        --cover[secHi[i]];
+      }
+    }
+  }
+  pendingWork += startBegin[r] - startBegin[l] + (r - l);
+  size_t best = std::numeric_limits<size_t>::max();
+  uint32_t section = l;
+  int64_t running = 0;
+  for (uint32_t x = l; x < r; ++x) {
+    running += cover[x];
+    if (size_t(running) < best) {
+      best = size_t(running);
+      section = x;
+    }
+  }
+  return {best, section};
 }
 
 /// A valley [l, r) at height h is filled at h by buffers side by side, the
