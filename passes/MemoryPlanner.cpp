@@ -433,6 +433,14 @@ static Packing runEnsemble(const Problem &problem,
     if (runEnsembleAboveSpanning(problem, options, deadline, winner, stacked))
       return stacked;
   }
+  // A large greedy cut short finishes what it has with the skyline rule,
+  // which takes a moment: it is cut short a little earlier (5 % of the
+  // limit) so that the whole call still ends on time.
+  Clock::time_point greedyDeadline = deadline;
+  if (large)
+    greedyDeadline -= std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(
+            0.05 * std::min(std::max(0.0, options.timeLimitSeconds), 1e6)));
   llvm::ArrayRef<GreedyRun> ensemble =
       large ? llvm::ArrayRef<GreedyRun>(kLargeEnsemble)
             : llvm::ArrayRef<GreedyRun>(kEnsemble);
@@ -444,11 +452,11 @@ static Packing runEnsemble(const Problem &problem,
     // time and room above the bound.
     if (k > 0 && combined.arena == problem.lowerBound)
       break;
-    if ((large || k > 1) && Clock::now() >= deadline)
+    if ((large || k > 1) && Clock::now() >= greedyDeadline)
       break;
     Packing packing;
     if (!runGreedy(problem, makeGreedyOrder(problem, run.order), run.fit,
-                   deadline, packing))
+                   greedyDeadline, packing))
       break;
     haveGreedy = true;
     bool isClassic = (run.order == GreedyOrder::Size &&

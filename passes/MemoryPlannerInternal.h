@@ -92,7 +92,9 @@ std::vector<uint32_t> makeGreedyOrder(const Problem &problem,
 /// Places the items in order, each at the first or best hole among the
 /// conflicting items placed before it (Top: runSkyline). Each placement costs
 /// O(log^2 n) plus the busy ranges it steps over. Returns false (packing
-/// unusable) if deadline passes first.
+/// unusable) if deadline passes first, except above kLargeProblemItems
+/// items, where the items left then go on top of their conflicts in
+/// O(log S) each and the (valid) packing is returned.
 bool runGreedy(const Problem &problem, const std::vector<uint32_t> &order,
                GreedyFit fit, Clock::time_point deadline, Packing &packing);
 
@@ -129,6 +131,15 @@ public:
     return true;
   }
   bool exhausted() const { return left == 0; }
+  /// Looks at the clock now (charge() only does so every 256 calls); once
+  /// the deadline has passed the budget is spent.
+  bool checkDeadline() {
+    if (left != 0 && std::chrono::steady_clock::now() >= deadline) {
+      left = 0;
+      timedOut = true;
+    }
+    return left == 0;
+  }
   uint64_t remaining() const { return left; }
   /// A budget of at most units, to be settled with settle().
   WorkBudget split(uint64_t units) const {

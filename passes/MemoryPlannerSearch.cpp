@@ -496,7 +496,9 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
   uint64_t hi = best.arena - 1;
   std::vector<std::unique_ptr<CanonicalSearch>> searches(numParts);
   bool first = true;
-  while (lo <= hi && !budget.exhausted()) {
+  // The clock is read at every attempt too: an attempt that gives up at
+  // once (a hopeless target) charges almost nothing.
+  while (lo <= hi && !budget.checkDeadline()) {
     // The bound itself is the likeliest target, so it gets most of the
     // budget; bisection steps then get a third of what is left each.
     uint64_t target = first ? lo : lo + (hi - lo) / 2;

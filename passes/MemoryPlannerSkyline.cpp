@@ -59,7 +59,6 @@
 #include <algorithm>
 #include <limits>
 #include <tuple>
-#include <unordered_set>
 
 using namespace snug;
 using namespace snug::planner;
@@ -70,7 +69,10 @@ constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
 constexpr uint64_t kNodeWork = 32;
 /// A hash-set probe, mostly a cache miss once the set is large.
 constexpr uint64_t kHashWork = 64;
-constexpr size_t kMaxDeadStates = size_t(1) << 22;
+/// Slots of the dead-state set: it starts small and doubles up to 2^23
+/// (64 MiB), then starts over.
+constexpr size_t kMinDeadSlots = size_t(1) << 12;
+constexpr size_t kMaxDeadSlots = size_t(1) << 23;
 
 uint64_t alignUp(uint64_t value, uint64_t align) {
   return (value + align - 1) & ~(align - 1);
@@ -315,7 +317,42 @@ private:
   // a packing, never produce an invalid one.
   std::vector<uint64_t> itemHash, weightPrefix;
   uint64_t placedHash = 0, skyHash = 0;
-  std::unordered_set<uint64_t> deadStates;
+  // An open-addressing set (linear probing, at most half full) that
+  // doubles up to kMaxDeadSlots and is then emptied: no per-key
+  // allocation, so neither growth (charged as work) nor destruction costs
+  // time the budget does not see.
+  std::vector<uint64_t> deadStates;
+  size_t deadCount = 0;
+  bool isDead(uint64_t key) const {
+    uint64_t tag = key | 1, mask = deadStates.size() - 1;
+    for (uint64_t k = tag & mask; deadStates[k]; k = (k + 1) & mask)
+      if (deadStates[k] == tag)
+        return true;
+    return false;
+  }
+  void markDead(uint64_t key) {
+    if (2 * (deadCount + 1) > deadStates.size()) {
+      std::vector<uint64_t> old;
+      old.swap(deadStates);
+      deadStates.assign(old.size() < kMaxDeadSlots ? 2 * old.size()
+                                                  : old.size(),
+                        0);
+      deadCount = 0;
+      pendingWork += old.size();
+      if (deadStates.size() > old.size())
+        for (uint64_t tag : old)
+          if (tag)
+            insertDead(tag);
+    }
+    insertDead(key | 1);
+  }
+  void insertDead(uint64_t tag) {
+    uint64_t mask = deadStates.size() - 1, k = tag & mask;
+    while (deadStates[k] && deadStates[k] != tag)
+      k = (k + 1) & mask;
+    deadCount += deadStates[k] == 0;
+    deadStates[k] = tag;
+  }
 };
 
 } // namespace
@@ -375,6 +412,7 @@ SkylineSearch::SkylineSearch(const Problem &problem, uint32_t part,
   score.assign(numItems, 0);
   for (uint32_t i = 0; i < numItems; ++i)
     itemHash.push_back(mix(0x5eed ^ mix(i)));
+  deadStates.assign(kMinDeadSlots, 0);
   weightPrefix.assign(numSections + 1, 0);
   for (size_t s = 0; s < numSections; ++s)
     weightPrefix[s + 1] = weightPrefix[s] + (mix(0xa11 ^ mix(s)) | 1);
@@ -624,12 +662,11 @@ std::pair<size_t, size_t> SkylineSearch::countChainEnds(uint32_t l, uint32_t r,
   return {left, right};
 }
 
-/// Orders the frame's candidates: buffers that fill the run exactly, then
-/// the longest, then the largest (odd variants put size first); ties by the
-/// seeded key. Buffers identical in what matters (sections, size,
-/// alignment) are tried once.
+/// Orders the frame's candidates: the most flush first (fitness), then the
+/// longest, then the largest (mirrored restarts put size before length);
+/// ties by the seeded key. Buffers identical in what matters (sections,
+/// size, alignment) are tried once.
 void SkylineSearch::sortCandidates(Frame &frame) {
-  size_t kept = frame.candBegin;
   uint32_t b = frame.runEnd;
   auto begin = pool.begin() + frame.candBegin, end = pool.end();
   // Fitness (the skyline heuristics' rule): how many of the buffer's sides
@@ -662,13 +699,13 @@ void SkylineSearch::sortCandidates(Frame &frame) {
       return align[x] > align[y];
     return tieKey[x] < tieKey[y];
   });
-  // Identical buffers form runs in this order; the symmetry rule above
-  // needs the lowest index of each run to be the one kept.
+  // Identical buffers are adjacent in this order; the lowest index of each
+  // run stands for it, so the choice does not depend on the seeded keys.
   auto same = [&](uint32_t x, uint32_t y) {
     return secLo[x] == secLo[y] && secHi[x] == secHi[y] &&
            size[x] == size[y] && align[x] == align[y];
   };
-  kept = frame.candBegin;
+  size_t kept = frame.candBegin;
   for (size_t k = frame.candBegin; k < pool.size(); ++k) {
     if (kept > frame.candBegin && same(pool[kept - 1], pool[k]))
       pool[kept - 1] = std::min(pool[kept - 1], pool[k]);
@@ -708,7 +745,7 @@ bool SkylineSearch::pushFrame() {
   frame.raiseTo = kNone;
   frame.candEnd = pool.size();
   pendingWork += kHashWork;
-  if (deadStates.count(stateKey())) {
+  if (isDead(stateKey())) {
     stack.push_back(frame);
     return true;
   }
@@ -815,9 +852,7 @@ int SkylineSearch::run(uint64_t nodeLimit, unsigned newVariant,
     } else {
       // Every branch failed (none was cut short, or we would have returned):
       // the state itself is a dead end, whatever order reaches it.
-      if (deadStates.size() >= kMaxDeadStates)
-        deadStates.clear();
-      deadStates.insert(stateKey());
+      markDead(stateKey());
       pendingWork += kHashWork;
       pool.resize(frame.candBegin);
       stack.pop_back();
@@ -906,7 +941,7 @@ bool planner::packBySkylineSearch(const Problem &problem, uint32_t part,
   uint64_t nodeLimit =
       std::max<uint64_t>(4 * problem.partItems[part].size(), 1024);
   bool found = false;
-  for (unsigned variant = 0; !budget.exhausted(); ++variant) {
+  for (unsigned variant = 0; !budget.checkDeadline(); ++variant) {
     SkylineSearch &search = variant % 2 ? backward : forward;
     int outcome = search.run(nodeLimit * luby(variant / 2 + 1), variant,
                              budget);
