@@ -13,14 +13,16 @@
 // everything is ordered by (key, id, input index) so results do not depend
 // on hash or pointer order.
 //
-// Scale: above kLargeProblemItems items the ensemble starts with the
-// O(n log n) skyline greedy (a valid plan within about 12 % of the bound on
-// training traces, in well under a second at 60,000 buffers), then tries the
-// hole-filling orders while time lasts.
+// Scale: above kLargeProblemItems items the buffers live over the whole of
+// their partition are stacked at the bottom first (exact: see
+// runEnsembleAboveSpanning) and the ensemble runs on the rest, starting
+// with the O(n log n) skyline greedy (a valid plan within about 12 % of the
+// bound on training traces, in well under a second at 60,000 buffers), then
+// size-ordered first fit and the other hole-filling greedies while time
+// lasts; partitions above kMaxSearchItems get the skyline search only.
 //
 // What it does not do: it does not try to prove optimality beyond reaching
-// the lower bound, and it does not search partitions with more than
-// kMaxSearchItems items.
+// the lower bound.
 //
 // References: TFLite's arena planner (size-ordered best fit), XLA's heap
 // simulator (global decreasing-size best fit), MiniMalloc (Moffitt, ASPLOS
@@ -294,15 +296,17 @@ struct GreedyRun {
 /// The ensemble Search and Best run, cheapest and most often best first:
 /// the two classic rules, then the other orders with the other fit. Each
 /// costs O(n log^2 n), so all of them fit in a second at 60,000 buffers.
-/// On large problems, cheapest first: the O(n log n) skyline (a valid plan
-/// within about 12 % of the bound on generated training traces, 0.03 s CPU
-/// at 20,000 buffers), lifetime-ordered first fit (about 1.5 %, 0.2 s), then
-/// size-ordered first fit (about 0.05 %, but 1.4 s at 20,000 and 7 s at
-/// 40,000 buffers) and best fit.
+/// On large problems: the O(n log n) skyline first (a valid plan within
+/// about 12 % of the bound on generated training traces, 0.03 s CPU at
+/// 50,000 buffers), then size-ordered first fit, which is the best there
+/// (about 0.1-0.2 % above the bound) and, with its walk over busy ranges
+/// capped (kApproximateFirstFitMoves), about 1 s CPU at 20,000 and 2 s at
+/// 50,000 buffers; then lifetime-ordered first fit (about 2 %) and best fit
+/// while time lasts.
 const GreedyRun kLargeEnsemble[] = {
     {GreedyOrder::Lifetime, GreedyFit::Top},
-    {GreedyOrder::Lifetime, GreedyFit::First},
     {GreedyOrder::Size, GreedyFit::First},
+    {GreedyOrder::Lifetime, GreedyFit::First},
     {GreedyOrder::Size, GreedyFit::Best},
 };
 const GreedyRun kEnsemble[] = {
@@ -329,13 +333,91 @@ static Packing runGreedyOrBump(const Problem &problem, GreedyRun run,
   return finished ? packing : runBumpPerPartition(problem);
 }
 
+static Packing runEnsemble(const Problem &problem,
+                           const PlannerOptions &options,
+                           Clock::time_point deadline, PlannerStrategy &winner,
+                           bool stripSpanning);
+
+/// On large problems: buffers live over the whole of their partition (a
+/// training step's parameters) conflict with every other buffer there, so
+/// some packing stacks them at the bottom without loss (remove one from any
+/// packing, shift what lies above it down, put it below). They are stacked
+/// first, largest alignment first so no padding is needed, and the rest is
+/// packed above them as a smaller problem; the bound is unchanged when the
+/// stack's height is a multiple of every remaining alignment (only then is
+/// this done). Returns false when there is nothing to strip.
+static bool runEnsembleAboveSpanning(const Problem &problem,
+                                     const PlannerOptions &options,
+                                     Clock::time_point deadline,
+                                     PlannerStrategy &winner,
+                                     Packing &packing) {
+  size_t numParts = problem.partItems.size();
+  std::vector<uint64_t> base(numParts, 0), restAlign(numParts, 1);
+  std::vector<std::vector<uint32_t>> spanning(numParts);
+  std::vector<uint8_t> isSpanning(problem.items.size(), 0);
+  for (uint32_t part = 0; part < numParts; ++part)
+    for (uint32_t i : problem.partItems[part]) {
+      if (problem.secBegin[i] == problem.partSecBegin[part] &&
+          problem.secEnd[i] == problem.partSecEnd[part]) {
+        spanning[part].push_back(i);
+        isSpanning[i] = 1;
+        base[part] += problem.items[i].size;
+      } else {
+        restAlign[part] = std::max(restAlign[part], problem.items[i].align);
+      }
+    }
+  bool any = false;
+  for (uint32_t part = 0; part < numParts; ++part) {
+    if (base[part] % restAlign[part] != 0)
+      return false;
+    // A partition of spanning buffers only is already a perfect stack.
+    any |= !spanning[part].empty() &&
+           spanning[part].size() < problem.partItems[part].size();
+  }
+  if (!any)
+    return false;
+  Problem rest;
+  std::vector<uint32_t> restOf;
+  for (uint32_t i = 0; i < problem.items.size(); ++i)
+    if (!isSpanning[i]) {
+      rest.items.push_back(problem.items[i]);
+      restOf.push_back(i);
+    }
+  sweepProblem(rest);
+  // Once: stripping again (the rest's partitions are narrower, so others may
+  // span them now) would cost a sweep per level on deeply nested problems.
+  Packing inner = runEnsemble(rest, options, deadline, winner,
+                              /*stripSpanning=*/false);
+  packing.offsets.assign(problem.items.size(), 0);
+  packing.arena = 0;
+  for (uint32_t part = 0; part < numParts; ++part) {
+    std::vector<uint32_t> order = spanning[part];
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return problem.items[a].align > problem.items[b].align;
+    });
+    uint64_t top = 0;
+    for (uint32_t i : order) {
+      packing.offsets[i] = top;
+      top += problem.items[i].size;
+    }
+    packing.arena = std::max(packing.arena, top);
+  }
+  for (uint32_t k = 0; k < restOf.size(); ++k) {
+    uint32_t i = restOf[k];
+    packing.offsets[i] = base[problem.partOf[i]] + inner.offsets[k];
+    packing.arena = std::max(packing.arena,
+                             packing.offsets[i] + problem.items[i].size);
+  }
+  return true;
+}
+
 /// Search and Best: the bump fallback, the greedy ensemble while time lasts
 /// and the bound is not reached, then (Search, or Best above the bound) the
 /// canonical search on the partitions small enough for it.
 static Packing runEnsemble(const Problem &problem,
                            const PlannerOptions &options,
-                           Clock::time_point deadline,
-                           PlannerStrategy &winner) {
+                           Clock::time_point deadline, PlannerStrategy &winner,
+                           bool stripSpanning) {
   Packing combined = runBumpPerPartition(problem);
   winner = PlannerStrategy::None;
   // The best single classic greedy: Best reports it by name when nothing
@@ -346,6 +428,19 @@ static Packing runEnsemble(const Problem &problem,
   // On large problems the hole-filling greedies can take seconds, so the
   // O(n log n) skyline ones come first.
   bool large = problem.items.size() > kLargeProblemItems;
+  if (large && stripSpanning) {
+    Packing stacked;
+    if (runEnsembleAboveSpanning(problem, options, deadline, winner, stacked))
+      return stacked;
+  }
+  // A large greedy cut short finishes what it has with the skyline rule,
+  // which takes a moment: it is cut short a little earlier (5 % of the
+  // limit) so that the whole call still ends on time.
+  Clock::time_point greedyDeadline = deadline;
+  if (large)
+    greedyDeadline -= std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(
+            0.05 * std::min(std::max(0.0, options.timeLimitSeconds), 1e6)));
   llvm::ArrayRef<GreedyRun> ensemble =
       large ? llvm::ArrayRef<GreedyRun>(kLargeEnsemble)
             : llvm::ArrayRef<GreedyRun>(kEnsemble);
@@ -357,11 +452,11 @@ static Packing runEnsemble(const Problem &problem,
     // time and room above the bound.
     if (k > 0 && combined.arena == problem.lowerBound)
       break;
-    if ((large || k > 1) && Clock::now() >= deadline)
+    if ((large || k > 1) && Clock::now() >= greedyDeadline)
       break;
     Packing packing;
     if (!runGreedy(problem, makeGreedyOrder(problem, run.order), run.fit,
-                   deadline, packing))
+                   greedyDeadline, packing))
       break;
     haveGreedy = true;
     bool isClassic = (run.order == GreedyOrder::Size &&
@@ -461,7 +556,8 @@ llvm::Expected<MemoryPlan> snug::planMemory(llvm::ArrayRef<PlanBuffer> buffers,
     break;
   case PlannerStrategy::Search:
   case PlannerStrategy::Best:
-    packing = runEnsemble(problem, options, deadline, plan.strategy);
+    packing = runEnsemble(problem, options, deadline, plan.strategy,
+                          /*stripSpanning=*/true);
     break;
   }
   // A greedy cut short by the deadline leaves the bump fallback.

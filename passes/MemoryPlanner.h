@@ -22,9 +22,13 @@
 //
 // References: the canonical-solution search follows MiniMalloc (Moffitt,
 // "MiniMalloc: A Lightweight Memory Allocator for Hardware-Accelerated
-// Machine Learning", ASPLOS 2023); the greedy rules are those of the TFLite
-// arena planner and XLA's heap simulator; TelaMalloc (Maas et al., ASPLOS
-// 2023) motivates combining cheap greedies with a bounded search.
+// Machine Learning", ASPLOS 2023); the skyline search (no-slack packings
+// such as tilings, and partitions too large for the canonical search)
+// follows the bottom-left/skyline rule of 2D strip packing with
+// most-constrained-gap branching as in Korf's rectangle packing; the greedy
+// rules are those of the TFLite arena planner and XLA's heap simulator;
+// TelaMalloc (Maas et al., ASPLOS 2023) motivates combining cheap greedies
+// with a bounded search.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_PASSES_MEMORYPLANNER_H

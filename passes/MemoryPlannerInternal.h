@@ -92,7 +92,9 @@ std::vector<uint32_t> makeGreedyOrder(const Problem &problem,
 /// Places the items in order, each at the first or best hole among the
 /// conflicting items placed before it (Top: runSkyline). Each placement costs
 /// O(log^2 n) plus the busy ranges it steps over. Returns false (packing
-/// unusable) if deadline passes first.
+/// unusable) if deadline passes first, except above kLargeProblemItems
+/// items, where the items left then go on top of their conflicts in
+/// O(log S) each and the (valid) packing is returned.
 bool runGreedy(const Problem &problem, const std::vector<uint32_t> &order,
                GreedyFit fit, Clock::time_point deadline, Packing &packing);
 
@@ -129,6 +131,15 @@ public:
     return true;
   }
   bool exhausted() const { return left == 0; }
+  /// Looks at the clock now (charge() only does so every 256 calls); once
+  /// the deadline has passed the budget is spent.
+  bool checkDeadline() {
+    if (left != 0 && std::chrono::steady_clock::now() >= deadline) {
+      left = 0;
+      timedOut = true;
+    }
+    return left == 0;
+  }
   uint64_t remaining() const { return left; }
   /// A budget of at most units, to be settled with settle().
   WorkBudget split(uint64_t units) const {
@@ -152,14 +163,29 @@ private:
 /// optimised build so the work budget, not the clock, normally ends a search.
 constexpr double kWorkUnitsPerSecond = 2.5e8;
 
-/// Partitions larger than this are never searched: a node costs O(items)
-/// and the greedies are already close to the bound on such graphs.
+/// Partitions larger than this are never given to the canonical search (a
+/// node costs O(items)); the skyline search, whose nodes cost O(log S),
+/// still tries them.
 constexpr size_t kMaxSearchItems = 1000;
 
-/// Tries to lower best.arena with the canonical search, partition by
-/// partition, spending at most budget. best must be a valid packing.
+/// Tries to lower best.arena with the skyline and canonical searches,
+/// partition by partition, spending at most budget. best must be a valid
+/// packing.
 void improveBySearch(const Problem &problem, Packing &best, WorkBudget &budget,
                      uint64_t seed);
+
+/// Looks for a packing of one partition into capacity bytes with the
+/// bottom-left skyline search (MemoryPlannerSkyline.cpp), spending at most
+/// budget. On success stores the offsets, parallel to the partition's item
+/// list, in localOffsets. Failure proves nothing unless the capacity leaves
+/// no slack. On failure, if bestEffort is given and the partition has at
+/// most kMaxSearchItems items, stores there the most complete state the
+/// search reached, finished by first fit (a valid packing, possibly above
+/// capacity; empty if nothing was placed).
+bool packBySkylineSearch(const Problem &problem, uint32_t part,
+                         uint64_t capacity, WorkBudget &budget, uint64_t seed,
+                         std::vector<uint64_t> &localOffsets,
+                         std::vector<uint64_t> *bestEffort = nullptr);
 
 } // namespace planner
 } // namespace snug

@@ -26,7 +26,11 @@
 // All state lives in flat arrays with undo trails; nothing is allocated per
 // node except the branching order. A node costs O(unplaced buffers +
 // sections), which is why partitions above kMaxSearchItems are left to the
-// greedies.
+// greedies and the skyline search (MemoryPlannerSkyline.cpp). The driver
+// tries the skyline search first where it is sharper: on partitions with
+// no slack at the target (every section exactly full), where the canonical
+// search's branching over every buffer that could come next is hopeless
+// (guillotine tilings), and on partitions too large for this one.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/MemoryPlannerInternal.h"
@@ -469,6 +473,16 @@ bool CanonicalSearch::fits(const Subproblem &sub, uint64_t at) {
 // Capacity schedule
 //===----------------------------------------------------------------------===//
 
+/// Whether every section of the partition is exactly full at capacity.
+static bool isZeroSlack(const Problem &problem, uint32_t part,
+                        uint64_t capacity) {
+  for (uint32_t s = problem.partSecBegin[part]; s < problem.partSecEnd[part];
+       ++s)
+    if (problem.sectionTotal[s] != capacity)
+      return false;
+  return true;
+}
+
 void planner::improveBySearch(const Problem &problem, Packing &best,
                               WorkBudget &budget, uint64_t seed) {
   size_t numParts = problem.partItems.size();
@@ -476,16 +490,15 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
   uint64_t lo = problem.lowerBound;
   for (uint32_t part = 0; part < numParts; ++part) {
     arena[part] = partitionArena(problem, best, part);
-    // Unsearchable partitions fix a floor for the whole arena.
-    if (problem.partItems[part].size() > kMaxSearchItems)
-      lo = std::max(lo, arena[part]);
   }
   if (best.arena == 0)
     return;
   uint64_t hi = best.arena - 1;
   std::vector<std::unique_ptr<CanonicalSearch>> searches(numParts);
   bool first = true;
-  while (lo <= hi && !budget.exhausted()) {
+  // The clock is read at every attempt too: an attempt that gives up at
+  // once (a hopeless target) charges almost nothing.
+  while (lo <= hi && !budget.checkDeadline()) {
     // The bound itself is the likeliest target, so it gets most of the
     // budget; bisection steps then get a third of what is left each.
     uint64_t target = first ? lo : lo + (hi - lo) / 2;
@@ -502,15 +515,51 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
         feasible = false;
         break;
       }
-      if (!searches[part])
-        searches[part] = std::make_unique<CanonicalSearch>(problem, part, seed);
-      Outcome outcome = searches[part]->solve(target, attempt);
-      if (outcome != Outcome::Found) {
+      // The skyline search first where it is sharp (zero slack) or the only
+      // search that scales (partitions above kMaxSearchItems), then the
+      // canonical search where the partition is small enough for it, with
+      // what is left.
+      std::vector<uint64_t> local;
+      bool small = problem.partItems[part].size() <= kMaxSearchItems;
+      bool found = false;
+      if (!small || isZeroSlack(problem, part, target)) {
+        // At zero slack the canonical search, which branches over every
+        // buffer that could come next, rarely succeeds: the skyline search
+        // gets nearly everything.
+        uint64_t given =
+            small ? attempt.remaining() / 20 * 19 : attempt.remaining();
+        WorkBudget skyline = attempt.split(given);
+        std::vector<uint64_t> partial;
+        found = packBySkylineSearch(problem, part, target, skyline, seed,
+                                    local, &partial);
+        attempt.settle(skyline, given);
+        // A failed search's deepest state, finished greedily, is often
+        // close to the bound: keep it if it beats what the partition has.
+        if (!found && !partial.empty()) {
+          const std::vector<uint32_t> &items = problem.partItems[part];
+          uint64_t top = 0;
+          for (uint32_t k = 0; k < items.size(); ++k)
+            top = std::max(top, partial[k] + problem.items[items[k]].size);
+          if (top < arena[part]) {
+            for (uint32_t k = 0; k < items.size(); ++k)
+              best.offsets[items[k]] = partial[k];
+            arena[part] = top;
+          }
+        }
+      }
+      if (!found && small && !attempt.exhausted()) {
+        if (!searches[part])
+          searches[part] =
+              std::make_unique<CanonicalSearch>(problem, part, seed);
+        found = searches[part]->solve(target, attempt) == Outcome::Found;
+        if (found)
+          local = searches[part]->getSolution();
+      }
+      if (!found) {
         failedAt[part] = target;
         feasible = false;
         break;
       }
-      const std::vector<uint64_t> &local = searches[part]->getSolution();
       const std::vector<uint32_t> &items = problem.partItems[part];
       arena[part] = 0;
       for (uint32_t k = 0; k < items.size(); ++k) {
