@@ -6,6 +6,8 @@
 #   bundle-structured  the bundle reader and host executor behind a fixed
 #                      hash, with the structure-aware mutator
 #   ir                 the textual IR parser, verifier and printer round trip
+#   passes             infer-shapes then fuse on what parses, the verifier
+#                      after each (seeded like ir)
 #   tensor-files       snug-run's .npy and TensorProto readers
 # Builds a clang tree in build-fuzz/ and needs snugc and snug-opt from the
 # normal build (argument 1, default build/) for the bundle seeds. FUZZ_TARGETS picks a
@@ -18,7 +20,7 @@ cd "$(dirname "$0")/../.."
 seconds=${FUZZ_SECONDS:-60}
 build=${1:-build}
 fuzz=build-fuzz
-targets=${FUZZ_TARGETS:-importer bundle bundle-structured ir tensor-files}
+targets=${FUZZ_TARGETS:-importer bundle bundle-structured ir passes tensor-files}
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -58,14 +60,18 @@ for seed in default-host fused5 fused-f16 conv mlp; do
   cp $corpus/bundle/$seed.snug $corpus/bundle-structured/ 2>/dev/null || true
 done
 
-# The IR parser: each `// -----` chunk of the lit tests is one seed.
-python3 - "$corpus/ir" tests/lit <<'EOF'
+# The IR parser and the passes: each `// -----` chunk of the lit tests is
+# one seed.
+for target in ir passes; do
+  [ -d "$corpus/$target" ] || continue
+  python3 - "$corpus/$target" tests/lit <<'EOF'
 import pathlib, sys
 out, root = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 for path in sorted(root.rglob("*.ir")):
     for i, chunk in enumerate(path.read_text().split("// -----")):
         (out / f"{path.stem}-{i}.ir").write_text(chunk)
 EOF
+done
 
 # snug-run's readers: TensorProto files of the ONNX test data, and small
 # .npy files of every dtype and header version written here.
