@@ -9,6 +9,8 @@
 // the `// -----` chunks of tests/lit/**/*.ir (bench/fuzz/run.sh).
 //
 //===----------------------------------------------------------------------===//
+#include "tests/fuzz/IrFuzzSupport.h"
+
 #include "ir/Module.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
@@ -22,19 +24,8 @@
 
 using namespace snug::ir;
 
-static std::string print(const Module &module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  printModule(module, os);
-  os.flush();
-  return text;
-}
-
-[[noreturn]] static void finding(const std::string &what,
-                                 const std::string &detail) {
-  llvm::errs() << "finding: " << what << "\n" << detail << "\n";
-  std::abort();
-}
+using snug::fuzz::finding;
+using snug::fuzz::printToString;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
@@ -49,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::consumeError(std::move(error));
     return 0;
   }
-  std::string printed = print(**module);
+  std::string printed = printToString(**module);
   auto reparsed = parseModule(printed, "printed.ir");
   if (!reparsed)
     finding("the print of a verified module does not parse",
@@ -57,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (llvm::Error error = verifyModule(**reparsed))
     finding("the print of a verified module does not verify",
             llvm::toString(std::move(error)) + "\n" + printed);
-  std::string again = print(**reparsed);
+  std::string again = printToString(**reparsed);
   if (again != printed)
     finding("print(parse(print(m))) differs from print(m)",
             "first:\n" + printed + "second:\n" + again);

@@ -11,6 +11,8 @@
 // fuse.ir's among them.
 //
 //===----------------------------------------------------------------------===//
+#include "tests/fuzz/IrFuzzSupport.h"
+
 #include "ir/Module.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
@@ -25,19 +27,8 @@
 
 using namespace snug;
 
-static std::string print(const ir::Module &module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  ir::printModule(module, os);
-  os.flush();
-  return text;
-}
-
-[[noreturn]] static void finding(const std::string &what,
-                                 const std::string &detail) {
-  llvm::errs() << "finding: " << what << "\n" << detail << "\n";
-  std::abort();
-}
+using snug::fuzz::finding;
+using snug::fuzz::printToString;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
@@ -61,11 +52,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::consumeError(std::move(error));
     return 0;
   }
-  std::string before = print(**module);
+  std::string before = printToString(**module);
   if (llvm::Error error = fuse.run(**module))
     finding("fuse failed on a module infer-shapes accepted",
             llvm::toString(std::move(error)) + "\n" + before);
-  std::string printed = print(**module);
+  std::string printed = printToString(**module);
   auto reparsed = ir::parseModule(printed, "fused.ir");
   if (!reparsed)
     finding("the fused module's print does not parse",
