@@ -488,8 +488,16 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
   size_t numParts = problem.partItems.size();
   std::vector<uint64_t> arena(numParts), failedAt(numParts, 0);
   uint64_t lo = problem.lowerBound;
+  // Per partition: its own bound, and whether every section reaches it (a
+  // tiling, packed with no byte to spare at that bound).
+  std::vector<uint64_t> partPeak(numParts, 0);
+  std::vector<bool> uniform(numParts);
   for (uint32_t part = 0; part < numParts; ++part) {
     arena[part] = partitionArena(problem, best, part);
+    for (uint32_t s = problem.partSecBegin[part]; s < problem.partSecEnd[part];
+         ++s)
+      partPeak[part] = std::max(partPeak[part], problem.sectionTotal[s]);
+    uniform[part] = isZeroSlack(problem, part, partPeak[part]);
   }
   if (best.arena == 0)
     return;
@@ -522,12 +530,18 @@ void planner::improveBySearch(const Problem &problem, Packing &best,
       std::vector<uint64_t> local;
       bool small = problem.partItems[part].size() <= kMaxSearchItems;
       bool found = false;
-      if (!small || isZeroSlack(problem, part, target)) {
+      // Above the bound of a tiling (which the zero-slack search failed to
+      // reach) every section has the same slack: the skyline search with
+      // waste, or the most complete state it reaches finished greedily,
+      // gets far closer than the canonical search, which gets the rest.
+      bool tiled = small && uniform[part] && target > partPeak[part];
+      if (!small || tiled || isZeroSlack(problem, part, target)) {
         // At zero slack the canonical search, which branches over every
         // buffer that could come next, rarely succeeds: the skyline search
         // gets nearly everything.
-        uint64_t given =
-            small ? attempt.remaining() / 20 * 19 : attempt.remaining();
+        uint64_t given = !small  ? attempt.remaining()
+                         : tiled ? attempt.remaining() / 4 * 3
+                                 : attempt.remaining() / 20 * 19;
         WorkBudget skyline = attempt.split(given);
         std::vector<uint64_t> partial;
         found = packBySkylineSearch(problem, part, target, skyline, seed,
