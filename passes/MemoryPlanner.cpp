@@ -222,23 +222,32 @@ uint64_t planner::partitionArena(const Problem &problem, const Packing &packing,
 // Bump strategies
 //===----------------------------------------------------------------------===//
 
-/// Bump allocation. Largest alignment first means no padding is ever needed
-/// (each footprint is a multiple of every later alignment), so the arena is
-/// exactly the sum of footprints.
+/// Stacks `items` from offset 0, largest alignment first, writing their
+/// offsets; returns the top. Largest alignment first means no padding is
+/// ever needed (each footprint is a multiple of every later alignment), so
+/// the top is exactly the sum of footprints.
+static uint64_t stackByAlignment(const Problem &problem,
+                                 std::vector<uint32_t> items,
+                                 std::vector<uint64_t> &offsets) {
+  std::stable_sort(items.begin(), items.end(), [&](uint32_t a, uint32_t b) {
+    return problem.items[a].align > problem.items[b].align;
+  });
+  uint64_t top = 0;
+  for (uint32_t i : items) {
+    offsets[i] = top;
+    top += problem.items[i].size;
+  }
+  return top;
+}
+
+/// Bump allocation: every item stacked once.
 static Packing runBump(const Problem &problem) {
-  const std::vector<Item> &items = problem.items;
-  std::vector<uint32_t> order(items.size());
+  std::vector<uint32_t> order(problem.items.size());
   for (uint32_t i = 0; i < order.size(); ++i)
     order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return items[a].align > items[b].align;
-  });
   Packing packing;
-  packing.offsets.assign(items.size(), 0);
-  for (uint32_t i : order) {
-    packing.offsets[i] = packing.arena;
-    packing.arena += items[i].size;
-  }
+  packing.offsets.assign(problem.items.size(), 0);
+  packing.arena = stackByAlignment(problem, std::move(order), packing.offsets);
   return packing;
 }
 
@@ -248,18 +257,9 @@ static Packing runBump(const Problem &problem) {
 static Packing runBumpPerPartition(const Problem &problem) {
   Packing packing;
   packing.offsets.assign(problem.items.size(), 0);
-  for (const std::vector<uint32_t> &part : problem.partItems) {
-    std::vector<uint32_t> order = part;
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return problem.items[a].align > problem.items[b].align;
-    });
-    uint64_t top = 0;
-    for (uint32_t i : order) {
-      packing.offsets[i] = top;
-      top += problem.items[i].size;
-    }
-    packing.arena = std::max(packing.arena, top);
-  }
+  for (const std::vector<uint32_t> &part : problem.partItems)
+    packing.arena = std::max(packing.arena,
+                             stackByAlignment(problem, part, packing.offsets));
   return packing;
 }
 
@@ -390,18 +390,9 @@ static bool runEnsembleAboveSpanning(const Problem &problem,
                               /*stripSpanning=*/false);
   packing.offsets.assign(problem.items.size(), 0);
   packing.arena = 0;
-  for (uint32_t part = 0; part < numParts; ++part) {
-    std::vector<uint32_t> order = spanning[part];
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return problem.items[a].align > problem.items[b].align;
-    });
-    uint64_t top = 0;
-    for (uint32_t i : order) {
-      packing.offsets[i] = top;
-      top += problem.items[i].size;
-    }
-    packing.arena = std::max(packing.arena, top);
-  }
+  for (uint32_t part = 0; part < numParts; ++part)
+    packing.arena = std::max(
+        packing.arena, stackByAlignment(problem, spanning[part], packing.offsets));
   for (uint32_t k = 0; k < restOf.size(); ++k) {
     uint32_t i = restOf[k];
     packing.offsets[i] = base[problem.partOf[i]] + inner.offsets[k];
