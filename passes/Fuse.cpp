@@ -32,7 +32,8 @@
 // at most max-ops nodes (64) and max-operands distinct operands (16) a group.
 //
 // Before grouping, the exporters' decomposed patterns are rewritten as the
-// ops they spell (FusePatterns.h: LayerNorm today).
+// ops they spell, and inference BatchNorms after a Conv are folded into
+// its weights (FusePatterns.h).
 //
 // Not here yet: epilogues of contractions, attention, and the decomposed
 // GELU (its six elementwise nodes already become one group).
@@ -310,6 +311,9 @@ llvm::Expected<bool> Fuse::run(ir::Module &module) {
   unsigned layerNorms = rewriteDecomposedLayerNorms(module);
   if (layerNorms)
     addStatistic("layernorms", layerNorms);
+  unsigned batchNorms = foldBatchNormsIntoConvs(module);
+  if (batchNorms)
+    addStatistic("batchnorms-folded", batchNorms);
   GroupBuilder builder(module, maxOps, maxOperands);
   std::vector<Group> groups;
   auto nodes = module.getNodes();
@@ -322,7 +326,7 @@ llvm::Expected<bool> Fuse::run(ir::Module &module) {
       groups.push_back(std::move(group));
   }
   if (groups.empty())
-    return layerNorms != 0;
+    return layerNorms + batchNorms != 0;
 
   // The new schedule: each fused node where its root was. The members stay
   // in it (at the end, as setSchedule takes every node) until they are

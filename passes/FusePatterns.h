@@ -19,6 +19,11 @@ class Module;
 /// many were rewritten.
 unsigned rewriteDecomposedLayerNorms(ir::Module &module);
 
+/// An inference BatchNormalization after a Conv with constant weights,
+/// folded into the Conv's weight and bias (BatchNormPattern.cpp). Returns
+/// how many were folded.
+unsigned foldBatchNormsIntoConvs(ir::Module &module);
+
 } // namespace snug
 
 #endif // SNUG_PASSES_FUSEPATTERNS_H
