@@ -3,10 +3,15 @@
 
 #include "compiler/cuda/Nvrtc.h"
 #include "passes/MemoryPlanner.h"
+#include "runtime/CheckedArithmetic.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <cstdio>
 
 namespace snug {
 
@@ -51,6 +56,31 @@ llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text,
     return value * scale;
   }
   return fail();
+}
+
+llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
+  if (!llvm::isPowerOf2_64(planning.alignment) ||
+      planning.alignment > kMaxTensorBytes)
+    return userError("--alignment: '" + std::to_string(planning.alignment) +
+                     "' is not a power of two of at most 1 PiB");
+  if (!std::isfinite(planning.timeLimitSeconds) ||
+      planning.timeLimitSeconds < 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", planning.timeLimitSeconds);
+    return userError("--time-limit: '" + llvm::Twine(text) +
+                     "' is not a finite, non-negative number of seconds");
+  }
+  if (planning.target != "cuda" && planning.target != "host")
+    return userError("--target must be cuda or host, not '" +
+                     planning.target + "'");
+  if (planning.cublasWorkspaceBytes % 256)
+    return userError("--cublas-workspace must be a multiple of 256");
+  if (planning.cublasWorkspaceBytes > kMaxTensorBytes)
+    return userError("--cublas-workspace=" +
+                     std::to_string(planning.cublasWorkspaceBytes) +
+                     " is more than 1 PiB (" +
+                     std::to_string(kMaxTensorBytes) + " bytes)");
+  return parsePlannerStrategy(planning.planner).takeError();
 }
 
 llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
@@ -118,6 +148,8 @@ llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
                                        llvm::StringRef modelName,
                                        const DriverOptions &options) {
   PlannedModel planned;
+  if (llvm::Error error = checkPlanningOptions(options.planning))
+    return error;
   PassManager passManager(options.passes);
   // A bad pipeline is reported before the (possibly slow) import.
   if (llvm::Error error = passManager.addPipeline(

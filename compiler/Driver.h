@@ -48,6 +48,12 @@ namespace snug {
 llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text,
                                        llvm::StringRef flag);
 
+/// Checks planning options the way snugc checks its flags (named as the
+/// flags): a known planner, a power-of-two alignment of at most 1 PiB, a
+/// finite non-negative time limit, target cuda or host, a cuBLAS workspace
+/// cap that is a multiple of 256 of at most 1 PiB.
+llvm::Error checkPlanningOptions(const PlanningOptions &planning);
+
 /// Runs the planning pipeline (compiler/Pipeline.h) on a module that has no
 /// plan yet; a module the pipeline already planned is left alone (pipeline
 /// set to ""). Sets `planningMs` to the planner's time and `pipeline` to

@@ -94,18 +94,9 @@ llvm::Error checkPlanFlags() {
       reportFormat != "none")
     return userError("--memory-report must be pretty, json or none, not '" +
                      reportFormat + "'");
-  if (!llvm::isPowerOf2_64(alignment) || alignment > kMaxTensorBytes)
-    return userError("--alignment: '" + std::to_string(alignment) +
-                     "' is not a power of two of at most 1 PiB");
-  if (!std::isfinite(timeLimit) || timeLimit < 0) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", double(timeLimit));
-    return userError("--time-limit: '" + llvm::Twine(text) +
-                     "' is not a finite, non-negative number of seconds");
-  }
   if (llvm::Error error = getMemoryBudget().takeError())
     return error;
-  return parsePlannerStrategy(plannerName).takeError();
+  return checkPlanningOptions(getPlanningOptions());
 }
 
 llvm::Expected<uint64_t> getMemoryBudget() {
