@@ -317,7 +317,8 @@ def _as_array(value: Any) -> np.ndarray:
 class Session:
     """A bundle ready to run on `device` ("host" or "cuda"), in one arena of
     the planned size (its own, or `arena`: a writable buffer of at least
-    sizes.arena bytes on the host; a device pointer as an int for CUDA).
+    sizes.arena bytes aligned to min(sizes.alignment, 64) on the host; a
+    device pointer as an int, to sizes.device_arena bytes, for CUDA).
 
     run({name: array}) takes numpy arrays or anything with __dlpack__ (a
     torch CPU tensor is read without a copy) and returns numpy arrays, which

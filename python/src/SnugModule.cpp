@@ -244,6 +244,7 @@ struct Session {
 };
 
 using HostArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+using ReadOnlyHostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
 } // namespace
 
@@ -329,7 +330,7 @@ NB_MODULE(_snug, m) {
            "bundle"_a, "device"_a, "arena_pointer"_a, "arena_bytes"_a,
            "arena_owner"_a.none())
       .def("set_input",
-           [](Session &s, size_t index, HostArray array) {
+           [](Session &s, size_t index, ReadOnlyHostArray array) {
              check(snug_session_set_input(s.handle, index, array.data(),
                                           array.nbytes()));
            })
