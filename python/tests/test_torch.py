@@ -56,3 +56,18 @@ def test_fit_batch_is_the_largest_batch_under_the_budget(resnet18):
     with pytest.raises(snug.BudgetError) as caught:
         snug.torch.fit_batch(resnet18, make, budget="1MiB")
     assert caught.value.budget == 1 << 20
+
+
+def test_the_example_prints_its_table():
+    import os
+    import subprocess
+    import sys
+    from conftest import ROOT
+    script = os.path.join(ROOT, "examples", "python", "plan_batches.py")
+    result = subprocess.run([sys.executable, script, "--batches", "1,4",
+                             "--budget", "100MiB"], capture_output=True,
+                            text=True, check=True)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "resnet18: predicted device memory by batch (MiB)"
+    assert [line.split()[0] for line in lines[2:4]] == ["1", "4"]
+    assert lines[-1].startswith("largest batch within 100MiB: ")
