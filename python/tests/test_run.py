@@ -112,3 +112,18 @@ def test_dlpack_round_trip_with_torch_cpu_tensors():
         helper.make_opsetid("", 17)]), target="host")
     z = torch.from_dlpack(snug.Session(neg).run({"y": y})["z"])
     torch.testing.assert_close(z, -y)
+
+
+@pytest.mark.parametrize("target", ["host", "cuda"])
+def test_compile_gives_the_cli_bundle_byte_for_byte(snugc, tmp_path, target):
+    import subprocess
+    if target == "cuda" and snug._snug.default_target() != "cuda":
+        pytest.skip("built without NVRTC")
+    model = tmp_path / "mlp.onnx"
+    onnx.save(tiny_mlp(), model)
+    cli = tmp_path / "cli.snug"
+    subprocess.run([snugc, "compile", str(model), "--dim", "batch=3",
+                    f"--target={target}", "--memory-report=none", "-o",
+                    str(cli)], check=True, capture_output=True)
+    python = snug.compile(model, dims={"batch": 3}, target=target)
+    assert python.to_bytes() == cli.read_bytes()
