@@ -304,13 +304,18 @@ def load(path: Union[str, "os.PathLike[str]"]) -> Bundle:
     return Bundle(os.fspath(path))
 
 
-def _as_array(value: Any) -> np.ndarray:
+def _as_array(name: str, value: Any) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value
     if hasattr(value, "__dlpack__"):
         if hasattr(value, "detach"):  # torch: no autograd across DLPack
             value = value.detach()
-        return np.from_dlpack(value)
+        try:
+            return np.from_dlpack(value)
+        except (BufferError, RuntimeError, TypeError) as error:
+            raise BindingError(f"input '{name}' cannot be read on the host "
+                               f"through DLPack ({error}); give a CPU "
+                               "array", input=name) from None
     return np.asarray(value)
 
 
@@ -391,7 +396,7 @@ class Session:
     @staticmethod
     def _prepare(info: TensorInfo, value: Any) -> np.ndarray:
         given = isinstance(value, np.ndarray) or hasattr(value, "__dlpack__")
-        array = _as_array(value)
+        array = _as_array(info.name, value)
         if info.dtype is None:
             raise Error(f"input '{info.name}' is bf16, which numpy has no "
                         "type for")
