@@ -1,12 +1,14 @@
 # The README's two commands, as thin wrappers over tools/install-deps.sh,
 # CMake and ctest. `make test` also builds and runs the unit and lit tiers
-# under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+# under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/), then
+# installs the Python package into .venv (`pip install .`, built in
+# build-python/) and runs its pytest suite against build/'s snugc.
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan test test-asan demo zoo bench fuzz fuzz-mutants clean
+.PHONY: all deps build build-asan test test-asan test-python python demo zoo bench fuzz fuzz-mutants clean
 
 all: build
 
@@ -29,6 +31,18 @@ test-asan: build-asan
 test: test-asan build
 	@echo "== all test tiers =="
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory test-python
+
+# The Python package, from this checkout, into .venv (scikit-build-core and
+# nanobind from tools/requirements.txt, hence no build isolation).
+python: deps
+	@echo "== Python package: pip install . into .venv =="
+	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) .venv/bin/python -m pip install -q \
+	  --no-build-isolation --disable-pip-version-check .
+
+test-python: python build
+	@echo "== Python package tests (pytest) =="
+	@SNUG_TOOLS_DIR=$(CURDIR)/$(BUILD_DIR)/bin .venv/bin/python -m pytest -q python/tests
 
 demo: build
 	@tools/demo.sh $(BUILD_DIR)
@@ -46,4 +60,4 @@ fuzz-mutants: build
 	@bench/fuzz/mutants.sh $(BUILD_DIR)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-fuzz build-mutants
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-fuzz build-mutants build-python

@@ -39,6 +39,7 @@
 namespace snug {
 
 char UnsupportedOpsError::ID = 0;
+char InputBindingError::ID = 0;
 
 void UnsupportedOpsError::log(llvm::raw_ostream &os) const {
   // Group nodes by (op, domain, opset), in order of first appearance.
@@ -178,6 +179,14 @@ std::string Importer::describe(const onnx::NodeProto &node) const {
                                 : std::string("<unnamed>"))
           : node.name();
   return "node '" + name + "' (" + node.op_type() + ")";
+}
+
+llvm::Error Importer::bindingError(llvm::StringRef input, int64_t dimIndex,
+                                   llvm::StringRef symbol,
+                                   const llvm::Twine &message) const {
+  return llvm::make_error<InputBindingError>(path + ": error: " + message.str(),
+                                             input.str(), dimIndex,
+                                             symbol.str());
 }
 
 llvm::Error Importer::error(const onnx::NodeProto &node,
@@ -626,31 +635,31 @@ bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
       binding = &candidate;
   if (binding) {
     if (binding->dtype && *binding->dtype != *dtype)
-      return importer.error(subject + " has element type " +
+      return importer.bindingError(input.name(), -1, "", subject + " has element type " +
                             ir::getDTypeName(*dtype) + ", --input says " +
                             ir::getDTypeName(*binding->dtype));
     if (tensor.has_shape()) {
       const auto &dims = tensor.shape().dim();
       if (dims.size() != static_cast<int>(binding->dims.size()))
-        return importer.error(subject + " has rank " +
+        return importer.bindingError(input.name(), -1, "", subject + " has rank " +
                               llvm::Twine(dims.size()) + ", --input gives " +
                               llvm::Twine(binding->dims.size()) + " dims");
       for (int i = 0; i < dims.size(); ++i)
         if (dims[i].has_dim_value() && dims[i].dim_value() > 0 &&
             dims[i].dim_value() != binding->dims[i])
-          return importer.error(subject + " dim " + llvm::Twine(i) + " is " +
+          return importer.bindingError(input.name(), i, "", subject + " dim " + llvm::Twine(i) + " is " +
                                 llvm::Twine(dims[i].dim_value()) +
                                 ", --input says " +
                                 llvm::Twine(binding->dims[i]));
     }
     ir::TensorType type(*dtype, binding->dims);
     if (!getCheckedByteSize(type))
-      return importer.error(subject + ": --input shape " + type.str() +
+      return importer.bindingError(input.name(), -1, "", subject + ": --input shape " + type.str() +
                             " is too large");
     return type;
   }
   if (!tensor.has_shape())
-    return importer.error(subject + " has no shape; give one with --input " +
+    return importer.bindingError(input.name(), -1, "", subject + " has no shape; give one with --input " +
                           input.name() + ":DIMS");
   llvm::SmallVector<int64_t, 4> dims;
   for (int i = 0; i < tensor.shape().dim_size(); ++i) {
@@ -666,14 +675,14 @@ bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
     if (dim.has_dim_param() && !dim.dim_param().empty()) {
       auto bound = options.dims.find(dim.dim_param());
       if (bound == options.dims.end())
-        return importer.error(subject + " dim " + llvm::Twine(i) +
+        return importer.bindingError(input.name(), i, dim.dim_param(), subject + " dim " + llvm::Twine(i) +
                               " is symbolic ('" + dim.dim_param() +
                               "') and unbound: give --dim " + dim.dim_param() +
                               "=N or --input " + input.name() + ":DIMS");
       dims.push_back(bound->second);
       continue;
     }
-    return importer.error(subject + " dim " + llvm::Twine(i) +
+    return importer.bindingError(input.name(), i, "", subject + " dim " + llvm::Twine(i) +
                           " has no size: give --input " + input.name() +
                           ":DIMS");
   }
@@ -784,7 +793,7 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
       graphInputs.insert(input.name());
   for (const InputBinding &binding : options.inputs)
     if (!graphInputs.count(binding.name))
-      return importer.error("--input names '" + binding.name +
+      return importer.bindingError(binding.name, -1, "", "--input names '" + binding.name +
                             "', which is not a graph input of the model");
   llvm::StringSet<> symbols;
   for (const onnx::ValueInfoProto &input : graph.input())
@@ -793,7 +802,7 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
         symbols.insert(dim.dim_param());
   for (const auto &bound : options.dims)
     if (!symbols.count(bound.getKey()))
-      return importer.error("--dim names '" + bound.getKey() +
+      return importer.bindingError("", -1, bound.getKey(), "--dim names '" + bound.getKey() +
                             "', which is not a symbolic dim of the model's "
                             "inputs");
   for (const onnx::ValueInfoProto &input : graph.input()) {

@@ -144,6 +144,32 @@ private:
 /// The ONNX ops of the default domain the importer imports, sorted.
 std::vector<std::string> getImportedOnnxOps();
 
+/// The error for a graph input the bindings leave unsettled (a symbolic
+/// dim unbound, no shape) or contradict (dtype, rank, a dim), or a binding
+/// that names no graph input or symbol. Which input (or ""), which dim
+/// (index, or -1) and which symbol (or "") it is about.
+class InputBindingError : public llvm::ErrorInfo<InputBindingError> {
+public:
+  static char ID;
+  InputBindingError(std::string message, std::string input, int64_t dimIndex,
+                    std::string symbol)
+      : message(std::move(message)), input(std::move(input)),
+        dimIndex(dimIndex), symbol(std::move(symbol)) {}
+  void log(llvm::raw_ostream &os) const override { os << message; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+  const std::string &getInput() const { return input; }
+  int64_t getDimIndex() const { return dimIndex; }
+  const std::string &getSymbol() const { return symbol; }
+
+private:
+  std::string message;
+  std::string input;
+  int64_t dimIndex;
+  std::string symbol;
+};
+
 /// Reads the model at `path` and imports it into static IR. No pass runs:
 /// the module still holds the shape subgraphs the importer read
 /// (fold-constants removes them); compiler/Pipeline.h has the pipelines.

@@ -54,6 +54,12 @@ public:
 
   /// `path: error: message`.
   llvm::Error error(const llvm::Twine &message) const;
+  /// `path: error: message` as an InputBindingError: a graph input the
+  /// bindings leave unsettled or contradict (`input`, and `dimIndex` or
+  /// -1), or a binding naming nothing (`input` or `symbol`).
+  llvm::Error bindingError(llvm::StringRef input, int64_t dimIndex,
+                           llvm::StringRef symbol,
+                           const llvm::Twine &message) const;
   /// `path: error: node 'name' (Op): message`.
   llvm::Error error(const onnx::NodeProto &node,
                     const llvm::Twine &message) const;

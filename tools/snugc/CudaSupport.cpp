@@ -2,6 +2,7 @@
 #include "tools/snugc/CudaSupport.h"
 #include "tools/snugc/SnugcCommands.h"
 
+#include "compiler/Driver.h"
 #include "compiler/bundle/BundleWriter.h"
 #include "compiler/cuda/Nvrtc.h"
 #include "compiler/FileAccessLLVM.h"
@@ -124,13 +125,9 @@ emitForTarget(const ir::Module &module) {
   auto archs = parseArchs();
   if (!archs)
     return archs.takeError();
-  cuda::CudaOptions options;
-  options.archs = *archs;
-  auto program = cuda::emitCuda(module, computeWeightsLayout(module), options);
+  auto program = emitCudaProgram(module, *archs);
   if (!program)
-    return userError("cannot compile for CUDA: " +
-                     toString(program.takeError()) +
-                     " (--target=host builds a host-only bundle)");
+    return program.takeError();
   return llvm::Optional<cuda::CudaProgram>(std::move(*program));
 }
 

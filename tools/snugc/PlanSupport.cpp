@@ -4,6 +4,7 @@
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
 
+#include "compiler/Driver.h"
 #include "compiler/FusionReport.h"
 #include "compiler/MemoryReport.h"
 #include "compiler/PlanTimeline.h"
@@ -73,6 +74,12 @@ static cl::opt<std::string>
                  cl::desc("Write an HTML picture of the plan to this path"),
                  cl::value_desc("plan.html"), cl::init(""),
                  InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("Fail (exit 1) when the predicted peak (weights + arena + "
+             "runtime) is over SIZE: B, KiB, MiB, GiB, KB, MB, GB or bytes"),
+    cl::value_desc("SIZE"), cl::init(""), InPlanningCommands(),
+    cl::cat(getPlanCategory()));
 
 static llvm::Error userError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -93,16 +100,15 @@ llvm::Error checkPlanFlags() {
       reportFormat != "none")
     return userError("--memory-report must be pretty, json or none, not '" +
                      reportFormat + "'");
-  if (!llvm::isPowerOf2_64(alignment) || alignment > kMaxTensorBytes)
-    return userError("--alignment: '" + std::to_string(alignment) +
-                     "' is not a power of two of at most 1 PiB");
-  if (!std::isfinite(timeLimit) || timeLimit < 0) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", double(timeLimit));
-    return userError("--time-limit: '" + llvm::Twine(text) +
-                     "' is not a finite, non-negative number of seconds");
-  }
-  return parsePlannerStrategy(plannerName).takeError();
+  if (llvm::Error error = getMemoryBudget().takeError())
+    return error;
+  return checkPlanningOptions(getPlanningOptions());
+}
+
+llvm::Expected<uint64_t> getMemoryBudget() {
+  if (memoryBudget.getNumOccurrences() == 0)
+    return 0;
+  return parseByteSize(memoryBudget, "--memory-budget");
 }
 
 PlanningOptions getPlanningOptions() {
@@ -123,22 +129,8 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
   planningMs = 0;
   if (llvm::Error error = checkPlanFlags())
     return error;
-  if (module.getAttribute("arena"))
-    return llvm::Error::success(); // --passes planned it already
-  llvm::Expected<PlannerStrategy> strategy = parsePlannerStrategy(plannerName);
-  if (!strategy)
-    return strategy.takeError();
-  std::string pipeline = getPlanningPipeline(getPlanningOptions());
-  planPipeline = pipeline;
-  PassManager passManager(getPassManagerOptions());
-  if (llvm::Error error = passManager.addPipeline(pipeline))
-    return error;
-  if (llvm::Error error = passManager.run(module))
-    return error;
-  planningMs =
-      passManager.getStatistic("plan-memory", "planning-us").getValueOr(0) /
-      1000.0;
-  return llvm::Error::success();
+  return snug::planModule(module, getPlanningOptions(),
+                          getPassManagerOptions(), planningMs, planPipeline);
 }
 
 llvm::Error writeMemoryReport(const ir::Module &module,
@@ -154,12 +146,17 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   }
   if (printFusionGroups)
     printFusion(summarizeFusion(module), llvm::errs());
-  if (reportFormat == "none")
+  llvm::Expected<uint64_t> budget = getMemoryBudget();
+  if (!budget)
+    return budget.takeError();
+  if (reportFormat == "none" && !*budget)
     return llvm::Error::success();
   llvm::Expected<MemoryReport> report =
       buildMemoryReport(module, modelName, planningMs, deviceArenaBytes);
   if (!report)
     return report.takeError();
+  if (reportFormat == "none")
+    return checkMemoryBudget(*report, *budget);
   // `plan` prints only the report, so stdout; `compile` keeps stdout for its
   // product.
   std::string path = reportPath;
@@ -171,12 +168,13 @@ llvm::Error writeMemoryReport(const ir::Module &module,
     printMemoryReportJson(*report, os);
   else
     printMemoryReportPretty(*report, os);
-  if (path.empty()) {
+  if (path.empty())
     llvm::errs() << os.str();
-    return llvm::Error::success();
-  }
   // A file is written whole or not at all; stdout is checked too.
-  return writeOutputFile(path, os.str());
+  else if (llvm::Error error = writeOutputFile(path, os.str()))
+    return error;
+  // The report shows the peak first; then a peak over the budget fails.
+  return checkMemoryBudget(*report, *budget);
 }
 
 /// Every file the report flags write (not stdout or stderr).

@@ -3,8 +3,10 @@
 // What `snugc compile` and `snugc plan` share after import: the memory
 // planning flags (--planner, --alignment, --time-limit, --no-schedule,
 // --verify-plan), planning the module unless the user's --passes already did,
-// and writing the memory report (--memory-report, --memory-report-file) and
-// the plan picture (--timeline).
+// writing the memory report (--memory-report, --memory-report-file) and
+// the plan picture (--timeline), and checking the predicted peak against
+// --memory-budget (after the report is written). The work itself is
+// compiler/Driver.h's, shared with the Python package.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_TOOLS_SNUGC_PLANSUPPORT_H
@@ -25,6 +27,9 @@ namespace snugc {
 
 /// Checks the planning flags, so that a bad one fails before a slow import.
 llvm::Error checkPlanFlags();
+
+/// --memory-budget in bytes (0 when not given); an error names the flag.
+llvm::Expected<uint64_t> getMemoryBudget();
 
 /// Runs "schedule,plan-memory{...}" (the schedule pass unless --no-schedule)
 /// on a module that has no plan yet, planning the --target's scratch;

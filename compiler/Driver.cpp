@@ -1,0 +1,213 @@
+//===- Driver.cpp - Import, plan, report and bundle a model, as a library -===//
+#include "compiler/Driver.h"
+
+#include "compiler/cuda/Nvrtc.h"
+#include "passes/MemoryPlanner.h"
+#include "runtime/CheckedArithmetic.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace snug {
+
+char MemoryBudgetError::ID;
+
+static llvm::Error userError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 message.str());
+}
+
+llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text,
+                                       llvm::StringRef flag) {
+  auto fail = [&]() {
+    return userError(flag + ": '" + text +
+                     "' is not a byte size (digits, then optionally one of "
+                     "B, KiB, MiB, GiB, TiB, KB, MB, GB, TB with no space: "
+                     "20GiB, 6000000000)");
+  };
+  llvm::StringRef digits = text.take_while(llvm::isDigit);
+  llvm::StringRef unit = text.drop_front(digits.size());
+  if (digits.empty() || digits.size() > 19)
+    return fail();
+  static const std::pair<const char *, uint64_t> units[] = {
+      {"", 1},
+      {"B", 1},
+      {"KiB", uint64_t(1) << 10},
+      {"MiB", uint64_t(1) << 20},
+      {"GiB", uint64_t(1) << 30},
+      {"TiB", uint64_t(1) << 40},
+      {"KB", 1000},
+      {"MB", 1000 * 1000},
+      {"GB", 1000 * 1000 * 1000},
+      {"TB", uint64_t(1000) * 1000 * 1000 * 1000}};
+  for (const auto &[name, scale] : units) {
+    if (unit != name)
+      continue;
+    uint64_t value;
+    if (digits.getAsInteger(10, value))
+      return fail();
+    if (value > (uint64_t(1) << 63) / scale)
+      return userError(flag + ": '" + text + "' is more than 2^63 bytes");
+    return value * scale;
+  }
+  return fail();
+}
+
+llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
+  if (!llvm::isPowerOf2_64(planning.alignment) ||
+      planning.alignment > kMaxTensorBytes)
+    return userError("--alignment: '" + std::to_string(planning.alignment) +
+                     "' is not a power of two of at most 1 PiB");
+  if (!std::isfinite(planning.timeLimitSeconds) ||
+      planning.timeLimitSeconds < 0) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", planning.timeLimitSeconds);
+    return userError("--time-limit: '" + llvm::Twine(text) +
+                     "' is not a finite, non-negative number of seconds");
+  }
+  if (planning.target != "cuda" && planning.target != "host")
+    return userError("--target must be cuda or host, not '" +
+                     planning.target + "'");
+  if (planning.cublasWorkspaceBytes % 256)
+    return userError("--cublas-workspace must be a multiple of 256");
+  if (planning.cublasWorkspaceBytes > kMaxTensorBytes)
+    return userError("--cublas-workspace=" +
+                     std::to_string(planning.cublasWorkspaceBytes) +
+                     " is more than 1 PiB (" +
+                     std::to_string(kMaxTensorBytes) + " bytes)");
+  return parsePlannerStrategy(planning.planner).takeError();
+}
+
+llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
+                       const PassManagerOptions &passOptions,
+                       double &planningMs, std::string &pipeline) {
+  planningMs = 0;
+  pipeline.clear();
+  if (module.getAttribute("arena"))
+    return llvm::Error::success(); // the pipeline planned it already
+  llvm::Expected<PlannerStrategy> strategy =
+      parsePlannerStrategy(planning.planner);
+  if (!strategy)
+    return strategy.takeError();
+  pipeline = getPlanningPipeline(planning);
+  PassManager passManager(passOptions);
+  if (llvm::Error error = passManager.addPipeline(pipeline))
+    return error;
+  if (llvm::Error error = passManager.run(module))
+    return error;
+  planningMs =
+      passManager.getStatistic("plan-memory", "planning-us").getValueOr(0) /
+      1000.0;
+  return llvm::Error::success();
+}
+
+llvm::Expected<cuda::CudaProgram>
+emitCudaProgram(const ir::Module &module, llvm::ArrayRef<unsigned> archs) {
+  cuda::CudaOptions options;
+  options.archs = archs.vec();
+  auto program = cuda::emitCuda(module, computeWeightsLayout(module), options);
+  if (!program)
+    return userError("cannot compile for CUDA: " +
+                     toString(program.takeError()) +
+                     " (--target=host builds a host-only bundle)");
+  return program;
+}
+
+static std::string describeBytes(uint64_t bytes) {
+  return std::to_string(bytes) + " B (" +
+         llvm::formatv("{0:F2} MiB", double(bytes) / (1 << 20)).str() + ")";
+}
+
+void MemoryBudgetError::log(llvm::raw_ostream &os) const {
+  os << model << ": the predicted peak (weights + arena + runtime) of "
+     << describeBytes(getPeak()) << " is over the memory budget of "
+     << describeBytes(budget)
+     << " (there is no rematerialization yet to lower it); live at the "
+        "peak step "
+     << report.peakStep << ", with their producers:";
+  for (const LiveTensor &tensor : report.liveAtPeak)
+    os << "\n  " << llvm::format("%12llu", (unsigned long long)tensor.bytes)
+       << " B  " << llvm::format("%-20s", tensor.op.c_str()) << " "
+       << tensor.name;
+}
+
+llvm::Error checkMemoryBudget(const MemoryReport &report,
+                              uint64_t budgetBytes) {
+  if (!budgetBytes || report.predictedPeakBytes <= budgetBytes)
+    return llvm::Error::success();
+  return llvm::make_error<MemoryBudgetError>(report.model, budgetBytes,
+                                             report);
+}
+
+llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
+                                       llvm::StringRef modelName,
+                                       const DriverOptions &options) {
+  PlannedModel planned;
+  if (llvm::Error error = checkPlanningOptions(options.planning))
+    return error;
+  PassManager passManager(options.passes);
+  // A bad pipeline is reported before the (possibly slow) import.
+  if (llvm::Error error = passManager.addPipeline(
+          expandPipelineNames(options.pipeline, options.planning)))
+    return error;
+  auto module = importOnnxModel(path, options.import);
+  if (!module)
+    return module.takeError();
+  if (llvm::Error error = passManager.run(**module))
+    return error;
+  (*module)->eraseUnusedWeights();
+  planned.module = std::move(*module);
+  double planningMs = 0;
+  std::string planPipeline;
+  if (llvm::Error error = planModule(*planned.module, options.planning,
+                                     options.passes, planningMs, planPipeline))
+    return error;
+  planned.pipelineDescription =
+      expandPipelineNames(options.pipeline, options.planning);
+  if (!planPipeline.empty())
+    planned.pipelineDescription +=
+        (planned.pipelineDescription.empty() ? "" : ",") + planPipeline;
+  if (options.planning.target == "cuda") {
+    auto program = emitCudaProgram(*planned.module, options.archs);
+    if (!program)
+      return program.takeError();
+    planned.program = std::move(*program);
+  }
+  auto report = buildMemoryReport(
+      *planned.module, modelName, planningMs,
+      planned.program ? planned.program->plan.arenaBytes : 0);
+  if (!report)
+    return report.takeError();
+  planned.report = std::move(*report);
+  if (llvm::Error error =
+          checkMemoryBudget(planned.report, options.memoryBudgetBytes))
+    return error;
+  return planned;
+}
+
+llvm::Expected<std::vector<uint8_t>>
+serializePlannedModel(const PlannedModel &planned,
+                      llvm::ArrayRef<unsigned> archs,
+                      llvm::StringRef compilerVersion,
+                      const cuda::KernelCache &cache) {
+  BundleOptions options;
+  options.pipeline = planned.pipelineDescription;
+  options.compilerVersion = compilerVersion.str();
+  std::vector<bundle::KernelImage> images;
+  if (planned.program) {
+    auto compiled = cuda::compileCudaProgram(*planned.program, archs, cache);
+    if (!compiled)
+      return compiled.takeError();
+    images = std::move(*compiled);
+    options.devicePlan = &planned.program->plan;
+    options.kernelImages = &images;
+  }
+  return serializeBundle(*planned.module, options);
+}
+
+} // namespace snug

@@ -1,0 +1,141 @@
+//===- Driver.h - Import, plan, report and bundle a model, as a library -*- C++ -*-===//
+//
+// What `snugc plan` and `snugc compile` do after reading their flags, as
+// functions that take options instead of flags, so that snugc and the
+// Python package (python/) run one implementation:
+//   import + pipeline  importAndRunPipeline (compiler/Pipeline.h) with the
+//                      caller's pass-manager options
+//   plan               planModule: schedule,plan-memory,verify-plan unless
+//                      the pipeline planned already
+//   emit               emitCudaProgram for the CUDA target
+//   report             buildMemoryReport (compiler/MemoryReport.h)
+//   budget             checkMemoryBudget: the predicted peak against
+//                      --memory-budget, a MemoryBudgetError naming the
+//                      budget, the peak and what is live there
+//   bundle             serializeBundle (compiler/bundle/BundleWriter.h)
+// planModel composes them for a model file. snugc interleaves its own
+// checks (outputs that overwrite inputs, the report's destination) between
+// the steps, so it calls them one by one.
+//
+// There is no rematerialization yet, so the budget is only checked, never
+// met by recomputing values.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_DRIVER_H
+#define SNUG_COMPILER_DRIVER_H
+
+#include "compiler/MemoryReport.h"
+#include "compiler/cuda/KernelCache.h"
+#include "compiler/Pipeline.h"
+#include "compiler/bundle/BundleWriter.h"
+#include "compiler/cuda/CudaEmitter.h"
+#include "compiler/onnx/OnnxImporter.h"
+#include "passes/PassManager.h"
+
+#include "llvm/ADT/Optional.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace snug {
+
+/// Parses a byte size for `flag` ("--memory-budget"): a plain byte count or
+/// a number with one of B, KiB, MiB, GiB, TiB (powers of 1024) or KB, MB,
+/// GB, TB (powers of 1000) right after it. Digits only (an optional
+/// fraction before a unit: "1.5GiB"), no sign, exponent or space; a result
+/// over 2^63 is an error. Errors name the flag and the text.
+llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text,
+                                       llvm::StringRef flag);
+
+/// Checks planning options the way snugc checks its flags (named as the
+/// flags): a known planner, a power-of-two alignment of at most 1 PiB, a
+/// finite non-negative time limit, target cuda or host, a cuBLAS workspace
+/// cap that is a multiple of 256 of at most 1 PiB.
+llvm::Error checkPlanningOptions(const PlanningOptions &planning);
+
+/// Runs the planning pipeline (compiler/Pipeline.h) on a module that has no
+/// plan yet; a module the pipeline already planned is left alone (pipeline
+/// set to ""). Sets `planningMs` to the planner's time and `pipeline` to
+/// what ran.
+llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
+                       const PassManagerOptions &passOptions,
+                       double &planningMs, std::string &pipeline);
+
+/// The CUDA translation unit and device plan of a planned module for
+/// `archs` (sm numbers). Fails naming the node the backend cannot emit.
+llvm::Expected<cuda::CudaProgram>
+emitCudaProgram(const ir::Module &module, llvm::ArrayRef<unsigned> archs);
+
+/// A predicted peak over the memory budget: the budget, the peak reached
+/// (with no rematerialization, the planned peak is the smallest) and the
+/// tensors live at the peak step with their producers.
+class MemoryBudgetError : public llvm::ErrorInfo<MemoryBudgetError> {
+public:
+  static char ID;
+  MemoryBudgetError(std::string model, uint64_t budget, MemoryReport report)
+      : model(std::move(model)), budget(budget), report(std::move(report)) {}
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+  uint64_t getBudget() const { return budget; }
+  uint64_t getPeak() const { return report.predictedPeakBytes; }
+  const MemoryReport &getReport() const { return report; }
+
+private:
+  std::string model;
+  uint64_t budget;
+  MemoryReport report;
+};
+
+/// Success when `budgetBytes` is 0 (no budget) or the report's predicted
+/// peak (weights + arena + runtime) fits in it; a MemoryBudgetError
+/// otherwise.
+llvm::Error checkMemoryBudget(const MemoryReport &report,
+                              uint64_t budgetBytes);
+
+/// Everything planModel takes besides the model.
+struct DriverOptions {
+  ImportOptions import;
+  /// The pipeline after import (names of compiler/Pipeline.h expand).
+  std::string pipeline = getDefaultImportPipeline().str();
+  PassManagerOptions passes;
+  PlanningOptions planning;
+  /// SM architectures for the CUDA target (planning.target == "cuda").
+  std::vector<unsigned> archs = {80, 90};
+  /// 0: none.
+  uint64_t memoryBudgetBytes = 0;
+};
+
+/// A planned model and what was computed from it.
+struct PlannedModel {
+  std::unique_ptr<ir::Module> module;
+  MemoryReport report;
+  /// The CUDA program for the CUDA target.
+  llvm::Optional<cuda::CudaProgram> program;
+  /// Every pipeline that ran, for the bundle's manifest.
+  std::string pipelineDescription;
+};
+
+/// Imports `path`, runs the pipeline, plans, emits CUDA for the CUDA
+/// target and builds the report headed `modelName`, then checks the budget
+/// (a MemoryBudgetError carries the report).
+llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
+                                       llvm::StringRef modelName,
+                                       const DriverOptions &options);
+
+/// The bundle bytes of a planned model: NVRTC compiles the CUDA program
+/// for `archs` first when there is one, taking the images `cache` holds
+/// (compiler/cuda/KernelCache.h; the default directory unless told).
+llvm::Expected<std::vector<uint8_t>>
+serializePlannedModel(const PlannedModel &planned,
+                      llvm::ArrayRef<unsigned> archs,
+                      llvm::StringRef compilerVersion,
+                      const cuda::KernelCache &cache = cuda::KernelCache(
+                          cuda::KernelCache::getDefaultDirectory()));
+
+} // namespace snug
+
+#endif // SNUG_COMPILER_DRIVER_H

@@ -1,0 +1,122 @@
+"""The memory report as Python data: the fields of `snugc plan
+--memory-report=json`, one for one (compiler/MemoryReport.cpp writes the
+JSON this is read from), and the CLI's table as its repr."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List
+
+
+@dataclass(frozen=True)
+class LiveTensor:
+    """A value live at the peak step: its name(s), producer op and bytes."""
+    name: str
+    op: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class UnsupportedOp:
+    """One node of an op snug does not import."""
+    op_type: str
+    domain: str
+    opset: int
+    node: str
+
+
+@dataclass(frozen=True)
+class FusionSummary:
+    """What the fuse pass did: fused groups and the nodes in them, kernels
+    launched with every group run node by node and as planned, and the bytes
+    of the intermediates kept in registers."""
+    groups: int
+    nodes_fused: int
+    kernels_before: int
+    kernels_after: int
+    intermediate_bytes_removed: int
+
+
+@dataclass(eq=True)
+class MemoryReport:
+    """What a planned model needs on the device, as `snugc plan` reports it.
+
+    predicted_peak_bytes = weights_bytes + arena_bytes + runtime_bytes;
+    io_bytes and workspace_bytes lie inside the arena. The cost fields are
+    the cost model's estimates (README, *The memory report*)."""
+    model: str
+    weights_bytes: int
+    arena_bytes: int
+    lower_bound_bytes: int
+    lower_bound_unshared_bytes: int
+    no_reuse_bytes: int
+    workspace_bytes: int
+    scratch_buffers: int
+    device_arena_bytes: int
+    io_bytes: int
+    runtime_bytes: int
+    predicted_peak_bytes: int
+    alignment: int
+    peak_step: int
+    live_at_peak: List[LiveTensor]
+    planner: str
+    # The planner's wall time: left out of ==, as it varies run to run.
+    planning_ms: float = field(compare=False)
+    nodes: int
+    flops: int
+    macs: int
+    flops_by_dtype: Dict[str, int]
+    bytes_read: int
+    bytes_written: int
+    bytes_moved: int
+    arithmetic_intensity: float
+    roofline_device: str
+    roofline_estimate_us: float
+    roofline_compute_bound_nodes: int
+    roofline_memory_bound_nodes: int
+    fusion: FusionSummary
+    _pretty: str = field(default="", repr=False, compare=False)
+    _planned: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def _from_json(cls, text: str, pretty: str = "",
+                   planned: Any = None) -> "MemoryReport":
+        data = json.loads(text)
+        names = {f.name for f in dataclasses.fields(cls)
+                 if not f.name.startswith("_")}
+        if set(data) != names:
+            raise AssertionError(
+                "the native report's fields differ from MemoryReport's: "
+                f"{sorted(set(data) ^ names)}")
+        data["live_at_peak"] = [LiveTensor(**t) for t in data["live_at_peak"]]
+        data["fusion"] = FusionSummary(**data["fusion"])
+        return cls(**data, _pretty=pretty, _planned=planned)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The report as the CLI's JSON object (live_at_peak as dicts)."""
+        def plain(name):
+            value = getattr(self, name)
+            if name == "live_at_peak":
+                return [dataclasses.asdict(t) for t in value]
+            if name == "fusion":
+                return dataclasses.asdict(value)
+            return value
+        return {f.name: plain(f.name)
+                for f in dataclasses.fields(self) if not f.name.startswith("_")}
+
+    def timeline_html(self) -> str:
+        """A self-contained HTML page drawing the arena as address against
+        time (what `snugc plan --timeline=plan.html` writes)."""
+        if self._planned is None:
+            from ._errors import Error
+            raise Error("this report has no planned model to draw")
+        return self._planned.timeline_html()
+
+    def __repr__(self) -> str:
+        if self._pretty:
+            return self._pretty.rstrip("\n")
+        return (f"MemoryReport(model={self.model!r}, "
+                f"predicted_peak_bytes={self.predicted_peak_bytes})")
+
+    __str__ = __repr__

@@ -1,0 +1,141 @@
+"""Every error class, raised for its bad input, with its fields set."""
+import os
+
+import numpy as np
+import pytest
+
+import snug
+from models import huge_relu, tiny_mlp, unsupported_ops
+
+
+def test_every_error_is_a_snug_error():
+    for cls in (snug.UnsupportedOpError, snug.BindingError, snug.BudgetError,
+                snug.OutOfMemoryError, snug.BundleError, snug.DeviceError):
+        assert issubclass(cls, snug.Error)
+
+
+def test_unsupported_op_error_lists_every_op_and_node():
+    with pytest.raises(snug.UnsupportedOpError) as caught:
+        snug.plan(unsupported_ops())
+    error = caught.value
+    assert [(op.op_type, op.domain, op.node) for op in error.ops] == [
+        ("Det", "ai.onnx", "det_node"), ("Frobnicate", "com.example", "custom_node")]
+    assert error.op_types == ["Det", "Frobnicate"]
+    assert error.nodes == ["det_node", "custom_node"]
+    assert error.ops[0].opset == 17
+    assert "Det" in str(error) and "custom_node" in str(error)
+
+
+def test_binding_error_names_the_input_and_dim():
+    with pytest.raises(snug.BindingError) as caught:
+        snug.plan(tiny_mlp())  # batch is unbound
+    assert (caught.value.input, caught.value.dim, caught.value.symbol) == \
+        ("x", 0, "batch")
+    assert "give --dim batch=N" in str(caught.value)
+    with pytest.raises(snug.BindingError) as caught:
+        snug.plan(tiny_mlp(), dims={"batch": 1, "seq": 4})
+    assert (caught.value.input, caught.value.symbol) == (None, "seq")
+    with pytest.raises(snug.BindingError) as caught:
+        snug.plan(tiny_mlp(), inputs={"x": (2, 63)})
+    assert (caught.value.input, caught.value.dim) == ("x", 1)
+    with pytest.raises(snug.BindingError) as caught:
+        snug.plan(tiny_mlp(), inputs={"nope": (2, 64)}, dims={"batch": 2})
+    assert caught.value.input == "nope"
+
+
+def test_binding_error_from_a_session():
+    session = snug.Session(snug.compile(tiny_mlp(), dims={"batch": 2},
+                                        target="host"))
+    with pytest.raises(snug.BindingError) as caught:
+        session.run({})
+    assert caught.value.input == "x"
+    with pytest.raises(snug.BindingError) as caught:
+        session.run({"x": np.zeros((2, 65), np.float32)})
+    assert (caught.value.input, caught.value.dim) == ("x", 1)
+    with pytest.raises(snug.BindingError) as caught:
+        session.run({"x": np.zeros((2, 64), np.float64)})
+    assert caught.value.input == "x"
+    with pytest.raises(snug.BindingError) as caught:
+        session.run({"x": np.zeros((2, 64), np.float32), "extra": 1})
+    assert caught.value.input == "extra"
+
+
+def test_budget_error_has_budget_peak_and_what_is_live():
+    report = snug.plan(tiny_mlp(), dims={"batch": 8})
+    budget = report.predicted_peak_bytes - 1
+    with pytest.raises(snug.BudgetError) as caught:
+        snug.plan(tiny_mlp(), dims={"batch": 8}, memory_budget=budget)
+    error = caught.value
+    assert error.budget == budget
+    assert error.peak == report.predicted_peak_bytes
+    assert error.live_at_peak == report.live_at_peak
+    assert error.live_at_peak[0].op and error.live_at_peak[0].bytes > 0
+    assert error.report == report
+    assert f"over the memory budget of {budget} B" in str(error)
+    with pytest.raises(snug.BudgetError) as caught:
+        snug.compile(tiny_mlp(), dims={"batch": 8}, memory_budget="1KiB",
+                     target="host")
+    assert caught.value.budget == 1024
+
+
+def test_out_of_memory_error_has_required_free_and_parts():
+    # 2 TiB of arena (input and output of 1 TiB each) is more than any
+    # host here can allocate: the session fails before running.
+    batch = 1 << 18
+    bundle = snug.compile(huge_relu(batch), dims={"batch": batch},
+                          target="host")
+    assert bundle.sizes.arena >= 2 << 40
+    with pytest.raises(snug.OutOfMemoryError) as caught:
+        snug.Session(bundle)
+    error = caught.value
+    assert error.required == bundle.sizes.arena
+    assert error.free is None
+    assert error.parts == [("arena", bundle.sizes.arena)]
+    assert isinstance(error, MemoryError)
+
+
+def test_bundle_error_names_the_file(tmp_path):
+    with pytest.raises(snug.BundleError) as caught:
+        snug.load(tmp_path / "missing.snug")
+    assert caught.value.path == str(tmp_path / "missing.snug")
+    assert caught.value.status == "io"
+    path = tmp_path / "mlp.snug"
+    snug.compile(tiny_mlp(), path, dims={"batch": 1}, target="host")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    corrupt = tmp_path / "corrupt.snug"
+    corrupt.write_bytes(bytes(data))
+    with pytest.raises(snug.BundleError) as caught:
+        snug.load(corrupt)
+    assert caught.value.status == "invalid bundle"
+    assert str(corrupt) in str(caught.value)
+    truncated = tmp_path / "truncated.snug"
+    truncated.write_bytes(bytes(data[:100]))
+    with pytest.raises(snug.BundleError):
+        snug.load(truncated)
+
+
+def test_cuda_session_without_a_device_is_a_clean_error():
+    if snug._snug.default_target() != "cuda":
+        pytest.skip("built without NVRTC")
+    bundle = snug.compile(tiny_mlp(), dims={"batch": 1}, target="cuda")
+    try:
+        session = snug.Session(bundle, device="cuda")
+    except snug.DeviceError as error:
+        assert "CUDA" in str(error) or "cuda" in str(error)
+        return
+    # A machine with a GPU: the session runs like the host one.
+    x = np.ones((1, 64), np.float32)
+    np.testing.assert_allclose(session.run({"x": x})["y"],
+                               snug.Session(bundle).run({"x": x})["y"],
+                               rtol=1e-3, atol=1e-4)
+
+
+def test_other_failures_are_snug_errors(tmp_path):
+    with pytest.raises(snug.Error, match="device must be"):
+        snug.Session(snug.compile(tiny_mlp(), dims={"batch": 1},
+                                  target="host"), device="tpu")
+    with pytest.raises(snug.Error):
+        snug.plan(b"not an onnx model")
+    with pytest.raises(snug.Error):
+        snug.plan(os.path.join(str(tmp_path), "missing.onnx"))

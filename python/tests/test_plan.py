@@ -1,0 +1,95 @@
+"""snug.plan equals snugc plan's JSON report, field by field, on every zoo
+model; the model as a path, bytes or ModelProto; the options."""
+import os
+
+import onnx
+import pytest
+
+import snug
+from conftest import ZOO, cli_report, zoo_dims, zoo_model
+from models import tiny_mlp
+
+# The planner's own time differs run to run; every other field must not.
+TIMED = {"planning_ms"}
+
+
+def same_fields(python, cli):
+    python = python.to_dict()
+    assert set(python) == set(cli)
+    for key in cli:
+        if key not in TIMED:
+            assert python[key] == cli[key], key
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_zoo_plan_equals_cli(name, snugc):
+    directory = zoo_model(name)
+    model = os.path.join(directory, "model.onnx")
+    dims, flags = zoo_dims(directory)
+    same_fields(snug.plan(model, dims=dims), cli_report(snugc, model, *flags))
+
+
+def test_options_mirror_the_cli(snugc, tmp_path):
+    directory = zoo_model("squeezenet1_1-opset17")
+    model = os.path.join(directory, "model.onnx")
+    report = snug.plan(model, dims={"batch": 2}, planner="none",
+                       alignment=64, target="host", schedule=False)
+    same_fields(report, cli_report(snugc, model, "--dim", "batch=2",
+                                   "--planner=none", "--alignment=64",
+                                   "--target=host", "--no-schedule"))
+    assert report.planner == "none" and report.alignment == 64
+    assert report.workspace_bytes == 0
+
+
+def test_model_as_path_bytes_or_proto(tmp_path):
+    proto = tiny_mlp()
+    path = tmp_path / "mlp.onnx"
+    onnx.save(proto, path)
+    from_path = snug.plan(path, dims={"batch": 4})
+    from_bytes = snug.plan(proto.SerializeToString(), dims={"batch": 4},
+                           name="mlp.onnx")
+    from_proto = snug.plan(proto, dims={"batch": 4}, name="mlp.onnx")
+    assert from_path == from_bytes == from_proto
+    assert from_path.model == "mlp.onnx"
+    assert snug.plan(proto, inputs={"x": (4, 64)}, name="mlp.onnx") == from_path
+
+
+def test_report_fields_repr_and_timeline():
+    report = snug.plan(tiny_mlp(), dims={"batch": 4})
+    assert report.predicted_peak_bytes == (report.weights_bytes +
+                                           report.arena_bytes +
+                                           report.runtime_bytes)
+    assert report.live_at_peak and all(isinstance(t, snug.LiveTensor)
+                                       for t in report.live_at_peak)
+    assert report.live_at_peak[0].op in ("MatMul", "Add", "Relu", "Gemm")
+    text = repr(report)
+    assert text.startswith("memory report: model.onnx (")
+    assert "predicted peak" in text and "peak at step" in text
+    html = report.timeline_html()
+    assert html.lstrip().lower().startswith("<!doctype html")
+
+
+def test_unknown_option_is_a_type_error():
+    with pytest.raises(TypeError, match="unknown option 'planer'"):
+        snug.plan(tiny_mlp(), dims={"batch": 1}, planer="best")
+
+
+def test_bad_option_values_are_errors_naming_the_flag():
+    with pytest.raises(snug.Error, match="--alignment: '3'"):
+        snug.plan(tiny_mlp(), dims={"batch": 1}, alignment=3)
+    with pytest.raises(snug.Error, match="--target must be cuda or host"):
+        snug.plan(tiny_mlp(), dims={"batch": 1}, target="tpu")
+    with pytest.raises(snug.Error, match="planner"):
+        snug.plan(tiny_mlp(), dims={"batch": 1}, planner="magic")
+    for text in ["6 GB", "-1", "1e3", "abc", ""]:
+        with pytest.raises(snug.Error, match="memory_budget: '.*' is not a byte size"):
+            snug.plan(tiny_mlp(), dims={"batch": 1}, memory_budget=text)
+
+
+def test_memory_budget_that_fits():
+    report = snug.plan(tiny_mlp(), dims={"batch": 4})
+    again = snug.plan(tiny_mlp(), dims={"batch": 4},
+                      memory_budget=report.predicted_peak_bytes)
+    assert again == report
+    assert snug.parse_size("20GiB") == 20 << 30
+    assert snug.parse_size("3MB") == 3_000_000
