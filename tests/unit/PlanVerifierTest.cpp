@@ -111,6 +111,28 @@ TEST(Sha256Test, StandardVectors) {
     hasher.update(reinterpret_cast<const uint8_t *>(text.data()) + at,
                   std::min<size_t>(7, text.size() - at));
   EXPECT_EQ(hex(hasher.finish()), hex(sha(text)));
+  // FIPS 180-4's long message: a million 'a's.
+  std::string million(1000000, 'a');
+  EXPECT_EQ(hex(sha(million)),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+// The SHA-extension path (where the CPU has it) and the portable code give
+// the same digest for every length around the block and padding edges and
+// for pseudo-random bytes.
+TEST(Sha256Test, AcceleratedPathMatchesThePortableOne) {
+  std::vector<uint8_t> bytes(70000);
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  for (uint8_t &byte : bytes) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    byte = uint8_t(x >> 24);
+  }
+  for (size_t size : {0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 1000, 4096,
+                      65537, 70000})
+    EXPECT_EQ(hex(Sha256::of(bytes.data(), size)),
+              hex(Sha256::portableOf(bytes.data(), size)))
+        << size << " bytes; SHA extensions "
+        << (Sha256::usesShaExtensions() ? "used" : "absent");
 }
 
 TEST(PlanVerifierTest, DigestIsSha256OfTheFile) {
