@@ -755,6 +755,24 @@ static llvm::Expected<ResultTypes> inferRange(const ShapeQuery &query) {
     if (i >= query.operandData.size() || !query.operandData[i])
       return shapeError("start, limit and delta must be weights with data");
   const TensorType &type = *query.operands[0];
+  // ONNX's Range takes three scalars of one type; each is read as that
+  // type, so a mismatched one would be read past its bytes.
+  for (unsigned i = 0; i < 3; ++i)
+    if (query.operands[i]->getDType() != type.getDType() ||
+        query.operands[i]->getNumElements() != 1)
+      return shapeError("start, limit and delta must be scalars of one type, "
+                        "got " + query.operands[0]->str() + ", " +
+                        query.operands[1]->str() + " and " +
+                        query.operands[2]->str());
+  if (type.getDType() != DType::F32 && type.getDType() != DType::F64 &&
+      type.getDType() != DType::I32 && type.getDType() != DType::I64)
+    return shapeError("Range takes f32, f64, i32 or i64, not " +
+                      ir::getDTypeName(type.getDType()));
+  for (unsigned i = 0; i < 3; ++i)
+    if (query.operandData[i]->size() < ir::getDTypeSize(type.getDType()))
+      return shapeError("operand " + llvm::Twine(i) + " holds " +
+                        llvm::Twine(query.operandData[i]->size()) +
+                        " bytes, less than one element");
   auto read = [&](unsigned index) -> double {
     llvm::ArrayRef<uint8_t> bytes = *query.operandData[index];
     switch (type.getDType()) {
@@ -782,9 +800,6 @@ static llvm::Expected<ResultTypes> inferRange(const ShapeQuery &query) {
       return 0;
     }
   };
-  if (query.operands[0]->getNumElements() != 1 ||
-      query.operands[2]->getNumElements() != 1)
-    return shapeError("start and delta must be scalars");
   double start = read(0), limit = read(1), delta = read(2);
   if (delta == 0)
     return shapeError("delta is zero");
