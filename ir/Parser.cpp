@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Parser.h"
+#include "runtime/CheckedArithmetic.h"
 #include "ir/Float16.h"
 #include "ir/OpInfo.h"
 
@@ -450,13 +451,12 @@ bool Parser::parseType(TensorType &type) {
   if (expect(TokenKind::RBracket, "to close the dimensions"))
     return true;
   type = TensorType(*dtype, dims);
-  // Keep byte sizes representable: reject types whose size overflows.
-  uint64_t elements = 1;
-  for (int64_t dim : dims)
-    if (dim != 0 && elements > (uint64_t(1) << 56) / uint64_t(dim))
-      return emitError("tensor type " + type.str() + " is too large");
-    else
-      elements *= uint64_t(dim);
+  // Keep byte sizes representable: reject types whose element count
+  // overflows 2^56, by the runtime's rule (runtime/CheckedArithmetic.h): a
+  // zero dim makes the count 0 whatever the other dims are, so every type
+  // the shape functions can give reads back.
+  if (!checkedElementCount(dims.data(), dims.size(), uint64_t(1) << 56))
+    return emitError("tensor type " + type.str() + " is too large");
   return false;
 }
 
