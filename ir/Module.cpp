@@ -316,6 +316,13 @@ void Module::replaceAllUsesWith(Value *from, Value *to) {
   outputSet.insert(to);
 }
 
+void Module::replaceValue(Value *from, Value *to) {
+  std::string name = from->getName().str();
+  replaceAllUsesWith(from, to);
+  from->setName("");
+  to->setName(name);
+}
+
 const Attribute *Module::getAttribute(llvm::StringRef attrName) const {
   auto it = attributes.find(attrName.str());
   return it == attributes.end() ? nullptr : &it->second;

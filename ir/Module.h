@@ -281,6 +281,9 @@ public:
 
   /// Points every use of `from` (operands and graph outputs) at `to`.
   void replaceAllUsesWith(Value *from, Value *to);
+  /// As replaceAllUsesWith, and `to` takes `from`'s name (a rewrite's new
+  /// value stands for the old one: graph output names and messages keep it).
+  void replaceValue(Value *from, Value *to);
 
   const AttributeMap &getAttributes() const { return attributes; }
   const Attribute *getAttribute(llvm::StringRef attrName) const;

@@ -38,21 +38,6 @@ namespace {
 using ir::OpCode;
 using ir::Value;
 
-/// An f32 weight's values when it has `count` of them.
-bool readF32(const ir::Module &module, const Value *value, int64_t count,
-             std::vector<float> &into) {
-  if (!value || !value->isWeight() || value->isWeightElided() ||
-      value->getType().getDType() != ir::DType::F32 ||
-      value->getType().getNumElements() != count)
-    return false;
-  llvm::ArrayRef<uint8_t> data = module.getWeightData(value);
-  if (data.size() != size_t(count) * sizeof(float))
-    return false;
-  into.resize(size_t(count));
-  std::memcpy(into.data(), data.data(), data.size());
-  return true;
-}
-
 llvm::ArrayRef<uint8_t> bytesOf(const std::vector<float> &values) {
   return llvm::ArrayRef<uint8_t>(
       reinterpret_cast<const uint8_t *>(values.data()),
@@ -90,14 +75,14 @@ static bool tryFold(ir::Module &module, ir::Node &norm,
   int64_t perChannel = weightType.getNumElements() / channels;
   std::vector<float> weight, bias(size_t(channels), 0.0f), scale, beta, mean,
       var;
-  if (!readF32(module, conv->getOperand(1), weightType.getNumElements(),
+  if (!readF32Weight(module, conv->getOperand(1), weightType.getNumElements(),
                weight) ||
       (conv->getNumOperands() > 2 && conv->getOperand(2) &&
-       !readF32(module, conv->getOperand(2), channels, bias)) ||
-      !readF32(module, norm.getOperand(1), channels, scale) ||
-      !readF32(module, norm.getOperand(2), channels, beta) ||
-      !readF32(module, norm.getOperand(3), channels, mean) ||
-      !readF32(module, norm.getOperand(4), channels, var))
+       !readF32Weight(module, conv->getOperand(2), channels, bias)) ||
+      !readF32Weight(module, norm.getOperand(1), channels, scale) ||
+      !readF32Weight(module, norm.getOperand(2), channels, beta) ||
+      !readF32Weight(module, norm.getOperand(3), channels, mean) ||
+      !readF32Weight(module, norm.getOperand(4), channels, var))
     return false;
   const ir::Attribute *epsilonAttr = norm.getAttribute("epsilon");
   double epsilon =
@@ -130,11 +115,7 @@ static bool tryFold(ir::Module &module, ir::Node &norm,
   conv->setOperands({conv->getOperand(0), w, b});
   // The Conv now computes the BatchNormalization's result: its readers and
   // its name move over.
-  Value *result = norm.getResult(0);
-  std::string name = result->getName().str();
-  module.replaceAllUsesWith(result, convResult);
-  result->setName("");
-  convResult->setName(name);
+  module.replaceValue(norm.getResult(0), convResult);
   return true;
 }
 

@@ -279,12 +279,8 @@ ir::Node *buildFusedNode(ir::Module &module, Group &group,
   for (const ir::Value *output : outputs)
     yield.push_back(inner.lookup(output));
   body.setYield(yield);
-  for (unsigned i = 0; i < outputs.size(); ++i) {
-    std::string name = outputs[i]->getName().str();
-    module.replaceAllUsesWith(outputs[i], fused->getResult(i));
-    outputs[i]->setName("");
-    fused->getResult(i)->setName(name);
-  }
+  for (unsigned i = 0; i < outputs.size(); ++i)
+    module.replaceValue(outputs[i], fused->getResult(i));
   return fused;
 }
 

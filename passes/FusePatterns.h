@@ -9,10 +9,30 @@
 #ifndef SNUG_PASSES_FUSEPATTERNS_H
 #define SNUG_PASSES_FUSEPATTERNS_H
 
+#include "ir/Module.h"
+
+#include <cstring>
+#include <vector>
+
 namespace snug {
-namespace ir {
-class Module;
-} // namespace ir
+
+/// The values of an f32 weight that holds `count` of them (false for
+/// anything else: a graph input, an elided weight, another type or size):
+/// how the patterns read the constants they fold.
+inline bool readF32Weight(const ir::Module &module, const ir::Value *value,
+                          int64_t count, std::vector<float> &into) {
+  if (!value || !value->isWeight() || value->isWeightElided() ||
+      value->getType().getDType() != ir::DType::F32 ||
+      value->getType().getNumElements() != count)
+    return false;
+  llvm::ArrayRef<uint8_t> data = module.getWeightData(value);
+  if (data.size() != size_t(count) * sizeof(float))
+    return false;
+  into.resize(size_t(count));
+  if (count)
+    std::memcpy(into.data(), data.data(), data.size());
+  return true;
+}
 
 /// ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul (, Add) over the
 /// trailing dims -> LayerNormalization (LayerNormPattern.cpp). Returns how

@@ -59,16 +59,10 @@ Value *otherOperand(const ir::Node &node, const Value *known) {
 
 /// The value of a one-element f32 weight.
 llvm::Optional<float> scalarWeight(const ir::Module &module, const Value *value) {
-  if (!value || !value->isWeight() || value->isWeightElided() ||
-      value->getType().getDType() != ir::DType::F32 ||
-      value->getType().getNumElements() != 1)
+  std::vector<float> values;
+  if (!readF32Weight(module, value, 1, values))
     return llvm::None;
-  llvm::ArrayRef<uint8_t> data = module.getWeightData(value);
-  if (data.size() != sizeof(float))
-    return llvm::None;
-  float result;
-  std::memcpy(&result, data.data(), sizeof result);
-  return result;
+  return values[0];
 }
 
 /// The first normalized axis when `node` is a ReduceMean with keepdims over
@@ -220,12 +214,8 @@ unsigned rewriteDecomposedLayerNorms(ir::Module &module) {
         index, OpCode::LayerNormalization, operands,
         {last->getResult(0)->getType()}, std::move(attributes));
     norm->setName(last->getName());
-    Value *result = last->getResult(0);
-    std::string name = result->getName().str();
-    module.replaceAllUsesWith(result, norm->getResult(0));
-    replaced[result] = norm->getResult(0);
-    result->setName("");
-    norm->getResult(0)->setName(name);
+    module.replaceValue(last->getResult(0), norm->getResult(0));
+    replaced[last->getResult(0)] = norm->getResult(0);
   }
   module.eraseNodesIf(
       [&](const ir::Node &node) { return matched.count(&node) != 0; });
