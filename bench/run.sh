@@ -29,6 +29,10 @@ echo "## Cost per zoo model (cost model counts, H200 roofline estimate)"
 echo
 $python bench/cost/run.py --build "$build" | tee bench/results/cost.md
 echo
+echo "## Rematerialization frontier per zoo model"
+echo
+$python bench/remat/run.py --build "$build" | tee bench/results/remat.md
+echo
 echo "## Compile time"
 echo
 $python bench/compile/run.py --build "$build" | tee bench/results/compile.md

@@ -85,7 +85,8 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
 
 llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
                        const PassManagerOptions &passOptions,
-                       double &planningMs, std::string &pipeline) {
+                       double &planningMs, std::string &pipeline,
+                       uint64_t memoryBudgetBytes) {
   planningMs = 0;
   pipeline.clear();
   if (module.getAttribute("arena"))
@@ -94,7 +95,14 @@ llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
       parsePlannerStrategy(planning.planner);
   if (!strategy)
     return strategy.takeError();
-  pipeline = getPlanningPipeline(planning);
+  // The arena gets what the weights leave of the budget (the runtime
+  // allocates nothing else). Weights over the budget leave nothing to
+  // recompute for: the budget check says so.
+  PlanningOptions withBudget = planning;
+  uint64_t weights = computeWeightsBytes(module);
+  if (memoryBudgetBytes > weights)
+    withBudget.arenaBudgetBytes = memoryBudgetBytes - weights;
+  pipeline = getPlanningPipeline(withBudget);
   PassManager passManager(passOptions);
   if (llvm::Error error = passManager.addPipeline(pipeline))
     return error;
@@ -126,10 +134,22 @@ static std::string describeBytes(uint64_t bytes) {
 void MemoryBudgetError::log(llvm::raw_ostream &os) const {
   os << model << ": the predicted peak (weights + arena + runtime) of "
      << describeBytes(getPeak()) << " is over the memory budget of "
-     << describeBytes(budget)
-     << " (there is no rematerialization yet to lower it); live at the "
-        "peak step "
-     << report.peakStep << ", with their producers:";
+     << describeBytes(budget);
+  const RematSummary &remat = report.remat;
+  if (!remat.applied)
+    os << " (the weights alone take " << describeBytes(report.weightsBytes)
+       << ")";
+  else if (remat.decisions.empty())
+    os << " (rematerialization found no value live across the peak step "
+          "whose recomputation lowers it)";
+  else
+    os << " (rematerialization lowered it from "
+       << describeBytes(remat.peakBeforeBytes) << " in "
+       << remat.decisions.size() << " decisions, +" << remat.extraFlops
+       << " FLOPs; this is the smallest peak it reached)";
+  os << "; live at the peak step " << report.peakStep
+     << ", with their producers (a smaller batch, a shorter sequence or "
+        "fewer channels shrink them):";
   for (const LiveTensor &tensor : report.liveAtPeak)
     os << "\n  " << llvm::format("%12llu", (unsigned long long)tensor.bytes)
        << " B  " << llvm::format("%-20s", tensor.op.c_str()) << " "
@@ -164,8 +184,9 @@ llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
   planned.module = std::move(*module);
   double planningMs = 0;
   std::string planPipeline;
-  if (llvm::Error error = planModule(*planned.module, options.planning,
-                                     options.passes, planningMs, planPipeline))
+  if (llvm::Error error =
+          planModule(*planned.module, options.planning, options.passes,
+                     planningMs, planPipeline, options.memoryBudgetBytes))
     return error;
   planned.pipelineDescription =
       expandPipelineNames(options.pipeline, options.planning);

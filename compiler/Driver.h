@@ -17,8 +17,8 @@
 // checks (outputs that overwrite inputs, the report's destination) between
 // the steps, so it calls them one by one.
 //
-// There is no rematerialization yet, so the budget is only checked, never
-// met by recomputing values.
+// With a budget, planning rematerializes (passes/Remat.cpp) to meet it;
+// the budget is then checked against the report all the same.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_DRIVER_H
@@ -58,19 +58,22 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning);
 /// Runs the planning pipeline (compiler/Pipeline.h) on a module that has no
 /// plan yet; a module the pipeline already planned is left alone (pipeline
 /// set to ""). Sets `planningMs` to the planner's time and `pipeline` to
-/// what ran.
+/// what ran. With a memory budget (bytes, 0 for none) the pipeline
+/// rematerializes (passes/Remat.cpp) until the arena fits the budget minus
+/// the weights; whether it got there is checkMemoryBudget's question.
 llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
                        const PassManagerOptions &passOptions,
-                       double &planningMs, std::string &pipeline);
+                       double &planningMs, std::string &pipeline,
+                       uint64_t memoryBudgetBytes = 0);
 
 /// The CUDA translation unit and device plan of a planned module for
 /// `archs` (sm numbers). Fails naming the node the backend cannot emit.
 llvm::Expected<cuda::CudaProgram>
 emitCudaProgram(const ir::Module &module, llvm::ArrayRef<unsigned> archs);
 
-/// A predicted peak over the memory budget: the budget, the peak reached
-/// (with no rematerialization, the planned peak is the smallest) and the
-/// tensors live at the peak step with their producers.
+/// A predicted peak over the memory budget: the budget, the smallest peak
+/// rematerialization reached and the tensors live at its peak step with
+/// their producers.
 class MemoryBudgetError : public llvm::ErrorInfo<MemoryBudgetError> {
 public:
   static char ID;

@@ -115,6 +115,7 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
   if (!cost)
     return cost.takeError();
   report.cost = std::move(*cost);
+  report.remat = summarizeRemat(module, report.weightsBytes, report.cost.flops);
   return report;
 }
 
@@ -266,6 +267,17 @@ void printMemoryReportPretty(const MemoryReport &report,
      << " nodes: kernels " << fusion.kernelsBefore << " -> "
      << fusion.kernelsAfter << ", intermediates removed "
      << formatBytes(fusion.intermediateBytesRemoved) << '\n';
+  const RematSummary &remat = report.remat;
+  if (remat.applied) {
+    os << "  remat            " << remat.nodesRecomputed
+       << " nodes recomputed (" << remat.decisions.size()
+       << " decisions), +" << remat.extraFlops << " FLOPs";
+    if (remat.flopsBefore)
+      os << llvm::format(" (%.2f%%)", 100.0 * double(remat.extraFlops) /
+                                          double(remat.flopsBefore));
+    os << "; predicted peak " << formatBytes(remat.peakBeforeBytes) << " -> "
+       << formatBytes(report.predictedPeakBytes) << '\n';
+  }
   printCostEstimatePretty(report.cost, os);
 }
 
@@ -321,6 +333,14 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
       {"kernels_after", int64_t(report.fusion.kernelsAfter)},
       {"intermediate_bytes_removed",
        int64_t(report.fusion.intermediateBytesRemoved)}};
+  if (report.remat.applied)
+    object["remat"] = llvm::json::Object{
+        {"nodes_recomputed", int64_t(report.remat.nodesRecomputed)},
+        {"decisions", int64_t(report.remat.decisions.size())},
+        {"extra_flops", int64_t(report.remat.extraFlops)},
+        {"flops_before", int64_t(report.remat.flopsBefore)},
+        {"peak_before_bytes", int64_t(report.remat.peakBeforeBytes)},
+        {"peak_after_bytes", int64_t(report.predictedPeakBytes)}};
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << '\n';
 }
 

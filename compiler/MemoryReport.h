@@ -26,6 +26,7 @@
 #define SNUG_COMPILER_MEMORYREPORT_H
 
 #include "compiler/FusionReport.h"
+#include "compiler/RematReport.h"
 #include "ir/Module.h"
 
 #include "llvm/Support/Error.h"
@@ -90,6 +91,9 @@ struct MemoryReport {
   /// What fusion did (compiler/FusionReport.h); the per-group list is for
   /// --print-fusion, the report shows the totals.
   FusionSummary fusion;
+  /// What rematerialization did (compiler/RematReport.h); the report shows
+  /// the totals when it ran, --print-remat each decision.
+  RematSummary remat;
 };
 
 /// Builds the report of a module that plan-memory has planned.

@@ -39,12 +39,19 @@ std::string getPlanningPipeline(const PlanningOptions &options) {
       options.schedule
           ? "schedule{time-limit=" + formatSeconds(scheduleSeconds) + "},"
           : "";
-  pipeline += "plan-memory{planner=" + options.planner +
-              " alignment=" + std::to_string(options.alignment) +
-              " time-limit=" + formatSeconds(planSeconds) +
-              " target=" + options.target +
-              " cublas-workspace=" + std::to_string(options.cublasWorkspaceBytes) +
-              "}";
+  // remat plans as plan-memory will (same planner, alignment and
+  // scratch), with a short limit per plan: it plans once per decision.
+  std::string shared = "planner=" + options.planner +
+                       " alignment=" + std::to_string(options.alignment);
+  std::string scratch =
+      " target=" + options.target +
+      " cublas-workspace=" + std::to_string(options.cublasWorkspaceBytes);
+  if (options.arenaBudgetBytes)
+    pipeline += "remat{arena-budget=" +
+                std::to_string(options.arenaBudgetBytes) + " " + shared +
+                scratch + "},";
+  pipeline += "plan-memory{" + shared +
+              " time-limit=" + formatSeconds(planSeconds) + scratch + "}";
   if (options.verifyPlan)
     pipeline += ",verify-plan";
   return pipeline;

@@ -10,6 +10,7 @@
 // elements of a longer one):
 //   import   fold-constants{max-bytes=4194304 max-expand-bytes=256},dce
 //   plan     schedule{...},plan-memory{...},verify-plan with the given options
+//            (remat{...} before plan-memory when there is an arena budget)
 //   default  import,plan
 //
 //===----------------------------------------------------------------------===//
@@ -44,6 +45,10 @@ struct PlanningOptions {
   /// workspace one GEMM may get (snugc --target, --cublas-workspace).
   std::string target = "cuda";
   uint64_t cublasWorkspaceBytes = uint64_t(4) << 20;
+  /// When not 0: the remat pass runs before plan-memory and recomputes
+  /// values until the packed arena fits in this many bytes (planModule
+  /// sets it from --memory-budget minus the weights).
+  uint64_t arenaBudgetBytes = 0;
 };
 
 /// The share of --time-limit the schedule pass may spend; plan-memory gets

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -255,6 +256,48 @@ Node *Module::insertNode(size_t index, OpCode op,
                             resultTypes, std::move(nodeAttributes));
   nodes.insert(nodes.begin() + index, std::unique_ptr<Node>(node));
   return node;
+}
+
+/// Copies `from`'s body into `to`'s new one: arguments, nodes (bodies
+/// included) and the yield, mapped value for value. Value names are one
+/// namespace with the function's, so the copies stay unnamed.
+static void copyBody(const Region &from, Node &to) {
+  Region &body = to.createBody();
+  llvm::DenseMap<const Value *, Value *> inner;
+  for (const std::unique_ptr<Value> &argument : from.getArguments())
+    inner[argument.get()] = body.addArgument(argument->getType());
+  for (const std::unique_ptr<Node> &node : from.getNodes()) {
+    llvm::SmallVector<Value *, 4> operands;
+    for (Value *operand : node->getOperands())
+      operands.push_back(operand ? inner.lookup(operand) : nullptr);
+    llvm::SmallVector<TensorType, 2> types;
+    for (unsigned i = 0; i < node->getNumResults(); ++i)
+      types.push_back(node->getResult(i)->getType());
+    Node *copy = body.addNode(node->getOpCode(), operands, types,
+                              node->getAttributes());
+    copy->setName(node->getName());
+    for (unsigned i = 0; i < node->getNumResults(); ++i)
+      inner[node->getResult(i)] = copy->getResult(i);
+    if (node->hasBody())
+      copyBody(*node->getBody(), *copy);
+  }
+  std::vector<Value *> yield;
+  for (Value *value : from.getYield())
+    yield.push_back(inner.lookup(value));
+  body.setYield(yield);
+}
+
+Node *Module::insertCopy(size_t index, const Node &original,
+                         llvm::ArrayRef<Value *> operands) {
+  llvm::SmallVector<TensorType, 2> types;
+  for (unsigned i = 0; i < original.getNumResults(); ++i)
+    types.push_back(original.getResult(i)->getType());
+  Node *copy = insertNode(index, original.getOpCode(), operands, types,
+                          original.getAttributes());
+  copy->setName(original.getName());
+  if (original.hasBody())
+    copyBody(*original.getBody(), *copy);
+  return copy;
 }
 
 unsigned Module::eraseNodesIf(

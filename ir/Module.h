@@ -268,6 +268,12 @@ public:
   Node *insertNode(size_t index, OpCode op, llvm::ArrayRef<Value *> operands,
                    llvm::ArrayRef<TensorType> resultTypes,
                    AttributeMap attributes = {});
+  /// Inserts before position `index` a copy of `original` (op, attributes,
+  /// name, result types, and its body copied deeply) reading `operands`
+  /// instead of the original's; the copy's results are unnamed. What
+  /// rematerialization recomputes a value with.
+  Node *insertCopy(size_t index, const Node &original,
+                   llvm::ArrayRef<Value *> operands);
   /// Erases every node for which `shouldErase` holds, in one sweep. Their
   /// results must have no uses left outside the erased set.
   unsigned eraseNodesIf(llvm::function_ref<bool(const Node &)> shouldErase);

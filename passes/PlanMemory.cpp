@@ -299,43 +299,45 @@ private:
 };
 } // namespace
 
-llvm::Error PlanMemoryPass::setOption(llvm::StringRef key,
-                                      llvm::StringRef value) {
-  auto badValue = [&]() {
-    return planError("plan-memory option '" + key + "': bad value '" + value +
-                     "'");
+llvm::Expected<bool> parsePlanMemoryOption(PlanMemoryOptions &options,
+                                          llvm::StringRef pass,
+                                          llvm::StringRef key,
+                                          llvm::StringRef value) {
+  auto fail = [&](const llvm::Twine &what) -> llvm::Expected<bool> {
+    return planError(pass + " option '" + key + "': " + what);
   };
-  auto parseFlag = [&](bool &flag) -> llvm::Error {
+  auto badValue = [&]() { return fail("bad value '" + value + "'"); };
+  auto parseFlag = [&](bool &flag) -> llvm::Expected<bool> {
     if (value != "0" && value != "1")
       return badValue();
     flag = value == "1";
-    return llvm::Error::success();
+    return true;
   };
   if (key == "alignment") {
     if (value.getAsInteger(10, options.alignment) ||
         !llvm::isPowerOf2_64(options.alignment))
-      return planError("plan-memory option 'alignment': '" + value +
-                       "' is not a power of two");
-    return llvm::Error::success();
+      return fail("'" + value + "' is not a power of two");
+    return true;
   }
   if (key == "planner") {
     llvm::Expected<PlannerStrategy> strategy = parsePlannerStrategy(value);
     if (!strategy)
       return strategy.takeError();
     options.planner.strategy = *strategy;
-    return llvm::Error::success();
+    return true;
   }
   if (key == "time-limit") {
     double seconds;
     if (value.getAsDouble(seconds) || seconds < 0)
       return badValue();
     options.planner.timeLimitSeconds = seconds;
-    return llvm::Error::success();
+    return true;
   }
-  if (key == "seed")
-    return value.getAsInteger(10, options.planner.seed)
-               ? badValue()
-               : llvm::Error::success();
+  if (key == "seed") {
+    if (value.getAsInteger(10, options.planner.seed))
+      return badValue();
+    return true;
+  }
   if (key == "views")
     return parseFlag(options.sharing.views);
   if (key == "in-place")
@@ -346,19 +348,26 @@ llvm::Error PlanMemoryPass::setOption(llvm::StringRef key,
     return parseFlag(options.verify);
   if (key == "target") {
     if (value != "cuda" && value != "host")
-      return planError("plan-memory option 'target': '" + value +
-                       "' is not cuda or host");
+      return fail("'" + value + "' is not cuda or host");
     options.scratch.cuda = value == "cuda";
-    return llvm::Error::success();
+    return true;
   }
   if (key == "cublas-workspace") {
     if (value.getAsInteger(10, options.scratch.cublasWorkspaceCap) ||
         options.scratch.cublasWorkspaceCap % kScratchAlignment)
-      return planError("plan-memory option 'cublas-workspace': '" + value +
-                       "' is not a multiple of 256 bytes");
-    return llvm::Error::success();
+      return fail("'" + value + "' is not a multiple of 256 bytes");
+    return true;
   }
-  return Pass::setOption(key, value);
+  return false;
+}
+
+llvm::Error PlanMemoryPass::setOption(llvm::StringRef key,
+                                      llvm::StringRef value) {
+  llvm::Expected<bool> known =
+      parsePlanMemoryOption(options, getName(), key, value);
+  if (!known)
+    return known.takeError();
+  return *known ? llvm::Error::success() : Pass::setOption(key, value);
 }
 
 llvm::Expected<bool> PlanMemoryPass::run(ir::Module &module) {

@@ -92,6 +92,16 @@ struct ModuleMemoryPlan {
   size_t getNumScratchBuffers() const;
 };
 
+/// Sets one plan-memory option (alignment, planner, time-limit, seed,
+/// views, in-place, concat, verify, target, cublas-workspace) from a
+/// pipeline string: true when `key` is one, false when it is not (the
+/// caller's own or unknown), an error naming `pass` and the option on a bad
+/// value. Passes that plan as plan-memory does (remat) take the same keys.
+llvm::Expected<bool> parsePlanMemoryOption(PlanMemoryOptions &options,
+                                           llvm::StringRef pass,
+                                           llvm::StringRef key,
+                                           llvm::StringRef value);
+
 /// The planner's problem for a module's values: one PlanBuffer per live
 /// buffer (id = buffer index), sizes as they are (the planner rounds to
 /// alignment).

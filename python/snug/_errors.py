@@ -53,8 +53,7 @@ class BindingError(Error, ValueError):
 
 class BudgetError(Error):
     """The predicted peak is over `memory_budget`: the `budget`, the
-    smallest `peak` reached (with no rematerialization yet, the planned
-    one), what is live at the peak step (`live_at_peak`, LiveTensor
+    smallest `peak` rematerialization reached, what is live at the peak step (`live_at_peak`, LiveTensor
     records with their producers) and the whole `report`."""
 
     def __init__(self, message: str, budget: int = 0, peak: int = 0,

@@ -69,6 +69,11 @@ static cl::opt<bool> printFusionGroups(
     cl::desc("List each fused group (nodes, pattern, intermediate bytes "
              "removed) on stderr"),
     InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<bool> printRematDecisions(
+    "print-remat",
+    cl::desc("List each rematerialization decision (value, producer, where "
+             "it is recomputed, arena before and after) on stderr"),
+    InPlanningCommands(), cl::cat(getPlanCategory()));
 static cl::opt<std::string>
     timelinePath("timeline",
                  cl::desc("Write an HTML picture of the plan to this path"),
@@ -76,8 +81,9 @@ static cl::opt<std::string>
                  InPlanningCommands(), cl::cat(getPlanCategory()));
 static cl::opt<std::string> memoryBudget(
     "memory-budget",
-    cl::desc("Fail (exit 1) when the predicted peak (weights + arena + "
-             "runtime) is over SIZE: B, KiB, MiB, GiB, KB, MB, GB or bytes"),
+    cl::desc("Recompute values until the predicted peak (weights + arena + "
+             "runtime) fits in SIZE, and fail (exit 1) when it cannot: B, "
+             "KiB, MiB, GiB, KB, MB, GB or bytes"),
     cl::value_desc("SIZE"), cl::init(""), InPlanningCommands(),
     cl::cat(getPlanCategory()));
 
@@ -129,8 +135,12 @@ llvm::Error planModule(ir::Module &module, double &planningMs) {
   planningMs = 0;
   if (llvm::Error error = checkPlanFlags())
     return error;
+  llvm::Expected<uint64_t> budget = getMemoryBudget();
+  if (!budget)
+    return budget.takeError();
   return snug::planModule(module, getPlanningOptions(),
-                          getPassManagerOptions(), planningMs, planPipeline);
+                          getPassManagerOptions(), planningMs, planPipeline,
+                          *budget);
 }
 
 llvm::Error writeMemoryReport(const ir::Module &module,
@@ -149,12 +159,14 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   llvm::Expected<uint64_t> budget = getMemoryBudget();
   if (!budget)
     return budget.takeError();
-  if (reportFormat == "none" && !*budget)
+  if (reportFormat == "none" && !*budget && !printRematDecisions)
     return llvm::Error::success();
   llvm::Expected<MemoryReport> report =
       buildMemoryReport(module, modelName, planningMs, deviceArenaBytes);
   if (!report)
     return report.takeError();
+  if (printRematDecisions)
+    printRemat(report->remat, report->predictedPeakBytes, llvm::errs());
   if (reportFormat == "none")
     return checkMemoryBudget(*report, *budget);
   // `plan` prints only the report, so stdout; `compile` keeps stdout for its

@@ -1,0 +1,46 @@
+//===- RematReport.h - What rematerialization did to a module ---*- C++ -*-===//
+//
+// Read from the module attributes the remat pass records (passes/Remat.cpp):
+// the arena and FLOPs before its first decision, how many values it
+// recomputed, and one line per decision. Extra FLOPs are the module's FLOPs
+// now (the cost model's count, passes/CostModel.h) minus those before; the
+// peak before is the weights plus the arena before, as the report adds them.
+// A module remat never ran on has applied == false.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_REMATREPORT_H
+#define SNUG_COMPILER_REMATREPORT_H
+
+#include "ir/Module.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace snug {
+
+struct RematSummary {
+  bool applied = false;
+  uint64_t arenaBeforeBytes = 0;
+  uint64_t peakBeforeBytes = 0;
+  uint64_t flopsBefore = 0;
+  /// FLOPs added (a move adds none; never negative in practice, clamped).
+  uint64_t extraFlops = 0;
+  /// Nodes run a second time (copies whose original stayed).
+  unsigned nodesRecomputed = 0;
+  std::vector<std::string> decisions;
+};
+
+/// `weightsBytes` and `flopsNow` are the report's own figures.
+RematSummary summarizeRemat(const ir::Module &module, uint64_t weightsBytes,
+                            uint64_t flopsNow);
+
+/// --print-remat: one line per decision, then the totals.
+void printRemat(const RematSummary &summary, uint64_t peakAfterBytes,
+                llvm::raw_ostream &os);
+
+} // namespace snug
+
+#endif // SNUG_COMPILER_REMATREPORT_H
