@@ -3,7 +3,9 @@
 // The planner's driver: input validation, the sweep that derives sections
 // and partitions, the lower bound, the bump strategies, the Best/Search
 // ensemble and the independent verifier. The greedies live in
-// MemoryPlannerGreedy.cpp, the canonical search in MemoryPlannerSearch.cpp.
+// MemoryPlannerGreedy.cpp, the canonical search in MemoryPlannerSearch.cpp,
+// the order search that takes what budget the searches leave (partitions
+// still above their bound) in MemoryPlannerRepair.cpp.
 //
 // Invariants: every strategy returns a valid packing; the time limit caps the
 // whole call (a per-partition bump packing is computed first, each greedy
@@ -469,6 +471,10 @@ static Packing runEnsemble(const Problem &problem,
     WorkBudget budget(uint64_t(seconds * kWorkUnitsPerSecond), deadline);
     if (Clock::now() < deadline)
       improveBySearch(problem, combined, budget, options.seed);
+    // Whatever budget the bisection left (it stops once its heuristic
+    // failures meet the best arena) goes to the order search.
+    if (combined.arena > problem.lowerBound && !budget.checkDeadline())
+      improveByReordering(problem, combined, budget, options.seed);
   }
   if (options.strategy == PlannerStrategy::Search) {
     winner = PlannerStrategy::Search;

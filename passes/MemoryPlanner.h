@@ -28,7 +28,8 @@
 // most-constrained-gap branching as in Korf's rectangle packing; the greedy
 // rules are those of the TFLite arena planner and XLA's heap simulator;
 // TelaMalloc (Maas et al., ASPLOS 2023) motivates combining cheap greedies
-// with a bounded search.
+// with a bounded search; what budget is left above the bound goes to a
+// local search over first-fit orders (squeaky-wheel / iterated greedy).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_PASSES_MEMORYPLANNER_H

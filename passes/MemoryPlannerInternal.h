@@ -1,7 +1,9 @@
 //===- MemoryPlannerInternal.h - Planner internals --------------*- C++ -*-===//
 //
-// Shared between MemoryPlanner.cpp (validation, sweep, greedies, driver) and
-// MemoryPlannerSearch.cpp (the canonical search). Not part of the public API.
+// Shared between MemoryPlanner.cpp (validation, sweep, greedies, driver),
+// MemoryPlannerSearch.cpp (the canonical search), MemoryPlannerSkyline.cpp
+// (the skyline search) and MemoryPlannerRepair.cpp (the order search). Not
+// part of the public API.
 //
 // A Problem holds only the buffers that occupy bytes ("items"), with sizes
 // already rounded up to their alignment. The sweep splits the step axis into
@@ -173,6 +175,12 @@ constexpr size_t kMaxSearchItems = 1000;
 /// packing.
 void improveBySearch(const Problem &problem, Packing &best, WorkBudget &budget,
                      uint64_t seed);
+
+/// Tries to lower best.arena by a local search over first-fit orders in the
+/// partitions that set it (MemoryPlannerRepair.cpp), spending at most
+/// budget. best must be a valid packing; it never gets worse.
+void improveByReordering(const Problem &problem, Packing &best,
+                         WorkBudget &budget, uint64_t seed);
 
 /// Looks for a packing of one partition into capacity bytes with the
 /// bottom-left skyline search (MemoryPlannerSkyline.cpp), spending at most

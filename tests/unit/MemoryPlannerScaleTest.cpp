@@ -359,3 +359,36 @@ TEST(MemoryPlannerScaleTest, SkylineSearchIsValidUnderAnyBudget) {
   EXPECT_GT(found, 150);
 }
 
+
+// The order search (MemoryPlannerRepair.cpp) from size-ordered best fit on
+// tilings, some with alignments: the packing stays valid, never grows, and
+// on most of them gets smaller; the same budget gives the same offsets.
+TEST(MemoryPlannerScaleTest, ReorderingNeverWorsensAPacking) {
+  Random random{7};
+  auto never = Clock::time_point::max();
+  int improved = 0;
+  for (int iteration = 0; iteration < 20; ++iteration) {
+    std::vector<PlanBuffer> buffers = makeGuillotineTiling(
+        1024 + random.below(1 << 16), 20 + int64_t(random.below(200)),
+        20 + random.below(150), 500 + iteration);
+    if (iteration % 4 == 3)
+      for (PlanBuffer &b : buffers)
+        b.alignment = uint64_t(1) << random.below(3);
+    Problem problem = makeProblem(buffers);
+    Packing packing;
+    ASSERT_TRUE(runGreedy(problem,
+                          makeGreedyOrder(problem, GreedyOrder::Size),
+                          GreedyFit::Best, never, packing));
+    Packing reordered = packing, again = packing;
+    WorkBudget budget(uint64_t(1) << 24, never), same(uint64_t(1) << 24, never);
+    improveByReordering(problem, reordered, budget, iteration);
+    improveByReordering(problem, again, same, iteration);
+    EXPECT_EQ(reordered.offsets, again.offsets) << "iteration " << iteration;
+    EXPECT_LE(reordered.arena, packing.arena) << "iteration " << iteration;
+    EXPECT_GE(reordered.arena, problem.lowerBound);
+    improved += reordered.arena < packing.arena;
+    EXPECT_EQ(check(buffers, toPlan(problem, reordered, buffers.size())), "")
+        << "iteration " << iteration;
+  }
+  EXPECT_GT(improved, 10);
+}
