@@ -164,6 +164,39 @@ llvm::Error checkMemoryBudget(const MemoryReport &report,
                                              report);
 }
 
+llvm::Expected<int64_t>
+findLargestFitting(llvm::function_ref<llvm::Expected<bool>(int64_t)> fits,
+                   int64_t maxValue) {
+  int64_t lo = 0, hi = 0; // lo fits (0: nothing yet), hi does not (0: none)
+  for (int64_t value = 1; value <= maxValue;) {
+    llvm::Expected<bool> ok = fits(value);
+    if (!ok)
+      return ok.takeError();
+    if (!*ok) {
+      hi = value;
+      break;
+    }
+    lo = value;
+    if (value > maxValue / 2) {
+      if (value == maxValue)
+        return lo;
+      value = maxValue;
+    } else {
+      value *= 2;
+    }
+  }
+  if (hi == 0)
+    return lo; // every value tried fits, up to maxValue
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    llvm::Expected<bool> ok = fits(mid);
+    if (!ok)
+      return ok.takeError();
+    (*ok ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
                                        llvm::StringRef modelName,
                                        const DriverOptions &options) {

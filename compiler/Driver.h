@@ -33,6 +33,7 @@
 #include "passes/PassManager.h"
 
 #include "llvm/ADT/Optional.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
@@ -98,6 +99,16 @@ private:
 /// otherwise.
 llvm::Error checkMemoryBudget(const MemoryReport &report,
                               uint64_t budgetBytes);
+
+/// --fit-batch's search: the largest value v >= 1 for which `fits(v)`
+/// holds, assuming it holds from 1 up to some value and nowhere after (a
+/// larger batch never needs less memory). Doubles from 1 while it fits, up
+/// to `maxValue`, then bisects between the last value that fit and the
+/// first that did not; each value is tried once. 0 when 1 does not fit; an
+/// error from `fits` stops the search and is returned.
+llvm::Expected<int64_t>
+findLargestFitting(llvm::function_ref<llvm::Expected<bool>(int64_t)> fits,
+                   int64_t maxValue);
 
 /// Everything planModel takes besides the model.
 struct DriverOptions {

@@ -6,8 +6,8 @@
 export() is torch.onnx.export into bytes (inputs named input0, input1, ...,
 outputs output0, ...); plan() plans those bytes with snug.plan;
 fit_batch() finds the largest batch whose predicted peak fits a budget by
-planning candidates (each plan rematerializes under the budget; snugc's
---fit-batch does not exist yet).
+planning candidates (each plan rematerializes under the budget), as snugc's
+--fit-batch does for an ONNX file.
 """
 from __future__ import annotations
 

@@ -69,6 +69,14 @@ static cl::opt<bool> printFusionGroups(
     cl::desc("List each fused group (nodes, pattern, intermediate bytes "
              "removed) on stderr"),
     InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<std::string> fitBatch(
+    "fit-batch",
+    cl::desc("With --memory-budget: find the largest value of this symbolic "
+             "dim (e.g. batch) whose plan, rematerialization included, fits "
+             "the budget, printing the peak at each value tried, and plan or "
+             "compile at it"),
+    cl::value_desc("DIM"), cl::init(""), InPlanningCommands(),
+    cl::cat(getPlanCategory()));
 static cl::opt<bool> printRematDecisions(
     "print-remat",
     cl::desc("List each rematerialization decision (value, producer, where "
@@ -197,6 +205,58 @@ static void addReportOutputs(std::vector<NamedPath> &outputs) {
     outputs.push_back({timelinePath, "--timeline"});
 }
 
+/// The largest --fit-batch value whose predicted peak fits the budget,
+/// each value tried planned as the final one will be (the target's
+/// scratch and rematerialization included) and reported on stderr. 0 with
+/// `exitCode` set after an error (printed), or when not even 1 fits.
+static int64_t fitBatchValue(llvm::StringRef path, uint64_t budget,
+                             int &exitCode) {
+  // Far more than any device holds at one byte a sample.
+  constexpr int64_t kMaxValue = int64_t(1) << 40;
+  bool failed = false;
+  llvm::Expected<int64_t> best = findLargestFitting(
+      [&](int64_t value) -> llvm::Expected<bool> {
+        std::pair<std::string, int64_t> binding{fitBatch, value};
+        auto module = loadModule(path, exitCode, nullptr, &binding);
+        double planningMs = 0;
+        llvm::Error error = module ? planModule(**module, planningMs)
+                                   : llvm::Error::success();
+        if (!module || error) {
+          if (error)
+            exitCode = reportError(std::move(error));
+          failed = true;
+          return userError("stopped");
+        }
+        llvm::Expected<MemoryReport> report =
+            buildMemoryReport(**module, llvm::sys::path::filename(path), 0);
+        if (!report)
+          return report.takeError();
+        bool fits = report->predictedPeakBytes <= budget;
+        llvm::errs() << "fit-batch: " << fitBatch << "=" << value
+                     << ": predicted peak " << report->predictedPeakBytes
+                     << " B " << (fits ? "fits" : "is over") << " the budget of "
+                     << budget << " B\n";
+        return fits;
+      },
+      kMaxValue);
+  if (!best) {
+    if (failed)
+      llvm::consumeError(best.takeError());
+    else
+      exitCode = reportError(best.takeError());
+    return 0;
+  }
+  if (*best == 0)
+    exitCode = reportError(userError(
+        "--fit-batch=" + fitBatch + ": not even " + fitBatch +
+        "=1 fits the memory budget of " + std::to_string(budget) +
+        " B (the peak at 1 is above)"));
+  else
+    llvm::errs() << "fit-batch: " << fitBatch << "=" << *best
+                 << " is the largest that fits\n";
+  return *best;
+}
+
 llvm::Optional<std::unique_ptr<ir::Module>>
 loadPlanAndReport(llvm::StringRef path, int &exitCode,
                   llvm::Optional<cuda::CudaProgram> &program,
@@ -208,8 +268,28 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode,
     exitCode = reportError(std::move(error));
     return llvm::None;
   }
+  // --fit-batch: the value first, then everything below runs at it.
+  llvm::Optional<std::pair<std::string, int64_t>> fitted;
+  if (!fitBatch.empty()) {
+    llvm::Expected<uint64_t> budget = getMemoryBudget();
+    llvm::Error error = budget.takeError();
+    if (!error && !*budget)
+      error = userError("--fit-batch needs --memory-budget");
+    else if (!error && isDimBound(fitBatch))
+      error = userError("--fit-batch=" + fitBatch + " and --dim " + fitBatch +
+                        "=... both bind it: give one");
+    if (error) {
+      exitCode = reportError(std::move(error));
+      return llvm::None;
+    }
+    int64_t value = fitBatchValue(path, *budget, exitCode);
+    if (!value)
+      return llvm::None;
+    fitted = std::make_pair(fitBatch.getValue(), value);
+  }
   std::vector<std::string> externalFiles;
-  auto module = loadModule(path, exitCode, &externalFiles);
+  auto module = loadModule(path, exitCode, &externalFiles,
+                           fitted ? &*fitted : nullptr);
   if (!module)
     return llvm::None;
   // Nothing is written yet: refuse an output that would overwrite the

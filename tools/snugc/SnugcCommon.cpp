@@ -107,6 +107,13 @@ static llvm::Error checkBindingAndPassFlags(const ImportOptions &options) {
   return llvm::Error::success();
 }
 
+bool isDimBound(llvm::StringRef symbol) {
+  for (const std::string &text : dimBindings)
+    if (llvm::StringRef(text).split('=').first == symbol)
+      return true;
+  return false;
+}
+
 ir::PrintOptions getPrintOptions() {
   ir::PrintOptions options;
   options.elideWeightsOver = elideWeightsOver;
@@ -143,7 +150,8 @@ int reportError(llvm::Error error) {
 
 llvm::Optional<std::unique_ptr<ir::Module>>
 loadModule(llvm::StringRef path, int &exitCode,
-           std::vector<std::string> *externalFiles) {
+           std::vector<std::string> *externalFiles,
+           const std::pair<std::string, int64_t> *extraDim) {
   ImportOptions options;
   options.allowExternalDataOutsideModelDir = allowOutsideModelDir;
   options.externalFilesRead = externalFiles;
@@ -165,6 +173,8 @@ loadModule(llvm::StringRef path, int &exitCode,
     exitCode = reportError(std::move(error));
     return llvm::None;
   }
+  if (extraDim)
+    options.dims[extraDim->first] = extraDim->second;
   PassManagerOptions passOptions = getPassManagerOptions();
   PassManager passManager(passOptions);
   // A bad pipeline is reported before the (possibly slow) import.

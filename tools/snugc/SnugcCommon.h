@@ -38,9 +38,15 @@ ir::PrintOptions getPrintOptions();
 /// The path of every external data file the import read goes to
 /// `externalFiles` when given. Repeated --input/--dim keys and unknown pass
 /// names in --disable-pass/--print-ir-after are errors.
+/// `extraDim` (SYMBOL, N), when given, binds one more symbolic dim, as
+/// --fit-batch does for each value it tries.
 llvm::Optional<std::unique_ptr<ir::Module>>
 loadModule(llvm::StringRef path, int &exitCode,
-           std::vector<std::string> *externalFiles = nullptr);
+           std::vector<std::string> *externalFiles = nullptr,
+           const std::pair<std::string, int64_t> *extraDim = nullptr);
+
+/// Whether --dim binds `symbol`.
+bool isDimBound(llvm::StringRef symbol);
 
 /// The pass-manager flags (--print-ir-after, --time-passes, ...) as options,
 /// for every pipeline a subcommand runs.
