@@ -1,5 +1,6 @@
 //===- Driver.cpp - Import, plan, report and bundle a model, as a library -===//
 #include "compiler/Driver.h"
+#include "passes/SplitBatch.h"
 
 #include "compiler/cuda/Nvrtc.h"
 #include "passes/MemoryPlanner.h"
@@ -86,7 +87,7 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
 llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
                        const PassManagerOptions &passOptions,
                        double &planningMs, std::string &pipeline,
-                       uint64_t memoryBudgetBytes) {
+                       uint64_t memoryBudgetBytes, int64_t microBatches) {
   planningMs = 0;
   pipeline.clear();
   if (module.getAttribute("arena"))
@@ -103,6 +104,9 @@ llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
   if (memoryBudgetBytes > weights)
     withBudget.arenaBudgetBytes = memoryBudgetBytes - weights;
   pipeline = getPlanningPipeline(withBudget);
+  if (microBatches > 1)
+    pipeline = "split-batch{parts=" + std::to_string(microBatches) + "}," +
+               pipeline;
   PassManager passManager(passOptions);
   if (llvm::Error error = passManager.addPipeline(pipeline))
     return error;
@@ -147,6 +151,11 @@ void MemoryBudgetError::log(llvm::raw_ostream &os) const {
        << describeBytes(remat.peakBeforeBytes) << " in "
        << remat.decisions.size() << " decisions, +" << remat.extraFlops
        << " FLOPs; this is the smallest peak it reached)";
+  if (report.microBatches > 1)
+    os << " (running the graph in " << report.microBatches
+       << " micro-batches, the best of the splits tried)";
+  if (!report.microBatchRefusal.empty())
+    os << " (" << report.microBatchRefusal << ")";
   os << "; live at the peak step " << report.peakStep
      << ", with their producers (a smaller batch, a shorter sequence or "
         "fewer channels shrink them):";
@@ -162,6 +171,62 @@ llvm::Error checkMemoryBudget(const MemoryReport &report,
     return llvm::Error::success();
   return llvm::make_error<MemoryBudgetError>(report.model, budgetBytes,
                                              report);
+}
+
+/// weights + arena (+ runtime, which allocates nothing more) of a planned
+/// module: the report's predicted peak.
+static uint64_t getPredictedPeak(const ir::Module &module) {
+  const ir::Attribute *arena = module.getAttribute("arena");
+  return computeWeightsBytes(module) +
+         (arena && arena->getInt() > 0 ? uint64_t(arena->getInt()) : 0);
+}
+
+llvm::Expected<std::unique_ptr<ir::Module>> planWithinBudget(
+    std::unique_ptr<ir::Module> module,
+    llvm::function_ref<llvm::Expected<std::unique_ptr<ir::Module>>()> reload,
+    const PlanningOptions &planning, const PassManagerOptions &passOptions,
+    uint64_t memoryBudgetBytes, double &planningMs, std::string &pipeline) {
+  if (llvm::Error error = planModule(*module, planning, passOptions,
+                                     planningMs, pipeline, memoryBudgetBytes))
+    return error;
+  if (!memoryBudgetBytes || !planning.allowMicroBatches ||
+      getPredictedPeak(*module) <= memoryBudgetBytes)
+    return module;
+  llvm::Expected<std::unique_ptr<ir::Module>> fresh = reload();
+  if (!fresh)
+    return fresh.takeError();
+  llvm::Expected<int64_t> batch = findSplittableBatch(**fresh);
+  if (!batch) {
+    // The budget error says why.
+    module->setAttribute("split_batch_refused",
+                         ir::Attribute::getString(toString(batch.takeError())));
+    return module;
+  }
+  for (int64_t parts = 2; parts <= *batch; ++parts) {
+    if (*batch % parts != 0)
+      continue;
+    if (!*fresh) {
+      fresh = reload();
+      if (!fresh)
+        return fresh.takeError();
+    }
+    double splitMs = 0;
+    std::string splitPipeline;
+    if (llvm::Error error =
+            planModule(**fresh, planning, passOptions, splitMs, splitPipeline,
+                       memoryBudgetBytes, parts))
+      return error;
+    uint64_t peak = getPredictedPeak(**fresh);
+    if (peak < getPredictedPeak(*module)) {
+      module = std::move(*fresh);
+      planningMs = splitMs;
+      pipeline = splitPipeline;
+    }
+    if (peak <= memoryBudgetBytes)
+      break;
+    fresh = std::unique_ptr<ir::Module>();
+  }
+  return module;
 }
 
 llvm::Expected<int64_t>
@@ -214,13 +279,27 @@ llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
   if (llvm::Error error = passManager.run(**module))
     return error;
   (*module)->eraseUnusedWeights();
-  planned.module = std::move(*module);
   double planningMs = 0;
   std::string planPipeline;
-  if (llvm::Error error =
-          planModule(*planned.module, options.planning, options.passes,
-                     planningMs, planPipeline, options.memoryBudgetBytes))
-    return error;
+  auto reload = [&]() -> llvm::Expected<std::unique_ptr<ir::Module>> {
+    PassManager again(options.passes);
+    if (llvm::Error error = again.addPipeline(
+            expandPipelineNames(options.pipeline, options.planning)))
+      return error;
+    auto fresh = importOnnxModel(path, options.import);
+    if (!fresh)
+      return fresh.takeError();
+    if (llvm::Error error = again.run(**fresh))
+      return error;
+    (*fresh)->eraseUnusedWeights();
+    return std::move(*fresh);
+  };
+  auto within = planWithinBudget(std::move(*module), reload, options.planning,
+                                 options.passes, options.memoryBudgetBytes,
+                                 planningMs, planPipeline);
+  if (!within)
+    return within.takeError();
+  planned.module = std::move(*within);
   planned.pipelineDescription =
       expandPipelineNames(options.pipeline, options.planning);
   if (!planPipeline.empty())

@@ -62,10 +62,27 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning);
 /// what ran. With a memory budget (bytes, 0 for none) the pipeline
 /// rematerializes (passes/Remat.cpp) until the arena fits the budget minus
 /// the weights; whether it got there is checkMemoryBudget's question.
+/// With `microBatches` > 1 the pipeline first splits the batch
+/// (passes/SplitBatch.cpp).
 llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
                        const PassManagerOptions &passOptions,
                        double &planningMs, std::string &pipeline,
-                       uint64_t memoryBudgetBytes = 0);
+                       uint64_t memoryBudgetBytes = 0,
+                       int64_t microBatches = 1);
+
+/// What --memory-budget does: plans `module` (rematerializing toward the
+/// budget); when its predicted peak is still over the budget, micro-batches
+/// are allowed (planning.allowMicroBatches) and the model can run in them
+/// (findSplittableBatch), plans fresh copies from
+/// `reload` split into 2, 3, 4, ... parts (each a divisor of the batch, in
+/// order) until one fits. Returns the first plan that fits, else the one
+/// with the smallest peak (whose budget check then fails). Without a
+/// budget, the plain plan.
+llvm::Expected<std::unique_ptr<ir::Module>> planWithinBudget(
+    std::unique_ptr<ir::Module> module,
+    llvm::function_ref<llvm::Expected<std::unique_ptr<ir::Module>>()> reload,
+    const PlanningOptions &planning, const PassManagerOptions &passOptions,
+    uint64_t memoryBudgetBytes, double &planningMs, std::string &pipeline);
 
 /// The CUDA translation unit and device plan of a planned module for
 /// `archs` (sm numbers). Fails naming the node the backend cannot emit.

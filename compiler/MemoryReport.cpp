@@ -116,6 +116,12 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
     return cost.takeError();
   report.cost = std::move(*cost);
   report.remat = summarizeRemat(module, report.weightsBytes, report.cost.flops);
+  if (const ir::Attribute *split = module.getAttribute("split_batch"))
+    if (split->getKind() == ir::Attribute::Kind::Int && split->getInt() > 1)
+      report.microBatches = split->getInt();
+  if (const ir::Attribute *refused = module.getAttribute("split_batch_refused"))
+    if (refused->getKind() == ir::Attribute::Kind::String)
+      report.microBatchRefusal = refused->getString().str();
   return report;
 }
 
@@ -267,6 +273,10 @@ void printMemoryReportPretty(const MemoryReport &report,
      << " nodes: kernels " << fusion.kernelsBefore << " -> "
      << fusion.kernelsAfter << ", intermediates removed "
      << formatBytes(fusion.intermediateBytesRemoved) << '\n';
+  if (report.microBatches > 1)
+    os << "  micro-batches    " << report.microBatches
+       << " (the graph runs once per 1/" << report.microBatches
+       << " of the batch, outputs joined)\n";
   const RematSummary &remat = report.remat;
   if (remat.applied) {
     os << "  remat            " << remat.nodesRecomputed
@@ -333,6 +343,10 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
       {"kernels_after", int64_t(report.fusion.kernelsAfter)},
       {"intermediate_bytes_removed",
        int64_t(report.fusion.intermediateBytesRemoved)}};
+  object["micro_batches"] = report.microBatches;
+  // Always present, null when remat did not run, so that readers see one
+  // set of keys.
+  object["remat"] = nullptr;
   if (report.remat.applied)
     object["remat"] = llvm::json::Object{
         {"nodes_recomputed", int64_t(report.remat.nodesRecomputed)},

@@ -94,6 +94,12 @@ struct MemoryReport {
   /// What rematerialization did (compiler/RematReport.h); the report shows
   /// the totals when it ran, --print-remat each decision.
   RematSummary remat;
+  /// Copies of the graph run one after the other, each on 1/microBatches
+  /// of the batch (passes/SplitBatch.cpp); 1 when it is not split.
+  int64_t microBatches = 1;
+  /// Why the graph could not run in micro-batches when they were allowed
+  /// and needed ("" otherwise).
+  std::string microBatchRefusal;
 };
 
 /// Builds the report of a module that plan-memory has planned.

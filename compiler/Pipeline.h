@@ -49,6 +49,10 @@ struct PlanningOptions {
   /// values until the packed arena fits in this many bytes (planModule
   /// sets it from --memory-budget minus the weights).
   uint64_t arenaBudgetBytes = 0;
+  /// With a memory budget that remat cannot meet: whether the model may
+  /// run in micro-batches (passes/SplitBatch.cpp; planWithinBudget in
+  /// compiler/Driver.h). snugc --allow-micro-batches.
+  bool allowMicroBatches = false;
 };
 
 /// The share of --time-limit the schedule pass may spend; plan-memory gets

@@ -23,11 +23,13 @@ from . import _snug
 from ._errors import (BindingError, BudgetError, BundleError, DeviceError,
                       Error, OutOfMemoryError, UnsupportedOpError,
                       from_runtime_status, _RuntimeStatus)
-from ._report import FusionSummary, LiveTensor, MemoryReport, UnsupportedOp
+from ._report import (FusionSummary, LiveTensor, MemoryReport, RematSummary,
+                      UnsupportedOp)
 
 __version__ = _snug.version
 __all__ = ["plan", "compile", "load", "Session", "Bundle", "TensorInfo",
-           "Sizes", "MemoryReport", "LiveTensor", "FusionSummary", "UnsupportedOp", "Error",
+           "Sizes", "MemoryReport", "LiveTensor", "FusionSummary", "RematSummary",
+           "UnsupportedOp", "Error",
            "UnsupportedOpError", "BindingError", "BudgetError",
            "OutOfMemoryError", "BundleError", "DeviceError", "parse_size"]
 
@@ -44,6 +46,7 @@ _OPTIONS = {
     "arch": None,              # --arch: "sm_80,sm_90" or [80, 90]
     "cublas_workspace": int,   # --cublas-workspace
     "memory_budget": None,     # --memory-budget: bytes or "20GiB"
+    "allow_micro_batches": bool,  # --allow-micro-batches
     "passes": str,             # --passes
     "disable_pass": None,      # --disable-pass (str or list)
     "allow_external_data_outside_model_dir": bool,
@@ -182,7 +185,8 @@ def plan(model: ModelLike, dims: Optional[Mapping[str, int]] = None,
     shapes ({"x": (1, 3, 224, 224)} or {"x": ((1, 3, 224, 224), "float16")},
     --input). options mirror snugc's flags: planner, alignment, time_limit,
     schedule, verify_plan, target, arch, cublas_workspace, memory_budget
-    ("20GiB": a BudgetError when the predicted peak is over it), passes,
+    ("20GiB": a BudgetError when the predicted peak is over it),
+    allow_micro_batches (with a budget remat cannot meet), passes,
     disable_pass. `name` heads the report (default: the file name, or
     model.onnx)."""
     return _report(_plan(model, dims, inputs, name, options))

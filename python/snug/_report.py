@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,19 @@ class FusionSummary:
     kernels_before: int
     kernels_after: int
     intermediate_bytes_removed: int
+
+
+@dataclass(frozen=True)
+class RematSummary:
+    """What rematerialization did under memory_budget: decisions kept,
+    nodes run a second time, the FLOPs they add (and the model's before),
+    and the predicted peak before and after."""
+    decisions: int
+    nodes_recomputed: int
+    extra_flops: int
+    flops_before: int
+    peak_before_bytes: int
+    peak_after_bytes: int
 
 
 @dataclass(eq=True)
@@ -76,6 +89,11 @@ class MemoryReport:
     roofline_compute_bound_nodes: int
     roofline_memory_bound_nodes: int
     fusion: FusionSummary
+    # Copies of the graph run one after the other on 1/micro_batches of the
+    # batch each (allow_micro_batches); 1 when not split.
+    micro_batches: int
+    # None when remat did not run (no memory_budget).
+    remat: Optional[RematSummary]
     _pretty: str = field(default="", repr=False, compare=False)
     _planned: Any = field(default=None, repr=False, compare=False)
 
@@ -91,6 +109,8 @@ class MemoryReport:
                 f"{sorted(set(data) ^ names)}")
         data["live_at_peak"] = [LiveTensor(**t) for t in data["live_at_peak"]]
         data["fusion"] = FusionSummary(**data["fusion"])
+        if data["remat"] is not None:
+            data["remat"] = RematSummary(**data["remat"])
         return cls(**data, _pretty=pretty, _planned=planned)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -99,7 +119,7 @@ class MemoryReport:
             value = getattr(self, name)
             if name == "live_at_peak":
                 return [dataclasses.asdict(t) for t in value]
-            if name == "fusion":
+            if name in ("fusion", "remat") and value is not None:
                 return dataclasses.asdict(value)
             return value
         return {f.name: plain(f.name)

@@ -163,6 +163,8 @@ Planned planModel(const std::string &path, const std::string &modelName,
   driver.passes.disabledPasses = optionOr<std::vector<std::string>>(
       options, "disable_pass", {});
   driver.memoryBudgetBytes = optionOr<uint64_t>(options, "memory_budget", 0);
+  planning.allowMicroBatches =
+      optionOr<bool>(options, "allow_micro_batches", false);
   if (planning.target == "cuda" && !snug::cuda::isNvrtcAvailable())
     raiseError(llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -1,4 +1,5 @@
 """Every error class, raised for its bad input, with its fields set."""
+import dataclasses
 import os
 
 import numpy as np
@@ -70,7 +71,10 @@ def test_budget_error_has_budget_peak_and_what_is_live():
     assert error.peak == report.predicted_peak_bytes
     assert error.live_at_peak == report.live_at_peak
     assert error.live_at_peak[0].op and error.live_at_peak[0].bytes > 0
-    assert error.report == report
+    # The same plan, plus what remat tried (nothing lowers this MLP's peak).
+    assert error.report.remat is not None
+    assert error.report.remat.decisions == 0
+    assert dataclasses.replace(error.report, remat=None) == report
     assert f"over the memory budget of {budget} B" in str(error)
     with pytest.raises(snug.BudgetError) as caught:
         snug.compile(tiny_mlp(), dims={"batch": 8}, memory_budget="1KiB",

@@ -1,5 +1,6 @@
 """snug.plan equals snugc plan's JSON report, field by field, on every zoo
 model; the model as a path, bytes or ModelProto; the options."""
+import dataclasses
 import os
 
 import onnx
@@ -90,6 +91,21 @@ def test_memory_budget_that_fits():
     report = snug.plan(tiny_mlp(), dims={"batch": 4})
     again = snug.plan(tiny_mlp(), dims={"batch": 4},
                       memory_budget=report.predicted_peak_bytes)
-    assert again == report
+    # The budget is met as planned: remat ran and decided nothing.
+    assert again.remat is not None and again.remat.decisions == 0
+    assert again.remat.peak_after_bytes == report.predicted_peak_bytes
+    assert dataclasses.replace(again, remat=None) == report
+    assert report.remat is None and report.micro_batches == 1
     assert snug.parse_size("20GiB") == 20 << 30
     assert snug.parse_size("3MB") == 3_000_000
+
+
+def test_micro_batches_meet_a_budget_remat_cannot():
+    report = snug.plan(tiny_mlp(), dims={"batch": 8})
+    budget = report.weights_bytes + report.arena_bytes * 3 // 4
+    with pytest.raises(snug.BudgetError):
+        snug.plan(tiny_mlp(), dims={"batch": 8}, memory_budget=budget)
+    split = snug.plan(tiny_mlp(), dims={"batch": 8}, memory_budget=budget,
+                      allow_micro_batches=True)
+    assert split.micro_batches > 1
+    assert split.predicted_peak_bytes <= budget < report.predicted_peak_bytes

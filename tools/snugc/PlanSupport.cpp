@@ -77,6 +77,13 @@ static cl::opt<std::string> fitBatch(
              "compile at it"),
     cl::value_desc("DIM"), cl::init(""), InPlanningCommands(),
     cl::cat(getPlanCategory()));
+static cl::opt<bool> allowMicroBatches(
+    "allow-micro-batches",
+    cl::desc("With --memory-budget, when recomputing values cannot meet it: "
+             "run the graph as copies on 1/K of the batch each (K = 2, 3, "
+             "... dividing it), the smallest K that fits; outputs are the "
+             "same bits"),
+    InPlanningCommands(), cl::cat(getPlanCategory()));
 static cl::opt<bool> printRematDecisions(
     "print-remat",
     cl::desc("List each rematerialization decision (value, producer, where "
@@ -136,19 +143,35 @@ PlanningOptions getPlanningOptions() {
   // everything else.
   planning.target = targetsCuda() ? "cuda" : "host";
   planning.cublasWorkspaceBytes = getCublasWorkspaceCap();
+  planning.allowMicroBatches = allowMicroBatches;
   return planning;
 }
 
-llvm::Error planModule(ir::Module &module, double &planningMs) {
+llvm::Error planModule(llvm::StringRef path,
+                       std::unique_ptr<ir::Module> &module, double &planningMs,
+                       const std::pair<std::string, int64_t> *extraDim) {
   planningMs = 0;
   if (llvm::Error error = checkPlanFlags())
     return error;
   llvm::Expected<uint64_t> budget = getMemoryBudget();
   if (!budget)
     return budget.takeError();
-  return snug::planModule(module, getPlanningOptions(),
-                          getPassManagerOptions(), planningMs, planPipeline,
-                          *budget);
+  // Micro-batching plans fresh imports of the model (loadModule prints
+  // what goes wrong with one).
+  auto reload = [&]() -> llvm::Expected<std::unique_ptr<ir::Module>> {
+    int exitCode = ExitOk;
+    auto fresh = loadModule(path, exitCode, nullptr, extraDim);
+    if (!fresh)
+      return userError("reloading " + path + " for micro-batching failed");
+    return std::move(*fresh);
+  };
+  llvm::Expected<std::unique_ptr<ir::Module>> planned = planWithinBudget(
+      std::move(module), reload, getPlanningOptions(), getPassManagerOptions(),
+      *budget, planningMs, planPipeline);
+  if (!planned)
+    return planned.takeError();
+  module = std::move(*planned);
+  return llvm::Error::success();
 }
 
 llvm::Error writeMemoryReport(const ir::Module &module,
@@ -219,7 +242,8 @@ static int64_t fitBatchValue(llvm::StringRef path, uint64_t budget,
         std::pair<std::string, int64_t> binding{fitBatch, value};
         auto module = loadModule(path, exitCode, nullptr, &binding);
         double planningMs = 0;
-        llvm::Error error = module ? planModule(**module, planningMs)
+        llvm::Error error = module ? planModule(path, *module, planningMs,
+                                                &binding)
                                    : llvm::Error::success();
         if (!module || error) {
           if (error)
@@ -302,7 +326,8 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode,
   double planningMs = 0;
   llvm::Error error = checkOutputsAreNewFiles(inputs, outputs);
   if (!error)
-    error = planModule(**module, planningMs);
+    error = planModule(path, *module, planningMs,
+                       fitted ? &*fitted : nullptr);
   if (!error) {
     auto emitted = emitForTarget(**module);
     if (emitted)

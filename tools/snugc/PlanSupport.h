@@ -33,8 +33,13 @@ llvm::Expected<uint64_t> getMemoryBudget();
 
 /// Runs "schedule,plan-memory{...}" (the schedule pass unless --no-schedule)
 /// on a module that has no plan yet, planning the --target's scratch;
-/// stores the planner's time.
-llvm::Error planModule(ir::Module &module, double &planningMs);
+/// stores the planner's time. With --memory-budget it rematerializes, and
+/// with --allow-micro-batches may replace `module` by a fresh import of
+/// `path` (with `extraDim` bound, as --fit-batch tries) run in
+/// micro-batches (planWithinBudget, compiler/Driver.h).
+llvm::Error planModule(llvm::StringRef path,
+                       std::unique_ptr<ir::Module> &module, double &planningMs,
+                       const std::pair<std::string, int64_t> *extraDim);
 
 /// The planning options snugc's flags give (--planner, --alignment,
 /// --time-limit, --no-schedule, --verify-plan, --target,
