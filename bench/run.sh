@@ -33,6 +33,10 @@ echo "## Rematerialization frontier per zoo model"
 echo
 $python bench/remat/run.py --build "$build" | tee bench/results/remat.md
 echo
+echo "## Precision: fp16 and bf16 against fp32 per zoo model"
+echo
+$python bench/precision/run.py --build "$build" | tee bench/results/precision.md || true
+echo
 echo "## Compile time"
 echo
 $python bench/compile/run.py --build "$build" | tee bench/results/compile.md

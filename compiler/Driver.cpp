@@ -71,6 +71,17 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
     return userError("--time-limit: '" + llvm::Twine(text) +
                      "' is not a finite, non-negative number of seconds");
   }
+  if (planning.precision != "fp32" && planning.precision != "fp16" &&
+      planning.precision != "bf16")
+    return userError("--precision must be fp32, fp16 or bf16, not '" +
+                     planning.precision + "'");
+  if (planning.ioPrecision != "model" && planning.ioPrecision != "lowered")
+    return userError("--io-precision must be model or lowered, not '" +
+                     planning.ioPrecision + "'");
+  if (planning.keepFp32.find_first_of("{} ") != std::string::npos)
+    return userError("--keep-fp32: '" + planning.keepFp32 +
+                     "' is not a comma-separated list of node names and op "
+                     "types");
   if (planning.target != "cuda" && planning.target != "host")
     return userError("--target must be cuda or host, not '" +
                      planning.target + "'");

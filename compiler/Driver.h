@@ -131,7 +131,7 @@ findLargestFitting(llvm::function_ref<llvm::Expected<bool>(int64_t)> fits,
 struct DriverOptions {
   ImportOptions import;
   /// The pipeline after import (names of compiler/Pipeline.h expand).
-  std::string pipeline = getDefaultImportPipeline().str();
+  std::string pipeline = "import";
   PassManagerOptions passes;
   PlanningOptions planning;
   /// SM architectures for the CUDA target (planning.target == "cuda").

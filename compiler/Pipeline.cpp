@@ -19,6 +19,22 @@ llvm::StringRef getDefaultImportPipeline() {
   return pipeline;
 }
 
+std::string getImportPipeline(const PlanningOptions &planning) {
+  std::string pipeline = getDefaultImportPipeline().str();
+  if (planning.precision == "fp32")
+    return pipeline;
+  std::string lower = "lower-precision{to=" +
+                      std::string(planning.precision == "bf16" ? "bf16"
+                                                               : "f16");
+  if (!planning.keepFp32.empty())
+    lower += " keep=" + planning.keepFp32;
+  if (planning.ioPrecision == "lowered")
+    lower += " io=lowered";
+  lower += "},";
+  size_t fuse = pipeline.rfind("fuse");
+  return pipeline.substr(0, fuse) + lower + pipeline.substr(fuse);
+}
+
 /// The shortest text that reads back as `seconds` (2 -> "2", 0.5 -> "0.5").
 static std::string formatSeconds(double seconds) {
   char buffer[32];
@@ -66,11 +82,11 @@ std::string expandPipelineNames(llvm::StringRef pipeline,
     element = element.trim();
     std::string expanded = element.str();
     if (element == "import")
-      expanded = getDefaultImportPipeline().str();
+      expanded = getImportPipeline(planning);
     else if (element == "plan")
       expanded = getPlanningPipeline(planning);
     else if (element == "default")
-      expanded = getDefaultImportPipeline().str() + "," +
+      expanded = getImportPipeline(planning) + "," +
                  getPlanningPipeline(planning);
     if (expanded.empty())
       return;

@@ -8,7 +8,8 @@
 //
 // Pipeline names (usable wherever a pipeline string is accepted, alone or as
 // elements of a longer one):
-//   import   fold-constants{max-bytes=4194304 max-expand-bytes=256},dce
+//   import   fold-constants{max-bytes=4194304 max-expand-bytes=256},dce,fuse
+//            (lower-precision{...} before fuse with --precision fp16/bf16)
 //   plan     schedule{...},plan-memory{...},verify-plan with the given options
 //            (remat{...} before plan-memory when there is an arena budget)
 //   default  import,plan
@@ -53,7 +54,20 @@ struct PlanningOptions {
   /// run in micro-batches (passes/SplitBatch.cpp; planWithinBudget in
   /// compiler/Driver.h). snugc --allow-micro-batches.
   bool allowMicroBatches = false;
+  /// Storage precision of weights and activations: "fp32" (as the model
+  /// is), "fp16" or "bf16" (the import pipeline then runs lower-precision
+  /// before fuse); keepFp32, node names and op types kept in f32 (snugc
+  /// --precision, --keep-fp32).
+  std::string precision = "fp32";
+  std::string keepFp32;
+  /// "model" (inputs and outputs keep the model's dtype) or "lowered"
+  /// (snugc --io-precision).
+  std::string ioPrecision = "model";
 };
+
+/// The import pipeline for `planning`'s precision: the default one, with
+/// lower-precision{to=... keep=...} before fuse when it is not fp32.
+std::string getImportPipeline(const PlanningOptions &planning);
 
 /// The share of --time-limit the schedule pass may spend; plan-memory gets
 /// the rest, so that the limit bounds the whole of planning. The schedule

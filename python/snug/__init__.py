@@ -47,6 +47,9 @@ _OPTIONS = {
     "cublas_workspace": int,   # --cublas-workspace
     "memory_budget": None,     # --memory-budget: bytes or "20GiB"
     "allow_micro_batches": bool,  # --allow-micro-batches
+    "precision": str,          # --precision=fp32|fp16|bf16
+    "keep_fp32": str,          # --keep-fp32: "NAME,OP,..."
+    "io_precision": str,       # --io-precision=model|lowered
     "passes": str,             # --passes
     "disable_pass": None,      # --disable-pass (str or list)
     "allow_external_data_outside_model_dir": bool,

@@ -159,7 +159,11 @@ Planned planModel(const std::string &path, const std::string &modelName,
       optionOr<uint64_t>(options, "cublas_workspace", uint64_t(4) << 20);
   driver.archs = optionOr<std::vector<unsigned>>(options, "archs", {80, 90});
   driver.pipeline = optionOr<std::string>(
-      options, "passes", snug::getDefaultImportPipeline().str());
+      options, "passes", "import");
+  planning.precision = optionOr<std::string>(options, "precision", "fp32");
+  planning.keepFp32 = optionOr<std::string>(options, "keep_fp32", "");
+  planning.ioPrecision =
+      optionOr<std::string>(options, "io_precision", "model");
   driver.passes.disabledPasses = optionOr<std::vector<std::string>>(
       options, "disable_pass", {});
   driver.memoryBudgetBytes = optionOr<uint64_t>(options, "memory_budget", 0);

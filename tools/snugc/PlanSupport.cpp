@@ -77,6 +77,23 @@ static cl::opt<std::string> fitBatch(
              "compile at it"),
     cl::value_desc("DIM"), cl::init(""), InPlanningCommands(),
     cl::cat(getPlanCategory()));
+static cl::opt<std::string> precisionFlag(
+    "precision",
+    cl::desc("Storage precision of weights and activations: fp32 (as the "
+             "model is), fp16 or bf16 (accumulation stays f32; graph inputs "
+             "and outputs keep their type)"),
+    cl::init("fp32"), InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<std::string> keepFp32(
+    "keep-fp32",
+    cl::desc("With --precision: node names and op types to keep in f32, "
+             "comma-separated"),
+    cl::value_desc("NAME|OP,..."), cl::init(""), InPlanningCommands(),
+    cl::cat(getPlanCategory()));
+static cl::opt<std::string> ioPrecision(
+    "io-precision",
+    cl::desc("With --precision: model (graph inputs and outputs keep the "
+             "model's type) or lowered (they take the lowered type too)"),
+    cl::init("model"), InPlanningCommands(), cl::cat(getPlanCategory()));
 static cl::opt<bool> allowMicroBatches(
     "allow-micro-batches",
     cl::desc("With --memory-budget, when recomputing values cannot meet it: "
@@ -144,6 +161,9 @@ PlanningOptions getPlanningOptions() {
   planning.target = targetsCuda() ? "cuda" : "host";
   planning.cublasWorkspaceBytes = getCublasWorkspaceCap();
   planning.allowMicroBatches = allowMicroBatches;
+  planning.precision = precisionFlag;
+  planning.keepFp32 = keepFp32;
+  planning.ioPrecision = ioPrecision;
   return planning;
 }
 

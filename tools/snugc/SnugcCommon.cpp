@@ -41,7 +41,7 @@ static cl::opt<std::string>
              cl::desc("Pass pipeline after import (replaces the default "
                       "'import'; names of compiler/Pipeline.h expand)"),
              cl::value_desc("pipeline"),
-             cl::init(getDefaultImportPipeline().str()),
+             cl::init("import"),
              inAllCommands(), cl::cat(getCommonCategory()));
 static cl::list<std::string>
     disablePass("disable-pass", cl::desc("Leave a pass out of the pipeline"),

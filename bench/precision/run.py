@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""bench/precision: what --precision=fp16 and bf16 cost and save on every
+zoo model.
+
+    .venv/bin/python bench/precision/run.py [--build build] [--cache DIR]
+        [--out bench/results] [--models a,b]
+
+Per model (opset 17, the export's bindings, batch 1): weights and arena
+bytes at fp32, fp16 and bf16 (`snugc compile --target=host`) and their
+ratios to fp32, the arena also with --io-precision=lowered (inputs and
+outputs in 16 bits too, which a large output such as GPT-2's logits needs
+to halve), then each lowered bundle run on the host executor on the
+export's test inputs against the fp32 bundle's outputs: relative error
+||out - ref|| / ||ref|| (the largest over the outputs), the largest absolute
+error, and whether any output holds a NaN or an Inf.
+Exit 1 when an output has a NaN or Inf, or a relative error is 1e-2 or more.
+A markdown table goes to stdout, JSON to OUT/precision.json.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from zoo import bench_arguments, write_results  # noqa: E402
+
+MODELS = ["resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+          "squeezenet1_1", "googlenet", "densenet121", "vit_small",
+          "bert_small", "bert_small_s512", "gpt2_small", "gpt2_small_s1024",
+          "unet"]
+PRECISIONS = ["fp32", "fp16", "bf16"]
+
+
+def compile_and_run(build, model_dir, precision, scratch):
+    bindings = open(os.path.join(model_dir, "inputs.txt")).read().split()
+    bundle = os.path.join(scratch, precision + ".snug")
+    report = os.path.join(scratch, precision + ".json")
+    result = subprocess.run(
+        [os.path.join(build, "bin", "snugc"), "compile",
+         os.path.join(model_dir, "model.onnx"), "-o", bundle, "--target=host",
+         "--precision=" + precision, "--memory-report=json",
+         "--memory-report-file=" + report] + bindings,
+        capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr)
+    outputs = os.path.join(scratch, "out-" + precision)
+    # Loose tolerances: the run is for its outputs, compared below.
+    result = subprocess.run(
+        [os.path.join(build, "bin", "snug-run"), bundle, "--device", "host",
+         "--check", os.path.join(model_dir, "test_data_set_0"),
+         "--rtol", "1e9", "--atol", "1e9", "--output-dir", outputs],
+        capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(result.stdout + result.stderr)
+    with open(report) as f:
+        data = json.load(f)
+    if precision != "fp32":
+        result = subprocess.run(
+            [os.path.join(build, "bin", "snugc"), "plan",
+             os.path.join(model_dir, "model.onnx"), "--target=host",
+             "--precision=" + precision, "--io-precision=lowered",
+             "--memory-report=json"] + bindings,
+            capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(result.stderr)
+        data["arena_io_lowered"] = json.loads(result.stdout)["arena_bytes"]
+    return data, outputs
+
+
+def main():
+    parser = bench_arguments()
+    parser.add_argument("--models", default="")
+    args = parser.parse_args()
+    wanted = [m for m in args.models.split(",") if m] or MODELS
+    rows, broken = [], []
+    print("| model | weights fp32 | fp16 x | bf16 x | arena fp32 | fp16 x | "
+          "bf16 x | fp16 x (io lowered) | rel err fp16 | rel err bf16 | "
+          "max abs fp16 | max abs bf16 |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for name in wanted:
+        model_dir = os.path.join(args.cache, f"{name}-opset17")
+        if not os.path.exists(os.path.join(model_dir, "model.onnx")):
+            print(f"| {name} | (not exported) |")
+            continue
+        with tempfile.TemporaryDirectory() as scratch:
+            reports, outputs = {}, {}
+            for precision in PRECISIONS:
+                reports[precision], outputs[precision] = compile_and_run(
+                    args.build, model_dir, precision, scratch)
+            row = {"model": name}
+            for precision in PRECISIONS:
+                row[f"weights_{precision}"] = reports[precision]["weights_bytes"]
+                row[f"arena_{precision}"] = reports[precision]["arena_bytes"]
+            row["arena_fp16_io_lowered"] = reports["fp16"]["arena_io_lowered"]
+            for precision in ("fp16", "bf16"):
+                rel, worst, finite = 0.0, 0.0, True
+                for file in sorted(os.listdir(outputs["fp32"])):
+                    ref = np.load(os.path.join(outputs["fp32"], file)).astype(np.float64)
+                    out = np.load(os.path.join(outputs[precision], file)).astype(np.float64)
+                    finite &= bool(np.isfinite(out).all())
+                    norm = np.linalg.norm(ref)
+                    rel = max(rel, float(np.linalg.norm(out - ref) / (norm or 1.0)))
+                    worst = max(worst, float(np.abs(out - ref).max()))
+                row[f"rel_err_{precision}"] = rel
+                row[f"max_abs_{precision}"] = worst
+                row[f"finite_{precision}"] = finite
+                if not finite or rel >= 1e-2:
+                    broken.append(f"{name} {precision}: relative error {rel:.3g}"
+                                  f"{'' if finite else ', NaN or Inf'}")
+        w, a = row["weights_fp32"], row["arena_fp32"]
+        print(f"| {name} | {w} | {w / row['weights_fp16']:.2f} | "
+              f"{w / row['weights_bf16']:.2f} | {a} | "
+              f"{a / row['arena_fp16']:.2f} | {a / row['arena_bf16']:.2f} | "
+              f"{a / row['arena_fp16_io_lowered']:.2f} | "
+              f"{row['rel_err_fp16']:.2e} | {row['rel_err_bf16']:.2e} | "
+              f"{row['max_abs_fp16']:.2e} | {row['max_abs_bf16']:.2e} |")
+        rows.append(row)
+    write_results(args.out, "precision.json", rows)
+    for problem in broken:
+        print(f"FAILED: {problem}", file=sys.stderr)
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
