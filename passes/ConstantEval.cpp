@@ -23,6 +23,8 @@
 #include "runtime/CheckedArithmetic.h"
 #include "runtime/host/Kernels.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include <cstring>
 
 namespace snug {
@@ -177,6 +179,80 @@ evaluateNode(const ir::Node &node, llvm::ArrayRef<OperandData> operands) {
                                    node.describe() + ": " + message);
   }
   return results;
+}
+
+
+llvm::Expected<std::vector<std::vector<uint8_t>>> evaluateModule(
+    const ir::Module &module, llvm::ArrayRef<std::vector<uint8_t>> inputs,
+    llvm::function_ref<void(const ir::Value &, llvm::ArrayRef<uint8_t>)>
+        visit) {
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   message.str());
+  };
+  llvm::DenseMap<const ir::Value *, std::vector<uint8_t>> data;
+  llvm::SmallVector<ir::Value *, 4> graphInputs = module.getInputs();
+  if (graphInputs.size() != inputs.size())
+    return fail("the module has " + llvm::Twine(graphInputs.size()) +
+                " inputs, " + llvm::Twine(inputs.size()) + " were given");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].size() != graphInputs[i]->getType().getByteSize())
+      return fail("input " + graphInputs[i]->describe() + " needs " +
+                  llvm::Twine(graphInputs[i]->getType().getByteSize()) +
+                  " bytes, got " + llvm::Twine(inputs[i].size()));
+    data[graphInputs[i]] = inputs[i];
+  }
+  // The last node reading each value, to free it after.
+  auto nodes = module.getNodes();
+  llvm::DenseMap<const ir::Value *, size_t> lastRead;
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (const ir::Value *operand : nodes[n]->getOperands())
+      if (operand)
+        lastRead[operand] = n;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const ir::Node &node = *nodes[n];
+    std::vector<OperandData> operands;
+    for (const ir::Value *operand : node.getOperands()) {
+      if (!operand) {
+        operands.push_back(llvm::None);
+      } else if (operand->isWeight()) {
+        if (operand->isWeightElided())
+          return fail(node.describe() + " reads " + operand->describe() +
+                      ", whose data is elided");
+        operands.push_back(module.getWeightData(operand));
+      } else {
+        auto it = data.find(operand);
+        if (it == data.end())
+          return fail(node.describe() + " reads " + operand->describe() +
+                      " before it is computed");
+        operands.push_back(llvm::ArrayRef<uint8_t>(it->second));
+      }
+    }
+    llvm::Expected<llvm::Optional<ResultData>> results =
+        evaluateNode(node, operands);
+    if (!results)
+      return results.takeError();
+    if (!*results)
+      return fail(node.describe() + " cannot run on the host reference "
+                  "kernels");
+    for (unsigned i = 0; i < node.getNumResults(); ++i) {
+      if (visit)
+        visit(*node.getResult(i), (**results)[i]);
+      data[node.getResult(i)] = std::move((**results)[i]);
+    }
+    for (const ir::Value *operand : node.getOperands())
+      if (operand && !operand->isWeight() && lastRead.lookup(operand) == n &&
+          !module.isOutput(operand))
+        data.erase(operand);
+  }
+  std::vector<std::vector<uint8_t>> outputs;
+  for (const ir::Value *output : module.getOutputs()) {
+    auto it = data.find(output);
+    if (it == data.end())
+      return fail("output " + output->describe() + " is never computed");
+    outputs.push_back(it->second);
+  }
+  return outputs;
 }
 
 } // namespace snug

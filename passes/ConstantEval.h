@@ -15,6 +15,7 @@
 #include "ir/Module.h"
 
 #include "llvm/ADT/Optional.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <vector>
@@ -46,6 +47,18 @@ bool needsOperandData(ir::OpCode op, unsigned index);
 /// unsupported parameter), and name the node.
 llvm::Expected<llvm::Optional<ResultData>>
 evaluateNode(const ir::Node &node, llvm::ArrayRef<OperandData> operands);
+
+/// Runs every node of `module` in schedule order with the host kernels, on
+/// `inputs` (the bytes of each graph input, in order): the reference
+/// interpreter accuracy checks and tests use, not a fast path. `visit`,
+/// when given, sees every node result as it is computed. A value is freed
+/// after its last reader. Returns the bytes of each graph output; errors
+/// name the node (an op with no host kernel, an elided weight, a kernel's
+/// own error) or the input of the wrong size.
+llvm::Expected<std::vector<std::vector<uint8_t>>> evaluateModule(
+    const ir::Module &module, llvm::ArrayRef<std::vector<uint8_t>> inputs,
+    llvm::function_ref<void(const ir::Value &, llvm::ArrayRef<uint8_t>)>
+        visit = nullptr);
 
 /// Integer elements of an integer tensor (i64, i32, ...); None for others.
 llvm::Optional<llvm::SmallVector<int64_t, 4>>

@@ -56,21 +56,6 @@ public:
   }
 };
 
-uint8_t dtypeCode(ir::DType type) {
-  switch (type) {
-  case ir::DType::F32: return DTypeF32;
-  case ir::DType::F16: return DTypeF16;
-  case ir::DType::BF16: return DTypeBF16;
-  case ir::DType::F64: return DTypeF64;
-  case ir::DType::I64: return DTypeI64;
-  case ir::DType::I32: return DTypeI32;
-  case ir::DType::I16: return DTypeI16;
-  case ir::DType::I8: return DTypeI8;
-  case ir::DType::U8: return DTypeU8;
-  case ir::DType::Bool: return DTypeBool;
-  }
-  llvm_unreachable("unknown dtype");
-}
 
 llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -153,6 +138,22 @@ void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
 
 } // namespace
 
+uint8_t getBundleDTypeCode(ir::DType type) {
+  switch (type) {
+  case ir::DType::F32: return DTypeF32;
+  case ir::DType::F16: return DTypeF16;
+  case ir::DType::BF16: return DTypeBF16;
+  case ir::DType::F64: return DTypeF64;
+  case ir::DType::I64: return DTypeI64;
+  case ir::DType::I32: return DTypeI32;
+  case ir::DType::I16: return DTypeI16;
+  case ir::DType::I8: return DTypeI8;
+  case ir::DType::U8: return DTypeU8;
+  case ir::DType::Bool: return DTypeBool;
+  }
+  llvm_unreachable("unknown dtype");
+}
+
 WeightsLayout computeWeightsLayout(const ir::Module &module) {
   llvm::DenseSet<const ir::Value *> used;
   for (const auto &node : module.getNodes())
@@ -219,7 +220,7 @@ llvm::Error Writer::writeLocation(Sink &sink, const ir::Value *value) {
                        llvm::Twine(offset) + ") lies outside the arena of " +
                        llvm::Twine(arenaSize) + " bytes");
   }
-  sink.u8(kind), sink.u8(dtypeCode(type.getDType())), sink.u16(0);
+  sink.u8(kind), sink.u8(getBundleDTypeCode(type.getDType())), sink.u16(0);
   sink.u32(type.getRank());
   for (int64_t dim : type.getDims())
     sink.i64(dim);
@@ -256,7 +257,7 @@ void Writer::writeAttribute(Sink &sink, const ir::Attribute &attr) {
     return;
   case Kind::Tensor: {
     const ir::TensorType &type = attr.getTensorType();
-    sink.u8(AttrTensor), sink.u8(dtypeCode(type.getDType()));
+    sink.u8(AttrTensor), sink.u8(getBundleDTypeCode(type.getDType()));
     sink.u32(type.getRank());
     for (int64_t dim : type.getDims())
       sink.i64(dim);
@@ -276,7 +277,7 @@ void Writer::writeAttributes(Sink &sink, const ir::AttributeMap &attributes) {
 }
 
 void writeBodyType(Sink &sink, const ir::TensorType &type) {
-  sink.u8(dtypeCode(type.getDType())), sink.u8(0), sink.u16(0);
+  sink.u8(getBundleDTypeCode(type.getDType())), sink.u8(0), sink.u16(0);
   sink.u32(type.getRank());
   for (int64_t dim : type.getDims())
     sink.i64(dim);

@@ -53,6 +53,9 @@ WeightsLayout computeWeightsLayout(const ir::Module &module);
 llvm::Expected<std::vector<uint8_t>>
 serializeBundle(const ir::Module &module, const BundleOptions &options);
 
+/// The bundle's (and ONNX's TensorProto) code of an element type.
+uint8_t getBundleDTypeCode(ir::DType type);
+
 /// serializeBundle, then an atomic write to `path`.
 llvm::Error writeBundle(const ir::Module &module, llvm::StringRef path,
                         const BundleOptions &options);

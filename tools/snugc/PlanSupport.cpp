@@ -1,5 +1,6 @@
 //===- PlanSupport.cpp - Planning and the memory report in snugc ----------===//
 #include "tools/snugc/PlanSupport.h"
+#include "tools/snugc/AccuracySupport.h"
 #include "tools/snugc/CudaSupport.h"
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
@@ -163,6 +164,9 @@ PlanningOptions getPlanningOptions() {
   planning.allowMicroBatches = allowMicroBatches;
   planning.precision = precisionFlag;
   planning.keepFp32 = keepFp32;
+  std::string calibrated = getCalibratedKeep();
+  if (!calibrated.empty())
+    planning.keepFp32 += (planning.keepFp32.empty() ? "" : ",") + calibrated;
   planning.ioPrecision = ioPrecision;
   return planning;
 }
@@ -312,6 +316,9 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode,
     exitCode = reportError(std::move(error));
     return llvm::None;
   }
+  // --check-accuracy: before anything is planned or written.
+  if (wantsAccuracyCheck() && !checkAccuracy(path, exitCode))
+    return llvm::None;
   // --fit-batch: the value first, then everything below runs at it.
   llvm::Optional<std::pair<std::string, int64_t>> fitted;
   if (!fitBatch.empty()) {

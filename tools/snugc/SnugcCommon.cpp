@@ -151,7 +151,8 @@ int reportError(llvm::Error error) {
 llvm::Optional<std::unique_ptr<ir::Module>>
 loadModule(llvm::StringRef path, int &exitCode,
            std::vector<std::string> *externalFiles,
-           const std::pair<std::string, int64_t> *extraDim) {
+           const std::pair<std::string, int64_t> *extraDim,
+           const std::string *pipelineOverride) {
   ImportOptions options;
   options.allowExternalDataOutsideModelDir = allowOutsideModelDir;
   options.externalFilesRead = externalFiles;
@@ -178,7 +179,8 @@ loadModule(llvm::StringRef path, int &exitCode,
   PassManagerOptions passOptions = getPassManagerOptions();
   PassManager passManager(passOptions);
   // A bad pipeline is reported before the (possibly slow) import.
-  if (llvm::Error error = passManager.addPipeline(getPipelineOption())) {
+  if (llvm::Error error = passManager.addPipeline(
+          pipelineOverride ? *pipelineOverride : getPipelineOption())) {
     exitCode = reportError(std::move(error));
     return llvm::None;
   }

@@ -39,11 +39,13 @@ ir::PrintOptions getPrintOptions();
 /// `externalFiles` when given. Repeated --input/--dim keys and unknown pass
 /// names in --disable-pass/--print-ir-after are errors.
 /// `extraDim` (SYMBOL, N), when given, binds one more symbolic dim, as
-/// --fit-batch does for each value it tries.
+/// --fit-batch does for each value it tries; `pipelineOverride` replaces
+/// --passes (--check-accuracy's unfused pipelines).
 llvm::Optional<std::unique_ptr<ir::Module>>
 loadModule(llvm::StringRef path, int &exitCode,
            std::vector<std::string> *externalFiles = nullptr,
-           const std::pair<std::string, int64_t> *extraDim = nullptr);
+           const std::pair<std::string, int64_t> *extraDim = nullptr,
+           const std::string *pipelineOverride = nullptr);
 
 /// Whether --dim binds `symbol`.
 bool isDimBound(llvm::StringRef symbol);

@@ -1,0 +1,64 @@
+//===- AccuracyCheck.h - What lowering the precision costs -----*- C++ -*-===//
+//
+// --check-accuracy: the model at fp32 and lowered (the lower-precision
+// pass, compiler/Pipeline.h), both before fusion so that every node's
+// result can be compared, run node by node on the host reference kernels
+// (evaluateModule, passes/ConstantEval.h) on the same inputs. Every value
+// the two share by name is compared: relative error ||low - ref|| / ||ref||
+// (the L2 norms; ||ref|| = 0 counts as 1) and the largest absolute error,
+// both in double, plus whether the lowered value holds a NaN or Inf the
+// reference does not. The report names each output's figures and the first
+// node, in the reference's schedule order, whose result is over the
+// threshold: where to look, or what to keep in f32.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_ACCURACYCHECK_H
+#define SNUG_COMPILER_ACCURACYCHECK_H
+
+#include "ir/Module.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace snug {
+
+struct ValueDivergence {
+  std::string value; ///< the value's name
+  std::string node;  ///< its producer, described (or "input")
+  std::string nodeName; ///< the producer's ONNX name ("" for none)
+  std::string op;
+  double relativeError = 0;
+  double maxAbsError = 0;
+  bool nonFinite = false; ///< NaN or Inf in the lowered value only
+};
+
+struct AccuracyResult {
+  /// One per graph output of the reference, in order.
+  std::vector<ValueDivergence> outputs;
+  /// Every value compared, in the reference's schedule order.
+  std::vector<ValueDivergence> values;
+};
+
+/// Compares `lowered` against `reference` (see the file comment) on
+/// `inputs`, the bytes of each graph input in order (both modules take the
+/// same inputs). Errors: what evaluateModule reports.
+llvm::Expected<AccuracyResult>
+compareLoweredModule(const ir::Module &reference, const ir::Module &lowered,
+                     llvm::ArrayRef<std::vector<uint8_t>> inputs);
+
+/// The first value whose relative error is over `threshold` (or which
+/// turned NaN or Inf); null when none is.
+const ValueDivergence *findFirstDivergence(const AccuracyResult &result,
+                                           double threshold);
+
+/// The lines --check-accuracy prints; true when every output is within
+/// `threshold` and finite.
+bool printAccuracy(const AccuracyResult &result, llvm::StringRef precision,
+                   double threshold, llvm::raw_ostream &os);
+
+} // namespace snug
+
+#endif // SNUG_COMPILER_ACCURACYCHECK_H

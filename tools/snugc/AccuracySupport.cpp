@@ -1,0 +1,242 @@
+//===- AccuracySupport.cpp - snugc --check-accuracy ------------------------===//
+#include "tools/snugc/AccuracySupport.h"
+#include "tools/snugc/PlanSupport.h"
+#include "tools/snugc/SnugcCommands.h"
+#include "tools/snugc/SnugcCommon.h"
+#include "tools/snug-run/TensorFiles.h"
+
+#include "compiler/AccuracyCheck.h"
+#include "compiler/Pipeline.h"
+#include "compiler/bundle/BundleWriter.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+#include <cmath>
+
+namespace cl = llvm::cl;
+
+namespace snug {
+namespace snugc {
+
+static cl::opt<std::string> accuracyDir(
+    "check-accuracy",
+    cl::desc("With --precision: run the model at fp32 and lowered on the "
+             "host reference kernels on the inputs in DIR, print each "
+             "output's relative and absolute error and the first value over "
+             "--accuracy-threshold; exit 1 when an output is over it"),
+    cl::value_desc("DIR"), cl::init(""), InPlanningCommands());
+static cl::opt<double> accuracyThreshold(
+    "accuracy-threshold",
+    cl::desc("Largest relative error ||out - ref|| / ||ref|| an output may "
+             "have under --check-accuracy (default 1e-2)"),
+    cl::init(1e-2), InPlanningCommands());
+
+static cl::opt<std::string> calibrationDir(
+    "calibration",
+    cl::desc("With --precision: find a small set of nodes to keep in f32 so "
+             "that every output is within --accuracy-threshold on the inputs "
+             "in DIR (nodes ranked by how far their result drifts, then "
+             "bisection), print it as --keep-fp32 takes it, and compile with "
+             "it"),
+    cl::value_desc("DIR"), cl::init(""), InPlanningCommands());
+
+/// The keep set calibration found, added to --keep-fp32's.
+static std::string calibratedKeep;
+
+std::string getCalibratedKeep() { return calibratedKeep; }
+
+static int failWith(const llvm::Twine &message) {
+  return reportError(
+      llvm::createStringError(llvm::inconvertibleErrorCode(), message.str()));
+}
+
+bool wantsAccuracyCheck() {
+  return !accuracyDir.empty() || !calibrationDir.empty();
+}
+
+/// The inputs in `dir` for `module`'s graph inputs, checked against their
+/// types; None (and `exitCode` set) after an error.
+static llvm::Optional<std::vector<std::vector<uint8_t>>>
+readInputs(const ir::Module &module, const std::string &dir, int &exitCode) {
+  std::vector<std::vector<uint8_t>> inputs;
+  size_t index = 0;
+  for (const ir::Value *input : module.getInputs()) {
+    std::string name = input->getName().str();
+    std::string file = findDataFile(dir, "input", index++, name);
+    if (file.empty()) {
+      exitCode = failWith("no data for input '" + name + "' in '" + dir + "'");
+      return llvm::None;
+    }
+    HostTensor tensor;
+    std::string error;
+    if (!readTensorFile(file, tensor, error)) {
+      exitCode = failWith(file + ": " + error);
+      return llvm::None;
+    }
+    const ir::TensorType &type = input->getType();
+    std::vector<int64_t> dims(type.getDims().begin(), type.getDims().end());
+    if (tensor.dtype != getBundleDTypeCode(type.getDType()) ||
+        tensor.dims != dims) {
+      exitCode = failWith(file + " holds " +
+                          tensorTypeString(tensor.dtype, tensor.dims) +
+                          ", input '" + name + "' is " + type.str());
+      return llvm::None;
+    }
+    inputs.push_back(std::move(tensor.bytes));
+  }
+  return inputs;
+}
+
+/// The unfused import pipeline for `planning` (fp32 when `reference`).
+static std::string getUnfusedPipeline(PlanningOptions planning,
+                                      bool reference) {
+  if (reference)
+    planning = PlanningOptions();
+  planning.ioPrecision = "model";
+  std::string pipeline = getImportPipeline(planning);
+  size_t fuse = pipeline.rfind(",fuse");
+  if (fuse != std::string::npos)
+    pipeline.erase(fuse);
+  return pipeline;
+}
+
+/// One comparison of the model lowered with `keep` against fp32.
+static llvm::Optional<AccuracyResult>
+compareWith(llvm::StringRef path, const ir::Module &reference,
+            const std::vector<std::vector<uint8_t>> &inputs,
+            PlanningOptions planning, const std::string &keep, int &exitCode) {
+  planning.keepFp32 = keep;
+  std::string pipeline = getUnfusedPipeline(planning, false);
+  auto low = loadModule(path, exitCode, nullptr, nullptr, &pipeline);
+  if (!low)
+    return llvm::None;
+  llvm::Expected<AccuracyResult> result =
+      compareLoweredModule(reference, **low, inputs);
+  if (!result) {
+    exitCode = reportError(result.takeError());
+    return llvm::None;
+  }
+  return std::move(*result);
+}
+
+static bool withinThreshold(const AccuracyResult &result) {
+  for (const ValueDivergence &output : result.outputs)
+    if (output.nonFinite || !(output.relativeError <= accuracyThreshold))
+      return false;
+  return true;
+}
+
+/// Whether `name` can go into a --keep-fp32 list.
+static bool isListable(llvm::StringRef name) {
+  return !name.empty() && name.find_first_of(",{} ") == llvm::StringRef::npos;
+}
+
+bool checkAccuracy(llvm::StringRef path, int &exitCode) {
+  PlanningOptions planning = getPlanningOptions();
+  if (planning.precision == "fp32") {
+    exitCode = failWith("--check-accuracy and --calibration need "
+                        "--precision=fp16 or bf16");
+    return false;
+  }
+  if (!(accuracyThreshold > 0) || !std::isfinite(accuracyThreshold)) {
+    exitCode = failWith("--accuracy-threshold must be a positive number");
+    return false;
+  }
+  // Both before fusion, so that every node's result is there to compare.
+  std::string refPipeline = getUnfusedPipeline(planning, true);
+  auto reference = loadModule(path, exitCode, nullptr, nullptr, &refPipeline);
+  if (!reference)
+    return false;
+  std::string keep = planning.keepFp32;
+  if (!calibrationDir.empty()) {
+    auto inputs = readInputs(**reference, calibrationDir, exitCode);
+    if (!inputs)
+      return false;
+    auto first = compareWith(path, **reference, *inputs, planning, keep,
+                             exitCode);
+    if (!first)
+      return false;
+    // Rank the lowered nodes by how far their result drifts (NaN and Inf
+    // first), then find the fewest of the top ones that, kept in f32,
+    // bring every output within the threshold.
+    std::vector<const ValueDivergence *> ranked;
+    for (const ValueDivergence &value : first->values)
+      if (isListable(value.nodeName))
+        ranked.push_back(&value);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const ValueDivergence *a, const ValueDivergence *b) {
+                       double ka = a->nonFinite || std::isnan(a->relativeError)
+                                       ? INFINITY : a->relativeError;
+                       double kb = b->nonFinite || std::isnan(b->relativeError)
+                                       ? INFINITY : b->relativeError;
+                       return ka > kb;
+                     });
+    auto keepTop = [&](size_t count) {
+      std::string list = keep;
+      for (size_t k = 0; k < count; ++k)
+        list += (list.empty() ? "" : ",") + ranked[k]->nodeName;
+      return list;
+    };
+    size_t lo = 0, hi = ranked.size();
+    bool ok = withinThreshold(*first);
+    if (!ok) {
+      auto all = compareWith(path, **reference, *inputs, planning,
+                             keepTop(hi), exitCode);
+      if (!all)
+        return false;
+      if (!withinThreshold(*all)) {
+        exitCode = failWith("--calibration: even with the " +
+                            std::to_string(hi) + " nodes compared kept in "
+                            "f32, an output is over the threshold");
+        return false;
+      }
+      while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        auto probe = compareWith(path, **reference, *inputs, planning,
+                                 keepTop(mid), exitCode);
+        if (!probe)
+          return false;
+        (withinThreshold(*probe) ? hi : lo) = mid;
+      }
+    } else {
+      hi = 0;
+    }
+    calibratedKeep.clear();
+    for (size_t k = 0; k < hi; ++k)
+      calibratedKeep += (k ? "," : "") + ranked[k]->nodeName;
+    keep = keepTop(hi);
+    size_t nodes = (*reference)->getNodes().size();
+    llvm::errs() << "calibration: " << hi << " of " << nodes
+                 << " nodes kept in f32 ("
+                 << llvm::format("%.1f", 100.0 * double(hi) /
+                                             double(std::max<size_t>(nodes, 1)))
+                 << " %)" << (keep.empty() ? "" : ": --keep-fp32=" + keep)
+                 << '\n';
+  }
+  if (accuracyDir.empty())
+    return true;
+  auto inputs = readInputs(**reference, accuracyDir, exitCode);
+  if (!inputs)
+    return false;
+  auto result = compareWith(path, **reference, *inputs, planning, keep,
+                            exitCode);
+  if (!result)
+    return false;
+  if (printAccuracy(*result, planning.precision, accuracyThreshold,
+                    llvm::errs()))
+    return true;
+  exitCode = failWith("--check-accuracy: an output of " + path +
+                      " at --precision=" + planning.precision +
+                      " is over the threshold of " +
+                      llvm::formatv("{0}", llvm::format("%g",
+                                                        double(accuracyThreshold)))
+                          .str());
+  return false;
+}
+
+} // namespace snugc
+} // namespace snug
