@@ -116,6 +116,7 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
     return cost.takeError();
   report.cost = std::move(*cost);
   report.remat = summarizeRemat(module, report.weightsBytes, report.cost.flops);
+  report.precision = summarizePrecision(module);
   if (const ir::Attribute *split = module.getAttribute("split_batch"))
     if (split->getKind() == ir::Attribute::Kind::Int && split->getInt() > 1)
       report.microBatches = split->getInt();
@@ -273,6 +274,10 @@ void printMemoryReportPretty(const MemoryReport &report,
      << " nodes: kernels " << fusion.kernelsBefore << " -> "
      << fusion.kernelsAfter << ", intermediates removed "
      << formatBytes(fusion.intermediateBytesRemoved) << '\n';
+  if (!report.precision.precision.empty())
+    os << "  precision        " << report.precision.precision << ": "
+       << report.precision.lowered << " nodes, " << report.precision.keptF32
+       << " kept in f32, " << report.precision.casts << " casts\n";
   if (report.microBatches > 1)
     os << "  micro-batches    " << report.microBatches
        << " (the graph runs once per 1/" << report.microBatches
@@ -344,6 +349,13 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
       {"intermediate_bytes_removed",
        int64_t(report.fusion.intermediateBytesRemoved)}};
   object["micro_batches"] = report.microBatches;
+  object["precision"] = nullptr;
+  if (!report.precision.precision.empty())
+    object["precision"] = llvm::json::Object{
+        {"dtype", report.precision.precision},
+        {"nodes_lowered", int64_t(report.precision.lowered)},
+        {"nodes_kept_f32", int64_t(report.precision.keptF32)},
+        {"casts", int64_t(report.precision.casts)}};
   // Always present, null when remat did not run, so that readers see one
   // set of keys.
   object["remat"] = nullptr;

@@ -26,6 +26,7 @@
 #define SNUG_COMPILER_MEMORYREPORT_H
 
 #include "compiler/FusionReport.h"
+#include "compiler/PrecisionReport.h"
 #include "compiler/RematReport.h"
 #include "ir/Module.h"
 
@@ -97,6 +98,9 @@ struct MemoryReport {
   /// Copies of the graph run one after the other, each on 1/microBatches
   /// of the batch (passes/SplitBatch.cpp); 1 when it is not split.
   int64_t microBatches = 1;
+  /// What --precision lowered (compiler/PrecisionReport.h); the report
+  /// shows the totals, --print-precision the per-op table.
+  PrecisionSummary precision;
   /// Why the graph could not run in micro-batches when they were allowed
   /// and needed ("" otherwise).
   std::string microBatchRefusal;

@@ -51,6 +51,16 @@ class RematSummary:
     peak_after_bytes: int
 
 
+@dataclass(frozen=True)
+class PrecisionSummary:
+    """What precision lowering did: the lowered dtype, the nodes computing
+    in it and in f32, and the casts inserted."""
+    dtype: str
+    nodes_lowered: int
+    nodes_kept_f32: int
+    casts: int
+
+
 @dataclass(eq=True)
 class MemoryReport:
     """What a planned model needs on the device, as `snugc plan` reports it.
@@ -94,6 +104,8 @@ class MemoryReport:
     micro_batches: int
     # None when remat did not run (no memory_budget).
     remat: Optional[RematSummary]
+    # None without precision lowering.
+    precision: Optional[PrecisionSummary]
     _pretty: str = field(default="", repr=False, compare=False)
     _planned: Any = field(default=None, repr=False, compare=False)
 
@@ -111,6 +123,8 @@ class MemoryReport:
         data["fusion"] = FusionSummary(**data["fusion"])
         if data["remat"] is not None:
             data["remat"] = RematSummary(**data["remat"])
+        if data["precision"] is not None:
+            data["precision"] = PrecisionSummary(**data["precision"])
         return cls(**data, _pretty=pretty, _planned=planned)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -119,7 +133,7 @@ class MemoryReport:
             value = getattr(self, name)
             if name == "live_at_peak":
                 return [dataclasses.asdict(t) for t in value]
-            if name in ("fusion", "remat") and value is not None:
+            if name in ("fusion", "remat", "precision") and value is not None:
                 return dataclasses.asdict(value)
             return value
         return {f.name: plain(f.name)

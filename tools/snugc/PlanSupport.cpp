@@ -95,6 +95,11 @@ static cl::opt<std::string> ioPrecision(
     cl::desc("With --precision: model (graph inputs and outputs keep the "
              "model's type) or lowered (they take the lowered type too)"),
     cl::init("model"), InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<bool> printPrecisionTable(
+    "print-precision",
+    cl::desc("With --precision: per op type, the nodes computing in the "
+             "lowered type and in f32, on stderr"),
+    InPlanningCommands(), cl::cat(getPlanCategory()));
 static cl::opt<bool> allowMicroBatches(
     "allow-micro-batches",
     cl::desc("With --memory-budget, when recomputing values cannot meet it: "
@@ -214,7 +219,8 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   llvm::Expected<uint64_t> budget = getMemoryBudget();
   if (!budget)
     return budget.takeError();
-  if (reportFormat == "none" && !*budget && !printRematDecisions)
+  if (reportFormat == "none" && !*budget && !printRematDecisions &&
+      !printPrecisionTable)
     return llvm::Error::success();
   llvm::Expected<MemoryReport> report =
       buildMemoryReport(module, modelName, planningMs, deviceArenaBytes);
@@ -222,6 +228,8 @@ llvm::Error writeMemoryReport(const ir::Module &module,
     return report.takeError();
   if (printRematDecisions)
     printRemat(report->remat, report->predictedPeakBytes, llvm::errs());
+  if (printPrecisionTable)
+    printPrecision(report->precision, llvm::errs());
   if (reportFormat == "none")
     return checkMemoryBudget(*report, *budget);
   // `plan` prints only the report, so stdout; `compile` keeps stdout for its

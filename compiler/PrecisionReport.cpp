@@ -1,0 +1,65 @@
+//===- PrecisionReport.cpp - What precision each op runs in ---------------===//
+#include "compiler/PrecisionReport.h"
+
+#include "llvm/Support/Format.h"
+
+namespace snug {
+
+static void count(const ir::Node &node, ir::DType low,
+                  PrecisionSummary &summary) {
+  if (node.hasBody()) {
+    for (const std::unique_ptr<ir::Node> &inner : node.getBody()->getNodes())
+      count(*inner, low, summary);
+    return;
+  }
+  if (node.is(ir::OpCode::SnugCast)) {
+    ++summary.casts;
+    return;
+  }
+  bool isLow = false, isF32 = false;
+  for (unsigned i = 0; i < node.getNumResults(); ++i) {
+    ir::DType type = node.getResult(i)->getType().getDType();
+    isLow |= type == low;
+    isF32 |= type == ir::DType::F32;
+  }
+  std::pair<unsigned, unsigned> &entry = summary.byOp[node.getOpName().str()];
+  if (isLow) {
+    ++entry.first;
+    ++summary.lowered;
+  } else if (isF32) {
+    ++entry.second;
+    ++summary.keptF32;
+  }
+}
+
+PrecisionSummary summarizePrecision(const ir::Module &module) {
+  PrecisionSummary summary;
+  const ir::Attribute *attr = module.getAttribute("precision");
+  if (!attr || attr->getKind() != ir::Attribute::Kind::String)
+    return summary;
+  summary.precision = attr->getString().str();
+  llvm::Optional<ir::DType> low = ir::parseDType(summary.precision);
+  if (!low)
+    return summary;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    count(*node, *low, summary);
+  return summary;
+}
+
+void printPrecision(const PrecisionSummary &summary, llvm::raw_ostream &os) {
+  if (summary.precision.empty()) {
+    os << "precision: f32 throughout (no --precision)\n";
+    return;
+  }
+  const char *op = "op", *f32 = "f32";
+  os << llvm::format("%-24s %8s %8s\n", op, summary.precision.c_str(), f32);
+  for (const auto &entry : summary.byOp)
+    if (entry.second.first || entry.second.second)
+      os << llvm::format("%-24s %8u %8u\n", entry.first.c_str(),
+                         entry.second.first, entry.second.second);
+  os << "precision: " << summary.lowered << " nodes in " << summary.precision
+     << ", " << summary.keptF32 << " in f32, " << summary.casts
+     << " casts inserted\n";
+}
+
+} // namespace snug

@@ -1,0 +1,37 @@
+//===- PrecisionReport.h - What precision each op runs in ------*- C++ -*-===//
+//
+// Read from a module after the lower-precision pass (its `precision`
+// attribute names the lowered type): per op type, how many nodes compute
+// in the lowered type and how many stay in f32 (kept by a rule, by
+// --keep-fp32 or --calibration, or because the op does not take it), and
+// the inserted casts. Nodes inside fused groups count under their own op.
+// A module that was not lowered has an empty precision.
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_PRECISIONREPORT_H
+#define SNUG_COMPILER_PRECISIONREPORT_H
+
+#include "ir/Module.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <string>
+
+namespace snug {
+
+struct PrecisionSummary {
+  std::string precision; ///< "f16", "bf16", or "" when not lowered
+  unsigned lowered = 0, keptF32 = 0, casts = 0;
+  /// op type -> (lowered, kept in f32)
+  std::map<std::string, std::pair<unsigned, unsigned>> byOp;
+};
+
+PrecisionSummary summarizePrecision(const ir::Module &module);
+
+/// --print-precision: the per-op table, then the totals.
+void printPrecision(const PrecisionSummary &summary, llvm::raw_ostream &os);
+
+} // namespace snug
+
+#endif // SNUG_COMPILER_PRECISIONREPORT_H
