@@ -15,7 +15,7 @@ llvm::StringRef getDefaultImportPipeline() {
   static const std::string pipeline =
       "fold-constants{max-bytes=" + std::to_string(kDefaultFoldMaxBytes) +
       " max-expand-bytes=" + std::to_string(kDefaultFoldMaxExpandBytes) +
-      "},dce,fuse";
+      "},dce,dedupe-weights,fuse";
   return pipeline;
 }
 

@@ -8,7 +8,8 @@
 //
 // Pipeline names (usable wherever a pipeline string is accepted, alone or as
 // elements of a longer one):
-//   import   fold-constants{max-bytes=4194304 max-expand-bytes=256},dce,fuse
+//   import   fold-constants{max-bytes=4194304 max-expand-bytes=256},dce,
+//            dedupe-weights,fuse
 //            (lower-precision{...} before fuse with --precision fp16/bf16)
 //   plan     schedule{...},plan-memory{...},verify-plan with the given options
 //            (remat{...} before plan-memory when there is an arena budget)
