@@ -84,8 +84,17 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
   for (size_t i = 0; i < bundle.ops.size(); ++i) {
     const PlanOp &op = bundle.ops[i];
     BoundOp bound{findHostKernel(op.opName), KernelContext(op, i)};
-    for (const Location &operand : op.operands)
+    for (const Location &operand : op.operands) {
       bound.context.inputs.push_back(bind(operand));
+      std::string name;
+      for (const TensorDesc &input : bundle.inputs)
+        if (operand.kind == bundle::Arena &&
+            input.location.kind == bundle::Arena &&
+            operand.offset == input.location.offset &&
+            operand.bytes == input.location.bytes)
+          name = input.name;
+      bound.context.inputNames.push_back(name);
+    }
     for (const Location &result : op.results)
       bound.context.outputs.push_back(bind(result));
     executor->ops.push_back(std::move(bound));

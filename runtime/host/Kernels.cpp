@@ -91,6 +91,15 @@ Status KernelContext::error(const std::string &message) const {
   return Status(SNUG_ERROR_RUNTIME, op.describe(index) + ": " + message);
 }
 
+Status KernelContext::dataError(size_t operand,
+                                const std::string &message) const {
+  if (operand < inputNames.size() && !inputNames[operand].empty())
+    return Status(SNUG_ERROR_INVALID_ARGUMENT,
+                  "input '" + inputNames[operand] + "' holds a value " +
+                      op.describe(index) + " cannot take: " + message);
+  return error(message);
+}
+
 Status KernelContext::expect(size_t minInputs, size_t minOutputs) const {
   for (size_t i = 0; i < minInputs; ++i)
     if (!hasInput(i))

@@ -57,6 +57,9 @@ public:
   size_t index;
   std::vector<TensorView> inputs;
   std::vector<TensorView> outputs;
+  /// Per operand: the graph input it is (its name), or "" (the executor
+  /// fills it, so that bad input data is blamed on the input).
+  std::vector<std::string> inputNames;
 
   size_t numInputs() const { return inputs.size(); }
   bool hasInput(size_t i) const { return i < inputs.size() && inputs[i].present; }
@@ -73,6 +76,10 @@ public:
 
   /// A runtime error naming the op: "node 'x' (Conv): message".
   Status error(const std::string &message) const;
+  /// Operand `operand` holds a value the op cannot take (an index out of
+  /// range): the caller's data, not snug, when the operand is a graph input
+  /// (SNUG_ERROR_INVALID_ARGUMENT naming it); otherwise a runtime error.
+  Status dataError(size_t operand, const std::string &message) const;
   /// Checks operand/result counts (inputs present up to `minInputs`).
   Status expect(size_t minInputs, size_t minOutputs) const;
 };

@@ -84,7 +84,8 @@ TEST(ConstantEvalTest, GatherNegativeIndexAndBounds) {
                            bad.module.getWeightData(bad.operands[1])});
   ASSERT_FALSE(bool(results));
   EXPECT_EQ(toString(results.takeError()),
-            "node #0 (Gather): index 5 out of range for dim 2");
+            "node #0 (Gather): index 5 out of range for dim 2 (indices must "
+            "lie in [-2, 2))");
 }
 
 TEST(ConstantEvalTest, SliceTransposeConcat) {

@@ -28,12 +28,13 @@ static cl::opt<std::string> accuracyDir(
              "host reference kernels on the inputs in DIR, print each "
              "output's relative and absolute error and the first value over "
              "--accuracy-threshold; exit 1 when an output is over it"),
-    cl::value_desc("DIR"), cl::init(""), InPlanningCommands());
+    cl::value_desc("DIR"), cl::init(""), InPlanningCommands(),
+    cl::cat(getPlanCategory()));
 static cl::opt<double> accuracyThreshold(
     "accuracy-threshold",
     cl::desc("Largest relative error ||out - ref|| / ||ref|| an output may "
              "have under --check-accuracy (default 1e-2)"),
-    cl::init(1e-2), InPlanningCommands());
+    cl::init(1e-2), InPlanningCommands(), cl::cat(getPlanCategory()));
 
 static cl::opt<std::string> calibrationDir(
     "calibration",
@@ -42,7 +43,8 @@ static cl::opt<std::string> calibrationDir(
              "in DIR (nodes ranked by how far their result drifts, then "
              "bisection), print it as --keep-fp32 takes it, and compile with "
              "it"),
-    cl::value_desc("DIR"), cl::init(""), InPlanningCommands());
+    cl::value_desc("DIR"), cl::init(""), InPlanningCommands(),
+    cl::cat(getPlanCategory()));
 
 /// The keep set calibration found, added to --keep-fp32's.
 static std::string calibratedKeep;

@@ -26,7 +26,7 @@ namespace cl = llvm::cl;
 namespace snug {
 namespace snugc {
 
-static cl::OptionCategory &getPlanCategory() {
+cl::OptionCategory &getPlanCategory() {
   static cl::OptionCategory category("snugc memory planning options");
   return category;
 }

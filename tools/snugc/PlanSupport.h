@@ -17,6 +17,7 @@
 #include "ir/Module.h"
 #include "runtime/FileAccess.h"
 
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
@@ -24,6 +25,9 @@
 
 namespace snug {
 namespace snugc {
+
+/// The help category of the planning, report and precision flags.
+llvm::cl::OptionCategory &getPlanCategory();
 
 /// Checks the planning flags, so that a bad one fails before a slow import.
 llvm::Error checkPlanFlags();

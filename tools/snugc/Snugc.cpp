@@ -41,6 +41,12 @@ static void printVersion(llvm::raw_ostream &os) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::SetVersionPrinter(printVersion);
+  // libLLVM registers its backend options at the top level; `snugc --help`
+  // lists the subcommands and help itself, not them.
+  for (auto &entry : cl::getRegisteredOptions(*cl::TopLevelSubCommand))
+    if (entry.getKey() != "help" && entry.getKey() != "help-list" &&
+        entry.getKey() != "version")
+      entry.getValue()->setHiddenFlag(cl::Hidden);
   cl::ParseCommandLineOptions(argc, argv,
                               "snugc: the snug ahead-of-time compiler\n");
   printVersion(llvm::errs());

@@ -243,8 +243,11 @@ Status gatherKernel(KernelContext &ctx) {
     if (index < 0)
       index += n;
     if (index < 0 || index >= n)
-      return ctx.error("index " + std::to_string(index) +
-                       " out of range for dim " + std::to_string(n));
+      return ctx.dataError(
+          1, "index " + std::to_string(loadInt(indices.data, indices.dtype, k)) +
+                 " out of range for dim " + std::to_string(n) +
+                 " (indices must lie in [" + std::to_string(-n) + ", " +
+                 std::to_string(n) + "))");
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(y.data + (o * count + k) * inner,
                   x.data + (o * n + index) * inner, inner);
