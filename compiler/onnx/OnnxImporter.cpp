@@ -307,6 +307,39 @@ Importer::getConstantFloats(const onnx::NodeProto &node, unsigned index,
   return values;
 }
 
+/// For a shape error: when an operand's dim (aligned from the right, as
+/// broadcasting aligns them) is a value some --dim bound and a weight has
+/// another size there, the binding is past what the model takes: "" when
+/// no such pair exists.
+std::string
+Importer::explainBoundDims(llvm::ArrayRef<ir::Value *> operands) const {
+  for (const auto &bound : boundDims)
+    for (const ir::Value *a : operands) {
+      // A dim of 1 broadcasts against anything: never the cause.
+      if (!a || a->isWeight() || bound.second <= 1)
+        continue;
+      llvm::ArrayRef<int64_t> dims = a->getType().getDims();
+      for (size_t k = 0; k < dims.size(); ++k) {
+        if (dims[dims.size() - 1 - k] != bound.second)
+          continue;
+        for (const ir::Value *b : operands) {
+          if (!b || !b->isWeight() || b->getType().getRank() <= k)
+            continue;
+          llvm::ArrayRef<int64_t> other = b->getType().getDims();
+          int64_t size = other[other.size() - 1 - k];
+          if (size != 1 && size != bound.second)
+            return " (--dim " + bound.first().str() + "=" +
+                   std::to_string(bound.second) + " sets " +
+                   std::to_string(bound.second) + " there, but " +
+                   b->describe() + " holds " + std::to_string(size) +
+                   ": the model takes " + bound.first().str() + " up to " +
+                   std::to_string(size) + ")";
+        }
+      }
+    }
+  return "";
+}
+
 llvm::Expected<llvm::SmallVector<ir::Value *, 2>>
 Importer::emit(const onnx::NodeProto &node, llvm::StringRef opName,
                llvm::ArrayRef<ir::Value *> operands,
@@ -337,7 +370,8 @@ Importer::emit(const onnx::NodeProto &node, llvm::StringRef opName,
   ShapeQuery query{info->code, types, attributes, numResults, data};
   auto resultTypes = inferResultTypes(query);
   if (!resultTypes)
-    return error(node, toString(resultTypes.takeError()));
+    return error(node, toString(resultTypes.takeError()) +
+                           explainBoundDims(operands));
   ir::Node *created =
       module.addNode(info->code, operands, *resultTypes, std::move(attributes));
   if (!node.name().empty())
@@ -884,6 +918,7 @@ importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
   importer.allowExternalDataOutsideModelDir =
       options.allowExternalDataOutsideModelDir;
   importer.externalFilesRead = options.externalFilesRead;
+  importer.boundDims = options.dims;
   if (llvm::Error error = importGraph(importer, model, *scan, options))
     return error;
   if (llvm::Error error = ir::verifyModule(*module))

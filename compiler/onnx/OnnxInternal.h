@@ -51,6 +51,8 @@ public:
   /// ImportOptions::allowExternalDataOutsideModelDir and externalFilesRead.
   bool allowExternalDataOutsideModelDir = false;
   std::vector<std::string> *externalFilesRead = nullptr;
+  /// ImportOptions::dims, for shape errors that a binding explains.
+  llvm::StringMap<int64_t> boundDims;
 
   /// `path: error: message`.
   llvm::Error error(const llvm::Twine &message) const;
@@ -64,6 +66,9 @@ public:
   llvm::Error error(const onnx::NodeProto &node,
                     const llvm::Twine &message) const;
   std::string describe(const onnx::NodeProto &node) const;
+  /// What a --dim binding has to do with a shape error among `operands`
+  /// (" (--dim seq=600 sets ... the model takes seq up to 512)") or "".
+  std::string explainBoundDims(llvm::ArrayRef<ir::Value *> operands) const;
 
   /// The snug value of input `index` of `node`; nullptr when absent (an
   /// empty name or past the end).
