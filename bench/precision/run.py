@@ -148,8 +148,8 @@ def main():
         for precision in ("fp16", "bf16"):
             if f"calibrated_{precision}" in row:
                 c = row[f"calibrated_{precision}"]
-                print(f"|   {name} {precision} with --calibration | kept "
-                      f"{c['kept']} in f32 | | | | | | | relative error "
+                print(f"|   {name} {precision} with --calibration | "
+                      f"{c['kept']} | | | | | | | relative error "
                       f"{c['rel_err']} | | | |")
         rows.append(row)
     write_results(args.out, "precision.json", rows)
