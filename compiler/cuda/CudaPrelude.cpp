@@ -9,6 +9,9 @@
 // SNUG_CUDA_SIM the same text compiles as host C++ for the simulator
 // (tests/cudasim), which provides the CUDA built-ins; ScalarOps.h then takes
 // its host branch, so simulated kernels compute what the host kernels do.
+// Last, the tensor-core product of the f16/bf16 convolutions (kMma): inline
+// PTX on sm_80 and newer, a scalar emulation of the same fragments on sm_75
+// and under SNUG_CUDA_SIM.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CudaEmitter.h"
@@ -89,9 +92,81 @@ template <class T, class Op> SNUG_DEVICE T snug_block_reduce(T v, Op op, T *scra
 }
 )cuda";
 
+/// The warp-level tensor-core product the f16/bf16 implicit-GEMM
+/// convolution uses (ConvEmitters.cpp). PTX ISA, "Warp Level Matrix Multiply-
+/// Accumulate Instructions": mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}
+/// .{f16,bf16}.f32, and the fragment layout of "Matrix Fragments for
+/// mma.m16n8k16 with floating point type". On sm_80 and newer it is the
+/// instruction; on sm_75 (no m16n8k16) and on the simulator a scalar
+/// emulation gives each lane the same four results.
+static const char kMma[] = R"cuda(
+// d += A * B on the tensor cores for one 16x16 (A, row-major) by 16x8 (B,
+// column-major) tile of the warp, f32 accumulators; T is snug_half or
+// snug_bfloat. Every lane of the warp calls it together (it is collective).
+// With lane = 4 * g + t (g = lane / 4, t = lane % 4), each 32-bit word holds
+// two elements at consecutive k, the lower k in the low 16 bits:
+//   a[0]: A[g][2t, 2t+1]     a[1]: A[g+8][2t, 2t+1]
+//   a[2]: A[g][2t+8, 2t+9]   a[3]: A[g+8][2t+8, 2t+9]
+//   b[0]: B[2t, 2t+1][g]     b[1]: B[2t+8, 2t+9][g]
+//   d[0], d[1]: D[g][2t], D[g][2t+1]   d[2], d[3]: D[g+8][2t], D[g+8][2t+1]
+// (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type").
+template <class T> struct snug_mma_is_bf16 { static constexpr bool value = false; };
+template <> struct snug_mma_is_bf16<snug_bfloat> { static constexpr bool value = true; };
+template <class T>
+SNUG_DEVICE void snug_mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if !defined(SNUG_CUDA_SIM) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (snug_mma_is_bf16<T>::value)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  // The emulation: this lane collects, by k / 2, the words of A's rows g and
+  // g + 8 and of B's columns 2t and 2t + 1 from the lanes that hold them
+  // (word w of A's row g lies in lane 4g + w % 4, register 2 * (w / 4); of
+  // B's column n in lane 4n + w % 4, register w / 4), then sums the 16
+  // products in k order in float (each is exact: 11- or 8-bit significands).
+  // 1-D blocks: threadIdx.x % 32 is the lane.
+  const unsigned lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
+  uint32_t rowA[2][8], colB[2][8];
+#if defined(SNUG_CUDA_SIM) && !defined(SNUG_CUDASIM_MMA_SHUFFLES)
+  // One exchange of the warp's six words per lane, not 32 shuffles (the
+  // simulator runs those as 32 block-wide exchanges; -DSNUG_CUDASIM_MMA_SHUFFLES
+  // runs the sm_75 shuffles there instead, to test them).
+  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  const uint32_t (*lanes)[8] = ::snug_cudasim::gatherWarp(mine, 6);
+  for (unsigned w = 0; w < 8; ++w)
+    for (unsigned h = 0; h < 2; ++h) {
+      rowA[h][w] = lanes[4 * g + w % 4][h + 2 * (w / 4)];
+      colB[h][w] = lanes[4 * (2 * t + h) + w % 4][4 + w / 4];
+    }
+#else
+  for (unsigned w = 0; w < 8; ++w)
+    for (unsigned h = 0; h < 2; ++h) {
+      rowA[h][w] = __shfl_sync(0xffffffffu, a[h + 2 * (w / 4)], int(4 * g + w % 4));
+      colB[h][w] = __shfl_sync(0xffffffffu, b[w / 4], int(4 * (2 * t + h) + w % 4));
+    }
+#endif
+  for (unsigned i = 0; i < 4; ++i) {
+    float sum = d[i];
+    for (unsigned w = 0; w < 8; ++w)
+      for (unsigned e = 0; e < 2; ++e)
+        sum += snug::scalar::widen(T{uint16_t(rowA[i / 2][w] >> (16 * e))}) *
+               snug::scalar::widen(T{uint16_t(colB[i % 2][w] >> (16 * e))});
+    d[i] = sum;
+  }
+#endif
+}
+)cuda";
+
 llvm::StringRef getCudaPrelude() {
   static const std::string prelude =
-      std::string(kHead) + kScalarOps + kTail + kReductions;
+      std::string(kHead) + kScalarOps + kTail + kReductions + kMma;
   return prelude;
 }
 

@@ -24,7 +24,9 @@
 // Shuffles and votes are block-wide exchanges (write your value, barrier,
 // read your source lane's), which is valid because the kernel rules
 // (compiler/cuda/KernelEmitter.h) have every thread of a block call them
-// together. The simulator reports, naming the kernel, block and threads:
+// together. The prelude's MMA emulation (snug_mma_m16n8k16) exchanges a
+// warp's fragments the same way, in one barrier (gatherWarp). The simulator
+// reports, naming the kernel, block and threads:
 //   - threads waiting at a barrier while others of the block have finished
 //     (a barrier in divergent code, or different barrier counts),
 //   - threads waiting at different barriers (different source lines),
@@ -144,7 +146,7 @@ extern "C" void snug_cudasim_start(void **save, char *top, void **(*entry)());
 
 namespace __attribute__((visibility("hidden"))) snug_cudasim {
 
-enum : unsigned { kMaxThreads = 1024, kWarp = 32 };
+enum : unsigned { kMaxThreads = 1024, kWarp = 32, kGatherWords = 8 };
 
 enum ThreadState : unsigned char { Ready, Waiting, Done, Failed };
 enum BarrierKind : unsigned char {
@@ -152,7 +154,8 @@ enum BarrierKind : unsigned char {
   SyncWarp,
   Shuffle,
   Vote,
-  SyncCount
+  SyncCount,
+  Gather
 };
 
 inline const char *barrierName(unsigned kind) {
@@ -161,6 +164,7 @@ inline const char *barrierName(unsigned kind) {
   case SyncWarp: return "__syncwarp()";
   case Shuffle: return "a warp shuffle";
   case Vote: return "a warp vote";
+  case Gather: return "a warp MMA (snug_mma_m16n8k16)";
   default: return "__syncthreads_count/and/or()";
   }
 }
@@ -176,7 +180,7 @@ struct Thread {
   ThreadState state = Ready;
   unsigned char barrierKind = 0;
   int barrierLine = 0;
-  unsigned exchanges = 0; // shuffles and votes so far (buffer parity)
+  unsigned exchanges = 0; // shuffles, votes, gathers so far (buffer parity)
 };
 
 struct Context {
@@ -205,6 +209,9 @@ struct Context {
 #endif
   // Shuffle and vote exchange, double-buffered by parity.
   uint64_t exchange[2][kMaxThreads];
+  // The MMA emulation's exchange (gatherWarp), double-buffered by the same
+  // parity: up to kGatherWords words per thread.
+  uint32_t gather[2][kMaxThreads][kGatherWords];
   unsigned order[kMaxThreads];
   uint64_t rounds = 0; // barrier rounds over all blocks (statistics)
 };
@@ -481,6 +488,25 @@ inline unsigned ballot(unsigned mask, int predicate, int line) {
         g.exchange[parity][base + lane])
       result |= 1u << lane;
   return result;
+}
+
+/// The exchange behind the prelude's MMA emulation (snug_mma_m16n8k16 in
+/// compiler/cuda/CudaPrelude.cpp): every thread publishes `count` words (at
+/// most kGatherWords) and waits for all; the result is the current warp's
+/// 32 lanes' words, valid until the thread's next exchange. One barrier
+/// instead of the 32 shuffles a lane's fragment products need.
+inline const uint32_t (*gatherWarp(const uint32_t *words, unsigned count,
+                                   int line = __builtin_LINE()))[kGatherWords] {
+  Thread *t = g.current;
+  if (count > kGatherWords)
+    fail("gatherWarp: more than 8 words per lane");
+  unsigned parity = t->exchanges++ & 1u;
+  std::memcpy(g.gather[parity][t->linear], words, count * sizeof(uint32_t));
+  barrier(Gather, line);
+  if (warpBase(t) + kWarp > g.threadCount)
+    fail("a warp MMA in a partial warp (blocks must be multiples of 32 "
+         "threads)");
+  return g.gather[parity] + warpBase(t);
 }
 
 /// The lanes of the current warp that exist (the last warp may be partial).
