@@ -24,6 +24,11 @@
 //                size and alignment; weights size; pipeline; snug version
 //     Weights    raw weight bytes, each weight on a 64-byte boundary of the
 //                section (so an mmap of the file gives aligned weights)
+//     ExternalWeights (instead of Weights): string file name (no directory:
+//                the file lies beside the bundle), u64 size, u8[32] SHA-256
+//                of the file; the file holds exactly what Weights would.
+//                Readers from before it skip the unknown section and then
+//                refuse the bundle for its missing weights.
 //     HostPlan   ops in schedule order: name, attributes, operand and result
 //                locations (absent | arena offset | weights offset), and
 //                from version 3 an op body
@@ -102,6 +107,8 @@ enum SectionKind : uint32_t {
   HostPlan = 3,
   DevicePlanSection = 4, // CUDA launch plan (runtime/DevicePlan.h)
   KernelImages = 5,      // cubin per arch + PTX
+  ExternalWeights = 6,   // instead of Weights: the weights are in a file
+                         // beside the bundle (snugc --weights=external)
 };
 
 enum LocationKind : uint8_t { Absent = 0, Arena = 1, Weight = 2 };

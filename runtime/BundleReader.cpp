@@ -33,7 +33,10 @@ Bundle::~Bundle() {
     munmap(storage, storageSize);
   else
     std::free(storage);
+  if (weightsMap)
+    munmap(weightsMap, weightsMapSize);
 }
+
 
 const Attr *PlanOp::getAttr(const std::string &name) const {
   for (const auto &entry : attributes)
@@ -743,6 +746,71 @@ bool readKernelImages(Cursor &cursor, Bundle &b) {
 
 /// Checks `size` bytes at `data` (the storage of `result`) and decodes them
 /// into `result`.
+/// Maps the external weights file an ExternalWeights section names, beside
+/// the bundle `bundlePath`, and checks its size and SHA-256.
+static Status mapExternalWeights(Cursor &cursor, const std::string &bundlePath,
+                                 Bundle &b, const uint8_t *&weights,
+                                 void *&map, size_t &mapSize) {
+  std::string file;
+  uint64_t size = 0;
+  const uint8_t *digest = nullptr;
+  if (!cursor.string(file) || !cursor.u64(size) || !cursor.bytes(digest, 32))
+    return Status(SNUG_ERROR_INVALID_BUNDLE,
+                  "bundle '" + bundlePath + "': " + cursor.getError());
+  if (cursor.remaining())
+    return Status(SNUG_ERROR_INVALID_BUNDLE,
+                  "bundle '" + bundlePath +
+                      "': external weights section has trailing bytes");
+  if (file.empty() || file == "." || file == ".." ||
+      file.find('/') != std::string::npos)
+    return Status(SNUG_ERROR_INVALID_BUNDLE,
+                  "bundle '" + bundlePath + "': external weights file name '" +
+                      file + "' is not a plain file name");
+  if (size != b.weightsSize)
+    return Status(SNUG_ERROR_INVALID_BUNDLE,
+                  "bundle '" + bundlePath + "': external weights of " +
+                      std::to_string(size) + " bytes, the manifest says " +
+                      std::to_string(b.weightsSize));
+  size_t slash = bundlePath.rfind('/');
+  std::string path = (slash == std::string::npos
+                          ? std::string()
+                          : bundlePath.substr(0, slash + 1)) +
+                     file;
+  b.externalWeightsPath = path;
+  InputFile input;
+  std::string why;
+  if (!input.open(path, why))
+    return Status(SNUG_ERROR_IO, "bundle '" + bundlePath +
+                                     "': its weights file '" + path +
+                                     "' cannot be opened: " +
+                                     input.getFailureReason());
+  if (input.getSize() != size)
+    return Status(SNUG_ERROR_INVALID_BUNDLE,
+                  "bundle '" + bundlePath + "': its weights file '" + path +
+                      "' has " + std::to_string(input.getSize()) +
+                      " bytes, the bundle expects " + std::to_string(size));
+  if (size) {
+    map = mmap(nullptr, size_t(size), PROT_READ, MAP_PRIVATE, input.getFd(), 0);
+    int mapError = errno;
+    if (map == MAP_FAILED) {
+      map = nullptr;
+      return Status(SNUG_ERROR_IO, "cannot map weights file '" + path +
+                                       "': " + std::strerror(mapError));
+    }
+    mapSize = size_t(size);
+  }
+  Sha256::Digest actual =
+      Sha256::of(static_cast<const uint8_t *>(map), size_t(size));
+  if (std::memcmp(actual.data(), digest, 32) != 0)
+    return Status(SNUG_ERROR_INVALID_BUNDLE,
+                  "bundle '" + bundlePath + "': its weights file '" + path +
+                      "' does not match (SHA-256 differs: another model's "
+                      "weights, or changed since it was compiled)");
+  static const uint8_t empty[64] = {};
+  weights = size ? static_cast<const uint8_t *>(map) : empty;
+  return Status::ok();
+}
+
 Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
                     std::unique_ptr<Bundle> &result) {
   auto fail = [&](const std::string &message) {
@@ -801,7 +869,7 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
   struct Section {
     uint64_t offset = 0, size = 0;
     bool present = false;
-  } sections[KernelImages + 1];
+  } sections[ExternalWeights + 1];
   uint64_t tableEnd = header + uint64_t(sectionCount) * kSectionEntrySize;
   for (uint32_t i = 0; i < sectionCount; ++i) {
     const uint8_t *entry = base + header + i * kSectionEntrySize;
@@ -811,20 +879,21 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
         offset % kSectionAlignment)
       return fail("section " + std::to_string(i) + " (kind " +
                   std::to_string(kind) + ") lies outside the file");
-    if (kind >= Manifest && kind <= KernelImages) {
+    if (kind >= Manifest && kind <= ExternalWeights) {
       if (sections[kind].present)
         return fail("duplicate section kind " + std::to_string(kind));
       sections[kind] = {offset, length, true};
     }
     // Unknown kinds are skipped: a later v1 writer may add sections.
   }
-  for (uint32_t kind : {Manifest, Weights, HostPlan})
+  for (uint32_t kind : {Manifest, HostPlan})
     if (!sections[kind].present)
       return fail(std::string("missing ") +
-                  (kind == Manifest  ? "manifest"
-                   : kind == Weights ? "weights"
-                                     : "host plan") +
-                  " section");
+                  (kind == Manifest ? "manifest" : "host plan") + " section");
+  if (sections[Weights].present == sections[ExternalWeights].present)
+    return fail(sections[Weights].present
+                    ? "both embedded and external weights"
+                    : "missing weights section");
 
   Cursor manifest(base + sections[Manifest].offset, sections[Manifest].size,
                   "manifest");
@@ -832,11 +901,19 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
     return fail(manifest.getError());
   if (manifest.remaining())
     return fail("manifest has trailing bytes");
-  if (b.weightsSize != sections[Weights].size)
-    return fail("weights section has " +
-                std::to_string(sections[Weights].size) +
-                " bytes, the manifest says " + std::to_string(b.weightsSize));
-  b.weights = base + sections[Weights].offset;
+  if (sections[ExternalWeights].present) {
+    Cursor external(base + sections[ExternalWeights].offset,
+                    sections[ExternalWeights].size, "external weights");
+    if (Status s = mapExternalWeights(external, name, b, b.weights,
+                                      b.weightsMap, b.weightsMapSize))
+      return s;
+  } else {
+    if (b.weightsSize != sections[Weights].size)
+      return fail("weights section has " +
+                  std::to_string(sections[Weights].size) +
+                  " bytes, the manifest says " + std::to_string(b.weightsSize));
+    b.weights = base + sections[Weights].offset;
+  }
 
   Cursor plan(base + sections[HostPlan].offset, sections[HostPlan].size,
               "host plan");

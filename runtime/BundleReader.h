@@ -143,6 +143,8 @@ public:
   std::vector<KernelImageRef> kernelImages;
 
   const uint8_t *getWeights() const { return weights; }
+  /// The weights file's path when they are external ("" when embedded).
+  std::string externalWeightsPath;
 
   ~Bundle();
 
@@ -158,6 +160,9 @@ private:
   size_t storageSize = 0;
   bool mapped = false;
   const uint8_t *weights = nullptr;
+  /// The mapping of an external weights file (null when embedded).
+  void *weightsMap = nullptr;
+  size_t weightsMapSize = 0;
 };
 
 /// Maps (mmap, read-only) and checks the bundle at `path`; the weights are

@@ -405,9 +405,26 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
     uint32_t kind;
     const std::vector<uint8_t> *bytes;
   };
-  std::vector<Entry> sections = {{Manifest, &manifest.bytes},
-                                 {Weights, &weights.bytes},
-                                 {HostPlan, &plan.bytes}};
+  // External weights: the section names the file and its digest, and the
+  // bytes go to the caller, who writes the file beside the bundle.
+  Sink external;
+  std::vector<Entry> sections = {{Manifest, &manifest.bytes}};
+  if (options.externalWeights) {
+    llvm::StringRef name = options.externalWeightsName;
+    if (name.empty() || name == "." || name == ".." || name.contains('/'))
+      return makeError("external weights file name '" + name.str() +
+                       "' is not a plain file name");
+    external.string(name);
+    external.u64(weights.bytes.size());
+    Sha256::Digest digest =
+        Sha256::of(weights.bytes.data(), weights.bytes.size());
+    external.raw(llvm::ArrayRef<uint8_t>(digest.data(), digest.size()));
+    sections.push_back({ExternalWeights, &external.bytes});
+    *options.externalWeights = std::move(weights.bytes);
+  } else {
+    sections.push_back({Weights, &weights.bytes});
+  }
+  sections.push_back({HostPlan, &plan.bytes});
   Sink device, images;
   if (options.devicePlan && options.kernelImages) {
     writeDevicePlan(device, *options.devicePlan);

@@ -35,6 +35,12 @@ struct BundleOptions {
   /// neither. Without them the bundle runs on the host executor only.
   const bundle::DevicePlan *devicePlan = nullptr;
   const std::vector<bundle::KernelImage> *kernelImages = nullptr;
+  /// When set, the weights are not embedded: the bundle names the file
+  /// `externalWeightsName` (beside it) with their size and SHA-256, and
+  /// the bytes that file must hold are stored here (snugc
+  /// --weights=external writes them).
+  std::vector<uint8_t> *externalWeights = nullptr;
+  std::string externalWeightsName = "";
 };
 
 /// The bundle bytes of `module`; an error when the module has no plan, a

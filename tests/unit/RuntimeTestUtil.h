@@ -53,7 +53,10 @@ inline std::vector<uint8_t> bundleOf(const std::string &text) {
   auto module = parseOrDie(text);
   if (!module)
     return {};
-  auto bytes = serializeBundle(*module, BundleOptions{"test-pipeline", "0.test"});
+  BundleOptions options;
+  options.pipeline = "test-pipeline";
+  options.compilerVersion = "0.test";
+  auto bytes = serializeBundle(*module, options);
   if (!bytes) {
     ADD_FAILURE() << toString(bytes.takeError());
     return {};

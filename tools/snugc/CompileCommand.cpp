@@ -57,6 +57,17 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::init(""),
                                        cl::sub(getCompileCommand()));
 
+enum class WeightsKind { Embedded, External };
+static cl::opt<WeightsKind> weightsKind(
+    "weights", cl::desc("Where the bundle's weights go"),
+    cl::init(WeightsKind::Embedded),
+    cl::values(clEnumValN(WeightsKind::Embedded, "embedded",
+                          "inside the bundle (default)"),
+               clEnumValN(WeightsKind::External, "external",
+                          "in BUNDLE.weights beside it, named with its size "
+                          "and SHA-256; the runtime maps it")),
+    cl::sub(getCompileCommand()));
+
 static std::string defaultBundlePath() {
   return (llvm::sys::path::stem(modelPath) + ".snug").str();
 }
@@ -79,6 +90,11 @@ int runCompile() {
   std::vector<NamedPath> outputs;
   if (path != "-")
     outputs.push_back({path, "-o"});
+  bool external = emit == EmitKind::Bundle &&
+                  weightsKind == WeightsKind::External;
+  std::string weightsPath = path + ".weights";
+  if (external)
+    outputs.push_back({weightsPath, "--weights=external"});
   auto module = loadPlanAndReport(modelPath, exitCode, program, outputs);
   if (!module)
     return exitCode;
@@ -97,7 +113,30 @@ int runCompile() {
       options.kernelImages = &images;
     }
     // writeBundle writes a temporary file and renames it: an error leaves
-    // nothing behind.
+    // nothing behind. External weights go first, and are removed again if
+    // the bundle cannot be written.
+    std::vector<uint8_t> weights;
+    if (external) {
+      options.externalWeights = &weights;
+      options.externalWeightsName =
+          llvm::sys::path::filename(weightsPath).str();
+      auto bytes = serializeBundle(**module, options);
+      if (!bytes)
+        return reportError(bytes.takeError());
+      llvm::StringRef weightBytes(reinterpret_cast<const char *>(weights.data()),
+                                  weights.size());
+      if (llvm::Error error = writeOutputFile(weightsPath, weightBytes))
+        return reportError(std::move(error));
+      llvm::StringRef bundleBytes(reinterpret_cast<const char *>(bytes->data()),
+                                  bytes->size());
+      if (llvm::Error error = writeOutputFile(path, bundleBytes)) {
+        llvm::sys::fs::remove(weightsPath);
+        return reportError(std::move(error));
+      }
+      llvm::errs() << "wrote " << path << " and its weights " << weightsPath
+                   << '\n';
+      return ExitOk;
+    }
     if (llvm::Error error = writeBundle(**module, path, options))
       return reportError(std::move(error));
     llvm::errs() << "wrote " << path << '\n';
