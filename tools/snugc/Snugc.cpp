@@ -42,11 +42,11 @@ int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::SetVersionPrinter(printVersion);
   // libLLVM registers its backend options at the top level; `snugc --help`
-  // lists the subcommands and help itself, not them.
-  for (auto &entry : cl::getRegisteredOptions(*cl::TopLevelSubCommand))
-    if (entry.getKey() != "help" && entry.getKey() != "help-list" &&
-        entry.getKey() != "version")
-      entry.getValue()->setHiddenFlag(cl::Hidden);
+  // lists the subcommands and the generic options (help, version), not
+  // them. (LLVM's own call: libLLVM is built without RTTI, so calling into
+  // its Option objects from here trips UBSan's vptr check.)
+  cl::HideUnrelatedOptions(llvm::ArrayRef<const cl::OptionCategory *>(),
+                           *cl::TopLevelSubCommand);
   cl::ParseCommandLineOptions(argc, argv,
                               "snugc: the snug ahead-of-time compiler\n");
   printVersion(llvm::errs());
