@@ -67,6 +67,24 @@ int64_t intAttr(const ir::Node &node, llvm::StringRef name, int64_t fallback) {
   return attr ? attr->getInt() : fallback;
 }
 
+bool isReduction(ir::OpCode op) {
+  using ir::OpCode;
+  switch (op) {
+  case OpCode::ReduceL1:
+  case OpCode::ReduceL2:
+  case OpCode::ReduceLogSumExp:
+  case OpCode::ReduceMax:
+  case OpCode::ReduceMean:
+  case OpCode::ReduceMin:
+  case OpCode::ReduceProd:
+  case OpCode::ReduceSum:
+  case OpCode::ReduceSumSquare:
+    return true;
+  default:
+    return false;
+  }
+}
+
 /// Whether operand `index` of `node` may be shared by every copy although
 /// it does not depend on the split inputs: a parameter of the op.
 bool isParameterOperand(const ir::Node &node, unsigned index) {
@@ -81,20 +99,11 @@ bool isParameterOperand(const ir::Node &node, unsigned index) {
   case OpCode::Clip:
   case OpCode::Gemm:
   case OpCode::MatMul:
-  case OpCode::ReduceL1:
-  case OpCode::ReduceL2:
-  case OpCode::ReduceLogSumExp:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMin:
-  case OpCode::ReduceProd:
-  case OpCode::ReduceSum:
-  case OpCode::ReduceSumSquare:
     return index > 0;
   case OpCode::Gather:
     return index == 0; // the table an embedding looks rows up in
   default:
-    return false;
+    return isReduction(node.getOpCode()) && index > 0;
   }
 }
 
@@ -247,25 +256,16 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
     if (intAttr(node, "transA", 0) != 0 || inRegion.count(node.getOperand(1)))
       return "its first operand is not a batch of rows";
     break;
-  case OpCode::ReduceL1:
-  case OpCode::ReduceL2:
-  case OpCode::ReduceLogSumExp:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMin:
-  case OpCode::ReduceProd:
-  case OpCode::ReduceSum:
-  case OpCode::ReduceSumSquare: {
+  default:
+    break;
+  }
+  if (isReduction(node.getOpCode())) {
     // Canonical reductions carry their axes as an attribute (none: all).
     const ir::Attribute *axes = node.getAttribute("axes");
     if (!axes || axes->getInts().empty())
       return "it reduces over every axis";
     if (intsContain(node, "axes", 0, node.getOperand(0)->getType().getRank()))
       return "it reduces over dim 0";
-    break;
-  }
-  default:
-    break;
   }
   return "";
 }
