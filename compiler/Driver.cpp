@@ -184,14 +184,6 @@ llvm::Error checkMemoryBudget(const MemoryReport &report,
                                              report);
 }
 
-/// weights + arena (+ runtime, which allocates nothing more) of a planned
-/// module: the report's predicted peak.
-static uint64_t getPredictedPeak(const ir::Module &module) {
-  const ir::Attribute *arena = module.getAttribute("arena");
-  return computeWeightsBytes(module) +
-         (arena && arena->getInt() > 0 ? uint64_t(arena->getInt()) : 0);
-}
-
 llvm::Expected<std::unique_ptr<ir::Module>> planWithinBudget(
     std::unique_ptr<ir::Module> module,
     llvm::function_ref<llvm::Expected<std::unique_ptr<ir::Module>>()> reload,
@@ -200,8 +192,9 @@ llvm::Expected<std::unique_ptr<ir::Module>> planWithinBudget(
   if (llvm::Error error = planModule(*module, planning, passOptions,
                                      planningMs, pipeline, memoryBudgetBytes))
     return error;
+  uint64_t bestPeak = computePredictedPeakBytes(*module);
   if (!memoryBudgetBytes || !planning.allowMicroBatches ||
-      getPredictedPeak(*module) <= memoryBudgetBytes)
+      bestPeak <= memoryBudgetBytes)
     return module;
   llvm::Expected<std::unique_ptr<ir::Module>> fresh = reload();
   if (!fresh)
@@ -227,8 +220,9 @@ llvm::Expected<std::unique_ptr<ir::Module>> planWithinBudget(
             planModule(**fresh, planning, passOptions, splitMs, splitPipeline,
                        memoryBudgetBytes, parts))
       return error;
-    uint64_t peak = getPredictedPeak(**fresh);
-    if (peak < getPredictedPeak(*module)) {
+    uint64_t peak = computePredictedPeakBytes(**fresh);
+    if (peak < bestPeak) {
+      bestPeak = peak;
       module = std::move(*fresh);
       planningMs = splitMs;
       pipeline = splitPipeline;

@@ -23,6 +23,19 @@ uint64_t computeWeightsBytes(const ir::Module &module) {
   return computeWeightsLayout(module).bytes;
 }
 
+/// snug allocates nothing beyond weights and the arena; kernel images live
+/// in driver-managed memory, outside snug's allocations.
+static constexpr uint64_t kRuntimeBytes = 0;
+
+uint64_t computePredictedPeakBytes(const ir::Module &module) {
+  const ir::Attribute *arena = module.getAttribute("arena");
+  uint64_t arenaBytes = arena && arena->getKind() == ir::Attribute::Kind::Int &&
+                                arena->getInt() > 0
+                            ? uint64_t(arena->getInt())
+                            : 0;
+  return computeWeightsBytes(module) + arenaBytes + kRuntimeBytes;
+}
+
 static llvm::Error reportError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -75,9 +88,7 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
                        " bytes of arena, the memory plan " +
                        llvm::Twine(plan->arenaBytes));
   report.deviceArenaBytes = plan->arenaBytes;
-  // snug allocates nothing beyond weights and the arena; kernel images live
-  // in driver-managed memory, outside snug's allocations.
-  report.runtimeBytes = 0;
+  report.runtimeBytes = kRuntimeBytes;
   report.predictedPeakBytes =
       report.weightsBytes + report.arenaBytes + report.runtimeBytes;
 

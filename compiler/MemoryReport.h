@@ -129,6 +129,11 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os);
 /// bundle's weights section (computeWeightsLayout).
 uint64_t computeWeightsBytes(const ir::Module &module);
 
+/// The predicted peak of a planned module (weights + its `arena` attribute
+/// + runtime), the sum buildMemoryReport reports, without building the rest
+/// of the report: what budget searches compare, plan after plan.
+uint64_t computePredictedPeakBytes(const ir::Module &module);
+
 } // namespace snug
 
 #endif // SNUG_COMPILER_MEMORYREPORT_H

@@ -185,7 +185,9 @@ evaluateNode(const ir::Node &node, llvm::ArrayRef<OperandData> operands) {
 llvm::Expected<std::vector<std::vector<uint8_t>>> evaluateModule(
     const ir::Module &module, llvm::ArrayRef<std::vector<uint8_t>> inputs,
     llvm::function_ref<void(const ir::Value &, llvm::ArrayRef<uint8_t>)>
-        visit) {
+        visit,
+    llvm::function_ref<llvm::ArrayRef<uint8_t>(const ir::Value &)>
+        elidedWeight) {
   auto fail = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    message.str());
@@ -216,10 +218,12 @@ llvm::Expected<std::vector<std::vector<uint8_t>>> evaluateModule(
       if (!operand) {
         operands.push_back(llvm::None);
       } else if (operand->isWeight()) {
-        if (operand->isWeightElided())
+        if (operand->isWeightElided() && !elidedWeight)
           return fail(node.describe() + " reads " + operand->describe() +
                       ", whose data is elided");
-        operands.push_back(module.getWeightData(operand));
+        operands.push_back(operand->isWeightElided()
+                               ? elidedWeight(*operand)
+                               : module.getWeightData(operand));
       } else {
         auto it = data.find(operand);
         if (it == data.end())

@@ -52,13 +52,17 @@ evaluateNode(const ir::Node &node, llvm::ArrayRef<OperandData> operands);
 /// `inputs` (the bytes of each graph input, in order): the reference
 /// interpreter accuracy checks and tests use, not a fast path. `visit`,
 /// when given, sees every node result as it is computed. A value is freed
-/// after its last reader. Returns the bytes of each graph output; errors
-/// name the node (an op with no host kernel, an elided weight, a kernel's
-/// own error) or the input of the wrong size.
+/// after its last reader. `elidedWeight`, when given, supplies the data of
+/// weights parsed without it (tests' IR); otherwise such a weight is an
+/// error. Returns the bytes of each graph output; errors name the node (an
+/// op with no host kernel, an elided weight, a kernel's own error) or the
+/// input of the wrong size.
 llvm::Expected<std::vector<std::vector<uint8_t>>> evaluateModule(
     const ir::Module &module, llvm::ArrayRef<std::vector<uint8_t>> inputs,
     llvm::function_ref<void(const ir::Value &, llvm::ArrayRef<uint8_t>)>
-        visit = nullptr);
+        visit = nullptr,
+    llvm::function_ref<llvm::ArrayRef<uint8_t>(const ir::Value &)>
+        elidedWeight = nullptr);
 
 /// Integer elements of an integer tensor (i64, i32, ...); None for others.
 llvm::Optional<llvm::SmallVector<int64_t, 4>>

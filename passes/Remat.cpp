@@ -147,8 +147,8 @@ struct Change {
     ir::Value *original;
   };
   std::vector<Redirect> redirects;
-  ir::Value *root = nullptr;
-  ir::Value *copy = nullptr;
+  /// The first node after the peak that reads the value (the copies run
+  /// just before it).
   const ir::Node *firstUser = nullptr;
 };
 
@@ -310,8 +310,6 @@ Change Decider::apply(const Candidate &candidate) const {
   for (const Change::Redirect &read : reads)
     read.user->setOperand(read.operand, copyOf.lookup(read.original));
   change.redirects = std::move(reads);
-  change.root = candidate.root;
-  change.copy = copyOf.lookup(candidate.root);
   return change;
 }
 

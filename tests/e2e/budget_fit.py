@@ -11,7 +11,6 @@ peak within that budget. Both bundles then run on the host executor on
 the same random inputs (a poisoned arena), and their outputs must be the
 same bits. Exits 77 (skipped) when the model is not exported and cannot be.
 """
-import argparse
 import filecmp
 import json
 import os
@@ -19,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from zoo_cache import SKIP, ensure_model
+from zoo_cache import SKIP, ensure_model, model_parser
 
 
 def run(command):
@@ -32,16 +31,10 @@ def run(command):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--opset", type=int, required=True)
+    parser = model_parser()
     parser.add_argument("--batch", type=int, required=True)
     parser.add_argument("--below", type=int, required=True)
-    parser.add_argument("--cache", required=True)
-    parser.add_argument("--tools", required=True)
-    parser.add_argument("--export-script")
     args = parser.parse_args()
-    args.dir = None
     model_dir = ensure_model(args)
     if model_dir is None:
         return SKIP

@@ -10,25 +10,18 @@ the budget succeeds (the peak fits) and at batch=N+1 fails with the budget
 error (it does not). Exits 77 (skipped) when the model is not exported and
 cannot be here.
 """
-import argparse
 import os
 import re
 import subprocess
 import sys
 
-from zoo_cache import SKIP, ensure_model
+from zoo_cache import SKIP, ensure_model, model_parser
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--opset", type=int, required=True)
+    parser = model_parser()
     parser.add_argument("--budget", required=True)
-    parser.add_argument("--cache", required=True)
-    parser.add_argument("--tools", required=True)
-    parser.add_argument("--export-script")
     args = parser.parse_args()
-    args.dir = None
     model_dir = ensure_model(args)
     if model_dir is None:
         return SKIP

@@ -1,5 +1,6 @@
 """What the e2e tests share: finding a zoo model in the cache, exporting it
 when it is missing, and its snugc bindings."""
+import argparse
 import os
 import subprocess
 import sys
@@ -11,7 +12,8 @@ def ensure_model(args):
     """The model directory for args.model/args.opset (or args.dir), exported
     into args.cache first when missing. None when it is missing and cannot be
     exported here (no torch or onnxruntime): the caller skips."""
-    model_dir = args.dir or os.path.join(args.cache, f"{args.model}-opset{args.opset}")
+    model_dir = getattr(args, "dir", None) or os.path.join(
+        args.cache, f"{args.model}-opset{args.opset}")
     model = os.path.join(model_dir, "model.onnx")
     if not os.path.exists(model):
         try:
@@ -25,6 +27,18 @@ def ensure_model(args):
                         "--models", args.model, "--opsets", str(args.opset)],
                        check=True)
     return model_dir
+
+
+def model_parser():
+    """The arguments every zoo-model e2e script takes: --model, --opset,
+    --cache, --tools (snugc's directory) and --export-script."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--opset", type=int, required=True)
+    parser.add_argument("--cache", required=True)
+    parser.add_argument("--tools", required=True)
+    parser.add_argument("--export-script")
+    return parser
 
 
 def bindings(model_dir):

@@ -315,51 +315,38 @@ TEST(PlanMemoryTest, SharingNeverRaisesTheLowerBound) {
 }
 
 /// The outputs of `module` on inputs filled from `seed`, evaluated node by
-/// node with the host kernels (what folding runs), as bytes.
+/// node with the host kernels (evaluateModule), as bytes. The random DAGs'
+/// weights are elided: they read fixed values of their size.
 static std::vector<std::vector<uint8_t>> evaluate(const Module &module,
                                                   uint64_t seed) {
-  llvm::DenseMap<const Value *, std::vector<uint8_t>> data;
   std::mt19937_64 rng(seed);
+  std::vector<std::vector<uint8_t>> inputs;
   for (const Value *input : module.getInputs()) {
     std::vector<float> values(input->getType().getByteSize() / 4);
     for (float &v : values)
       v = float(int(rng() % 2001) - 1000) / 1000.0f;
     const uint8_t *bytes = reinterpret_cast<const uint8_t *>(values.data());
-    data[input].assign(bytes, bytes + values.size() * 4);
+    inputs.emplace_back(bytes, bytes + values.size() * 4);
   }
-  for (const std::unique_ptr<Node> &node : module.getNodes()) {
-    std::vector<OperandData> operands;
-    for (const Value *operand : node->getOperands()) {
-      if (operand->isWeight() && !operand->isWeightElided()) {
-        operands.push_back(module.getWeightData(operand));
-      } else if (operand->isWeight()) {
-        // The random DAGs' weights are elided: fixed values of their size.
-        std::vector<uint8_t> &bytes = data[operand];
-        if (bytes.empty()) {
-          std::vector<float> values(operand->getType().getByteSize() / 4);
-          for (size_t k = 0; k < values.size(); ++k)
-            values[k] = float(int(k % 7) - 3) / 8.0f;
-          const uint8_t *raw = reinterpret_cast<const uint8_t *>(values.data());
-          bytes.assign(raw, raw + values.size() * 4);
-        }
-        operands.push_back(llvm::ArrayRef<uint8_t>(bytes));
-      } else
-        operands.push_back(llvm::ArrayRef<uint8_t>(data[operand]));
+  llvm::DenseMap<const Value *, std::vector<uint8_t>> weights;
+  auto elided = [&](const Value &weight) -> llvm::ArrayRef<uint8_t> {
+    std::vector<uint8_t> &bytes = weights[&weight];
+    if (bytes.empty()) {
+      std::vector<float> values(weight.getType().getByteSize() / 4);
+      for (size_t k = 0; k < values.size(); ++k)
+        values[k] = float(int(k % 7) - 3) / 8.0f;
+      const uint8_t *raw = reinterpret_cast<const uint8_t *>(values.data());
+      bytes.assign(raw, raw + values.size() * 4);
     }
-    llvm::Expected<llvm::Optional<ResultData>> results =
-        evaluateNode(*node, operands);
-    EXPECT_TRUE(results && *results) << node->describe();
-    if (!results || !*results) {
-      llvm::consumeError(results.takeError());
-      return {};
-    }
-    for (unsigned i = 0; i < node->getNumResults(); ++i)
-      data[node->getResult(i)] = std::move((**results)[i]);
+    return bytes;
+  };
+  llvm::Expected<std::vector<std::vector<uint8_t>>> outputs =
+      evaluateModule(module, inputs, nullptr, elided);
+  if (!outputs) {
+    ADD_FAILURE() << llvm::toString(outputs.takeError());
+    return {};
   }
-  std::vector<std::vector<uint8_t>> outputs;
-  for (const Value *output : module.getOutputs())
-    outputs.push_back(data[output]);
-  return outputs;
+  return std::move(*outputs);
 }
 
 TEST(PlanMemoryTest, RematKeepsResultsAndNeverRaisesTheArena) {

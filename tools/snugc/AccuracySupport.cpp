@@ -60,32 +60,22 @@ bool wantsAccuracyCheck() {
   return !accuracyDir.empty() || !calibrationDir.empty();
 }
 
-/// The inputs in `dir` for `module`'s graph inputs, checked against their
-/// types; None (and `exitCode` set) after an error.
+/// The inputs in `dir` for `module`'s graph inputs, read and checked
+/// against their types as snug-run reads --check data (loadInputData);
+/// None (and `exitCode` set) after an error.
 static llvm::Optional<std::vector<std::vector<uint8_t>>>
 readInputs(const ir::Module &module, const std::string &dir, int &exitCode) {
   std::vector<std::vector<uint8_t>> inputs;
-  size_t index = 0;
+  uint64_t unusedRandomState = 0;
   for (const ir::Value *input : module.getInputs()) {
-    std::string name = input->getName().str();
-    std::string file = findDataFile(dir, "input", index++, name);
-    if (file.empty()) {
-      exitCode = failWith("no data for input '" + name + "' in '" + dir + "'");
-      return llvm::None;
-    }
-    HostTensor tensor;
-    std::string error;
-    if (!readTensorFile(file, tensor, error)) {
-      exitCode = failWith(file + ": " + error);
-      return llvm::None;
-    }
     const ir::TensorType &type = input->getType();
     std::vector<int64_t> dims(type.getDims().begin(), type.getDims().end());
-    if (tensor.dtype != getBundleDTypeCode(type.getDType()) ||
-        tensor.dims != dims) {
-      exitCode = failWith(file + " holds " +
-                          tensorTypeString(tensor.dtype, tensor.dims) +
-                          ", input '" + name + "' is " + type.str());
+    HostTensor tensor;
+    std::string error;
+    if (!loadInputData(input->getName().str(), inputs.size(),
+                       getBundleDTypeCode(type.getDType()), dims, "", dir,
+                       unusedRandomState, tensor, error)) {
+      exitCode = failWith(error);
       return llvm::None;
     }
     inputs.push_back(std::move(tensor.bytes));

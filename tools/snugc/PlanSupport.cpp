@@ -283,13 +283,10 @@ static int64_t fitBatchValue(llvm::StringRef path, uint64_t budget,
           failed = true;
           return userError("stopped");
         }
-        llvm::Expected<MemoryReport> report =
-            buildMemoryReport(**module, llvm::sys::path::filename(path), 0);
-        if (!report)
-          return report.takeError();
-        bool fits = report->predictedPeakBytes <= budget;
+        uint64_t peak = computePredictedPeakBytes(**module);
+        bool fits = peak <= budget;
         llvm::errs() << "fit-batch: " << fitBatch << "=" << value
-                     << ": predicted peak " << report->predictedPeakBytes
+                     << ": predicted peak " << peak
                      << " B " << (fits ? "fits" : "is over") << " the budget of "
                      << budget << " B\n";
         return fits;
