@@ -26,6 +26,7 @@ struct FakeCudaStats {
   int streams = 0, events = 0, modules = 0, cublasHandles = 0;
   int graphs = 0, graphExecs = 0;
   std::map<void *, uint64_t> allocBytes; // live allocations
+  std::map<void *, uint64_t> pinnedBytes; // live cuMemHostAlloc blocks
   // Totals.
   int allocCalls = 0;
   int hostToDevice = 0, deviceToDevice = 0;
