@@ -238,6 +238,7 @@ CUresult copyHtoD(CUdeviceptr to, const void *from, size_t bytes,
   return CUDA_SUCCESS;
 }
 CUresult copyDtoH(void *to, CUdeviceptr from, size_t bytes, CUstream stream) {
+  ++stats.deviceToHost;
   submit(stream,
          [=] { std::memcpy(to, reinterpret_cast<const void *>(from), bytes); });
   return CUDA_SUCCESS;

@@ -29,7 +29,7 @@ struct FakeCudaStats {
   std::map<void *, uint64_t> pinnedBytes; // live cuMemHostAlloc blocks
   // Totals.
   int allocCalls = 0;
-  int hostToDevice = 0, deviceToDevice = 0;
+  int hostToDevice = 0, deviceToDevice = 0, deviceToHost = 0;
   int directLaunches = 0, gemms = 0;
   int instantiations = 0, graphLaunches = 0;
   int functionsLoaded = 0;
