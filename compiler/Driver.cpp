@@ -170,6 +170,9 @@ void MemoryBudgetError::log(llvm::raw_ostream &os) const {
        << describeBytes(remat.peakBeforeBytes) << " in "
        << remat.decisions.size() << " decisions, +" << remat.extraFlops
        << " FLOPs; this is the smallest peak it reached)";
+  if (report.offload.applied)
+    os << " (offload parked " << report.offload.values
+       << " values in pinned host memory first)";
   if (report.microBatches > 1)
     os << " (running the graph in " << report.microBatches
        << " micro-batches, the best of the splits tried)";
