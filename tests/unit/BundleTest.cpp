@@ -330,7 +330,8 @@ TEST(BundleTest, ReaderChecksBodies) {
 
   // A body belongs to snug.fused, and snug.fused has one.
   reject(renameOp(bundleOf(kFused), "snug.fused", "snug.fusee"),
-         "node 'f' (snug.fusee): only snug.fused has a body");
+         "node 'f' (snug.fusee): only snug.fused and ops that take an "
+         "epilogue have a body");
   reject(renameOp(bundleOf("func @f(%x: f32[2] {offset = 0}) -> f32[2] "
                            "attributes {arena = 64} {\n"
                            "  %y = Reciprocal(%x) : f32[2] {offset = 32}\n"
