@@ -32,8 +32,8 @@
 // at most max-ops nodes (64) and max-operands distinct operands (16) a group.
 //
 // Before grouping, the exporters' decomposed patterns are rewritten as the
-// ops they spell, and inference BatchNorms after a Conv are folded into
-// its weights (FusePatterns.h).
+// ops they spell, inference BatchNorms after a Conv are folded into its
+// weights, and the others become a per-channel Mul and Add (FusePatterns.h).
 //
 // After grouping, a Conv whose one reader is a group (or one elementwise
 // node) takes it as its epilogue (EpiloguePattern.cpp).
@@ -325,6 +325,10 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   unsigned batchNorms = foldBatchNormsIntoConvs(module);
   if (batchNorms)
     addStatistic("batchnorms-folded", batchNorms);
+  unsigned affine = rewriteBatchNormsAsAffine(module);
+  if (affine)
+    addStatistic("batchnorms-affine", affine);
+  batchNorms += affine;
   GroupBuilder builder(module, maxOps, maxOperands);
   std::vector<Group> groups;
   auto nodes = module.getNodes();
