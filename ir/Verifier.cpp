@@ -271,8 +271,9 @@ void ModuleVerifier::verifyFusedBody(const Node &node) {
   }
   for (const std::unique_ptr<Node> &inside : body.getNodes()) {
     if (!inside->getOpInfo().isElementwise())
-      report(inside.get(), "is not elementwise; the body of snug.fused holds "
-                           "elementwise ops only (it is run per element)");
+      report(inside.get(), "is not elementwise; the body of " +
+                               node.getOpName() + " holds elementwise ops "
+                               "only (it is run per element)");
     verifyNode(*inside, inner);
   }
   llvm::ArrayRef<Value *> yield = body.getYield();
