@@ -82,6 +82,14 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
     return userError("--keep-fp32: '" + planning.keepFp32 +
                      "' is not a comma-separated list of node names and op "
                      "types");
+  if (!std::isfinite(planning.offloadBandwidthGBs) ||
+      !(planning.offloadBandwidthGBs > 0) ||
+      planning.offloadBandwidthGBs > 1e9) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", planning.offloadBandwidthGBs);
+    return userError("--offload-bandwidth: '" + llvm::Twine(text) +
+                     "' is not a positive number of GB/s");
+  }
   if (planning.target != "cuda" && planning.target != "host")
     return userError("--target must be cuda or host, not '" +
                      planning.target + "'");

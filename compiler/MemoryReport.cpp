@@ -127,6 +127,7 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
     return cost.takeError();
   report.cost = std::move(*cost);
   report.remat = summarizeRemat(module, report.weightsBytes, report.cost.flops);
+  report.offload = summarizeOffload(module);
   report.precision = summarizePrecision(module);
   if (const ir::Attribute *split = module.getAttribute("split_batch"))
     if (split->getKind() == ir::Attribute::Kind::Int && split->getInt() > 1)
@@ -304,6 +305,12 @@ void printMemoryReportPretty(const MemoryReport &report,
     os << "; predicted peak " << formatBytes(remat.peakBeforeBytes) << " -> "
        << formatBytes(report.predictedPeakBytes) << '\n';
   }
+  const OffloadSummary &offload = report.offload;
+  if (offload.applied)
+    os << "  offload          " << offload.values << " values ("
+       << formatBytes(offload.bytes) << ") parked in pinned host memory; "
+       << "pinned host region " << formatBytes(offload.pinnedHostBytes)
+       << " (host memory, not in the peak)\n";
   printCostEstimatePretty(report.cost, os);
 }
 
@@ -378,6 +385,13 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
         {"flops_before", int64_t(report.remat.flopsBefore)},
         {"peak_before_bytes", int64_t(report.remat.peakBeforeBytes)},
         {"peak_after_bytes", int64_t(report.predictedPeakBytes)}};
+  // As remat: always present, null when offload did not run.
+  object["offload"] = nullptr;
+  if (report.offload.applied)
+    object["offload"] = llvm::json::Object{
+        {"values", int64_t(report.offload.values)},
+        {"bytes", int64_t(report.offload.bytes)},
+        {"pinned_host_bytes", int64_t(report.offload.pinnedHostBytes)}};
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << '\n';
 }
 

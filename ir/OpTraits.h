@@ -19,7 +19,8 @@ enum : unsigned {
   Commutative = 1u << 3,
   SideEffects = 1u << 4,
   NoFold = 1u << 5,
-  Epilogue = 1u << 6,
+  HostResult = 1u << 6,
+  Epilogue = 1u << 7,
 };
 } // namespace op_traits
 } // namespace snug
