@@ -195,6 +195,17 @@ std::string offsetOf(llvm::ArrayRef<int64_t> strides, int64_t axis,
   return text;
 }
 
+/// A gather's kernel reading `in` at `indices` into `out`.
+Kernel gatherKernel(const char *tag, const TensorRef &x,
+                    const TensorRef &indices, const TensorRef &y) {
+  Kernel kernel;
+  kernel.tag = tag;
+  kernel.addTensor("in", x, true);
+  kernel.addTensor("indices", indices, true);
+  kernel.addTensor("out", y, false);
+  return kernel;
+}
+
 llvm::Error emitGatherElements(EmitContext &context) {
   const TensorRef &x = context.in(0), &indices = context.in(1),
                   &y = context.out();
@@ -204,11 +215,7 @@ llvm::Error emitGatherElements(EmitContext &context) {
     return context.unsupported("axis, indices and result do not match");
   if (y.numElements == 0)
     return llvm::Error::success();
-  Kernel kernel;
-  kernel.tag = "gather_elements";
-  kernel.addTensor("in", x, true);
-  kernel.addTensor("indices", indices, true);
-  kernel.addTensor("out", y, false);
+  Kernel kernel = gatherKernel("gather_elements", x, indices, y);
   std::string body = emitCoordinates(indices.dims, "int64_t", "i", "d") +
                      "    bool ok = true;\n" + loadIndex("i", x.dims[axis]) +
                      "    out[i] = ok ? in[" + offsetOf(x.strides(), axis) +
@@ -274,11 +281,7 @@ llvm::Error emitGatherND(EmitContext &context) {
     return context.unsupported("indices and result do not match the data");
   if (y.numElements == 0)
     return llvm::Error::success();
-  Kernel kernel;
-  kernel.tag = "gather_nd";
-  kernel.addTensor("in", x, true);
-  kernel.addTensor("indices", indices, true);
-  kernel.addTensor("out", y, false);
+  Kernel kernel = gatherKernel("gather_nd", x, indices, y);
   std::string S = literal(split.slice), T = literal(split.tuples);
   std::string body = "    const int64_t e = i % " + S + ", t = (i / " + S +
                      ") % " + T + ", b = i / (" + S + " * " + T + ");\n" +

@@ -120,32 +120,25 @@ Status cumSumKernel(KernelContext &ctx) {
 // Gathers
 //===----------------------------------------------------------------------===//
 
-Status gatherElementsKernel(KernelContext &ctx) {
-  if (Status s = ctx.expect(2, 1))
-    return s;
-  const TensorView &x = ctx.in(0), &indices = ctx.in(1), &y = ctx.out(0);
-  unsigned rank = x.getRank();
-  int64_t axis = ctx.getInt("axis", 0);
-  if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= int64_t(rank) || indices.getRank() != rank ||
-      y.numElements != indices.numElements)
-    return ctx.error("axis, indices and result do not match the data");
-  for (unsigned d = 0; d < rank; ++d)
-    if (d != axis && indices.dim(d) > x.dim(d))
-      return ctx.error("indices exceed the data off the axis");
-  std::vector<int64_t> strides = stridesOf(*x.dims);
+/// Visits every element i of `indices` (GatherElements, ScatterElements)
+/// with the element of `target` it addresses: its own coordinates, the
+/// axis's replaced by the index there (made non-negative; a data error when
+/// out of range).
+template <typename F>
+Status forEachElementIndex(const KernelContext &ctx, const TensorView &indices,
+                           int64_t axis, const TensorView &target, F f) {
+  unsigned rank = target.getRank();
+  std::vector<int64_t> strides = stridesOf(*target.dims);
   std::vector<int64_t> index(rank, 0);
-  unsigned size = y.elementSize();
-  for (int64_t i = 0; i < y.numElements; ++i) {
+  for (int64_t i = 0; i < indices.numElements; ++i) {
     int64_t at;
     if (Status s = normalizeIndex(ctx, 1, loadInt(indices.data, indices.dtype, i),
-                                  x.dim(unsigned(axis)), at))
+                                  target.dim(unsigned(axis)), at))
       return s;
-    int64_t src = 0;
+    int64_t offset = 0;
     for (unsigned d = 0; d < rank; ++d)
-      src += (d == axis ? at : index[d]) * strides[d];
-    std::memcpy(y.data + i * size, x.data + src * size, size);
+      offset += (d == axis ? at : index[d]) * strides[d];
+    f(i, offset);
     for (unsigned d = rank; d-- > 0;) {
       if (++index[d] < indices.dim(d))
         break;
@@ -153,6 +146,37 @@ Status gatherElementsKernel(KernelContext &ctx) {
     }
   }
   return Status::ok();
+}
+
+/// The axis of GatherElements/ScatterElements, non-negative, after checking
+/// that `indices` has `data`'s rank and fits inside it off the axis.
+Status elementAxis(const KernelContext &ctx, const TensorView &data,
+                   const TensorView &indices, int64_t &axis) {
+  unsigned rank = data.getRank();
+  axis = ctx.getInt("axis", 0);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= int64_t(rank) || indices.getRank() != rank)
+    return ctx.error("axis and indices do not match the data");
+  for (unsigned d = 0; d < rank; ++d)
+    if (d != axis && indices.dim(d) > data.dim(d))
+      return ctx.error("indices exceed the data off the axis");
+  return Status::ok();
+}
+
+Status gatherElementsKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(2, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &indices = ctx.in(1), &y = ctx.out(0);
+  int64_t axis;
+  if (Status s = elementAxis(ctx, x, indices, axis))
+    return s;
+  if (y.numElements != indices.numElements)
+    return ctx.error("result does not match the indices");
+  unsigned size = y.elementSize();
+  return forEachElementIndex(ctx, indices, axis, x, [&](int64_t i, int64_t src) {
+    std::memcpy(y.data + i * size, x.data + src * size, size);
+  });
 }
 
 /// GatherND and ScatterND see their operands as: `batches` batches (the
@@ -289,35 +313,15 @@ Status scatterElementsKernel(KernelContext &ctx) {
     return s;
   const TensorView &indices = ctx.in(1), &updates = ctx.in(2),
                    &y = ctx.out(0);
-  unsigned rank = y.getRank();
-  int64_t axis = ctx.getInt("axis", 0);
-  if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= int64_t(rank) || indices.getRank() != rank ||
-      updates.numElements != indices.numElements)
-    return ctx.error("axis, indices and updates do not match the data");
-  for (unsigned d = 0; d < rank; ++d)
-    if (indices.dim(d) != updates.dim(d) || (d != axis && indices.dim(d) > y.dim(d)))
-      return ctx.error("indices and updates do not match the data");
-  std::vector<int64_t> strides = stridesOf(*y.dims);
-  std::vector<int64_t> index(rank, 0);
+  int64_t axis;
+  if (Status s = elementAxis(ctx, y, indices, axis))
+    return s;
+  if (*updates.dims != *indices.dims)
+    return ctx.error("updates and indices differ in dims");
   Combine combine(reduction, updates, y);
-  for (int64_t i = 0; i < updates.numElements; ++i) {
-    int64_t at;
-    if (Status s = normalizeIndex(ctx, 1, loadInt(indices.data, indices.dtype, i),
-                                  y.dim(unsigned(axis)), at))
-      return s;
-    int64_t to = 0;
-    for (unsigned d = 0; d < rank; ++d)
-      to += (d == axis ? at : index[d]) * strides[d];
+  return forEachElementIndex(ctx, indices, axis, y, [&](int64_t i, int64_t to) {
     combine.apply(i, to);
-    for (unsigned d = rank; d-- > 0;) {
-      if (++index[d] < indices.dim(d))
-        break;
-      index[d] = 0;
-    }
-  }
-  return Status::ok();
+  });
 }
 
 Status scatterNDKernel(KernelContext &ctx) {
