@@ -191,11 +191,9 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
         normalizeAxis(intAttr(node, "axis", 0), rank) == 0)
       return "it gathers along dim 0";
     break;
-  // The indexing ops address dim 0 along their axis or index tuples.
+  // The indexing ops address dim 0 along their axis or index tuples (a
+  // runtime CumSum axis is refused above, as a shared operand).
   case OpCode::CumSum:
-    if (node.getNumOperands() > 1 && node.getOperand(1))
-      return "its axis is runtime data";
-    [[fallthrough]];
   case OpCode::GatherElements:
   case OpCode::ScatterElements:
     if (normalizeAxis(intAttr(node, "axis", 0), rank) == 0)
