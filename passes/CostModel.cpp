@@ -119,6 +119,7 @@ CostRule getCostRule(OpCode op) {
   case OpCode::ReduceProd:
   case OpCode::ReduceSum:
   case OpCode::ReduceSumSquare:
+  case OpCode::CumSum:
     return CostRule::Reduction;
   case OpCode::Resize:
     return CostRule::Resize;
@@ -130,6 +131,10 @@ CostRule getCostRule(OpCode op) {
   case OpCode::Dropout:
   case OpCode::Expand:
   case OpCode::Gather:
+  case OpCode::GatherElements:
+  case OpCode::GatherND:
+  case OpCode::ScatterElements:
+  case OpCode::ScatterND:
   case OpCode::Pad:
   case OpCode::Range:
   case OpCode::Shape:
@@ -425,6 +430,7 @@ static void addReduction(const Node &node, Cost &cost) {
   case OpCode::ReduceMin:
   case OpCode::ReduceProd:
   case OpCode::ReduceSum:
+  case OpCode::CumSum: // a running sum: one add per element
     flops = inputs;
     break;
   case OpCode::ReduceMean: // sum, then a divide per result

@@ -139,8 +139,8 @@ llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
 //===----------------------------------------------------------------------===//
 
 /// A string attribute, when present, is one of `choices`.
-static llvm::Error checkChoice(const ShapeQuery &query, llvm::StringRef name,
-                               llvm::ArrayRef<llvm::StringRef> choices) {
+llvm::Error checkChoice(const ShapeQuery &query, llvm::StringRef name,
+                        llvm::ArrayRef<llvm::StringRef> choices) {
   auto it = query.attributes.find(name.str());
   if (it == query.attributes.end() ||
       it->second.getKind() != ir::Attribute::Kind::String ||
@@ -924,6 +924,7 @@ static const ShapeFunctionTable &getShapeFunctions() {
     set(OpCode::Dropout, inferDropout);
     set(OpCode::SnugFused, inferFused);
     registerNNShapeFunctions(map);
+    registerIndexingShapeFunctions(map);
     return map;
   }();
   return table;

@@ -196,6 +196,20 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
         normalizeAxis(intAttr(node, "axis", 0), rank) == 0)
       return "it gathers along dim 0";
     break;
+  // The indexing ops address dim 0 along their axis or index tuples (a
+  // runtime CumSum axis is refused above, as a shared operand).
+  case OpCode::CumSum:
+  case OpCode::GatherElements:
+  case OpCode::ScatterElements:
+    if (normalizeAxis(intAttr(node, "axis", 0), rank) == 0)
+      return "it works along dim 0";
+    break;
+  case OpCode::GatherND:
+    if (intAttr(node, "batch_dims", 0) < 1)
+      return "its index tuples address dim 0";
+    break;
+  case OpCode::ScatterND:
+    return "its index tuples address dim 0";
   case OpCode::Slice:
     if (intsContain(node, "axes", 0, node.getOperand(0)->getType().getRank()))
       return "it slices dim 0";

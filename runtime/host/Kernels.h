@@ -100,6 +100,7 @@ void registerNormalizeKernels(KernelTable &table);
 void registerConvKernels(KernelTable &table);
 void registerLinalgKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
+void registerIndexingKernels(KernelTable &table);
 
 //===----------------------------------------------------------------------===//
 // Element access
