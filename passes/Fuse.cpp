@@ -32,11 +32,11 @@
 // at most max-ops nodes (64) and max-operands distinct operands (16) a group.
 //
 // Before grouping, the exporters' decomposed patterns are rewritten as the
-// ops they spell, and inference BatchNorms after a Conv are folded into
-// its weights (FusePatterns.h).
+// ops they spell, inference BatchNorms after a Conv are folded into its
+// weights, and attention becomes snug.attention (FusePatterns.h).
 //
-// Not here yet: epilogues of contractions, attention, and the decomposed
-// GELU (its six elementwise nodes already become one group).
+// Not here yet: epilogues of contractions and the decomposed GELU (its six
+// elementwise nodes already become one group).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
@@ -310,6 +310,9 @@ llvm::Expected<bool> Fuse::run(ir::Module &module) {
   unsigned batchNorms = foldBatchNormsIntoConvs(module);
   if (batchNorms)
     addStatistic("batchnorms-folded", batchNorms);
+  unsigned attentions = rewriteAttentions(module);
+  if (attentions)
+    addStatistic("attentions", attentions);
   GroupBuilder builder(module, maxOps, maxOperands);
   std::vector<Group> groups;
   auto nodes = module.getNodes();
@@ -322,7 +325,7 @@ llvm::Expected<bool> Fuse::run(ir::Module &module) {
       groups.push_back(std::move(group));
   }
   if (groups.empty())
-    return layerNorms + batchNorms != 0;
+    return layerNorms + batchNorms + attentions != 0;
 
   // The new schedule: each fused node where its root was. The members stay
   // in it (at the end, as setSchedule takes every node) until they are

@@ -34,6 +34,54 @@ inline bool readF32Weight(const ir::Module &module, const ir::Value *value,
   return true;
 }
 
+/// The value of a one-element f32 weight.
+inline llvm::Optional<float> readScalarWeight(const ir::Module &module,
+                                              const ir::Value *value) {
+  std::vector<float> values;
+  if (!readF32Weight(module, value, 1, values))
+    return llvm::None;
+  return values[0];
+}
+
+/// The only node using `value`, when it has one user, one use, and is not a
+/// graph output: an intermediate a pattern may fold away.
+inline ir::Node *soleUser(const ir::Module &module, const ir::Value *value) {
+  if (module.isOutput(value) || value->getUses().size() != 1)
+    return nullptr;
+  return value->getUses()[0].user;
+}
+
+/// The other operand of a two-operand node, given one of them.
+inline ir::Value *otherOperand(const ir::Node &node, const ir::Value *known) {
+  if (node.getNumOperands() != 2)
+    return nullptr;
+  if (node.getOperand(0) == known)
+    return node.getOperand(1);
+  if (node.getOperand(1) == known)
+    return node.getOperand(0);
+  return nullptr;
+}
+
+/// Puts a node of `op` in `last`'s place in the schedule (its operands
+/// must be defined before `last`), with `last`'s name and result type, and
+/// moves every use of `last`'s result to it; `last` is left unused for the
+/// caller to erase. Returns the new result.
+inline ir::Value *replaceWithNode(ir::Module &module, ir::Node &last,
+                                  ir::OpCode op,
+                                  llvm::ArrayRef<ir::Value *> operands,
+                                  ir::AttributeMap attributes) {
+  size_t index = 0;
+  auto nodes = module.getNodes();
+  while (nodes[index].get() != &last)
+    ++index;
+  ir::Node *node = module.insertNode(index, op, operands,
+                                     {last.getResult(0)->getType()},
+                                     std::move(attributes));
+  node->setName(last.getName());
+  module.replaceValue(last.getResult(0), node->getResult(0));
+  return node->getResult(0);
+}
+
 /// ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul (, Add) over the
 /// trailing dims -> LayerNormalization (LayerNormPattern.cpp). Returns how
 /// many were rewritten.
@@ -43,6 +91,11 @@ unsigned rewriteDecomposedLayerNorms(ir::Module &module);
 /// folded into the Conv's weight and bias (BatchNormPattern.cpp). Returns
 /// how many were folded.
 unsigned foldBatchNormsIntoConvs(ir::Module &module);
+
+/// MatMul(Q, Kᵀ), an optional scale by a constant scalar, an optional
+/// additive or Where mask, Softmax over the last axis, MatMul(., V) ->
+/// snug.attention (AttentionPattern.cpp). Returns how many were rewritten.
+unsigned rewriteAttentions(ir::Module &module);
 
 } // namespace snug
 

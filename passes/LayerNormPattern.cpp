@@ -38,33 +38,6 @@ namespace {
 using ir::OpCode;
 using ir::Value;
 
-/// The only node using `value`, when it has one user, one use, and is not a
-/// graph output.
-ir::Node *soleUser(const ir::Module &module, const Value *value) {
-  if (module.isOutput(value) || value->getUses().size() != 1)
-    return nullptr;
-  return value->getUses()[0].user;
-}
-
-/// The other operand of a two-operand node, given one of them.
-Value *otherOperand(const ir::Node &node, const Value *known) {
-  if (node.getNumOperands() != 2)
-    return nullptr;
-  if (node.getOperand(0) == known)
-    return node.getOperand(1);
-  if (node.getOperand(1) == known)
-    return node.getOperand(0);
-  return nullptr;
-}
-
-/// The value of a one-element f32 weight.
-llvm::Optional<float> scalarWeight(const ir::Module &module, const Value *value) {
-  std::vector<float> values;
-  if (!readF32Weight(module, value, 1, values))
-    return llvm::None;
-  return values[0];
-}
-
 /// The first normalized axis when `node` is a ReduceMean with keepdims over
 /// the trailing dims of its operand.
 llvm::Optional<int64_t> trailingMeanAxis(const ir::Node &node) {
@@ -132,7 +105,7 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &mean) {
   }
   if (!pow || !div || pow == div)
     return llvm::None;
-  llvm::Optional<float> exponent = scalarWeight(module, pow->getOperand(1));
+  llvm::Optional<float> exponent = readScalarWeight(module, pow->getOperand(1));
   if (!exponent || *exponent != 2.0f)
     return llvm::None;
   ir::Node *variance = soleUser(module, pow->getResult(0));
@@ -142,7 +115,7 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &mean) {
   if (!add || !add->is(OpCode::Add))
     return llvm::None;
   llvm::Optional<float> epsilon =
-      scalarWeight(module, otherOperand(*add, variance->getResult(0)));
+      readScalarWeight(module, otherOperand(*add, variance->getResult(0)));
   if (!epsilon || !(*epsilon >= 0))
     return llvm::None;
   match.epsilon = *epsilon;
@@ -199,10 +172,6 @@ unsigned rewriteDecomposedLayerNorms(ir::Module &module) {
     // The LayerNormalization goes where the last node was: its operands are
     // all defined before that (x before the first mean, gamma and beta
     // before the nodes that read them).
-    size_t index = 0;
-    auto nodes = module.getNodes();
-    while (nodes[index].get() != last)
-      ++index;
     llvm::SmallVector<Value *, 3> operands{current(match.x),
                                            current(match.gamma)};
     if (match.beta)
@@ -210,12 +179,9 @@ unsigned rewriteDecomposedLayerNorms(ir::Module &module) {
     ir::AttributeMap attributes;
     attributes["axis"] = ir::Attribute::getInt(match.axis);
     attributes["epsilon"] = ir::Attribute::getFloat(match.epsilon);
-    ir::Node *norm = module.insertNode(
-        index, OpCode::LayerNormalization, operands,
-        {last->getResult(0)->getType()}, std::move(attributes));
-    norm->setName(last->getName());
-    module.replaceValue(last->getResult(0), norm->getResult(0));
-    replaced[last->getResult(0)] = norm->getResult(0);
+    Value *norm = replaceWithNode(module, *last, OpCode::LayerNormalization,
+                                  operands, std::move(attributes));
+    replaced[last->getResult(0)] = norm;
   }
   module.eraseNodesIf(
       [&](const ir::Node &node) { return matched.count(&node) != 0; });

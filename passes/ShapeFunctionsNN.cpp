@@ -10,6 +10,7 @@
 #include "passes/ShapeFunctionsInternal.h"
 
 #include "ir/Verifier.h"
+#include "runtime/AttentionShape.h"
 
 namespace snug {
 
@@ -407,6 +408,66 @@ inferInstanceNormalization(const ShapeQuery &query) {
   return ResultTypes{**input};
 }
 
+static std::vector<int64_t> dimsOf(const ir::TensorType &type) {
+  return std::vector<int64_t>(type.getDims().begin(), type.getDims().end());
+}
+
+/// The sizes of a snug.attention over operands of these types (three or
+/// four present).
+static AttentionShape
+attentionShapeOf(llvm::ArrayRef<const ir::TensorType *> operands,
+                 const ir::AttributeMap &attributes) {
+  const ir::TensorType *mask = operands.size() > 3 ? operands[3] : nullptr;
+  std::vector<int64_t> maskDims = mask ? dimsOf(*mask) : std::vector<int64_t>();
+  return getAttentionShape(dimsOf(*operands[0]), dimsOf(*operands[1]),
+                           dimsOf(*operands[2]), mask ? &maskDims : nullptr,
+                           getIntAttr(attributes, "k_transposed", 1) != 0);
+}
+
+AttentionShape getAttentionShape(const ir::Node &node) {
+  assert(node.is(OpCode::SnugAttention) && node.getNumOperands() >= 3);
+  llvm::SmallVector<const ir::TensorType *, 4> types;
+  for (const ir::Value *operand : node.getOperands())
+    types.push_back(operand ? &operand->getType() : nullptr);
+  return attentionShapeOf(types, node.getAttributes());
+}
+
+/// snug.attention: the result is Q's dims with V's last (AttentionShape.h);
+/// the mask's kind says its element type.
+static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (auto type = requireOperand(query, i); !type)
+      return type.takeError();
+  DType dtype = query.operands[0]->getDType();
+  if (query.operands[1]->getDType() != dtype ||
+      query.operands[2]->getDType() != dtype)
+    return shapeError("Q, K and V differ in element type");
+  const ir::TensorType *mask =
+      query.operands.size() > 3 ? query.operands[3] : nullptr;
+  std::string maskKind =
+      getStringAttr(query.attributes, "mask", "none").str();
+  if (maskKind != "none" && maskKind != "add" && maskKind != "where")
+    return shapeError("mask kind '" + maskKind +
+                      "' is none of 'none', 'add' and 'where'");
+  if ((maskKind == "none") != !mask)
+    return shapeError(mask ? "a mask operand needs mask = \"add\" or "
+                             "\"where\""
+                           : "mask = \"" + maskKind +
+                                 "\" needs a mask operand");
+  if (mask && mask->getDType() != (maskKind == "add" ? dtype : DType::Bool))
+    return shapeError("mask " + mask->str() + " must be " +
+                      (maskKind == "add" ? "of Q's element type" : "bool") +
+                      " for mask = \"" + maskKind + "\"");
+  AttentionShape shape = attentionShapeOf(query.operands, query.attributes);
+  if (!shape.isValid())
+    return shapeError(shape.error);
+  llvm::SmallVector<int64_t, 4> dims(shape.batchDims.begin(),
+                                     shape.batchDims.end());
+  dims.push_back(shape.sq);
+  dims.push_back(shape.dv);
+  return ResultTypes{TensorType(dtype, dims)};
+}
+
 static llvm::Expected<ResultTypes> inferLrn(const ShapeQuery &query) {
   auto input = requireOperand(query, 0);
   if (!input)
@@ -435,6 +496,7 @@ void registerNNShapeFunctions(ShapeFunctionTable &map) {
   set(OpCode::BatchNormalization, inferBatchNormalization);
   set(OpCode::InstanceNormalization, inferInstanceNormalization);
   set(OpCode::LRN, inferLrn);
+  set(OpCode::SnugAttention, inferAttention);
   for (OpCode op : {OpCode::ReduceL1, OpCode::ReduceL2,
                     OpCode::ReduceLogSumExp, OpCode::ReduceMax,
                     OpCode::ReduceMean, OpCode::ReduceMin, OpCode::ReduceProd,

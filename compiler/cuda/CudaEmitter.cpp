@@ -205,7 +205,7 @@ EmitFn lookupEmitter(ir::OpCode op) {
   for (auto table : {getElementwiseEmitters(), getDataMovementEmitters(),
                      getReductionEmitters(), getPoolingEmitters(),
                      getConvEmitters(), getGemmEmitters(),
-                     getFusedEmitters()})
+                     getFusedEmitters(), getAttentionEmitters()})
     for (const EmitterEntry &entry : table)
       if (op == entry.op)
         return entry.emit;

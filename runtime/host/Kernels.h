@@ -97,6 +97,7 @@ void registerNormalizeKernels(KernelTable &table);
 void registerConvKernels(KernelTable &table);
 void registerLinalgKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
+void registerAttentionKernels(KernelTable &table);
 
 //===----------------------------------------------------------------------===//
 // Element access

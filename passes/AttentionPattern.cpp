@@ -1,0 +1,284 @@
+//===- AttentionPattern.cpp - Scaled dot-product attention, as one op -----===//
+//
+// Exporters write attention as
+//   s = MatMul(Q, Kt)                      scores [..., Sq, Skv]
+//   s = Mul(s, c) | Mul(c, s) | Div(s, c)  optional, c a constant scalar
+//   s = Add(s, mask) | Add(mask, s)        optional additive mask, or
+//   s = Where(m, fill, s) | Where(m, s, fill)  a bool mask, fill a constant
+//   p = Softmax(s) {axis = last}
+//   y = MatMul(p, V)
+// which stores the scores and the probabilities, each heads x Sq x Skv: at
+// sequence 1024 they are the largest values of a transformer.
+// snug.attention(Q, K, V[, mask]) computes y without them (ir/Ops.def):
+// the host kernel a row block of scores at a time, the CUDA kernel a tile
+// at a time with an online softmax.
+//
+// Around that core the pattern also takes in what the exports put on its
+// operands when nothing else reads it: a constant scale on Q (torch's
+// MultiheadAttention divides q by sqrt(d) before the product) joins the
+// scale; a Transpose of K that swaps only its last two axes is read through
+// (k_transposed = 0). The Transposes and Reshapes that split and merge the
+// heads stay as they are: they are views or copies of Q, K, V and y, which
+// the op reads and writes contiguously.
+//
+// What must hold: every intermediate (scores, scaled, masked,
+// probabilities) has exactly one user, the next node, and is no graph
+// output (otherwise it must be stored anyway, and the rewrite would compute
+// the scores twice); the Softmax is over the last axis; the scale is a
+// one-element f32 constant; the mask broadcasts to the scores without
+// widening them (the Add's or Where's result has the scores' type); Q, K
+// and V have one rank and the same batch dims (runtime/AttentionShape.h).
+// Everything is matched by structure, never by names. The result takes the
+// final MatMul's place and name.
+//
+// Not recognized: a scale after the mask (another function unless the
+// mask is 0/-inf), a causal mask built inside the graph from Trilu, and
+// Q, K or V that broadcast over batch dims.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/FusePatterns.h"
+
+#include "ir/Module.h"
+#include "passes/ShapeFunctions.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace snug {
+
+namespace {
+
+using ir::OpCode;
+using ir::Value;
+
+struct Match {
+  Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  bool kTransposed = true;
+  float scale = 1.0f;
+  std::string maskKind = "none";
+  float fill = 0.0f;
+  bool fillIfTrue = true;
+  llvm::SmallVector<ir::Node *, 8> nodes; // the last one is the result's
+};
+
+/// `node` as operand * factor, when it is Mul(x, c), Mul(c, x) or
+/// Div(x, c) with c a constant scalar.
+struct Scaling {
+  Value *operand;
+  float factor;
+};
+llvm::Optional<Scaling> asScaling(const ir::Module &module,
+                                  const ir::Node &node) {
+  if ((!node.is(OpCode::Mul) && !node.is(OpCode::Div)) ||
+      node.getNumOperands() != 2)
+    return llvm::None;
+  if (llvm::Optional<float> c = readScalarWeight(module, node.getOperand(1)))
+    return Scaling{node.getOperand(0), node.is(OpCode::Div) ? 1.0f / *c : *c};
+  if (node.is(OpCode::Mul))
+    if (llvm::Optional<float> c = readScalarWeight(module, node.getOperand(0)))
+      return Scaling{node.getOperand(1), *c};
+  return llvm::None;
+}
+
+/// The node defining `value` when `value` is read by `user` alone: an
+/// intermediate the match may take in.
+ir::Node *privateDefiner(const ir::Module &module, const Value *value,
+                         const ir::Node *user) {
+  ir::Node *definer = value->getDefiningNode();
+  return definer && soleUser(module, value) == user ? definer : nullptr;
+}
+
+/// Whether `node` transposes its operand's last two axes and nothing else.
+bool swapsLastTwoAxes(const ir::Node &node) {
+  if (!node.is(OpCode::Transpose))
+    return false;
+  const ir::Attribute *perm = node.getAttribute("perm");
+  if (!perm || perm->getKind() != ir::Attribute::Kind::Ints)
+    return false;
+  llvm::ArrayRef<int64_t> axes = perm->getInts();
+  size_t rank = axes.size();
+  if (rank < 2)
+    return false;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (axes[i] != int64_t(i))
+      return false;
+  return axes[rank - 2] == int64_t(rank - 1) &&
+         axes[rank - 1] == int64_t(rank - 2);
+}
+
+/// Matches the scores and their optional scale, ending at `value` (read
+/// by `user` alone): value = [scale](MatMul(Q, Kt)).
+bool matchScores(const ir::Module &module, Value *value, ir::Node *user,
+                 Match &match) {
+  ir::Node *node = privateDefiner(module, value, user);
+  if (!node)
+    return false;
+  if (!node->is(OpCode::MatMul)) {
+    llvm::Optional<Scaling> scaling = asScaling(module, *node);
+    if (!scaling)
+      return false;
+    match.scale *= scaling->factor;
+    match.nodes.push_back(node);
+    user = node;
+    node = privateDefiner(module, scaling->operand, user);
+    if (!node || !node->is(OpCode::MatMul))
+      return false;
+  }
+  if (node->getNumOperands() != 2 ||
+      node->getResult(0)->getType().getRank() < 2)
+    return false;
+  match.nodes.push_back(node);
+  match.q = node->getOperand(0);
+  match.k = node->getOperand(1);
+  // A constant scale on Q read by this product alone.
+  if (ir::Node *qScale = privateDefiner(module, match.q, node))
+    if (llvm::Optional<Scaling> scaling = asScaling(module, *qScale)) {
+      match.scale *= scaling->factor;
+      match.q = scaling->operand;
+      match.nodes.push_back(qScale);
+    }
+  if (ir::Node *transpose = privateDefiner(module, match.k, node))
+    if (swapsLastTwoAxes(*transpose)) {
+      match.k = transpose->getOperand(0);
+      match.kTransposed = false;
+      match.nodes.push_back(transpose);
+    }
+  return true;
+}
+
+/// Matches what feeds the Softmax: [mask]([scale](MatMul(Q, Kt))).
+bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
+                 Match &match) {
+  if (matchScores(module, logits, softmax, match))
+    return true;
+  ir::Node *node = privateDefiner(module, logits, softmax);
+  if (!node || logits->getType() != softmax->getResult(0)->getType())
+    return false;
+  if (node->is(OpCode::Add) && node->getNumOperands() == 2) {
+    for (unsigned i = 0; i < 2; ++i) {
+      Match attempt = match;
+      if (!matchScores(module, node->getOperand(i), node, attempt))
+        continue;
+      // The scores keep their type: the mask does not widen them.
+      if (node->getOperand(i)->getType() != logits->getType())
+        return false;
+      attempt.mask = node->getOperand(1 - i);
+      attempt.maskKind = "add";
+      attempt.nodes.push_back(node);
+      match = std::move(attempt);
+      return true;
+    }
+    return false;
+  }
+  if (node->is(OpCode::Where) && node->getNumOperands() == 3) {
+    for (unsigned i = 1; i < 3; ++i) {
+      llvm::Optional<float> fill =
+          readScalarWeight(module, node->getOperand(3 - i));
+      Match attempt = match;
+      if (!fill || !matchScores(module, node->getOperand(i), node, attempt))
+        continue;
+      if (node->getOperand(i)->getType() != logits->getType())
+        return false;
+      attempt.mask = node->getOperand(0);
+      attempt.maskKind = "where";
+      attempt.fill = *fill;
+      // Where(m, fill, s) fills where m holds; Where(m, s, fill) where not.
+      attempt.fillIfTrue = i == 2;
+      attempt.nodes.push_back(node);
+      match = std::move(attempt);
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The attention whose probabilities `softmax` computes, if it is one.
+llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
+  if (!softmax.is(OpCode::Softmax) || softmax.getNumOperands() != 1)
+    return llvm::None;
+  Value *logits = softmax.getOperand(0);
+  int64_t rank = logits->getType().getRank();
+  const ir::Attribute *axis = softmax.getAttribute("axis");
+  int64_t last = axis && axis->getKind() == ir::Attribute::Kind::Int
+                     ? axis->getInt()
+                     : -1;
+  if (rank < 2 || (last != rank - 1 && last != -1))
+    return llvm::None;
+  ir::DType type = logits->getType().getDType();
+  if (type != ir::DType::F32)
+    return llvm::None;
+  ir::Node *output = soleUser(module, softmax.getResult(0));
+  if (!output || !output->is(OpCode::MatMul) ||
+      output->getNumOperands() != 2 ||
+      output->getOperand(0) != softmax.getResult(0))
+    return llvm::None;
+  Match match;
+  if (!matchLogits(module, logits, &softmax, match))
+    return llvm::None;
+  match.v = output->getOperand(1);
+  match.nodes.push_back(&softmax);
+  match.nodes.push_back(output);
+  // Q, K, V must fit the op's shape rule, and the result be the MatMul's.
+  std::vector<int64_t> maskDims;
+  if (match.mask)
+    maskDims.assign(match.mask->getType().getDims().begin(),
+                    match.mask->getType().getDims().end());
+  auto dimsOf = [](const Value *value) {
+    return std::vector<int64_t>(value->getType().getDims().begin(),
+                                value->getType().getDims().end());
+  };
+  AttentionShape shape =
+      getAttentionShape(dimsOf(match.q), dimsOf(match.k), dimsOf(match.v),
+                        match.mask ? &maskDims : nullptr, match.kTransposed);
+  if (!shape.isValid() || shape.scoreDims() != dimsOf(logits) ||
+      match.q->getType().getDType() != type ||
+      match.v->getType().getDType() != type)
+    return llvm::None;
+  return match;
+}
+
+} // namespace
+
+unsigned rewriteAttentions(ir::Module &module) {
+  std::vector<Match> matches;
+  llvm::DenseSet<const ir::Node *> matched;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    if (node->is(OpCode::Softmax))
+      if (llvm::Optional<Match> match = matchAt(module, *node)) {
+        for (ir::Node *member : match->nodes)
+          matched.insert(member);
+        matches.push_back(std::move(*match));
+      }
+  if (matches.empty())
+    return 0;
+  // An operand may be an earlier match's result (one attention feeding the
+  // next directly): read through the replacements made so far.
+  llvm::DenseMap<const Value *, Value *> replaced;
+  auto current = [&](Value *value) {
+    Value *result = value ? replaced.lookup(value) : nullptr;
+    return result ? result : value;
+  };
+  for (Match &match : matches) {
+    llvm::SmallVector<Value *, 4> operands{current(match.q), current(match.k),
+                                           current(match.v)};
+    if (match.mask)
+      operands.push_back(current(match.mask));
+    ir::AttributeMap attributes;
+    attributes["scale"] = ir::Attribute::getFloat(match.scale);
+    attributes["k_transposed"] = ir::Attribute::getInt(match.kTransposed);
+    attributes["mask"] = ir::Attribute::getString(match.maskKind);
+    if (match.maskKind == "where") {
+      attributes["fill"] = ir::Attribute::getFloat(match.fill);
+      attributes["fill_if"] = ir::Attribute::getInt(match.fillIfTrue);
+    }
+    Value *result = replaceWithNode(module, *match.nodes.back(),
+                                    OpCode::SnugAttention, operands,
+                                    std::move(attributes));
+    replaced[match.nodes.back()->getResult(0)] = result;
+  }
+  module.eraseNodesIf(
+      [&](const ir::Node &node) { return matched.count(&node) != 0; });
+  return unsigned(matches.size());
+}
+
+} // namespace snug
