@@ -1,5 +1,6 @@
 //===- FusionReport.cpp - What fusion did to a module ---------------------===//
 #include "compiler/FusionReport.h"
+#include "passes/ShapeFunctions.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
@@ -27,17 +28,42 @@ static FusedGroup describeGroup(const ir::Node &node) {
   return group;
 }
 
+/// A snug.attention: the nodes it certainly replaced (the products, the
+/// mask's node, the Softmax; a constant scale it took in leaves no trace)
+/// and, as intermediates, the score-sized results of all but the last.
+static FusedGroup describeAttention(const ir::Node &node) {
+  FusedGroup group;
+  group.name = node.getName().str();
+  group.pattern = "attention";
+  group.results = 1;
+  std::string mask = getStringAttr(node.getAttributes(), "mask", "none").str();
+  group.ops = {"MatMul"};
+  if (mask != "none")
+    group.ops.push_back(mask == "add" ? "Add" : "Where");
+  group.ops.push_back("Softmax");
+  group.ops.push_back("MatMul");
+  AttentionShape shape = getAttentionShape(node);
+  uint64_t scoreBytes =
+      uint64_t(shape.batch * shape.sq * shape.skv) *
+      ir::getDTypeSize(node.getResult(0)->getType().getDType());
+  group.intermediates = unsigned(group.ops.size() - 1);
+  group.intermediateBytes = group.intermediates * scoreBytes;
+  return group;
+}
+
 FusionSummary summarizeFusion(const ir::Module &module) {
   FusionSummary summary;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
     if (node->getOpInfo().isView())
       continue;
     ++summary.kernelsAfter;
-    if (!node->is(ir::OpCode::SnugFused) || !node->hasBody()) {
+    bool attention = node->is(ir::OpCode::SnugAttention);
+    if (!attention && (!node->is(ir::OpCode::SnugFused) || !node->hasBody())) {
       ++summary.kernelsBefore;
       continue;
     }
-    FusedGroup group = describeGroup(*node);
+    FusedGroup group =
+        attention ? describeAttention(*node) : describeGroup(*node);
     summary.nodesFused += group.ops.size();
     summary.kernelsBefore += group.ops.size();
     summary.intermediateBytesRemoved += group.intermediateBytes;
