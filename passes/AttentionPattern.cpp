@@ -41,8 +41,6 @@
 #include "ir/Module.h"
 #include "passes/ShapeFunctions.h"
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 
 namespace snug {
 
@@ -240,45 +238,23 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
 } // namespace
 
 unsigned rewriteAttentions(ir::Module &module) {
-  std::vector<Match> matches;
-  llvm::DenseSet<const ir::Node *> matched;
-  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
-    if (node->is(OpCode::Softmax))
-      if (llvm::Optional<Match> match = matchAt(module, *node)) {
-        for (ir::Node *member : match->nodes)
-          matched.insert(member);
-        matches.push_back(std::move(*match));
-      }
-  if (matches.empty())
-    return 0;
-  // An operand may be an earlier match's result (one attention feeding the
-  // next directly): read through the replacements made so far.
-  llvm::DenseMap<const Value *, Value *> replaced;
-  auto current = [&](Value *value) {
-    Value *result = value ? replaced.lookup(value) : nullptr;
-    return result ? result : value;
-  };
-  for (Match &match : matches) {
-    llvm::SmallVector<Value *, 4> operands{current(match.q), current(match.k),
-                                           current(match.v)};
-    if (match.mask)
-      operands.push_back(current(match.mask));
-    ir::AttributeMap attributes;
-    attributes["scale"] = ir::Attribute::getFloat(match.scale);
-    attributes["k_transposed"] = ir::Attribute::getInt(match.kTransposed);
-    attributes["mask"] = ir::Attribute::getString(match.maskKind);
-    if (match.maskKind == "where") {
-      attributes["fill"] = ir::Attribute::getFloat(match.fill);
-      attributes["fill_if"] = ir::Attribute::getInt(match.fillIfTrue);
-    }
-    Value *result = replaceWithNode(module, *match.nodes.back(),
-                                    OpCode::SnugAttention, operands,
-                                    std::move(attributes));
-    replaced[match.nodes.back()->getResult(0)] = result;
-  }
-  module.eraseNodesIf(
-      [&](const ir::Node &node) { return matched.count(&node) != 0; });
-  return unsigned(matches.size());
+  return rewriteMatches(
+      module, OpCode::SnugAttention, matchAt,
+      [](const Match &match, auto current) {
+        std::pair<llvm::SmallVector<Value *, 4>, ir::AttributeMap> node;
+        node.first = {current(match.q), current(match.k), current(match.v)};
+        if (match.mask)
+          node.first.push_back(current(match.mask));
+        ir::AttributeMap &attributes = node.second;
+        attributes["scale"] = ir::Attribute::getFloat(match.scale);
+        attributes["k_transposed"] = ir::Attribute::getInt(match.kTransposed);
+        attributes["mask"] = ir::Attribute::getString(match.maskKind);
+        if (match.maskKind == "where") {
+          attributes["fill"] = ir::Attribute::getFloat(match.fill);
+          attributes["fill_if"] = ir::Attribute::getInt(match.fillIfTrue);
+        }
+        return node;
+      });
 }
 
 } // namespace snug

@@ -11,7 +11,11 @@
 
 #include "ir/Module.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace snug {
@@ -62,24 +66,53 @@ inline ir::Value *otherOperand(const ir::Node &node, const ir::Value *known) {
   return nullptr;
 }
 
-/// Puts a node of `op` in `last`'s place in the schedule (its operands
-/// must be defined before `last`), with `last`'s name and result type, and
-/// moves every use of `last`'s result to it; `last` is left unused for the
-/// caller to erase. Returns the new result.
-inline ir::Value *replaceWithNode(ir::Module &module, ir::Node &last,
-                                  ir::OpCode op,
-                                  llvm::ArrayRef<ir::Value *> operands,
-                                  ir::AttributeMap attributes) {
-  size_t index = 0;
-  auto nodes = module.getNodes();
-  while (nodes[index].get() != &last)
-    ++index;
-  ir::Node *node = module.insertNode(index, op, operands,
-                                     {last.getResult(0)->getType()},
-                                     std::move(attributes));
-  node->setName(last.getName());
-  module.replaceValue(last.getResult(0), node->getResult(0));
-  return node->getResult(0);
+/// The driver the structural patterns share. `matchAt(module, node)`
+/// returns an llvm::Optional<Match> whose `nodes` are what the match covers
+/// (the last one the result's; a node a match took is not tried again).
+/// Every match is then replaced by one node of `op` in its last node's
+/// place (its operands are all defined before that) with that node's name
+/// and result type: `build(match, current)` returns the new node's operands
+/// and attributes, reading each operand through `current`, since a match's
+/// operand may be an earlier match's result. The covered nodes are erased.
+/// Returns how many were rewritten.
+template <class MatchFn, class BuildFn>
+unsigned rewriteMatches(ir::Module &module, ir::OpCode op, MatchFn matchAt,
+                        BuildFn build) {
+  using Match = typename decltype(matchAt(module,
+                                          std::declval<ir::Node &>()))::value_type;
+  std::vector<Match> matches;
+  llvm::DenseSet<const ir::Node *> matched;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    if (!matched.count(node.get()))
+      if (llvm::Optional<Match> match = matchAt(module, *node)) {
+        for (ir::Node *member : match->nodes)
+          matched.insert(member);
+        matches.push_back(std::move(*match));
+      }
+  if (matches.empty())
+    return 0;
+  llvm::DenseMap<const ir::Value *, ir::Value *> replaced;
+  auto current = [&](ir::Value *value) {
+    ir::Value *result = value ? replaced.lookup(value) : nullptr;
+    return result ? result : value;
+  };
+  for (Match &match : matches) {
+    ir::Node *last = match.nodes.back();
+    auto [operands, attributes] = build(match, current);
+    size_t index = 0;
+    auto nodes = module.getNodes();
+    while (nodes[index].get() != last)
+      ++index;
+    ir::Node *node = module.insertNode(index, op, operands,
+                                       {last->getResult(0)->getType()},
+                                       std::move(attributes));
+    node->setName(last->getName());
+    module.replaceValue(last->getResult(0), node->getResult(0));
+    replaced[last->getResult(0)] = node->getResult(0);
+  }
+  module.eraseNodesIf(
+      [&](const ir::Node &node) { return matched.count(&node) != 0; });
+  return unsigned(matches.size());
 }
 
 /// ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul (, Add) over the

@@ -26,8 +26,6 @@
 
 #include "ir/Module.h"
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 
 #include <cstring>
 
@@ -149,43 +147,17 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &mean) {
 } // namespace
 
 unsigned rewriteDecomposedLayerNorms(ir::Module &module) {
-  std::vector<Match> matches;
-  llvm::DenseSet<const ir::Node *> matched;
-  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
-    if (!matched.count(node.get()))
-      if (llvm::Optional<Match> match = matchAt(module, *node)) {
-        for (ir::Node *member : match->nodes)
-          matched.insert(member);
-        matches.push_back(std::move(*match));
-      }
-  if (matches.empty())
-    return 0;
-  // A match's x, gamma or beta may be an earlier match's result (a
-  // LayerNorm feeding the next): read through the replacements made so far.
-  llvm::DenseMap<const Value *, Value *> replaced;
-  auto current = [&](Value *value) {
-    Value *result = value ? replaced.lookup(value) : nullptr;
-    return result ? result : value;
-  };
-  for (Match &match : matches) {
-    ir::Node *last = match.nodes.back();
-    // The LayerNormalization goes where the last node was: its operands are
-    // all defined before that (x before the first mean, gamma and beta
-    // before the nodes that read them).
-    llvm::SmallVector<Value *, 3> operands{current(match.x),
-                                           current(match.gamma)};
-    if (match.beta)
-      operands.push_back(current(match.beta));
-    ir::AttributeMap attributes;
-    attributes["axis"] = ir::Attribute::getInt(match.axis);
-    attributes["epsilon"] = ir::Attribute::getFloat(match.epsilon);
-    Value *norm = replaceWithNode(module, *last, OpCode::LayerNormalization,
-                                  operands, std::move(attributes));
-    replaced[last->getResult(0)] = norm;
-  }
-  module.eraseNodesIf(
-      [&](const ir::Node &node) { return matched.count(&node) != 0; });
-  return unsigned(matches.size());
+  return rewriteMatches(
+      module, OpCode::LayerNormalization, matchAt,
+      [](const Match &match, auto current) {
+        std::pair<llvm::SmallVector<Value *, 4>, ir::AttributeMap> node;
+        node.first = {current(match.x), current(match.gamma)};
+        if (match.beta)
+          node.first.push_back(current(match.beta));
+        node.second["axis"] = ir::Attribute::getInt(match.axis);
+        node.second["epsilon"] = ir::Attribute::getFloat(match.epsilon);
+        return node;
+      });
 }
 
 } // namespace snug

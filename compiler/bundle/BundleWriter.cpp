@@ -385,13 +385,12 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
 
   // A node whose host kernel takes scratch (it asks for some on the host
   // target) finds its planned buffer as one more result, u8 [bytes].
+  // The recorded triples are in step order (getRecordedScratch checks it).
   llvm::Expected<std::vector<RecordedScratch>> scratch =
       getRecordedScratch(module);
   if (!scratch)
     return scratch.takeError();
-  llvm::DenseMap<int64_t, const RecordedScratch *> scratchAtStep;
-  for (const RecordedScratch &entry : *scratch)
-    scratchAtStep[entry.step] = &entry;
+  auto nextScratch = scratch->begin();
   ScratchOptions host;
   host.cuda = false;
   Sink plan;
@@ -405,7 +404,10 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
     for (const ir::Value *operand : node->getOperands())
       if (llvm::Error error = writeLocation(plan, operand))
         return llvm::Error(std::move(error));
-    const RecordedScratch *hostScratch = scratchAtStep.lookup(step++);
+    const RecordedScratch *hostScratch = nullptr;
+    if (nextScratch != scratch->end() && nextScratch->step == step)
+      hostScratch = &*nextScratch++;
+    ++step;
     if (hostScratch && !getScratchRequest(*node, host).bytes)
       hostScratch = nullptr;
     plan.u32(node->getNumResults() + (hostScratch ? 1 : 0));
