@@ -19,13 +19,15 @@
 // scale; a Transpose of K that swaps only its last two axes is read through
 // (k_transposed = 0). The Transposes and Reshapes that split and merge the
 // heads stay as they are: they are views or copies of Q, K, V and y, which
-// the op reads and writes contiguously.
+// the op reads and writes contiguously. f32, or f16 and bf16 as
+// lower-precision (which runs before fusion) leaves them, the scale's
+// constant then in the same type.
 //
 // What must hold: every intermediate (scores, scaled, masked,
 // probabilities) has exactly one user, the next node, and is no graph
 // output (otherwise it must be stored anyway, and the rewrite would compute
 // the scores twice); the Softmax is over the last axis; the scale is a
-// one-element f32 constant; the mask broadcasts to the scores without
+// one-element constant; the mask broadcasts to the scores without
 // widening them (the Add's or Where's result has the scores' type); Q, K
 // and V have one rank and the same batch dims (runtime/AttentionShape.h).
 // Everything is matched by structure, never by names. The result takes the
@@ -202,8 +204,11 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
                      : -1;
   if (rank < 2 || (last != rank - 1 && last != -1))
     return llvm::None;
+  // f16 and bf16 after lower-precision: the op keeps their storage and
+  // accumulates in f32 where the unfused nodes rounded each intermediate.
   ir::DType type = logits->getType().getDType();
-  if (type != ir::DType::F32)
+  if (type != ir::DType::F32 && type != ir::DType::F16 &&
+      type != ir::DType::BF16)
     return llvm::None;
   ir::Node *output = soleUser(module, softmax.getResult(0));
   if (!output || !output->is(OpCode::MatMul) ||

@@ -9,6 +9,7 @@
 #ifndef SNUG_PASSES_FUSEPATTERNS_H
 #define SNUG_PASSES_FUSEPATTERNS_H
 
+#include "ir/Float16.h"
 #include "ir/Module.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -38,13 +39,23 @@ inline bool readF32Weight(const ir::Module &module, const ir::Value *value,
   return true;
 }
 
-/// The value of a one-element f32 weight.
+/// The value of a one-element f32, f16 or bf16 weight (lower-precision,
+/// which runs before fusion, stores constants in the lowered type).
 inline llvm::Optional<float> readScalarWeight(const ir::Module &module,
                                               const ir::Value *value) {
   std::vector<float> values;
-  if (!readF32Weight(module, value, 1, values))
+  if (readF32Weight(module, value, 1, values))
+    return values[0];
+  if (!value || !value->isWeight() || value->isWeightElided() ||
+      value->getType().getNumElements() != 1)
     return llvm::None;
-  return values[0];
+  ir::DType type = value->getType().getDType();
+  llvm::ArrayRef<uint8_t> data = module.getWeightData(value);
+  if ((type != ir::DType::F16 && type != ir::DType::BF16) || data.size() != 2)
+    return llvm::None;
+  uint16_t bits;
+  std::memcpy(&bits, data.data(), 2);
+  return type == ir::DType::F16 ? f16ToFloat(bits) : bf16ToFloat(bits);
 }
 
 /// The only node using `value`, when it has one user, one use, and is not a
