@@ -14,14 +14,14 @@
 // at a time with an online softmax.
 //
 // Around that core the pattern also takes in what the exports put on its
-// operands when nothing else reads it: a constant scale on Q (torch's
-// MultiheadAttention divides q by sqrt(d) before the product) joins the
-// scale; a Transpose of K that swaps only its last two axes is read through
-// (k_transposed = 0). The Transposes and Reshapes that split and merge the
-// heads stay as they are: they are views or copies of Q, K, V and y, which
-// the op reads and writes contiguously. f32, or f16 and bf16 as
-// lower-precision (which runs before fusion) leaves them, the scale's
-// constant then in the same type.
+// operands and result when nothing else reads it: a constant scale on Q
+// (torch's MultiheadAttention divides q by sqrt(d) before the product)
+// joins the scale, and the Transposes that split the heads of Q, K and V
+// and merge them in the result become the op's perms (q_perm, k_perm,
+// v_perm, y_perm): the kernels read and write through strides, so those
+// copies are never made. The Reshapes around them are views and stay. f32,
+// or f16 and bf16 as lower-precision (which runs before fusion) leaves
+// them, the scale's constant then in the same type.
 //
 // What must hold: every intermediate (scores, scaled, masked,
 // probabilities) has exactly one user, the next node, and is no graph
@@ -53,7 +53,8 @@ using ir::Value;
 
 struct Match {
   Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
-  bool kTransposed = true;
+  /// Empty: as stored (ir/Ops.def's q_perm, k_perm, v_perm, y_perm).
+  std::vector<int64_t> qPerm, kPerm, vPerm, yPerm;
   float scale = 1.0f;
   std::string maskKind = "none";
   float fill = 0.0f;
@@ -88,22 +89,22 @@ ir::Node *privateDefiner(const ir::Module &module, const Value *value,
   return definer && soleUser(module, value) == user ? definer : nullptr;
 }
 
-/// Whether `node` transposes its operand's last two axes and nothing else.
-bool swapsLastTwoAxes(const ir::Node &node) {
-  if (!node.is(OpCode::Transpose))
-    return false;
-  const ir::Attribute *perm = node.getAttribute("perm");
-  if (!perm || perm->getKind() != ir::Attribute::Kind::Ints)
-    return false;
-  llvm::ArrayRef<int64_t> axes = perm->getInts();
-  size_t rank = axes.size();
-  if (rank < 2)
-    return false;
-  for (size_t i = 0; i + 2 < rank; ++i)
-    if (axes[i] != int64_t(i))
-      return false;
-  return axes[rank - 2] == int64_t(rank - 1) &&
-         axes[rank - 1] == int64_t(rank - 2);
+/// When `value` is a Transpose's result read by `user` alone: takes the
+/// Transpose into the match (its perm into `perm`) and returns its
+/// operand; otherwise `value`.
+Value *readThroughTranspose(const ir::Module &module, Value *value,
+                            ir::Node *user, std::vector<int64_t> &perm,
+                            Match &match) {
+  ir::Node *transpose = privateDefiner(module, value, user);
+  if (!transpose || !transpose->is(OpCode::Transpose) ||
+      transpose->getNumOperands() != 1)
+    return value;
+  const ir::Attribute *axes = transpose->getAttribute("perm");
+  if (!axes || axes->getKind() != ir::Attribute::Kind::Ints)
+    return value;
+  perm.assign(axes->getInts().begin(), axes->getInts().end());
+  match.nodes.push_back(transpose);
+  return transpose->getOperand(0);
 }
 
 /// Matches the scores and their optional scale, ending at `value` (read
@@ -130,19 +131,18 @@ bool matchScores(const ir::Module &module, Value *value, ir::Node *user,
   match.nodes.push_back(node);
   match.q = node->getOperand(0);
   match.k = node->getOperand(1);
-  // A constant scale on Q read by this product alone.
+  // A constant scale on Q read by this product alone, and the Transposes
+  // that split the heads of Q and K.
+  ir::Node *qUser = node;
   if (ir::Node *qScale = privateDefiner(module, match.q, node))
     if (llvm::Optional<Scaling> scaling = asScaling(module, *qScale)) {
       match.scale *= scaling->factor;
       match.q = scaling->operand;
       match.nodes.push_back(qScale);
+      qUser = qScale;
     }
-  if (ir::Node *transpose = privateDefiner(module, match.k, node))
-    if (swapsLastTwoAxes(*transpose)) {
-      match.k = transpose->getOperand(0);
-      match.kTransposed = false;
-      match.nodes.push_back(transpose);
-    }
+  match.q = readThroughTranspose(module, match.q, qUser, match.qPerm, match);
+  match.k = readThroughTranspose(module, match.k, node, match.kPerm, match);
   return true;
 }
 
@@ -218,22 +218,38 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
   Match match;
   if (!matchLogits(module, logits, &softmax, match))
     return llvm::None;
-  match.v = output->getOperand(1);
   match.nodes.push_back(&softmax);
+  match.v = readThroughTranspose(module, output->getOperand(1), output,
+                                 match.vPerm, match);
   match.nodes.push_back(output);
-  // Q, K, V must fit the op's shape rule, and the result be the MatMul's.
-  std::vector<int64_t> maskDims;
-  if (match.mask)
-    maskDims.assign(match.mask->getType().getDims().begin(),
-                    match.mask->getType().getDims().end());
+  // The Transpose that merges the heads again, when it alone reads the
+  // result: the op stores its result through that perm.
+  if (ir::Node *merge = soleUser(module, output->getResult(0)))
+    if (merge->is(OpCode::Transpose) && merge->getNumOperands() == 1)
+      if (const ir::Attribute *axes = merge->getAttribute("perm");
+          axes && axes->getKind() == ir::Attribute::Kind::Ints) {
+        match.yPerm.assign(axes->getInts().begin(), axes->getInts().end());
+        match.nodes.push_back(merge);
+      }
+  // Q, K, V must fit the op's shape rule, the scores be the Softmax's and
+  // the result the last node's.
   auto dimsOf = [](const Value *value) {
     return std::vector<int64_t>(value->getType().getDims().begin(),
                                 value->getType().getDims().end());
   };
-  AttentionShape shape =
-      getAttentionShape(dimsOf(match.q), dimsOf(match.k), dimsOf(match.v),
-                        match.mask ? &maskDims : nullptr, match.kTransposed);
+  auto permOf = [](const std::vector<int64_t> &perm) {
+    return perm.empty() ? nullptr : &perm;
+  };
+  std::vector<int64_t> q = dimsOf(match.q), k = dimsOf(match.k),
+                       v = dimsOf(match.v), maskDims;
+  if (match.mask)
+    maskDims = dimsOf(match.mask);
+  AttentionShape shape = getAttentionShape(
+      {&q, permOf(match.qPerm)}, {&k, permOf(match.kPerm)},
+      {&v, permOf(match.vPerm)}, match.mask ? &maskDims : nullptr,
+      permOf(match.yPerm));
   if (!shape.isValid() || shape.scoreDims() != dimsOf(logits) ||
+      shape.resultDims != dimsOf(match.nodes.back()->getResult(0)) ||
       match.q->getType().getDType() != type ||
       match.v->getType().getDType() != type)
     return llvm::None;
@@ -252,7 +268,13 @@ unsigned rewriteAttentions(ir::Module &module) {
           node.first.push_back(current(match.mask));
         ir::AttributeMap &attributes = node.second;
         attributes["scale"] = ir::Attribute::getFloat(match.scale);
-        attributes["k_transposed"] = ir::Attribute::getInt(match.kTransposed);
+        for (auto [name, perm] :
+             {std::make_pair("q_perm", &match.qPerm),
+              std::make_pair("k_perm", &match.kPerm),
+              std::make_pair("v_perm", &match.vPerm),
+              std::make_pair("y_perm", &match.yPerm)})
+          if (!perm->empty())
+            attributes[name] = ir::Attribute::getInts(*perm);
         attributes["mask"] = ir::Attribute::getString(match.maskKind);
         if (match.maskKind == "where") {
           attributes["fill"] = ir::Attribute::getFloat(match.fill);

@@ -413,15 +413,25 @@ static std::vector<int64_t> dimsOf(const ir::TensorType &type) {
 }
 
 /// The sizes of a snug.attention over operands of these types (three or
-/// four present).
+/// four present) and its perms.
 static AttentionShape
 attentionShapeOf(llvm::ArrayRef<const ir::TensorType *> operands,
                  const ir::AttributeMap &attributes) {
-  const ir::TensorType *mask = operands.size() > 3 ? operands[3] : nullptr;
-  std::vector<int64_t> maskDims = mask ? dimsOf(*mask) : std::vector<int64_t>();
-  return getAttentionShape(dimsOf(*operands[0]), dimsOf(*operands[1]),
-                           dimsOf(*operands[2]), mask ? &maskDims : nullptr,
-                           getIntAttr(attributes, "k_transposed", 1) != 0);
+  std::vector<int64_t> dims[4], perms[4];
+  const std::vector<int64_t> *permOf[4] = {nullptr, nullptr, nullptr, nullptr};
+  const char *permNames[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
+  for (unsigned i = 0; i < 4; ++i) {
+    if (i < operands.size() && operands[i])
+      dims[i] = dimsOf(*operands[i]);
+    if (auto perm = getIntsAttr(attributes, permNames[i])) {
+      perms[i].assign(perm->begin(), perm->end());
+      permOf[i] = &perms[i];
+    }
+  }
+  bool hasMask = operands.size() > 3 && operands[3];
+  return getAttentionShape({&dims[0], permOf[0]}, {&dims[1], permOf[1]},
+                           {&dims[2], permOf[2]}, hasMask ? &dims[3] : nullptr,
+                           permOf[3]);
 }
 
 AttentionShape getAttentionShape(const ir::Node &node) {
@@ -432,8 +442,8 @@ AttentionShape getAttentionShape(const ir::Node &node) {
   return attentionShapeOf(types, node.getAttributes());
 }
 
-/// snug.attention: the result is Q's dims with V's last (AttentionShape.h);
-/// the mask's kind says its element type.
+/// snug.attention: the result is Q's logical dims with V's last, stored
+/// through y_perm (AttentionShape.h); the mask's kind says its element type.
 static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {
   for (unsigned i = 0; i < 3; ++i)
     if (auto type = requireOperand(query, i); !type)
@@ -461,11 +471,7 @@ static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {
   AttentionShape shape = attentionShapeOf(query.operands, query.attributes);
   if (!shape.isValid())
     return shapeError(shape.error);
-  llvm::SmallVector<int64_t, 4> dims(shape.batchDims.begin(),
-                                     shape.batchDims.end());
-  dims.push_back(shape.sq);
-  dims.push_back(shape.dv);
-  return ResultTypes{TensorType(dtype, dims)};
+  return ResultTypes{TensorType(dtype, shape.resultDims)};
 }
 
 static llvm::Expected<ResultTypes> inferLrn(const ShapeQuery &query) {

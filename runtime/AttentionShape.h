@@ -1,19 +1,26 @@
-//===- AttentionShape.h - The sizes of one snug.attention -------*- C++ -*-===//
+//===- AttentionShape.h - The sizes and layout of one snug.attention -*- C++ -*-===//
 //
 // snug.attention(Q, K, V[, mask]) computes softmax(scale * Q Kᵀ (+ mask)) V
 // over the last axis without storing the scores (ir/Ops.def). Its shape
 // rule is here, std-only, so that the shape function, the cost model, the
 // scratch request, the host kernel and the CUDA emitter read the same
-// sizes from the same dims:
-//   Q [B..., Sq, D]; K [B..., D, Skv] when kTransposed (the operand the
-//   MatMul read), else [B..., Skv, D]; V [B..., Skv, Dv]; the result
-//   [B..., Sq, Dv]; the scores [B..., Sq, Skv].
+// sizes and strides from the same dims.
+//
+// Each of Q, K, V is read through a permutation of its dims (q_perm,
+// k_perm, v_perm: logical dim i is the operand's dim perm[i]; none:
+// identity), which is how the op takes in the Transposes that split the
+// heads. Logically
+//   Q [B..., Sq, D]; K as the MatMul read it, Kᵀ [B..., D, Skv];
+//   V [B..., Skv, Dv]; the result [B..., Sq, Dv]; the scores [B..., Sq, Skv]
+// and the result is stored through y_perm (stored dim i is logical dim
+// y_perm[i]), which is how it takes in the Transpose that merges the heads.
 // Q, K and V have the same batch dims B... (the zoo's exports never
-// broadcast them; the pattern only forms nodes that hold this). The mask
-// broadcasts to the scores by numpy's rules (right-aligned, each dim 1 or
-// the score's); maskStrides are its element strides per score dim, 0 where
-// it broadcasts, so element (b, i, j) of the scores reads the mask at
-// sum(index[d] * maskStrides[d]).
+// broadcast them). The mask broadcasts to the scores by numpy's rules
+// (right-aligned, each dim 1 or the score's), stored as it is.
+//
+// The strides say where logical element (b..., x, y) of each operand lies:
+// sum of index * stride in elements of the operand's own memory, 0 where
+// the mask broadcasts.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_RUNTIME_ATTENTIONSHAPE_H
@@ -30,8 +37,11 @@ struct AttentionShape {
   int64_t batch = 1;
   std::vector<int64_t> batchDims;
   int64_t sq = 0, skv = 0, d = 0, dv = 0;
-  /// Per score dim (batch dims, then Sq, Skv); empty without a mask.
-  std::vector<int64_t> maskStrides;
+  /// Per logical dim (the batch dims, then the two matrix dims), in
+  /// elements of each operand's memory; maskStrides is empty without one.
+  std::vector<int64_t> qStrides, kStrides, vStrides, yStrides, maskStrides;
+  /// The result's dims as stored (through y_perm).
+  std::vector<int64_t> resultDims;
   /// Empty when the dims fit; otherwise why not.
   std::string error;
 
@@ -43,19 +53,22 @@ struct AttentionShape {
     dims.push_back(skv);
     return dims;
   }
-  /// The mask's element offset for batch item `b`: the batch part of
-  /// sum(index[d] * maskStrides[d]).
-  int64_t maskBatchOffset(int64_t b) const {
+  /// Where batch item `b` (row-major over batchDims) starts in an operand
+  /// with these strides.
+  int64_t batchOffset(int64_t b, const std::vector<int64_t> &strides) const {
     int64_t offset = 0;
     for (size_t d = batchDims.size(); d-- > 0;) {
-      offset += (b % batchDims[d]) * maskStrides[d];
+      offset += (b % batchDims[d]) * strides[d];
       b /= batchDims[d];
     }
     return offset;
   }
-  int64_t maskRowStride() const { return maskStrides[batchDims.size()]; }
-  int64_t maskColumnStride() const {
-    return maskStrides[batchDims.size() + 1];
+  /// The strides of the two matrix dims (rows, then columns).
+  static int64_t rowStride(const std::vector<int64_t> &strides) {
+    return strides[strides.size() - 2];
+  }
+  static int64_t columnStride(const std::vector<int64_t> &strides) {
+    return strides.back();
   }
 };
 
@@ -76,42 +89,105 @@ inline std::string attentionDimsText(const std::vector<int64_t> &dims) {
   return text + "]";
 }
 
-/// The sizes of an attention over operands of dims q, k, v and, when
-/// `mask` is not null, a mask of dims *mask.
-inline AttentionShape getAttentionShape(const std::vector<int64_t> &q,
-                                        const std::vector<int64_t> &k,
-                                        const std::vector<int64_t> &v,
+/// One operand as stored, and the permutation it is read through (null:
+/// identity).
+struct AttentionOperand {
+  const std::vector<int64_t> *dims = nullptr;
+  const std::vector<int64_t> *perm = nullptr;
+};
+
+namespace attention_detail {
+inline std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+/// Whether `perm` is a permutation of 0 .. rank-1 (null is the identity).
+inline bool isPermutation(const std::vector<int64_t> *perm, size_t rank) {
+  if (!perm)
+    return true;
+  if (perm->size() != rank)
+    return false;
+  std::vector<bool> seen(rank, false);
+  for (int64_t axis : *perm) {
+    if (axis < 0 || axis >= int64_t(rank) || seen[size_t(axis)])
+      return false;
+    seen[size_t(axis)] = true;
+  }
+  return true;
+}
+/// The logical dims of `operand` and their strides in its memory.
+inline void readThrough(const AttentionOperand &operand,
+                        std::vector<int64_t> &dims,
+                        std::vector<int64_t> &strides) {
+  std::vector<int64_t> stored = rowMajorStrides(*operand.dims);
+  dims.clear(), strides.clear();
+  for (size_t i = 0; i < operand.dims->size(); ++i) {
+    size_t from = operand.perm ? size_t((*operand.perm)[i]) : i;
+    dims.push_back((*operand.dims)[from]);
+    strides.push_back(stored[from]);
+  }
+}
+} // namespace attention_detail
+
+/// The sizes and strides of an attention over these operands, the mask of
+/// dims *mask when not null, the result stored through *yPerm when not
+/// null.
+inline AttentionShape getAttentionShape(AttentionOperand q, AttentionOperand k,
+                                        AttentionOperand v,
                                         const std::vector<int64_t> *mask,
-                                        bool kTransposed) {
+                                        const std::vector<int64_t> *yPerm) {
+  using namespace attention_detail;
   AttentionShape shape;
-  size_t rank = q.size();
-  if (rank < 2 || k.size() != rank || v.size() != rank) {
-    shape.error = "Q " + attentionDimsText(q) + ", K " + attentionDimsText(k) +
-                  " and V " + attentionDimsText(v) +
-                  " must have one rank, at least 2";
+  size_t rank = q.dims->size();
+  auto describe = [&]() {
+    return "Q " + attentionDimsText(*q.dims) + ", K " +
+           attentionDimsText(*k.dims) + " and V " +
+           attentionDimsText(*v.dims);
+  };
+  if (rank < 2 || k.dims->size() != rank || v.dims->size() != rank) {
+    shape.error = describe() + " must have one rank, at least 2";
     return shape;
   }
-  shape.batchDims.assign(q.begin(), q.end() - 2);
+  if (!isPermutation(q.perm, rank) || !isPermutation(k.perm, rank) ||
+      !isPermutation(v.perm, rank) || !isPermutation(yPerm, rank)) {
+    shape.error = "a perm of " + describe() + " is no permutation of their " +
+                  std::to_string(rank) + " dims";
+    return shape;
+  }
+  std::vector<int64_t> qd, kd, vd;
+  readThrough(q, qd, shape.qStrides);
+  readThrough(k, kd, shape.kStrides);
+  readThrough(v, vd, shape.vStrides);
+  shape.batchDims.assign(qd.begin(), qd.end() - 2);
   for (size_t i = 0; i + 2 < rank; ++i)
-    if (k[i] != q[i] || v[i] != q[i]) {
-      shape.error = "Q " + attentionDimsText(q) + ", K " +
-                    attentionDimsText(k) + " and V " + attentionDimsText(v) +
-                    " differ in their batch dims";
+    if (kd[i] != qd[i] || vd[i] != qd[i]) {
+      shape.error = describe() + " differ in their batch dims";
       return shape;
     }
   for (int64_t dim : shape.batchDims)
     shape.batch *= dim;
-  shape.sq = q[rank - 2];
-  shape.d = q[rank - 1];
-  int64_t kd = kTransposed ? k[rank - 2] : k[rank - 1];
-  shape.skv = kTransposed ? k[rank - 1] : k[rank - 2];
-  shape.dv = v[rank - 1];
-  if (kd != shape.d || v[rank - 2] != shape.skv) {
-    shape.error = "Q " + attentionDimsText(q) + ", K " + attentionDimsText(k) +
-                  (kTransposed ? " (transposed)" : "") + " and V " +
-                  attentionDimsText(v) + " do not chain";
+  shape.sq = qd[rank - 2];
+  shape.d = qd[rank - 1];
+  shape.skv = kd[rank - 1];
+  shape.dv = vd[rank - 1];
+  if (kd[rank - 2] != shape.d || vd[rank - 2] != shape.skv) {
+    shape.error = describe() + " do not chain";
     return shape;
   }
+  // The result: logical [B..., Sq, Dv], stored dim i = logical yPerm[i].
+  std::vector<int64_t> logical = shape.batchDims;
+  logical.push_back(shape.sq);
+  logical.push_back(shape.dv);
+  shape.resultDims = logical;
+  if (yPerm)
+    for (size_t i = 0; i < rank; ++i)
+      shape.resultDims[i] = logical[size_t((*yPerm)[i])];
+  std::vector<int64_t> stored = rowMajorStrides(shape.resultDims);
+  shape.yStrides.assign(rank, 0);
+  for (size_t i = 0; i < rank; ++i)
+    shape.yStrides[yPerm ? size_t((*yPerm)[i]) : i] = stored[i];
   if (!mask)
     return shape;
   std::vector<int64_t> scores = shape.scoreDims();

@@ -6,7 +6,9 @@
 // tensor cores: a block of kRows threads owns kRows query rows of one batch
 // item, one row a thread, its q row and its output accumulator in
 // registers; K and V pass through shared memory a tile of `tile` key rows
-// at a time, and each thread keeps its row's running max m and sum l (the
+// at a time (read through their strides, so a perm the op took in from a
+// head-splitting Transpose costs no copy; the threads walk each tile along
+// its contiguous axis), and each thread keeps its row's running max m and sum l (the
 // online softmax, Milakov and Gimelshein 2018): per tile, the new max
 // rescales the accumulator and the sum by exp(m_old - m_new) before the
 // tile's exp(s - m_new) weights add their V rows. The output is acc / l.
@@ -49,18 +51,40 @@ constexpr int64_t kMaxTile = 32;
 
 std::string lit(int64_t value) { return cudaIntLiteral(value); }
 
-/// The mask's element offset for batch item `b` (in emitted code): the
-/// batch dims' part of its broadcast strides, unrolled.
-std::string maskBatchOffset(const AttentionShape &shape) {
+/// Where batch item `b` starts in an operand with these strides (in
+/// emitted code; AttentionShape::batchOffset unrolled).
+std::string batchOffset(const AttentionShape &shape,
+                        const std::vector<int64_t> &strides) {
   std::string offset = "(int64_t)0";
   std::string rest = "(int64_t)b";
   for (size_t d = shape.batchDims.size(); d-- > 0;) {
-    if (shape.maskStrides[d])
+    if (strides[d] && shape.batchDims[d] != 1)
       offset += " + (" + rest + " % " + lit(shape.batchDims[d]) + ") * " +
-                lit(shape.maskStrides[d]);
+                lit(strides[d]);
     rest = "(" + rest + " / " + lit(shape.batchDims[d]) + ")";
   }
   return offset;
+}
+
+/// The loop filling a shared tile `name`[jj * width + c] (jj < tile key
+/// rows, c < width) from `pointer` at key row stride `rowStride` and
+/// column stride `columnStride`, the threads walking along whichever of
+/// the two is contiguous in memory.
+std::string tileLoad(llvm::StringRef name, llvm::StringRef pointer,
+                     int64_t tile, int64_t width, int64_t rowStride,
+                     int64_t columnStride, int64_t skv, llvm::StringRef acc,
+                     int64_t threads) {
+  bool alongRows = rowStride == 1 && columnStride != 1;
+  std::string split =
+      alongRows ? "const int c = x / " + lit(tile) + ", jj = x % " + lit(tile)
+                : "const int jj = x / " + lit(width) + ", c = x % " +
+                      lit(width);
+  return "    for (int x = threadIdx.x; x < " + lit(tile * width) +
+         "; x += " + lit(threads) + ") {\n      " + split + ";\n      " +
+         name.str() + "[jj * " + lit(width) + " + c] = j0 + jj < " + lit(skv) +
+         " ? (" + acc.str() + ")snug_load(" + pointer.str() +
+         " + (int64_t)(j0 + jj) * " + lit(rowStride) + " + (int64_t)c * " +
+         lit(columnStride) + ") : (" + acc.str() + ")0;\n    }\n";
 }
 
 llvm::Error emitAttention(EmitContext &context) {
@@ -80,10 +104,10 @@ llvm::Error emitAttention(EmitContext &context) {
   int64_t tile = std::max<int64_t>(
       1, std::min<int64_t>(kMaxTile, kTileBytes / (accBytes * (d + dv))));
   std::string maskKind = context.stringAttr("mask", "none");
-  bool kTransposed = context.intAttr("k_transposed", 1) != 0;
   float scale = context.floatAttr("scale", 1.0f);
   std::string inf = "(" + acc + ")snug_inf()";
   std::string exp = acc == "float" ? "expf" : "exp";
+  using S = AttentionShape;
 
   std::string body;
   llvm::raw_string_ostream os(body);
@@ -94,40 +118,31 @@ llvm::Error emitAttention(EmitContext &context) {
      << "  const int b = blockIdx.y;\n"
      << "  const int i = blockIdx.x * " << kRows << " + threadIdx.x;\n"
      << "  const bool active = i < " << lit(sq) << ";\n"
+     << "  // Each operand's batch item, through its strides (its perm).\n"
+     << "  const int64_t qb = " << batchOffset(shape, shape.qStrides)
+     << ", kb = " << batchOffset(shape, shape.kStrides)
+     << ", vb = " << batchOffset(shape, shape.vStrides)
+     << ", yb = " << batchOffset(shape, shape.yStrides) << ";\n"
      << "  " << acc << " qr[" << d << "], o[" << dv << "], s[" << tile
      << "];\n"
      << "  for (int t = 0; t < " << d << "; ++t)\n"
-     << "    qr[t] = active ? (" << acc << ")snug_load(q + ((int64_t)b * "
-     << lit(sq) << " + i) * " << lit(d) << " + t) : (" << acc << ")0;\n"
+     << "    qr[t] = active ? (" << acc << ")snug_load(q + qb + (int64_t)i * "
+     << lit(S::rowStride(shape.qStrides)) << " + (int64_t)t * "
+     << lit(S::columnStride(shape.qStrides)) << ") : (" << acc << ")0;\n"
      << "  for (int e = 0; e < " << dv << "; ++e)\n"
      << "    o[e] = 0;\n"
      << "  " << acc << " m = -" << inf << ", l = 0;\n";
   if (maskKind != "none")
-    os << "  const int64_t maskRow = " << maskBatchOffset(shape)
-       << " + (int64_t)i * " << lit(shape.maskRowStride()) << ";\n";
-  // The K tile as ks[jj * D + t]: read along memory's fastest axis.
-  std::string kLoad =
-      kTransposed
-          ? "      const int t = x / " + lit(tile) + ", jj = x % " + lit(tile) +
-                ";\n      ks[jj * " + lit(d) + " + t] = j0 + jj < " + lit(skv) +
-                " ? (" + acc + ")snug_load(k + ((int64_t)b * " + lit(d) +
-                " + t) * " + lit(skv) + " + j0 + jj) : (" + acc + ")0;\n"
-          : "      const int jj = x / " + lit(d) + ";\n      ks[x] = j0 + jj < " +
-                lit(skv) + " ? (" + acc + ")snug_load(k + ((int64_t)b * " +
-                lit(skv) + " + j0) * " + lit(d) + " + x) : (" + acc + ")0;\n";
+    os << "  const int64_t maskRow = " << batchOffset(shape, shape.maskStrides)
+       << " + (int64_t)i * " << lit(S::rowStride(shape.maskStrides)) << ";\n";
+  // Kᵀ is [D, Skv]: key row jj of the tile is its column j0 + jj.
   os << "  for (int j0 = 0; j0 < " << lit(skv) << "; j0 += " << tile
      << ") {\n"
      << "    __syncthreads(); // the last tile's readers are done\n"
-     << "    for (int x = threadIdx.x; x < " << tile * d << "; x += " << kRows
-     << ") {\n"
-     << kLoad << "    }\n"
-     << "    for (int x = threadIdx.x; x < " << tile * dv << "; x += " << kRows
-     << ") {\n"
-     << "      const int jj = x / " << lit(dv) << ";\n"
-     << "      vs[x] = j0 + jj < " << lit(skv) << " ? (" << acc
-     << ")snug_load(v + ((int64_t)b * " << lit(skv) << " + j0) * " << lit(dv)
-     << " + x) : (" << acc << ")0;\n"
-     << "    }\n"
+     << tileLoad("ks", "k + kb", tile, d, S::columnStride(shape.kStrides),
+                 S::rowStride(shape.kStrides), skv, acc, kRows)
+     << tileLoad("vs", "v + vb", tile, dv, S::rowStride(shape.vStrides),
+                 S::columnStride(shape.vStrides), skv, acc, kRows)
      << "    __syncthreads();\n"
      << "    if (!active)\n"
      << "      continue;\n"
@@ -144,7 +159,7 @@ llvm::Error emitAttention(EmitContext &context) {
   std::string maskAt =
       maskKind == "none" ? ""
                          : "maskRow + (int64_t)(j0 + jj) * " +
-                               lit(shape.maskColumnStride());
+                               lit(S::columnStride(shape.maskStrides));
   if (maskKind == "add")
     os << "      dot += (" << acc << ")snug_load(mask + " << maskAt << ");\n";
   else if (maskKind == "where")
@@ -172,8 +187,9 @@ llvm::Error emitAttention(EmitContext &context) {
      << "  }\n"
      << "  if (active)\n"
      << "    for (int e = 0; e < " << dv << "; ++e)\n"
-     << "      snug_store(y + ((int64_t)b * " << lit(sq) << " + i) * "
-     << lit(dv) << " + e, o[e] / l);\n";
+     << "      snug_store(y + yb + (int64_t)i * "
+     << lit(S::rowStride(shape.yStrides)) << " + (int64_t)e * "
+     << lit(S::columnStride(shape.yStrides)) << ", o[e] / l);\n";
 
   Kernel kernel;
   kernel.tag = "attention";

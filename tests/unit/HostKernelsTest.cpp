@@ -483,7 +483,7 @@ TEST(HostKernelsTest, AttentionInItsScratch) {
       "false, false]) -> f32[2,1] attributes {arena = 16384, scratch = [0, "
       "12288, 256]} {\n"
       "  %y = snug.attention(%q, %k, %v, %m) {fill = -inf, fill_if = 1, "
-      "k_transposed = 1, mask = \"where\", scale = 1.0} : f32[2,1] "
+      "mask = \"where\", scale = 1.0} : f32[2,1] "
       "{offset = 8192}\n  return %y\n}\n";
   auto outputs = runF32(text, {{1, 2}, {1, -1}, {10, 20}});
   ASSERT_EQ(outputs.size(), 1u);

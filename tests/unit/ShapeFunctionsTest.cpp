@@ -281,13 +281,17 @@ TEST(ShapeFunctionsTest, ReductionsAndNormalization) {
 }
 
 // snug.attention (runtime/AttentionShape.h): Q's dims with V's last; K as
-// the MatMul read it or untransposed; masks that broadcast to the scores,
-// of the element type their kind says; errors that say which rule broke.
+// the MatMul read it or through a perm; the result stored through y_perm;
+// masks that broadcast to the scores, of the element type their kind says;
+// errors that say which rule broke.
 TEST(ShapeFunctionsTest, Attention) {
   AttributeMap none{{"mask", Attribute::getString("none")}};
   AttributeMap add{{"mask", Attribute::getString("add")}};
   AttributeMap where{{"mask", Attribute::getString("where")}};
-  AttributeMap untransposed{{"k_transposed", Attribute::getInt(0)}};
+  AttributeMap untransposed{{"k_perm", ints({0, 1, 3, 2})}};
+  // The heads split from [1, 16, 4, 8] and merged back.
+  AttributeMap heads{{"q_perm", ints({0, 2, 1, 3})},
+                     {"y_perm", ints({0, 2, 1, 3})}};
   TensorType q = f32({1, 4, 16, 8}), kt = f32({1, 4, 8, 32}),
              v = f32({1, 4, 32, 6});
   EXPECT_EQ((Case{"snug.attention", {q, kt, v}, none}.result()),
@@ -295,6 +299,15 @@ TEST(ShapeFunctionsTest, Attention) {
   EXPECT_EQ((Case{"snug.attention", {q, f32({1, 4, 32, 8}), v}, untransposed}
                  .result()),
             "f32[1,4,16,6]");
+  EXPECT_EQ((Case{"snug.attention", {f32({1, 16, 4, 8}), kt, v}, heads}
+                 .result()),
+            "f32[1,16,4,6]");
+  EXPECT_EQ((Case{"snug.attention",
+                  {q, kt, v},
+                  {{"q_perm", ints({0, 2, 2, 3})}}}
+                 .result()),
+            "error: a perm of Q [1,4,16,8], K [1,4,8,32] and V [1,4,32,6] is "
+            "no permutation of their 4 dims");
   EXPECT_EQ((Case{"snug.attention", {q, kt, v, f32({4, 1, 32})}, add}.result()),
             "f32[1,4,16,6]");
   EXPECT_EQ((Case{"snug.attention",
@@ -303,8 +316,7 @@ TEST(ShapeFunctionsTest, Attention) {
                  .result()),
             "f32[1,4,16,6]");
   EXPECT_EQ((Case{"snug.attention", {q, f32({1, 4, 32, 8}), v}, none}.result()),
-            "error: Q [1,4,16,8], K [1,4,32,8] (transposed) and V [1,4,32,6] "
-            "do not chain");
+            "error: Q [1,4,16,8], K [1,4,32,8] and V [1,4,32,6] do not chain");
   EXPECT_EQ((Case{"snug.attention", {q, f32({1, 2, 8, 32}), v}, none}.result()),
             "error: Q [1,4,16,8], K [1,2,8,32] and V [1,4,32,6] differ in "
             "their batch dims");

@@ -5,6 +5,8 @@
 // and each block of kAttentionRowBlock query rows, the block's scores go to
 // the op's planned scratch (its second result in the host plan, written by
 // the bundle writer), become probabilities there, and are multiplied by V.
+// Q, K, V and the result are read and written through their strides
+// (their perms), so the head Transposes the op took in are never made.
 // The arithmetic is the unfused nodes' as the host runs them: dot products
 // in double rounded to f32 (MatMul), the scale and the mask applied in f32,
 // the softmax in double (NormalizeKernels.cpp) rounded to f32, then P V in
@@ -34,9 +36,13 @@ Status attentionKernel(KernelContext &ctx) {
   if ((maskKind == "none") != !mask ||
       (maskKind != "none" && maskKind != "add" && maskKind != "where"))
     return ctx.error("mask '" + maskKind + "' and the operands disagree");
-  AttentionShape shape =
-      getAttentionShape(*q.dims, *k.dims, *v.dims, mask ? mask->dims : nullptr,
-                        ctx.getInt("k_transposed", 1) != 0);
+  const char *permNames[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
+  const std::vector<int64_t> *perms[4];
+  for (unsigned i = 0; i < 4; ++i)
+    perms[i] = ctx.getInts(permNames[i]);
+  AttentionShape shape = getAttentionShape(
+      {q.dims, perms[0]}, {k.dims, perms[1]}, {v.dims, perms[2]},
+      mask ? mask->dims : nullptr, perms[3]);
   if (!shape.isValid())
     return ctx.error(shape.error);
   const TensorView &y = ctx.out(0);
@@ -62,16 +68,25 @@ Status attentionKernel(KernelContext &ctx) {
   const float scale = ctx.getFloat("scale", 1.0f);
   const float fill = ctx.getFloat("fill", 0.0f);
   const bool fillIf = ctx.getInt("fill_if", 1) != 0;
-  const bool kTransposed = ctx.getInt("k_transposed", 1) != 0;
   const int64_t sq = shape.sq, skv = shape.skv, d = shape.d, dv = shape.dv;
+  // Element strides of the matrix dims: Q's rows and columns, Kᵀ's, ...
+  const int64_t qi = AttentionShape::rowStride(shape.qStrides),
+                qt = AttentionShape::columnStride(shape.qStrides),
+                kt = AttentionShape::rowStride(shape.kStrides),
+                kj = AttentionShape::columnStride(shape.kStrides),
+                vj = AttentionShape::rowStride(shape.vStrides),
+                ve = AttentionShape::columnStride(shape.vStrides),
+                yi = AttentionShape::rowStride(shape.yStrides),
+                ye = AttentionShape::columnStride(shape.yStrides);
   FloatOutput out(y);
   std::vector<double> accumulator(static_cast<size_t>(dv));
 
   for (int64_t b = 0; b < shape.batch; ++b) {
-    const float *qb = qf.data() + b * sq * d;
-    const float *kb = kf.data() + b * skv * d;
-    const float *vb = vf.data() + b * skv * dv;
-    int64_t maskBase = mask ? shape.maskBatchOffset(b) : 0;
+    const float *qb = qf.data() + shape.batchOffset(b, shape.qStrides);
+    const float *kb = kf.data() + shape.batchOffset(b, shape.kStrides);
+    const float *vb = vf.data() + shape.batchOffset(b, shape.vStrides);
+    float *yb = out.data() + shape.batchOffset(b, shape.yStrides);
+    int64_t maskBase = mask ? shape.batchOffset(b, shape.maskStrides) : 0;
     for (int64_t first = 0; first < sq; first += kAttentionRowBlock) {
       int64_t rows = std::min(kAttentionRowBlock, sq - first);
       for (int64_t r = 0; r < rows; ++r) {
@@ -80,14 +95,14 @@ Status attentionKernel(KernelContext &ctx) {
         for (int64_t j = 0; j < skv; ++j) {
           double dot = 0;
           for (int64_t t = 0; t < d; ++t)
-            dot += double(qb[i * d + t]) *
-                   double(kTransposed ? kb[t * skv + j] : kb[j * d + t]);
+            dot += double(qb[i * qi + t * qt]) * double(kb[t * kt + j * kj]);
           float s = float(dot);
           if (scale != 1.0f)
             s *= scale;
           if (mask) {
-            int64_t at = maskBase + i * shape.maskRowStride() +
-                         j * shape.maskColumnStride();
+            int64_t at =
+                maskBase + i * AttentionShape::rowStride(shape.maskStrides) +
+                j * AttentionShape::columnStride(shape.maskStrides);
             if (additive)
               s += additive[at];
             else if ((mask->data[at] != 0) == fillIf)
@@ -111,11 +126,10 @@ Status attentionKernel(KernelContext &ctx) {
         for (int64_t j = 0; j < skv; ++j) {
           double p = probabilities[j];
           for (int64_t e = 0; e < dv; ++e)
-            accumulator[size_t(e)] += p * double(vb[j * dv + e]);
+            accumulator[size_t(e)] += p * double(vb[j * vj + e * ve]);
         }
-        float *row = out.data() + (b * sq + first + r) * dv;
         for (int64_t e = 0; e < dv; ++e)
-          row[e] = float(accumulator[size_t(e)]);
+          yb[(first + r) * yi + e * ye] = float(accumulator[size_t(e)]);
       }
     }
   }
