@@ -61,13 +61,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
+#include "passes/BudgetSearch.h"
 #include "passes/CostModel.h"
 #include "passes/PlanMemory.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -96,33 +96,6 @@ private:
   unsigned maxTries = 16;
   double timeLimitSeconds = 60;
 };
-
-/// How good a plan is: compared lexicographically.
-struct PlanScore {
-  uint64_t arena = 0, bound = 0, stepsAtBound = 0;
-  bool operator<(const PlanScore &other) const {
-    return std::tie(arena, bound, stepsAtBound) <
-           std::tie(other.arena, other.bound, other.stepsAtBound);
-  }
-};
-
-uint64_t alignUp(uint64_t value, uint64_t align) {
-  return (value + align - 1) / align * align;
-}
-
-PlanScore scorePlan(const ModuleMemoryPlan &plan) {
-  std::vector<uint64_t> live(plan.numSteps + 1, 0);
-  for (const ArenaBuffer &buffer : plan.buffers) {
-    uint64_t bytes = alignUp(buffer.bytes, plan.alignment);
-    for (int64_t s = buffer.firstStep; s <= buffer.lastStep; ++s)
-      live[s] += bytes;
-  }
-  PlanScore score{plan.arenaBytes, plan.lowerBoundBytes, 0};
-  uint64_t peak = *std::max_element(live.begin(), live.end());
-  for (uint64_t bytes : live)
-    score.stepsAtBound += bytes == peak;
-  return score;
-}
 
 /// A value to recompute and what it would take: the nodes to copy (its
 /// producer and the ancestors whose results died before the peak, in
@@ -220,7 +193,7 @@ std::vector<Candidate> Decider::collect() const {
     Candidate candidate;
     candidate.buffer = &buffer;
     candidate.root = const_cast<ir::Value *>(root);
-    candidate.saving = int64_t(alignUp(buffer.bytes, plan.alignment));
+    candidate.saving = int64_t(alignBytesUp(buffer.bytes, plan.alignment));
     // The copies read what is live at the peak anyway for free; a value
     // that died before it is recomputed too (up to kMaxChain nodes), or,
     // past that, kept alive across the peak, which costs its bytes.
@@ -245,7 +218,7 @@ std::vector<Candidate> Decider::collect() const {
           work.push_back(producer);
         } else if (kept.insert(operand).second) {
           candidate.saving -= int64_t(
-              alignUp(operand->getType().getByteSize(), plan.alignment));
+              alignBytesUp(operand->getType().getByteSize(), plan.alignment));
         }
       }
     }
@@ -320,16 +293,6 @@ void undo(ir::Module &module, const Change &change) {
                                           change.copies.end());
   module.eraseNodesIf(
       [&](const ir::Node &node) { return copies.count(&node); });
-}
-
-std::string describeBytes(uint64_t bytes) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (bytes >= (uint64_t(1) << 20))
-    os << llvm::format("%.2f MiB", double(bytes) / double(1 << 20));
-  else
-    os << llvm::format("%.1f KiB", double(bytes) / 1024.0);
-  return os.str();
 }
 
 } // namespace
@@ -417,8 +380,8 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
       os << "recompute " << what << " (" << bytes
          << " B, from " << producer << ") to just before " << before
          << ": live across peak step " << peakStep << "; arena "
-         << describeBytes(plan->arenaBytes) << " -> "
-         << describeBytes(trial->arenaBytes);
+         << describeDecisionBytes(plan->arenaBytes) << " -> "
+         << describeDecisionBytes(trial->arenaBytes);
       decisions.push_back(os.str());
       recomputed += candidate.chain.size();
       plan = std::move(trial);
