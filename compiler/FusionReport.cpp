@@ -1,5 +1,6 @@
 //===- FusionReport.cpp - What fusion did to a module ---------------------===//
 #include "compiler/FusionReport.h"
+#include "passes/ShapeFunctions.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
@@ -35,17 +36,57 @@ static FusedGroup describeGroup(const ir::Node &node) {
   return group;
 }
 
+/// A snug.attention: the nodes it certainly replaced (a Transpose per
+/// perm, the products, the mask's node, the Softmax; a constant scale it
+/// took in leaves no trace) and, as intermediates, their results but the
+/// last: the transposed Q, K, V (an operand's bytes each), the score-sized
+/// ones, and the result before its merging Transpose.
+static FusedGroup describeAttention(const ir::Node &node) {
+  FusedGroup group;
+  group.name = node.getName().str();
+  group.pattern = "attention";
+  group.results = 1;
+  auto add = [&](const char *op, uint64_t bytes) {
+    group.ops.push_back(op);
+    ++group.intermediates;
+    group.intermediateBytes += bytes;
+  };
+  const char *perms[3] = {"q_perm", "k_perm", "v_perm"};
+  for (unsigned i = 0; i < 3; ++i)
+    if (node.getAttribute(perms[i]))
+      add("Transpose", node.getOperand(i)->getType().getByteSize());
+  AttentionShape shape = getAttentionShape(node);
+  const ir::TensorType &result = node.getResult(0)->getType();
+  uint64_t scoreBytes = uint64_t(shape.batch * shape.sq * shape.skv) *
+                        ir::getDTypeSize(result.getDType());
+  add("MatMul", scoreBytes);
+  std::string mask = getStringAttr(node.getAttributes(), "mask", "none").str();
+  if (mask != "none")
+    add(mask == "add" ? "Add" : "Where", scoreBytes);
+  add("Softmax", scoreBytes);
+  if (node.getAttribute("y_perm")) {
+    add("MatMul", result.getByteSize());
+    group.ops.push_back("Transpose");
+  } else {
+    group.ops.push_back("MatMul");
+  }
+  return group;
+}
+
 FusionSummary summarizeFusion(const ir::Module &module) {
   FusionSummary summary;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
     if (node->getOpInfo().isView())
       continue;
     ++summary.kernelsAfter;
-    if (!node->hasBody()) {
+    // A fused group, an epilogue on its op, or an attention.
+    bool attention = node->is(ir::OpCode::SnugAttention);
+    if (!attention && !node->hasBody()) {
       ++summary.kernelsBefore;
       continue;
     }
-    FusedGroup group = describeGroup(*node);
+    FusedGroup group =
+        attention ? describeAttention(*node) : describeGroup(*node);
     summary.nodesFused += group.ops.size();
     summary.kernelsBefore += group.ops.size();
     summary.intermediateBytesRemoved += group.intermediateBytes;

@@ -4,7 +4,9 @@
 // one group (passes/Fuse.cpp made it, or a hand-written IR did), and so is
 // every op with an epilogue (its op and the body's, pattern "epilogue"). Its body
 // nodes are the nodes it replaced, and its body values that it does not
-// yield are the intermediates the arena no longer holds. Kernels count the
+// yield are the intermediates the arena no longer holds. A snug.attention
+// is one too: its products, mask and Softmax, and their score-sized
+// results. Kernels count the
 // nodes an executor launches one by one: views (Reshape and its kind) run
 // no kernel, and a fused node runs one for its whole body.
 //
@@ -25,7 +27,7 @@ namespace snug {
 /// One fused node.
 struct FusedGroup {
   std::string name;  ///< the node's name (its root's ONNX name)
-  std::string pattern; ///< "elementwise" or "epilogue"
+  std::string pattern; ///< "elementwise", "epilogue" or "attention"
   std::vector<std::string> ops; ///< body ops, in order
   unsigned results = 0;
   /// Body values not yielded, and their bytes at their own types.

@@ -80,6 +80,14 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
     report.ioBytes += output->getType().getByteSize();
   report.workspaceBytes = plan->getLargestScratchBytes();
   report.scratchBuffers = plan->getNumScratchBuffers();
+  for (const ArenaBuffer &buffer : plan->buffers)
+    if (buffer.kind == ArenaBuffer::Kind::Scratch) {
+      std::string purpose = getScratchRequest(*buffer.node, {}).purpose;
+      if (llvm::StringRef(report.scratchPurposes).find(purpose) ==
+          llvm::StringRef::npos)
+        report.scratchPurposes +=
+            (report.scratchPurposes.empty() ? "" : ", ") + purpose;
+    }
   // The device allocates the planned arena, workspaces inside: anything
   // else means the emitter placed memory the planner did not see.
   if (deviceArenaBytes && deviceArenaBytes != plan->arenaBytes)
@@ -252,7 +260,7 @@ void printMemoryReportPretty(const MemoryReport &report,
       "inside the arena: the largest of " +
       std::to_string(report.scratchBuffers) +
       (report.scratchBuffers == 1 ? " scratch buffer" : " scratch buffers") +
-      " (cuBLAS), each live at its GEMM only";
+      " (" + report.scratchPurposes + "), each live at its node's step only";
   row("  workspace", report.workspaceBytes,
       report.scratchBuffers ? llvm::StringRef(scratch)
                             : llvm::StringRef("inside the arena: none"));

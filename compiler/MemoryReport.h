@@ -75,6 +75,8 @@ struct MemoryReport {
   /// arena, and how many nodes have one.
   uint64_t workspaceBytes = 0;
   size_t scratchBuffers = 0;
+  /// What they are for (ScratchRequest::purpose), distinct, joined by ", ".
+  std::string scratchPurposes;
   /// The arena an executor allocates: always arenaBytes (for the CUDA
   /// target buildMemoryReport checks the emitted device plan's against it).
   uint64_t deviceArenaBytes = 0;

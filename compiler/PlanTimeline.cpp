@@ -102,7 +102,8 @@ llvm::Error writePlanTimeline(const ir::Module &module, llvm::StringRef title,
     tip << "offset " << base << ", " << buffer.bytes << " B, live steps ["
         << buffer.firstStep << ", " << buffer.lastStep << "]";
     if (scratch)
-      tip << "\nscratch (cuBLAS workspace) of " << buffer.node->describe();
+      tip << "\nscratch (" << getScratchRequest(*buffer.node, {}).purpose
+          << ") of " << buffer.node->describe();
     for (size_t i = 0; i < buffer.values.size(); ++i)
       tip << "\n" << describe(buffer.values[i])
           << (i ? std::string(" (") + buffer.reasons[i] + ")" : "");

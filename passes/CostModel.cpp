@@ -93,6 +93,7 @@ CostRule getCostRule(OpCode op) {
   case OpCode::ConvTranspose:
   case OpCode::Gemm:
   case OpCode::MatMul:
+  case OpCode::SnugAttention:
     return CostRule::Contraction;
   case OpCode::BatchNormalization:
   case OpCode::InstanceNormalization:
@@ -305,6 +306,16 @@ static void addContraction(const Node &node, Cost &cost) {
     extra = alpha != 1.0f ? outputs : 0;
     if (hasBias && beta != 0.0f)
       extra += outputs * (beta != 1.0f ? 2 : 1);
+    break;
+  }
+  case OpCode::SnugAttention: {
+    // Both products (Q Kᵀ and P V) per score, then per score the scale,
+    // the mask and the softmax's five (max, subtract, exp, sum, divide),
+    // as the unfused nodes count them.
+    AttentionShape shape = getAttentionShape(node);
+    uint64_t scores = uint64_t(shape.batch * shape.sq * shape.skv);
+    macs = scores * uint64_t(shape.d + shape.dv);
+    extra = scores * (6 + (node.getNumOperands() > 3 && node.getOperand(3)));
     break;
   }
   default:

@@ -33,13 +33,14 @@
 //
 // Before grouping, the exporters' decomposed patterns are rewritten as the
 // ops they spell, inference BatchNorms after a Conv are folded into its
-// weights, and the others become a per-channel Mul and Add (FusePatterns.h).
+// weights, the others become a per-channel Mul and Add, and attention
+// becomes snug.attention (FusePatterns.h).
 //
 // After grouping, a Conv whose one reader is a group (or one elementwise
 // node) takes it as its epilogue (EpiloguePattern.cpp).
 //
-// Not here yet: epilogues of MatMul and Gemm, attention, and the
-// decomposed GELU (its six elementwise nodes already become one group).
+// Not here yet: epilogues of MatMul and Gemm, and the decomposed GELU (its
+// six elementwise nodes already become one group).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
@@ -329,6 +330,9 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   if (affine)
     addStatistic("batchnorms-affine", affine);
   batchNorms += affine;
+  unsigned attentions = rewriteAttentions(module);
+  if (attentions)
+    addStatistic("attentions", attentions);
   GroupBuilder builder(module, maxOps, maxOperands);
   std::vector<Group> groups;
   auto nodes = module.getNodes();
@@ -341,7 +345,7 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
       groups.push_back(std::move(group));
   }
   if (groups.empty())
-    return layerNorms + batchNorms != 0;
+    return layerNorms + batchNorms + attentions != 0;
 
   // The new schedule: each fused node where its root was. The members stay
   // in it (at the end, as setSchedule takes every node) until they are

@@ -9,9 +9,14 @@
 #ifndef SNUG_PASSES_FUSEPATTERNS_H
 #define SNUG_PASSES_FUSEPATTERNS_H
 
+#include "ir/Float16.h"
 #include "ir/Module.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace snug {
@@ -34,6 +39,93 @@ inline bool readF32Weight(const ir::Module &module, const ir::Value *value,
   return true;
 }
 
+/// The value of a one-element f32, f16 or bf16 weight (lower-precision,
+/// which runs before fusion, stores constants in the lowered type).
+inline llvm::Optional<float> readScalarWeight(const ir::Module &module,
+                                              const ir::Value *value) {
+  std::vector<float> values;
+  if (readF32Weight(module, value, 1, values))
+    return values[0];
+  if (!value || !value->isWeight() || value->isWeightElided() ||
+      value->getType().getNumElements() != 1)
+    return llvm::None;
+  ir::DType type = value->getType().getDType();
+  llvm::ArrayRef<uint8_t> data = module.getWeightData(value);
+  if ((type != ir::DType::F16 && type != ir::DType::BF16) || data.size() != 2)
+    return llvm::None;
+  uint16_t bits;
+  std::memcpy(&bits, data.data(), 2);
+  return type == ir::DType::F16 ? f16ToFloat(bits) : bf16ToFloat(bits);
+}
+
+/// The only node using `value`, when it has one user, one use, and is not a
+/// graph output: an intermediate a pattern may fold away.
+inline ir::Node *soleUser(const ir::Module &module, const ir::Value *value) {
+  if (module.isOutput(value) || value->getUses().size() != 1)
+    return nullptr;
+  return value->getUses()[0].user;
+}
+
+/// The other operand of a two-operand node, given one of them.
+inline ir::Value *otherOperand(const ir::Node &node, const ir::Value *known) {
+  if (node.getNumOperands() != 2)
+    return nullptr;
+  if (node.getOperand(0) == known)
+    return node.getOperand(1);
+  if (node.getOperand(1) == known)
+    return node.getOperand(0);
+  return nullptr;
+}
+
+/// The driver the structural patterns share. `matchAt(module, node)`
+/// returns an llvm::Optional<Match> whose `nodes` are what the match covers
+/// (the last one the result's; a node a match took is not tried again).
+/// Every match is then replaced by one node of `op` in its last node's
+/// place (its operands are all defined before that) with that node's name
+/// and result type: `build(match, current)` returns the new node's operands
+/// and attributes, reading each operand through `current`, since a match's
+/// operand may be an earlier match's result. The covered nodes are erased.
+/// Returns how many were rewritten.
+template <class MatchFn, class BuildFn>
+unsigned rewriteMatches(ir::Module &module, ir::OpCode op, MatchFn matchAt,
+                        BuildFn build) {
+  using Match = typename decltype(matchAt(module,
+                                          std::declval<ir::Node &>()))::value_type;
+  std::vector<Match> matches;
+  llvm::DenseSet<const ir::Node *> matched;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    if (!matched.count(node.get()))
+      if (llvm::Optional<Match> match = matchAt(module, *node)) {
+        for (ir::Node *member : match->nodes)
+          matched.insert(member);
+        matches.push_back(std::move(*match));
+      }
+  if (matches.empty())
+    return 0;
+  llvm::DenseMap<const ir::Value *, ir::Value *> replaced;
+  auto current = [&](ir::Value *value) {
+    ir::Value *result = value ? replaced.lookup(value) : nullptr;
+    return result ? result : value;
+  };
+  for (Match &match : matches) {
+    ir::Node *last = match.nodes.back();
+    auto [operands, attributes] = build(match, current);
+    size_t index = 0;
+    auto nodes = module.getNodes();
+    while (nodes[index].get() != last)
+      ++index;
+    ir::Node *node = module.insertNode(index, op, operands,
+                                       {last->getResult(0)->getType()},
+                                       std::move(attributes));
+    node->setName(last->getName());
+    module.replaceValue(last->getResult(0), node->getResult(0));
+    replaced[last->getResult(0)] = node->getResult(0);
+  }
+  module.eraseNodesIf(
+      [&](const ir::Node &node) { return matched.count(&node) != 0; });
+  return unsigned(matches.size());
+}
+
 /// ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul (, Add) over the
 /// trailing dims -> LayerNormalization (LayerNormPattern.cpp). Returns how
 /// many were rewritten.
@@ -53,6 +145,11 @@ unsigned rewriteBatchNormsAsAffine(ir::Module &module);
 /// elementwise node or snug.fused group takes it as its epilogue
 /// (EpiloguePattern.cpp). Runs after grouping. Returns how many were fused.
 unsigned fuseEpilogues(ir::Module &module);
+
+/// MatMul(Q, Kᵀ), an optional scale by a constant scalar, an optional
+/// additive or Where mask, Softmax over the last axis, MatMul(., V) ->
+/// snug.attention (AttentionPattern.cpp). Returns how many were rewritten.
+unsigned rewriteAttentions(ir::Module &module);
 
 } // namespace snug
 

@@ -26,8 +26,6 @@
 
 #include "ir/Module.h"
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 
 #include <cstring>
 
@@ -37,33 +35,6 @@ namespace {
 
 using ir::OpCode;
 using ir::Value;
-
-/// The only node using `value`, when it has one user, one use, and is not a
-/// graph output.
-ir::Node *soleUser(const ir::Module &module, const Value *value) {
-  if (module.isOutput(value) || value->getUses().size() != 1)
-    return nullptr;
-  return value->getUses()[0].user;
-}
-
-/// The other operand of a two-operand node, given one of them.
-Value *otherOperand(const ir::Node &node, const Value *known) {
-  if (node.getNumOperands() != 2)
-    return nullptr;
-  if (node.getOperand(0) == known)
-    return node.getOperand(1);
-  if (node.getOperand(1) == known)
-    return node.getOperand(0);
-  return nullptr;
-}
-
-/// The value of a one-element f32 weight.
-llvm::Optional<float> scalarWeight(const ir::Module &module, const Value *value) {
-  std::vector<float> values;
-  if (!readF32Weight(module, value, 1, values))
-    return llvm::None;
-  return values[0];
-}
 
 /// The first normalized axis when `node` is a ReduceMean with keepdims over
 /// the trailing dims of its operand.
@@ -132,7 +103,7 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &mean) {
   }
   if (!pow || !div || pow == div)
     return llvm::None;
-  llvm::Optional<float> exponent = scalarWeight(module, pow->getOperand(1));
+  llvm::Optional<float> exponent = readScalarWeight(module, pow->getOperand(1));
   if (!exponent || *exponent != 2.0f)
     return llvm::None;
   ir::Node *variance = soleUser(module, pow->getResult(0));
@@ -142,7 +113,7 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &mean) {
   if (!add || !add->is(OpCode::Add))
     return llvm::None;
   llvm::Optional<float> epsilon =
-      scalarWeight(module, otherOperand(*add, variance->getResult(0)));
+      readScalarWeight(module, otherOperand(*add, variance->getResult(0)));
   if (!epsilon || !(*epsilon >= 0))
     return llvm::None;
   match.epsilon = *epsilon;
@@ -176,50 +147,17 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &mean) {
 } // namespace
 
 unsigned rewriteDecomposedLayerNorms(ir::Module &module) {
-  std::vector<Match> matches;
-  llvm::DenseSet<const ir::Node *> matched;
-  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
-    if (!matched.count(node.get()))
-      if (llvm::Optional<Match> match = matchAt(module, *node)) {
-        for (ir::Node *member : match->nodes)
-          matched.insert(member);
-        matches.push_back(std::move(*match));
-      }
-  if (matches.empty())
-    return 0;
-  // A match's x, gamma or beta may be an earlier match's result (a
-  // LayerNorm feeding the next): read through the replacements made so far.
-  llvm::DenseMap<const Value *, Value *> replaced;
-  auto current = [&](Value *value) {
-    Value *result = value ? replaced.lookup(value) : nullptr;
-    return result ? result : value;
-  };
-  for (Match &match : matches) {
-    ir::Node *last = match.nodes.back();
-    // The LayerNormalization goes where the last node was: its operands are
-    // all defined before that (x before the first mean, gamma and beta
-    // before the nodes that read them).
-    size_t index = 0;
-    auto nodes = module.getNodes();
-    while (nodes[index].get() != last)
-      ++index;
-    llvm::SmallVector<Value *, 3> operands{current(match.x),
-                                           current(match.gamma)};
-    if (match.beta)
-      operands.push_back(current(match.beta));
-    ir::AttributeMap attributes;
-    attributes["axis"] = ir::Attribute::getInt(match.axis);
-    attributes["epsilon"] = ir::Attribute::getFloat(match.epsilon);
-    ir::Node *norm = module.insertNode(
-        index, OpCode::LayerNormalization, operands,
-        {last->getResult(0)->getType()}, std::move(attributes));
-    norm->setName(last->getName());
-    module.replaceValue(last->getResult(0), norm->getResult(0));
-    replaced[last->getResult(0)] = norm->getResult(0);
-  }
-  module.eraseNodesIf(
-      [&](const ir::Node &node) { return matched.count(&node) != 0; });
-  return unsigned(matches.size());
+  return rewriteMatches(
+      module, OpCode::LayerNormalization, matchAt,
+      [](const Match &match, auto current) {
+        std::pair<llvm::SmallVector<Value *, 4>, ir::AttributeMap> node;
+        node.first = {current(match.x), current(match.gamma)};
+        if (match.beta)
+          node.first.push_back(current(match.beta));
+        node.second["axis"] = ir::Attribute::getInt(match.axis);
+        node.second["epsilon"] = ir::Attribute::getFloat(match.epsilon);
+        return node;
+      });
 }
 
 } // namespace snug

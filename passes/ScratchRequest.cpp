@@ -40,6 +40,7 @@
 #include "passes/ScratchRequest.h"
 
 #include "ir/OpInfo.h"
+#include "passes/ShapeFunctions.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -151,6 +152,17 @@ uint64_t getGemmWorkspaceBytes(int64_t m, int64_t n, int64_t k, int64_t batch,
 ScratchRequest getScratchRequest(const ir::Node &node,
                                  const ScratchOptions &options) {
   ScratchRequest request;
+  // On both targets: the bundle's one plan serves the host executor too,
+  // whose attention kernel computes its scores a row block at a time in it
+  // (the CUDA kernel keeps them in registers and shared memory).
+  if (node.is(ir::OpCode::SnugAttention)) {
+    AttentionShape shape = getAttentionShape(node);
+    if (shape.isValid())
+      request.bytes = llvm::alignTo(getAttentionScratchBytes(shape),
+                                    kScratchAlignment);
+    request.purpose = "attention row block";
+    return request;
+  }
   if (!options.cuda || node.getNumResults() != 1)
     return request;
   GemmShape shape;

@@ -10,10 +10,12 @@
 // the kernel or to cublasSetWorkspace.
 //
 // Invariants: a request depends only on the node's types and attributes and
-// on the options, never on the plan, so planning and checking agree; it is
-// 0 for every node of the host target; a nonzero request is at most
-// ScratchOptions::cublasWorkspaceCap; scratch buffers are aligned to
-// kScratchAlignment (or the arena alignment, if larger).
+// on the options, never on the plan, so planning and checking agree; on
+// the host target it is 0 for every node but snug.attention, whose host
+// kernel computes a row block of scores in it (requested on both targets,
+// as a bundle's host plan runs in the CUDA plan's arena); a GEMM's request
+// is at most ScratchOptions::cublasWorkspaceCap; scratch buffers are
+// aligned to kScratchAlignment (or the arena alignment, if larger).
 //
 // It does not decide how a node is lowered: for a MatMul whose batch the
 // CUDA emitter splits into more than 64 calls (it then runs a tiled kernel),

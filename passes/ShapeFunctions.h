@@ -16,6 +16,7 @@
 #define SNUG_PASSES_SHAPEFUNCTIONS_H
 
 #include "ir/Module.h"
+#include "runtime/AttentionShape.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
@@ -53,6 +54,10 @@ llvm::Expected<ResultTypes> inferResultTypes(const ir::Node &node);
 //===----------------------------------------------------------------------===//
 // Attribute access shared by shape functions, folding and the importer.
 //===----------------------------------------------------------------------===//
+
+/// The sizes of a snug.attention node (runtime/AttentionShape.h); its
+/// error says why when the operands do not fit.
+AttentionShape getAttentionShape(const ir::Node &node);
 
 int64_t getIntAttr(const ir::AttributeMap &attributes, llvm::StringRef name,
                    int64_t defaultValue);

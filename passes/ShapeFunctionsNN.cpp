@@ -10,6 +10,7 @@
 #include "passes/ShapeFunctionsInternal.h"
 
 #include "ir/Verifier.h"
+#include "runtime/AttentionShape.h"
 
 namespace snug {
 
@@ -407,6 +408,72 @@ inferInstanceNormalization(const ShapeQuery &query) {
   return ResultTypes{**input};
 }
 
+static std::vector<int64_t> dimsOf(const ir::TensorType &type) {
+  return std::vector<int64_t>(type.getDims().begin(), type.getDims().end());
+}
+
+/// The sizes of a snug.attention over operands of these types (three or
+/// four present) and its perms.
+static AttentionShape
+attentionShapeOf(llvm::ArrayRef<const ir::TensorType *> operands,
+                 const ir::AttributeMap &attributes) {
+  std::vector<int64_t> dims[4], perms[4];
+  const std::vector<int64_t> *permOf[4] = {nullptr, nullptr, nullptr, nullptr};
+  const char *permNames[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
+  for (unsigned i = 0; i < 4; ++i) {
+    if (i < operands.size() && operands[i])
+      dims[i] = dimsOf(*operands[i]);
+    if (auto perm = getIntsAttr(attributes, permNames[i])) {
+      perms[i].assign(perm->begin(), perm->end());
+      permOf[i] = &perms[i];
+    }
+  }
+  bool hasMask = operands.size() > 3 && operands[3];
+  return getAttentionShape({&dims[0], permOf[0]}, {&dims[1], permOf[1]},
+                           {&dims[2], permOf[2]}, hasMask ? &dims[3] : nullptr,
+                           permOf[3]);
+}
+
+AttentionShape getAttentionShape(const ir::Node &node) {
+  assert(node.is(OpCode::SnugAttention) && node.getNumOperands() >= 3);
+  llvm::SmallVector<const ir::TensorType *, 4> types;
+  for (const ir::Value *operand : node.getOperands())
+    types.push_back(operand ? &operand->getType() : nullptr);
+  return attentionShapeOf(types, node.getAttributes());
+}
+
+/// snug.attention: the result is Q's logical dims with V's last, stored
+/// through y_perm (AttentionShape.h); the mask's kind says its element type.
+static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (auto type = requireOperand(query, i); !type)
+      return type.takeError();
+  DType dtype = query.operands[0]->getDType();
+  if (query.operands[1]->getDType() != dtype ||
+      query.operands[2]->getDType() != dtype)
+    return shapeError("Q, K and V differ in element type");
+  const ir::TensorType *mask =
+      query.operands.size() > 3 ? query.operands[3] : nullptr;
+  std::string maskKind =
+      getStringAttr(query.attributes, "mask", "none").str();
+  if (maskKind != "none" && maskKind != "add" && maskKind != "where")
+    return shapeError("mask kind '" + maskKind +
+                      "' is none of 'none', 'add' and 'where'");
+  if ((maskKind == "none") != !mask)
+    return shapeError(mask ? "a mask operand needs mask = \"add\" or "
+                             "\"where\""
+                           : "mask = \"" + maskKind +
+                                 "\" needs a mask operand");
+  if (mask && mask->getDType() != (maskKind == "add" ? dtype : DType::Bool))
+    return shapeError("mask " + mask->str() + " must be " +
+                      (maskKind == "add" ? "of Q's element type" : "bool") +
+                      " for mask = \"" + maskKind + "\"");
+  AttentionShape shape = attentionShapeOf(query.operands, query.attributes);
+  if (!shape.isValid())
+    return shapeError(shape.error);
+  return ResultTypes{TensorType(dtype, shape.resultDims)};
+}
+
 static llvm::Expected<ResultTypes> inferLrn(const ShapeQuery &query) {
   auto input = requireOperand(query, 0);
   if (!input)
@@ -435,6 +502,7 @@ void registerNNShapeFunctions(ShapeFunctionTable &map) {
   set(OpCode::BatchNormalization, inferBatchNormalization);
   set(OpCode::InstanceNormalization, inferInstanceNormalization);
   set(OpCode::LRN, inferLrn);
+  set(OpCode::SnugAttention, inferAttention);
   for (OpCode op : {OpCode::ReduceL1, OpCode::ReduceL2,
                     OpCode::ReduceLogSumExp, OpCode::ReduceMax,
                     OpCode::ReduceMean, OpCode::ReduceMin, OpCode::ReduceProd,

@@ -13,6 +13,8 @@
 #include "compiler/bundle/BundleWriter.h"
 
 #include "passes/Passes.h"
+#include "passes/PlanMemory.h"
+#include "passes/ScratchRequest.h"
 #include "runtime/BundleFormat.h"
 #include "runtime/FileAccess.h"
 
@@ -390,8 +392,19 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
       return llvm::Error(std::move(error));
   }
 
+  // A node whose host kernel takes scratch (it asks for some on the host
+  // target) finds its planned buffer as one more result, u8 [bytes].
+  // The recorded triples are in step order (getRecordedScratch checks it).
+  llvm::Expected<std::vector<RecordedScratch>> scratch =
+      getRecordedScratch(module);
+  if (!scratch)
+    return scratch.takeError();
+  auto nextScratch = scratch->begin();
+  ScratchOptions host;
+  host.cuda = false;
   Sink plan;
   plan.u32(module.getNodes().size());
+  int64_t step = 0;
   for (const auto &node : module.getNodes()) {
     plan.string(node->getOpName());
     plan.string(node->getName());
@@ -400,10 +413,21 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
     for (const ir::Value *operand : node->getOperands())
       if (llvm::Error error = writeLocation(plan, operand))
         return llvm::Error(std::move(error));
-    plan.u32(node->getNumResults());
+    const RecordedScratch *hostScratch = nullptr;
+    if (nextScratch != scratch->end() && nextScratch->step == step)
+      hostScratch = &*nextScratch++;
+    ++step;
+    if (hostScratch && !getScratchRequest(*node, host).bytes)
+      hostScratch = nullptr;
+    plan.u32(node->getNumResults() + (hostScratch ? 1 : 0));
     for (unsigned i = 0; i < node->getNumResults(); ++i)
       if (llvm::Error error = writeLocation(plan, node->getResult(i)))
         return llvm::Error(std::move(error));
+    if (hostScratch) {
+      plan.u8(Arena), plan.u8(getBundleDTypeCode(ir::DType::U8)), plan.u16(0);
+      plan.u32(1), plan.i64(int64_t(hostScratch->bytes));
+      plan.u64(hostScratch->offset);
+    }
     plan.u8(node->hasBody());
     if (node->hasBody())
       if (llvm::Error error = writeBody(plan, *node))

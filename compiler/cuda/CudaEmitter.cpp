@@ -206,7 +206,7 @@ EmitFn lookupEmitter(ir::OpCode op) {
                      getIndexingEmitters(),
                      getReductionEmitters(), getPoolingEmitters(),
                      getConvEmitters(), getGemmEmitters(),
-                     getFusedEmitters()})
+                     getFusedEmitters(), getAttentionEmitters()})
     for (const EmitterEntry &entry : table)
       if (op == entry.op)
         return entry.emit;

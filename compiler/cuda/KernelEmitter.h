@@ -186,6 +186,7 @@ llvm::ArrayRef<EmitterEntry> getPoolingEmitters();       // PoolingEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getConvEmitters();          // ConvEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getGemmEmitters();          // GemmEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getFusedEmitters();         // FusedEmitter.cpp
+llvm::ArrayRef<EmitterEntry> getAttentionEmitters();     // AttentionEmitter.cpp
 /// nullptr when no family registers `op`.
 EmitFn lookupEmitter(ir::OpCode op);
 

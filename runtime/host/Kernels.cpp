@@ -29,6 +29,7 @@ static const KernelTable &getTable() {
     registerNormalizeKernels(t);
     registerConvKernels(t);
     registerLinalgKernels(t);
+    registerAttentionKernels(t);
     registerDataMovementKernels(t);
     registerIndexingKernels(t);
     registerFusedKernels(t);

@@ -101,6 +101,7 @@ void registerConvKernels(KernelTable &table);
 void registerLinalgKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
 void registerIndexingKernels(KernelTable &table);
+void registerAttentionKernels(KernelTable &table);
 
 //===----------------------------------------------------------------------===//
 // Element access

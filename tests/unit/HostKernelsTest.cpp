@@ -547,4 +547,23 @@ TEST(HostKernelsTest, ScattersApplyDuplicatesInOrder) {
                   "%i: i64[2,1] weight = [1, -1]"),
              {1, 6, 30, 4});
   // mul: both tuples name row 1, so [3,4] * [5,0.5] * [2,2] = [30,4].
+
+// snug.attention on its planned scratch (the module's scratch triple: step
+// 0, 256 B at 12288; the bundle writer hands it to the kernel as a second
+// result). Q [2,1], Kᵀ [1,2], V [2,1], a causal Where mask filling -inf:
+//   row 0: scores [1, -1], the second masked -> p = [1, 0] -> 10
+//   row 1: scores [2, -2] -> p = [e^2, e^-2] / (e^2 + e^-2)
+//          = [0.98201379, 0.01798621] -> 10 p0 + 20 p1 = 10.1798621
+TEST(HostKernelsTest, AttentionInItsScratch) {
+  std::string text =
+      "func @t(%q: f32[2,1] {offset = 0}, %k: f32[1,2] {offset = 1024}, "
+      "%v: f32[2,1] {offset = 2048}, %m: bool[2,2] weight = [false, true, "
+      "false, false]) -> f32[2,1] attributes {arena = 16384, scratch = [0, "
+      "12288, 256]} {\n"
+      "  %y = snug.attention(%q, %k, %v, %m) {fill = -inf, fill_if = 1, "
+      "mask = \"where\", scale = 1.0} : f32[2,1] "
+      "{offset = 8192}\n  return %y\n}\n";
+  auto outputs = runF32(text, {{1, 2}, {1, -1}, {10, 20}});
+  ASSERT_EQ(outputs.size(), 1u);
+  expectNear(outputs[0], {10, 10.1798621f});
 }

@@ -64,7 +64,8 @@ TEST(OpCoverageTest, EveryCudaEmitterIsRegisteredOnce) {
                      cuda::getDataMovementEmitters(),
                      cuda::getIndexingEmitters(),
                      cuda::getReductionEmitters(), cuda::getPoolingEmitters(),
-                     cuda::getConvEmitters(), cuda::getGemmEmitters()})
+                     cuda::getConvEmitters(), cuda::getGemmEmitters(),
+                     cuda::getFusedEmitters(), cuda::getAttentionEmitters()})
     for (const cuda::EmitterEntry &entry : table)
       EXPECT_TRUE(seen.insert(entry.op).second)
           << ir::getOpInfo(entry.op).name << " has two CUDA emitters";

@@ -111,3 +111,28 @@ TEST(ScratchRequestTest, GemmFollowsItsTransposes) {
             getGemmWorkspaceBytes(10, 4, 8192, 1, DType::F32, 4 << 20));
   EXPECT_GT(getScratchRequest(*gemm, {}).bytes, 0u);
 }
+
+// snug.attention asks for one row block of scores (AttentionShape.h) on
+// both targets: the host kernel computes in it, and a bundle's host plan
+// runs in the CUDA plan's arena.
+TEST(ScratchRequestTest, AttentionAsksForARowBlockOnBothTargets) {
+  Module module("m");
+  Value *q = module.addInput("q", TensorType(DType::F32, {4, 100, 8}));
+  Value *k = module.addInput("k", TensorType(DType::F32, {4, 8, 70}));
+  Value *v = module.addInput("v", TensorType(DType::F32, {4, 70, 8}));
+  Node *node = module.addNode("snug.attention", {q, k, v},
+                              {TensorType(DType::F32, {4, 100, 8})},
+                              {{"mask", Attribute::getString("none")}});
+  // 16 rows x 70 keys x 4 B = 4480, rounded up to 256: 4608.
+  EXPECT_EQ(getScratchRequest(*node, {}).bytes, 4608u);
+  ScratchOptions host;
+  host.cuda = false;
+  EXPECT_EQ(getScratchRequest(*node, host).bytes, 4608u);
+  EXPECT_STREQ(getScratchRequest(*node, host).purpose, "attention row block");
+  // Fewer query rows than a block: the block shrinks to them.
+  Value *q1 = module.addInput("q1", TensorType(DType::F32, {4, 3, 8}));
+  Node *small = module.addNode("snug.attention", {q1, k, v},
+                               {TensorType(DType::F32, {4, 3, 8})},
+                               {{"mask", Attribute::getString("none")}});
+  EXPECT_EQ(getScratchRequest(*small, host).bytes, 1024u); // 3 x 70 x 4 = 840
+}

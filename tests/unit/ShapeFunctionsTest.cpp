@@ -280,6 +280,58 @@ TEST(ShapeFunctionsTest, ReductionsAndNormalization) {
   EXPECT_EQ((*norm)[1].str(), "f32[2,8,1]");
 }
 
+// snug.attention (runtime/AttentionShape.h): Q's dims with V's last; K as
+// the MatMul read it or through a perm; the result stored through y_perm;
+// masks that broadcast to the scores, of the element type their kind says;
+// errors that say which rule broke.
+TEST(ShapeFunctionsTest, Attention) {
+  AttributeMap none{{"mask", Attribute::getString("none")}};
+  AttributeMap add{{"mask", Attribute::getString("add")}};
+  AttributeMap where{{"mask", Attribute::getString("where")}};
+  AttributeMap untransposed{{"k_perm", ints({0, 1, 3, 2})}};
+  // The heads split from [1, 16, 4, 8] and merged back.
+  AttributeMap heads{{"q_perm", ints({0, 2, 1, 3})},
+                     {"y_perm", ints({0, 2, 1, 3})}};
+  TensorType q = f32({1, 4, 16, 8}), kt = f32({1, 4, 8, 32}),
+             v = f32({1, 4, 32, 6});
+  EXPECT_EQ((Case{"snug.attention", {q, kt, v}, none}.result()),
+            "f32[1,4,16,6]");
+  EXPECT_EQ((Case{"snug.attention", {q, f32({1, 4, 32, 8}), v}, untransposed}
+                 .result()),
+            "f32[1,4,16,6]");
+  EXPECT_EQ((Case{"snug.attention", {f32({1, 16, 4, 8}), kt, v}, heads}
+                 .result()),
+            "f32[1,16,4,6]");
+  EXPECT_EQ((Case{"snug.attention",
+                  {q, kt, v},
+                  {{"q_perm", ints({0, 2, 2, 3})}}}
+                 .result()),
+            "error: a perm of Q [1,4,16,8], K [1,4,8,32] and V [1,4,32,6] is "
+            "no permutation of their 4 dims");
+  EXPECT_EQ((Case{"snug.attention", {q, kt, v, f32({4, 1, 32})}, add}.result()),
+            "f32[1,4,16,6]");
+  EXPECT_EQ((Case{"snug.attention",
+                  {q, kt, v, TensorType(DType::Bool, {16, 32})},
+                  where}
+                 .result()),
+            "f32[1,4,16,6]");
+  EXPECT_EQ((Case{"snug.attention", {q, f32({1, 4, 32, 8}), v}, none}.result()),
+            "error: Q [1,4,16,8], K [1,4,32,8] and V [1,4,32,6] do not chain");
+  EXPECT_EQ((Case{"snug.attention", {q, f32({1, 2, 8, 32}), v}, none}.result()),
+            "error: Q [1,4,16,8], K [1,2,8,32] and V [1,4,32,6] differ in "
+            "their batch dims");
+  EXPECT_EQ((Case{"snug.attention", {q, kt, v, f32({2, 1, 4, 1, 32})}, add}
+                 .result()),
+            "error: mask [2,1,4,1,32] has more dims than the scores "
+            "[1,4,16,32]");
+  EXPECT_EQ((Case{"snug.attention", {q, kt, v, f32({3, 1, 32})}, add}.result()),
+            "error: mask [3,1,32] does not broadcast to the scores [1,4,16,32]");
+  EXPECT_EQ((Case{"snug.attention", {q, kt, v, f32({16, 32})}, where}.result()),
+            "error: mask f32[16,32] must be bool for mask = \"where\"");
+  EXPECT_EQ((Case{"snug.attention", {q, kt, v}, add}.result()),
+            "error: mask = \"add\" needs a mask operand");
+}
+
 TEST(ShapeFunctionsTest, UnknownOpAndNodeMessages) {
   EXPECT_EQ((Case{"NoSuchOp", {f32({1})}, {}}.result()),
             "error: not in the op table: NoSuchOp");

@@ -1,0 +1,220 @@
+//===- AttentionEmitter.cpp - snug.attention as one flash-style kernel ----===//
+//
+// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def; sizes by
+// runtime/AttentionShape.h) in one launch that never stores the scores, in
+// the manner of FlashAttention (Dao et al., 2022, algorithm 1) without its
+// tensor cores: a block of kRows threads owns kRows query rows of one batch
+// item, one row a thread, its q row and its output accumulator in
+// registers; K and V pass through shared memory a tile of `tile` key rows
+// at a time (read through their strides, so a perm the op took in from a
+// head-splitting Transpose costs no copy; the threads walk each tile along
+// its contiguous axis), and each thread keeps its row's running max m and sum l (the
+// online softmax, Milakov and Gimelshein 2018): per tile, the new max
+// rescales the accumulator and the sum by exp(m_old - m_new) before the
+// tile's exp(s - m_new) weights add their V rows. The output is acc / l.
+// A row every score of which is -inf (fully masked) gives 0 / 0 = NaN, as
+// the unfused Softmax does.
+//
+// Arithmetic is in the compute type (float for f32, f16 and bf16 storage,
+// double for f64); loads widen through snug_load and the one store rounds
+// through snug_store, so f16/bf16 attentions (after lower-precision) keep
+// fp32 accumulation. The scores differ from the unfused graph's by the
+// order of the dot product's additions and the rounding of exp: within
+// fp32 rounding, not bitwise (tests/lit/bundle/attention.test).
+//
+// Shared memory: tile x (D + Dv) compute-type elements, at most 32 KiB
+// (static, under the 48 KiB rule of KernelEmitter.h); every thread reaches
+// both barriers of each tile (threads past Sq load and wait, but do not
+// compute). Sizes D, Dv over kMaxHeadDim are refused (the registers would
+// spill far more than they save).
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/cuda/KernelEmitter.h"
+#include "passes/ShapeFunctions.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+namespace snug {
+namespace cuda {
+
+namespace {
+
+/// Query rows (threads) per block.
+constexpr int64_t kRows = 64;
+/// The largest head dim kept in registers.
+constexpr int64_t kMaxHeadDim = 256;
+/// Shared memory for one K tile and one V tile.
+constexpr int64_t kTileBytes = 32 << 10;
+constexpr int64_t kMaxTile = 32;
+
+std::string lit(int64_t value) { return cudaIntLiteral(value); }
+
+/// Where batch item `b` starts in an operand with these strides (in
+/// emitted code; AttentionShape::batchOffset unrolled).
+std::string batchOffset(const AttentionShape &shape,
+                        const std::vector<int64_t> &strides) {
+  std::string offset = "(int64_t)0";
+  std::string rest = "(int64_t)b";
+  for (size_t d = shape.batchDims.size(); d-- > 0;) {
+    if (strides[d] && shape.batchDims[d] != 1)
+      offset += " + (" + rest + " % " + lit(shape.batchDims[d]) + ") * " +
+                lit(strides[d]);
+    rest = "(" + rest + " / " + lit(shape.batchDims[d]) + ")";
+  }
+  return offset;
+}
+
+/// The loop filling a shared tile `name`[jj * width + c] (jj < tile key
+/// rows, c < width) from `pointer` at key row stride `rowStride` and
+/// column stride `columnStride`, the threads walking along whichever of
+/// the two is contiguous in memory.
+std::string tileLoad(llvm::StringRef name, llvm::StringRef pointer,
+                     int64_t tile, int64_t width, int64_t rowStride,
+                     int64_t columnStride, int64_t skv, llvm::StringRef acc,
+                     int64_t threads) {
+  bool alongRows = rowStride == 1 && columnStride != 1;
+  std::string split =
+      alongRows ? "const int c = x / " + lit(tile) + ", jj = x % " + lit(tile)
+                : "const int jj = x / " + lit(width) + ", c = x % " +
+                      lit(width);
+  return "    for (int x = threadIdx.x; x < " + lit(tile * width) +
+         "; x += " + lit(threads) + ") {\n      " + split + ";\n      " +
+         name.str() + "[jj * " + lit(width) + " + c] = j0 + jj < " + lit(skv) +
+         " ? (" + acc.str() + ")snug_load(" + pointer.str() +
+         " + (int64_t)(j0 + jj) * " + lit(rowStride) + " + (int64_t)c * " +
+         lit(columnStride) + ") : (" + acc.str() + ")0;\n    }\n";
+}
+
+llvm::Error emitAttention(EmitContext &context) {
+  AttentionShape shape = getAttentionShape(context.node);
+  if (!shape.isValid())
+    return context.unsupported(shape.error);
+  if (shape.d > kMaxHeadDim || shape.dv > kMaxHeadDim)
+    return context.unsupported("head dims over " + llvm::Twine(kMaxHeadDim));
+  if (shape.batch > 65535)
+    return context.unsupported("more than 65535 batch items");
+  const TensorRef &y = context.out();
+  if (!y.numElements)
+    return llvm::Error::success();
+  const std::string acc = cudaComputeTypeName(context.in(0).dtype);
+  const int64_t sq = shape.sq, skv = shape.skv, d = shape.d, dv = shape.dv;
+  int64_t accBytes = acc == "double" ? 8 : 4;
+  int64_t tile = std::max<int64_t>(
+      1, std::min<int64_t>(kMaxTile, kTileBytes / (accBytes * (d + dv))));
+  std::string maskKind = context.stringAttr("mask", "none");
+  float scale = context.floatAttr("scale", 1.0f);
+  std::string inf = "(" + acc + ")snug_inf()";
+  std::string exp = acc == "float" ? "expf" : "exp";
+  using S = AttentionShape;
+
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << "  // Sq " << sq << ", Skv " << skv << ", D " << d << ", Dv " << dv
+     << "; " << kRows << " query rows a block, key tiles of " << tile << "\n"
+     << "  __shared__ " << acc << " ks[" << tile * d << "];\n"
+     << "  __shared__ " << acc << " vs[" << tile * dv << "];\n"
+     << "  const int b = blockIdx.y;\n"
+     << "  const int i = blockIdx.x * " << kRows << " + threadIdx.x;\n"
+     << "  const bool active = i < " << lit(sq) << ";\n"
+     << "  // Each operand's batch item, through its strides (its perm).\n"
+     << "  const int64_t qb = " << batchOffset(shape, shape.qStrides)
+     << ", kb = " << batchOffset(shape, shape.kStrides)
+     << ", vb = " << batchOffset(shape, shape.vStrides)
+     << ", yb = " << batchOffset(shape, shape.yStrides) << ";\n"
+     << "  " << acc << " qr[" << d << "], o[" << dv << "], s[" << tile
+     << "];\n"
+     << "  for (int t = 0; t < " << d << "; ++t)\n"
+     << "    qr[t] = active ? (" << acc << ")snug_load(q + qb + (int64_t)i * "
+     << lit(S::rowStride(shape.qStrides)) << " + (int64_t)t * "
+     << lit(S::columnStride(shape.qStrides)) << ") : (" << acc << ")0;\n"
+     << "  for (int e = 0; e < " << dv << "; ++e)\n"
+     << "    o[e] = 0;\n"
+     << "  " << acc << " m = -" << inf << ", l = 0;\n";
+  if (maskKind != "none")
+    os << "  const int64_t maskRow = " << batchOffset(shape, shape.maskStrides)
+       << " + (int64_t)i * " << lit(S::rowStride(shape.maskStrides)) << ";\n";
+  // Kᵀ is [D, Skv]: key row jj of the tile is its column j0 + jj.
+  os << "  for (int j0 = 0; j0 < " << lit(skv) << "; j0 += " << tile
+     << ") {\n"
+     << "    __syncthreads(); // the last tile's readers are done\n"
+     << tileLoad("ks", "k + kb", tile, d, S::columnStride(shape.kStrides),
+                 S::rowStride(shape.kStrides), skv, acc, kRows)
+     << tileLoad("vs", "v + vb", tile, dv, S::rowStride(shape.vStrides),
+                 S::columnStride(shape.vStrides), skv, acc, kRows)
+     << "    __syncthreads();\n"
+     << "    if (!active)\n"
+     << "      continue;\n"
+     << "    const int n = " << lit(skv) << " - j0 < " << tile << " ? "
+     << lit(skv) << " - j0 : " << tile << ";\n"
+     << "    " << acc << " top = m;\n"
+     << "    for (int jj = 0; jj < n; ++jj) {\n"
+     << "      " << acc << " dot = 0;\n"
+     << "      for (int t = 0; t < " << d << "; ++t)\n"
+     << "        dot += qr[t] * ks[jj * " << lit(d) << " + t];\n";
+  if (scale != 1.0f)
+    os << "      dot *= (" << acc << ")" << cudaFloatLiteral(double(scale))
+       << ";\n";
+  std::string maskAt =
+      maskKind == "none" ? ""
+                         : "maskRow + (int64_t)(j0 + jj) * " +
+                               lit(S::columnStride(shape.maskStrides));
+  if (maskKind == "add")
+    os << "      dot += (" << acc << ")snug_load(mask + " << maskAt << ");\n";
+  else if (maskKind == "where")
+    os << "      if (mask[" << maskAt << "] == "
+       << (context.intAttr("fill_if", 1) ? "true" : "false") << ")\n"
+       << "        dot = (" << acc << ")"
+       << cudaFloatLiteral(double(context.floatAttr("fill", 0.0f))) << ";\n";
+  os << "      s[jj] = dot;\n"
+     << "      top = dot > top ? dot : top;\n"
+     << "    }\n"
+     << "    // Nothing but -inf so far: no weight yet, nothing to rescale.\n"
+     << "    const " << acc << " rescale = top == -" << inf << " ? (" << acc
+     << ")1 : " << exp << "(m - top);\n"
+     << "    l *= rescale;\n"
+     << "    for (int e = 0; e < " << dv << "; ++e)\n"
+     << "      o[e] *= rescale;\n"
+     << "    for (int jj = 0; jj < n; ++jj) {\n"
+     << "      const " << acc << " p = top == -" << inf << " ? (" << acc
+     << ")0 : " << exp << "(s[jj] - top);\n"
+     << "      l += p;\n"
+     << "      for (int e = 0; e < " << dv << "; ++e)\n"
+     << "        o[e] += p * vs[jj * " << lit(dv) << " + e];\n"
+     << "    }\n"
+     << "    m = top;\n"
+     << "  }\n"
+     << "  if (active)\n"
+     << "    for (int e = 0; e < " << dv << "; ++e)\n"
+     << "      snug_store(y + yb + (int64_t)i * "
+     << lit(S::rowStride(shape.yStrides)) << " + (int64_t)e * "
+     << lit(S::columnStride(shape.yStrides)) << ", o[e] / l);\n";
+
+  Kernel kernel;
+  kernel.tag = "attention";
+  kernel.block = {uint32_t(kRows), 1, 1};
+  kernel.grid = {uint32_t((sq + kRows - 1) / kRows), uint32_t(shape.batch), 1};
+  kernel.addTensor("q", context.in(0), true);
+  kernel.addTensor("k", context.in(1), true);
+  kernel.addTensor("v", context.in(2), true);
+  if (maskKind != "none")
+    kernel.addTensor("mask", context.in(3), true);
+  kernel.addTensor("y", y, false);
+  kernel.body = os.str();
+  context.launch(std::move(kernel));
+  return llvm::Error::success();
+}
+
+const EmitterEntry attentionEmitters[] = {
+    {ir::OpCode::SnugAttention, emitAttention},
+};
+
+} // namespace
+
+llvm::ArrayRef<EmitterEntry> getAttentionEmitters() {
+  return attentionEmitters;
+}
+
+} // namespace cuda
+} // namespace snug

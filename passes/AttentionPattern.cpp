@@ -1,0 +1,287 @@
+//===- AttentionPattern.cpp - Scaled dot-product attention, as one op -----===//
+//
+// Exporters write attention as
+//   s = MatMul(Q, Kt)                      scores [..., Sq, Skv]
+//   s = Mul(s, c) | Mul(c, s) | Div(s, c)  optional, c a constant scalar
+//   s = Add(s, mask) | Add(mask, s)        optional additive mask, or
+//   s = Where(m, fill, s) | Where(m, s, fill)  a bool mask, fill a constant
+//   p = Softmax(s) {axis = last}
+//   y = MatMul(p, V)
+// which stores the scores and the probabilities, each heads x Sq x Skv: at
+// sequence 1024 they are the largest values of a transformer.
+// snug.attention(Q, K, V[, mask]) computes y without them (ir/Ops.def):
+// the host kernel a row block of scores at a time, the CUDA kernel a tile
+// at a time with an online softmax.
+//
+// Around that core the pattern also takes in what the exports put on its
+// operands and result when nothing else reads it: a constant scale on Q
+// (torch's MultiheadAttention divides q by sqrt(d) before the product)
+// joins the scale, and the Transposes that split the heads of Q, K and V
+// and merge them in the result become the op's perms (q_perm, k_perm,
+// v_perm, y_perm): the kernels read and write through strides, so those
+// copies are never made. The Reshapes around them are views and stay. f32,
+// or f16 and bf16 as lower-precision (which runs before fusion) leaves
+// them, the scale's constant then in the same type.
+//
+// What must hold: every intermediate (scores, scaled, masked,
+// probabilities) has exactly one user, the next node, and is no graph
+// output (otherwise it must be stored anyway, and the rewrite would compute
+// the scores twice); the Softmax is over the last axis; the scale is a
+// one-element constant; the mask broadcasts to the scores without
+// widening them (the Add's or Where's result has the scores' type); Q, K
+// and V have one rank and the same batch dims (runtime/AttentionShape.h).
+// Everything is matched by structure, never by names. The result takes the
+// final MatMul's place and name.
+//
+// Not recognized: a scale after the mask (another function unless the
+// mask is 0/-inf), a causal mask built inside the graph from Trilu, and
+// Q, K or V that broadcast over batch dims.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/FusePatterns.h"
+
+#include "ir/Module.h"
+#include "passes/ShapeFunctions.h"
+
+
+namespace snug {
+
+namespace {
+
+using ir::OpCode;
+using ir::Value;
+
+struct Match {
+  Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  /// Empty: as stored (ir/Ops.def's q_perm, k_perm, v_perm, y_perm).
+  std::vector<int64_t> qPerm, kPerm, vPerm, yPerm;
+  float scale = 1.0f;
+  std::string maskKind = "none";
+  float fill = 0.0f;
+  bool fillIfTrue = true;
+  llvm::SmallVector<ir::Node *, 8> nodes; // the last one is the result's
+};
+
+/// `node` as operand * factor, when it is Mul(x, c), Mul(c, x) or
+/// Div(x, c) with c a constant scalar.
+struct Scaling {
+  Value *operand;
+  float factor;
+};
+llvm::Optional<Scaling> asScaling(const ir::Module &module,
+                                  const ir::Node &node) {
+  if ((!node.is(OpCode::Mul) && !node.is(OpCode::Div)) ||
+      node.getNumOperands() != 2)
+    return llvm::None;
+  if (llvm::Optional<float> c = readScalarWeight(module, node.getOperand(1)))
+    return Scaling{node.getOperand(0), node.is(OpCode::Div) ? 1.0f / *c : *c};
+  if (node.is(OpCode::Mul))
+    if (llvm::Optional<float> c = readScalarWeight(module, node.getOperand(0)))
+      return Scaling{node.getOperand(1), *c};
+  return llvm::None;
+}
+
+/// The node defining `value` when `value` is read by `user` alone: an
+/// intermediate the match may take in.
+ir::Node *privateDefiner(const ir::Module &module, const Value *value,
+                         const ir::Node *user) {
+  ir::Node *definer = value->getDefiningNode();
+  return definer && soleUser(module, value) == user ? definer : nullptr;
+}
+
+/// When `value` is a Transpose's result read by `user` alone: takes the
+/// Transpose into the match (its perm into `perm`) and returns its
+/// operand; otherwise `value`.
+Value *readThroughTranspose(const ir::Module &module, Value *value,
+                            ir::Node *user, std::vector<int64_t> &perm,
+                            Match &match) {
+  ir::Node *transpose = privateDefiner(module, value, user);
+  if (!transpose || !transpose->is(OpCode::Transpose) ||
+      transpose->getNumOperands() != 1)
+    return value;
+  const ir::Attribute *axes = transpose->getAttribute("perm");
+  if (!axes || axes->getKind() != ir::Attribute::Kind::Ints)
+    return value;
+  perm.assign(axes->getInts().begin(), axes->getInts().end());
+  match.nodes.push_back(transpose);
+  return transpose->getOperand(0);
+}
+
+/// Matches the scores and their optional scale, ending at `value` (read
+/// by `user` alone): value = [scale](MatMul(Q, Kt)).
+bool matchScores(const ir::Module &module, Value *value, ir::Node *user,
+                 Match &match) {
+  ir::Node *node = privateDefiner(module, value, user);
+  if (!node)
+    return false;
+  if (!node->is(OpCode::MatMul)) {
+    llvm::Optional<Scaling> scaling = asScaling(module, *node);
+    if (!scaling)
+      return false;
+    match.scale *= scaling->factor;
+    match.nodes.push_back(node);
+    user = node;
+    node = privateDefiner(module, scaling->operand, user);
+    if (!node || !node->is(OpCode::MatMul))
+      return false;
+  }
+  if (node->getNumOperands() != 2 ||
+      node->getResult(0)->getType().getRank() < 2)
+    return false;
+  match.nodes.push_back(node);
+  match.q = node->getOperand(0);
+  match.k = node->getOperand(1);
+  // A constant scale on Q read by this product alone, and the Transposes
+  // that split the heads of Q and K.
+  ir::Node *qUser = node;
+  if (ir::Node *qScale = privateDefiner(module, match.q, node))
+    if (llvm::Optional<Scaling> scaling = asScaling(module, *qScale)) {
+      match.scale *= scaling->factor;
+      match.q = scaling->operand;
+      match.nodes.push_back(qScale);
+      qUser = qScale;
+    }
+  match.q = readThroughTranspose(module, match.q, qUser, match.qPerm, match);
+  match.k = readThroughTranspose(module, match.k, node, match.kPerm, match);
+  return true;
+}
+
+/// Matches what feeds the Softmax: [mask]([scale](MatMul(Q, Kt))).
+bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
+                 Match &match) {
+  if (matchScores(module, logits, softmax, match))
+    return true;
+  ir::Node *node = privateDefiner(module, logits, softmax);
+  if (!node || logits->getType() != softmax->getResult(0)->getType())
+    return false;
+  if (node->is(OpCode::Add) && node->getNumOperands() == 2) {
+    for (unsigned i = 0; i < 2; ++i) {
+      Match attempt = match;
+      if (!matchScores(module, node->getOperand(i), node, attempt))
+        continue;
+      // The scores keep their type: the mask does not widen them.
+      if (node->getOperand(i)->getType() != logits->getType())
+        return false;
+      attempt.mask = node->getOperand(1 - i);
+      attempt.maskKind = "add";
+      attempt.nodes.push_back(node);
+      match = std::move(attempt);
+      return true;
+    }
+    return false;
+  }
+  if (node->is(OpCode::Where) && node->getNumOperands() == 3) {
+    for (unsigned i = 1; i < 3; ++i) {
+      llvm::Optional<float> fill =
+          readScalarWeight(module, node->getOperand(3 - i));
+      Match attempt = match;
+      if (!fill || !matchScores(module, node->getOperand(i), node, attempt))
+        continue;
+      if (node->getOperand(i)->getType() != logits->getType())
+        return false;
+      attempt.mask = node->getOperand(0);
+      attempt.maskKind = "where";
+      attempt.fill = *fill;
+      // Where(m, fill, s) fills where m holds; Where(m, s, fill) where not.
+      attempt.fillIfTrue = i == 2;
+      attempt.nodes.push_back(node);
+      match = std::move(attempt);
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The attention whose probabilities `softmax` computes, if it is one.
+llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
+  if (!softmax.is(OpCode::Softmax) || softmax.getNumOperands() != 1)
+    return llvm::None;
+  Value *logits = softmax.getOperand(0);
+  int64_t rank = logits->getType().getRank();
+  const ir::Attribute *axis = softmax.getAttribute("axis");
+  int64_t last = axis && axis->getKind() == ir::Attribute::Kind::Int
+                     ? axis->getInt()
+                     : -1;
+  if (rank < 2 || (last != rank - 1 && last != -1))
+    return llvm::None;
+  // f16 and bf16 after lower-precision: the op keeps their storage and
+  // accumulates in f32 where the unfused nodes rounded each intermediate.
+  ir::DType type = logits->getType().getDType();
+  if (type != ir::DType::F32 && type != ir::DType::F16 &&
+      type != ir::DType::BF16)
+    return llvm::None;
+  ir::Node *output = soleUser(module, softmax.getResult(0));
+  if (!output || !output->is(OpCode::MatMul) ||
+      output->getNumOperands() != 2 ||
+      output->getOperand(0) != softmax.getResult(0))
+    return llvm::None;
+  Match match;
+  if (!matchLogits(module, logits, &softmax, match))
+    return llvm::None;
+  match.nodes.push_back(&softmax);
+  match.v = readThroughTranspose(module, output->getOperand(1), output,
+                                 match.vPerm, match);
+  match.nodes.push_back(output);
+  // The Transpose that merges the heads again, when it alone reads the
+  // result: the op stores its result through that perm.
+  if (ir::Node *merge = soleUser(module, output->getResult(0)))
+    if (merge->is(OpCode::Transpose) && merge->getNumOperands() == 1)
+      if (const ir::Attribute *axes = merge->getAttribute("perm");
+          axes && axes->getKind() == ir::Attribute::Kind::Ints) {
+        match.yPerm.assign(axes->getInts().begin(), axes->getInts().end());
+        match.nodes.push_back(merge);
+      }
+  // Q, K, V must fit the op's shape rule, the scores be the Softmax's and
+  // the result the last node's.
+  auto dimsOf = [](const Value *value) {
+    return std::vector<int64_t>(value->getType().getDims().begin(),
+                                value->getType().getDims().end());
+  };
+  auto permOf = [](const std::vector<int64_t> &perm) {
+    return perm.empty() ? nullptr : &perm;
+  };
+  std::vector<int64_t> q = dimsOf(match.q), k = dimsOf(match.k),
+                       v = dimsOf(match.v), maskDims;
+  if (match.mask)
+    maskDims = dimsOf(match.mask);
+  AttentionShape shape = getAttentionShape(
+      {&q, permOf(match.qPerm)}, {&k, permOf(match.kPerm)},
+      {&v, permOf(match.vPerm)}, match.mask ? &maskDims : nullptr,
+      permOf(match.yPerm));
+  if (!shape.isValid() || shape.scoreDims() != dimsOf(logits) ||
+      shape.resultDims != dimsOf(match.nodes.back()->getResult(0)) ||
+      match.q->getType().getDType() != type ||
+      match.v->getType().getDType() != type)
+    return llvm::None;
+  return match;
+}
+
+} // namespace
+
+unsigned rewriteAttentions(ir::Module &module) {
+  return rewriteMatches(
+      module, OpCode::SnugAttention, matchAt,
+      [](const Match &match, auto current) {
+        std::pair<llvm::SmallVector<Value *, 4>, ir::AttributeMap> node;
+        node.first = {current(match.q), current(match.k), current(match.v)};
+        if (match.mask)
+          node.first.push_back(current(match.mask));
+        ir::AttributeMap &attributes = node.second;
+        attributes["scale"] = ir::Attribute::getFloat(match.scale);
+        for (auto [name, perm] :
+             {std::make_pair("q_perm", &match.qPerm),
+              std::make_pair("k_perm", &match.kPerm),
+              std::make_pair("v_perm", &match.vPerm),
+              std::make_pair("y_perm", &match.yPerm)})
+          if (!perm->empty())
+            attributes[name] = ir::Attribute::getInts(*perm);
+        attributes["mask"] = ir::Attribute::getString(match.maskKind);
+        if (match.maskKind == "where") {
+          attributes["fill"] = ir::Attribute::getFloat(match.fill);
+          attributes["fill_if"] = ir::Attribute::getInt(match.fillIfTrue);
+        }
+        return node;
+      });
+}
+
+} // namespace snug

@@ -1,0 +1,147 @@
+//===- AttentionKernel.cpp - snug.attention, a row block at a time --------===//
+//
+// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def, sizes by
+// runtime/AttentionShape.h) without the score matrix: for each batch item
+// and each block of kAttentionRowBlock query rows, the block's scores go to
+// the op's planned scratch (its second result in the host plan, written by
+// the bundle writer), become probabilities there, and are multiplied by V.
+// Q, K, V and the result are read and written through their strides
+// (their perms), so the head Transposes the op took in are never made.
+// The arithmetic is the unfused nodes' as the host runs them: dot products
+// in double rounded to f32 (MatMul), the scale and the mask applied in f32,
+// the softmax in double (NormalizeKernels.cpp) rounded to f32, then P V in
+// double. So a fused attention gives the unfused graph's values, up to the
+// scale's rounding where the graph divided by a constant (x / c against
+// x * (1/c)).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/AttentionShape.h"
+#include "runtime/host/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace snug {
+namespace rt {
+
+namespace {
+
+Status attentionKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(3, 1))
+    return s;
+  const TensorView &q = ctx.in(0), &k = ctx.in(1), &v = ctx.in(2);
+  std::string maskKind = ctx.getString("mask", "none");
+  const TensorView *mask = ctx.hasInput(3) ? &ctx.in(3) : nullptr;
+  if ((maskKind == "none") != !mask ||
+      (maskKind != "none" && maskKind != "add" && maskKind != "where"))
+    return ctx.error("mask '" + maskKind + "' and the operands disagree");
+  const char *permNames[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
+  const std::vector<int64_t> *perms[4];
+  for (unsigned i = 0; i < 4; ++i)
+    perms[i] = ctx.getInts(permNames[i]);
+  AttentionShape shape = getAttentionShape(
+      {q.dims, perms[0]}, {k.dims, perms[1]}, {v.dims, perms[2]},
+      mask ? mask->dims : nullptr, perms[3]);
+  if (!shape.isValid())
+    return ctx.error(shape.error);
+  const TensorView &y = ctx.out(0);
+  if (y.numElements != shape.batch * shape.sq * shape.dv)
+    return ctx.error("the result does not hold [..., Sq, Dv]");
+  if (ctx.outputs.size() < 2 || !ctx.out(1).present ||
+      ctx.out(1).bytes < getAttentionScratchBytes(shape))
+    return ctx.error("needs its planned scratch of " +
+                     std::to_string(getAttentionScratchBytes(shape)) +
+                     " bytes (a bundle from before snug.attention's scratch?)");
+  // The scratch is an arena buffer on a 256-byte boundary: floats fit.
+  float *block = reinterpret_cast<float *>(ctx.out(1).data);
+
+  FloatInput qf(q), kf(k), vf(v);
+  std::vector<float> maskCopy;
+  const float *additive = nullptr;
+  if (maskKind == "add") {
+    maskCopy.resize(size_t(mask->numElements));
+    for (int64_t i = 0; i < mask->numElements; ++i)
+      maskCopy[size_t(i)] = loadAs<float>(mask->data, mask->dtype, i);
+    additive = maskCopy.data();
+  }
+  const float scale = ctx.getFloat("scale", 1.0f);
+  const float fill = ctx.getFloat("fill", 0.0f);
+  const bool fillIf = ctx.getInt("fill_if", 1) != 0;
+  const int64_t sq = shape.sq, skv = shape.skv, d = shape.d, dv = shape.dv;
+  // Element strides of the matrix dims: Q's rows and columns, Kᵀ's, ...
+  const int64_t qi = AttentionShape::rowStride(shape.qStrides),
+                qt = AttentionShape::columnStride(shape.qStrides),
+                kt = AttentionShape::rowStride(shape.kStrides),
+                kj = AttentionShape::columnStride(shape.kStrides),
+                vj = AttentionShape::rowStride(shape.vStrides),
+                ve = AttentionShape::columnStride(shape.vStrides),
+                yi = AttentionShape::rowStride(shape.yStrides),
+                ye = AttentionShape::columnStride(shape.yStrides);
+  FloatOutput out(y);
+  std::vector<double> accumulator(static_cast<size_t>(dv));
+
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    const float *qb = qf.data() + shape.batchOffset(b, shape.qStrides);
+    const float *kb = kf.data() + shape.batchOffset(b, shape.kStrides);
+    const float *vb = vf.data() + shape.batchOffset(b, shape.vStrides);
+    float *yb = out.data() + shape.batchOffset(b, shape.yStrides);
+    int64_t maskBase = mask ? shape.batchOffset(b, shape.maskStrides) : 0;
+    for (int64_t first = 0; first < sq; first += kAttentionRowBlock) {
+      int64_t rows = std::min(kAttentionRowBlock, sq - first);
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t i = first + r;
+        float *scores = block + r * skv;
+        for (int64_t j = 0; j < skv; ++j) {
+          double dot = 0;
+          for (int64_t t = 0; t < d; ++t)
+            dot += double(qb[i * qi + t * qt]) * double(kb[t * kt + j * kj]);
+          float s = float(dot);
+          if (scale != 1.0f)
+            s *= scale;
+          if (mask) {
+            int64_t at =
+                maskBase + i * AttentionShape::rowStride(shape.maskStrides) +
+                j * AttentionShape::columnStride(shape.maskStrides);
+            if (additive)
+              s += additive[at];
+            else if ((mask->data[at] != 0) == fillIf)
+              s = fill;
+          }
+          scores[j] = s;
+        }
+        // Softmax of the row, in double as the Softmax kernel computes it.
+        double top = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < skv; ++j)
+          top = std::max(top, double(scores[j]));
+        double sum = 0;
+        for (int64_t j = 0; j < skv; ++j)
+          sum += std::exp(double(scores[j]) - top);
+        for (int64_t j = 0; j < skv; ++j)
+          scores[j] = float(std::exp(double(scores[j]) - top) / sum);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        std::fill(accumulator.begin(), accumulator.end(), 0.0);
+        const float *probabilities = block + r * skv;
+        for (int64_t j = 0; j < skv; ++j) {
+          double p = probabilities[j];
+          for (int64_t e = 0; e < dv; ++e)
+            accumulator[size_t(e)] += p * double(vb[j * vj + e * ve]);
+        }
+        for (int64_t e = 0; e < dv; ++e)
+          yb[(first + r) * yi + e * ye] = float(accumulator[size_t(e)]);
+      }
+    }
+  }
+  out.finish();
+  return Status::ok();
+}
+
+} // namespace
+
+void registerAttentionKernels(KernelTable &table) {
+  table["snug.attention"] = attentionKernel;
+}
+
+} // namespace rt
+} // namespace snug
