@@ -547,6 +547,7 @@ TEST(HostKernelsTest, ScattersApplyDuplicatesInOrder) {
                   "%i: i64[2,1] weight = [1, -1]"),
              {1, 6, 30, 4});
   // mul: both tuples name row 1, so [3,4] * [5,0.5] * [2,2] = [30,4].
+}
 
 // snug.attention on its planned scratch (the module's scratch triple: step
 // 0, 256 B at 12288; the bundle writer hands it to the kernel as a second
