@@ -72,6 +72,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 namespace snug {
 namespace {
@@ -110,13 +111,19 @@ uint64_t alignUp(uint64_t value, uint64_t align) {
   return (value + align - 1) / align * align;
 }
 
-PlanScore scorePlan(const ModuleMemoryPlan &plan) {
+/// The footprints live at each step (and a zero past the last).
+std::vector<uint64_t> getLiveBytes(const ModuleMemoryPlan &plan) {
   std::vector<uint64_t> live(plan.numSteps + 1, 0);
   for (const ArenaBuffer &buffer : plan.buffers) {
     uint64_t bytes = alignUp(buffer.bytes, plan.alignment);
     for (int64_t s = buffer.firstStep; s <= buffer.lastStep; ++s)
       live[s] += bytes;
   }
+  return live;
+}
+
+PlanScore scorePlan(const ModuleMemoryPlan &plan) {
+  std::vector<uint64_t> live = getLiveBytes(plan);
   PlanScore score{plan.arenaBytes, plan.lowerBoundBytes, 0};
   uint64_t peak = *std::max_element(live.begin(), live.end());
   for (uint64_t bytes : live)
@@ -132,7 +139,12 @@ struct Candidate {
   ir::Value *root = nullptr;
   std::vector<ir::Node *> chain;
   double seconds = 0;
+  double flops = 0;
   int64_t saving = 0;
+  /// The bytes saved summed over the steps between the value's last read
+  /// before the peak and its first read after it, each step's capped at
+  /// that step's excess over the target (see collect).
+  double relief = 0;
 };
 
 /// At most this many nodes are copied for one value.
@@ -145,17 +157,21 @@ struct Change {
     ir::Node *user;
     unsigned operand;
     ir::Value *original;
+    /// What it reads instead (a result of one of `copies`).
+    ir::Value *copy = nullptr;
   };
   std::vector<Redirect> redirects;
   /// The first node after the peak that reads the value (the copies run
   /// just before it).
   const ir::Node *firstUser = nullptr;
+  /// Per copy, the node it copies (for redo).
+  std::vector<const ir::Node *> originals;
 };
 
 class Decider {
 public:
-  Decider(ir::Module &module, const ModuleMemoryPlan &plan)
-      : module(module), plan(plan) {
+  Decider(ir::Module &module, const ModuleMemoryPlan &plan, uint64_t budget)
+      : module(module), plan(plan), budget(budget) {
     auto nodes = module.getNodes();
     for (size_t i = 0; i < nodes.size(); ++i)
       stepOf[nodes[i].get()] = i;
@@ -172,6 +188,7 @@ private:
 
   ir::Module &module;
   const ModuleMemoryPlan &plan;
+  uint64_t budget;
   llvm::DenseMap<const ir::Node *, int64_t> stepOf;
 };
 
@@ -196,6 +213,15 @@ std::vector<Candidate> Decider::collect() const {
   for (unsigned i = 0; i < atPeak.getNumResults(); ++i)
     touchedAtPeak.insert(atPeak.getResult(i));
   const DeviceSpec &device = getDefaultDevice();
+  // What each step has live over the target: the budget while the bound is
+  // above it, else (the arena is over the budget but the bound is not) the
+  // steps at the bound.
+  std::vector<uint64_t> live = getLiveBytes(plan);
+  uint64_t target = budget < plan.lowerBoundBytes ? budget
+                                                  : plan.lowerBoundBytes - 1;
+  std::vector<uint64_t> excess(live.size());
+  for (size_t step = 0; step < live.size(); ++step)
+    excess[step] = live[step] > target ? live[step] - target : 0;
   for (const ArenaBuffer &buffer : plan.buffers) {
     if (buffer.kind != ArenaBuffer::Kind::Values ||
         buffer.firstStep >= peak || buffer.lastStep <= peak)
@@ -251,20 +277,46 @@ std::vector<Candidate> Decider::collect() const {
     }
     if (candidate.saving <= 0)
       continue;
+    // The steps the value stops being live at: after its last read before
+    // the peak (or its definition) and before its first read after it.
+    int64_t lastBefore = buffer.firstStep, firstAfter = buffer.lastStep + 1;
+    for (const ir::Value *value : membersBefore(buffer, peak))
+      for (const ir::Value::Use &use : value->getUses()) {
+        int64_t step = getStep(use.user);
+        if (step < peak)
+          lastBefore = std::max(lastBefore, step);
+        else if (step > peak)
+          firstAfter = std::min(firstAfter, step);
+      }
+    for (int64_t step = lastBefore + 1; step < firstAfter; ++step)
+      candidate.relief += double(std::min<uint64_t>(
+          excess[step], uint64_t(candidate.saving)));
     std::sort(candidate.chain.begin(), candidate.chain.end(),
               [&](const ir::Node *a, const ir::Node *b) {
                 return getStep(a) < getStep(b);
               });
     for (const ir::Node *node : candidate.chain)
       candidate.seconds += estimateSeconds(costOfNode(*node), device);
+    for (const ir::Node *node : candidate.chain)
+      candidate.flops += double(costOfNode(*node).getFlops());
     candidates.push_back(std::move(candidate));
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate &a, const Candidate &b) {
-                     double ka = a.seconds / double(a.saving);
-                     double kb = b.seconds / double(b.saving);
+                     auto key = [](const Candidate &c) {
+                       return c.relief > 0
+                                  ? c.flops / c.relief
+                                  : std::numeric_limits<double>::infinity();
+                     };
+                     double ka = key(a), kb = key(b);
                      if (ka != kb)
                        return ka < kb;
+                     if (a.relief != b.relief)
+                       return a.relief > b.relief;
+                     double sa = a.seconds / double(a.saving);
+                     double sb = b.seconds / double(b.saving);
+                     if (sa != sb)
+                       return sa < sb;
                      return a.saving > b.saving;
                    });
   return candidates;
@@ -304,11 +356,14 @@ Change Decider::apply(const Candidate &candidate) const {
     }
     ir::Node *copy = module.insertCopy(index++, *original, operands);
     change.copies.push_back(copy);
+    change.originals.push_back(original);
     for (unsigned i = 0; i < original->getNumResults(); ++i)
       copyOf[original->getResult(i)] = copy->getResult(i);
   }
-  for (const Change::Redirect &read : reads)
-    read.user->setOperand(read.operand, copyOf.lookup(read.original));
+  for (Change::Redirect &read : reads) {
+    read.copy = copyOf.lookup(read.original);
+    read.user->setOperand(read.operand, read.copy);
+  }
   change.redirects = std::move(reads);
   return change;
 }
@@ -320,6 +375,85 @@ void undo(ir::Module &module, const Change &change) {
                                           change.copies.end());
   module.eraseNodesIf(
       [&](const ir::Node &node) { return copies.count(&node); });
+}
+
+/// Whether undoing `change` now leaves every other change intact: each
+/// read it redirected still reads its copy, and nothing else reads its
+/// copies.
+bool isUndoable(const ir::Module &module, const Change &change) {
+  llvm::DenseSet<const ir::Node *> copies(change.copies.begin(),
+                                          change.copies.end());
+  llvm::DenseSet<std::pair<const ir::Node *, unsigned>> redirected;
+  for (const Change::Redirect &read : change.redirects) {
+    if (read.user->getOperand(read.operand) != read.copy)
+      return false;
+    redirected.insert({read.user, read.operand});
+  }
+  for (const ir::Node *copy : change.copies)
+    for (unsigned i = 0; i < copy->getNumResults(); ++i) {
+      if (module.isOutput(copy->getResult(i)))
+        return false;
+      for (const ir::Value::Use &use : copy->getResult(i)->getUses())
+        if (!copies.count(use.user) &&
+            !redirected.count({use.user, use.operandIndex}))
+          return false;
+    }
+  return true;
+}
+
+/// Where a change's copies are and what they read now, taken before an
+/// undo so that redo can put the module back exactly as it was (later
+/// changes may have pointed the copies' operands elsewhere since).
+struct Snapshot {
+  std::vector<size_t> positions;
+  std::vector<llvm::SmallVector<ir::Value *, 4>> operands;
+  /// The copies' results: after the undo only names, the values are gone.
+  std::vector<llvm::SmallVector<ir::Value *, 2>> results;
+};
+
+Snapshot takeSnapshot(const ir::Module &module, const Change &change) {
+  Snapshot snapshot;
+  llvm::DenseMap<const ir::Node *, size_t> positionOf;
+  auto nodes = module.getNodes();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    positionOf[nodes[i].get()] = i;
+  for (const ir::Node *copy : change.copies) {
+    snapshot.positions.push_back(positionOf.lookup(copy));
+    snapshot.operands.emplace_back(copy->getOperands().begin(),
+                                   copy->getOperands().end());
+    snapshot.results.push_back(copy->getResults());
+  }
+  return snapshot;
+}
+
+/// Makes an undone change again from its snapshot: the same copies at the
+/// same positions reading the same operands, the same reads redirected.
+void redo(ir::Module &module, Change &change, const Snapshot &snapshot) {
+  std::vector<size_t> order(change.copies.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return snapshot.positions[a] < snapshot.positions[b];
+  });
+  // Inserting in increasing position at the old position restores the
+  // order: everything before each copy is as it was. A copy reads only
+  // copies before it, so those are back when it is made.
+  llvm::DenseMap<ir::Value *, ir::Value *> renewed;
+  for (size_t k : order) {
+    llvm::SmallVector<ir::Value *, 4> operands;
+    for (ir::Value *operand : snapshot.operands[k]) {
+      ir::Value *again = operand ? renewed.lookup(operand) : nullptr;
+      operands.push_back(again ? again : operand);
+    }
+    ir::Node *copy = module.insertCopy(snapshot.positions[k],
+                                       *change.originals[k], operands);
+    for (unsigned i = 0; i < copy->getNumResults(); ++i)
+      renewed[snapshot.results[k][i]] = copy->getResult(i);
+    change.copies[k] = copy;
+  }
+  for (Change::Redirect &read : change.redirects) {
+    read.copy = renewed.lookup(read.copy);
+    read.user->setOperand(read.operand, read.copy);
+  }
 }
 
 std::string describeBytes(uint64_t bytes) {
@@ -381,12 +515,13 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   uint64_t arenaBefore = plan->arenaBytes;
   uint64_t flopsBefore = costOfModule(module).getFlops();
   std::vector<std::string> decisions;
-  unsigned recomputed = 0;
+  std::vector<Change> changes;
+  std::vector<unsigned> chainSizes;
   bool planIsCurrent = true, changed = false;
   PlanScore score = scorePlan(*plan);
   while (plan->arenaBytes > arenaBudget && decisions.size() < maxDecisions &&
          !outOfTime()) {
-    Decider decider(module, *plan);
+    Decider decider(module, *plan, arenaBudget);
     std::vector<Candidate> candidates = decider.collect();
     bool kept = false;
     for (size_t k = 0; k < candidates.size() && k < maxTries && !kept; ++k) {
@@ -420,7 +555,8 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
          << describeBytes(plan->arenaBytes) << " -> "
          << describeBytes(trial->arenaBytes);
       decisions.push_back(os.str());
-      recomputed += candidate.chain.size();
+      changes.push_back(std::move(change));
+      chainSizes.push_back(candidate.chain.size());
       plan = std::move(trial);
       score = trialScore;
       planIsCurrent = true;
@@ -429,6 +565,37 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
     if (!kept)
       break;
   }
+  // Greedy choices can be redundant: a cheap value recomputed first may not
+  // be needed once a later one lowered the same steps (set cover's greedy
+  // has the same flaw). Once the budget is met, each decision but the last
+  // (which was needed to meet it), latest first, is undone for good if the
+  // arena still meets the budget without it.
+  if (plan->arenaBytes <= arenaBudget)
+    for (size_t k = changes.size(); k-- > 1;) {
+      if (outOfTime())
+        break;
+      if (!isUndoable(module, changes[k - 1]))
+        continue;
+      Change &change = changes[k - 1];
+      Snapshot snapshot = takeSnapshot(module, change);
+      undo(module, change);
+      llvm::Expected<ModuleMemoryPlan> trial =
+          planModuleMemory(module, options);
+      if (!trial)
+        return trial.takeError();
+      if (trial->arenaBytes <= arenaBudget) {
+        plan = std::move(trial);
+        planIsCurrent = true;
+        decisions.erase(decisions.begin() + (k - 1));
+        changes.erase(changes.begin() + (k - 1));
+        chainSizes.erase(chainSizes.begin() + (k - 1));
+        continue;
+      }
+      redo(module, change, snapshot);
+      planIsCurrent = false;
+    }
+  unsigned recomputed =
+      std::accumulate(chainSizes.begin(), chainSizes.end(), 0u);
   if (!planIsCurrent) {
     plan = planModuleMemory(module, options);
     if (!plan)
