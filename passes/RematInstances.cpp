@@ -98,9 +98,17 @@ std::unique_ptr<ir::Module> makeRematRandomModule(uint64_t seed,
   std::vector<Value *> values{builder.module->addInput(
       "x", row(kWidths[rng.below(std::size(kWidths))]))};
   while (builder.module->getNodes().size() < nodes) {
-    // Mostly recent values, so that chains form; sometimes far back.
+    // Mostly recent values, so that chains form; sometimes far back; half
+    // the time one nothing reads yet, so that few values end as sinks
+    // (graph outputs, live to the end, which would leave remat no room).
     size_t window = std::min<size_t>(values.size(), 1 + rng.below(8));
     Value *a = values[values.size() - 1 - rng.below(window)];
+    std::vector<Value *> unread;
+    for (Value *value : values)
+      if (value->getUses().empty())
+        unread.push_back(value);
+    if (unread.size() > 1 && rng.below(2))
+      a = unread[rng.below(unread.size() - 1)];
     Value *result = nullptr;
     switch (rng.below(6)) {
     case 0:
