@@ -170,11 +170,16 @@ struct Change {
 
 class Decider {
 public:
-  Decider(ir::Module &module, const ModuleMemoryPlan &plan, uint64_t budget)
-      : module(module), plan(plan), budget(budget) {
+  /// `originOf` maps each copy remat kept to the original node it
+  /// computes again.
+  Decider(ir::Module &module, const ModuleMemoryPlan &plan, uint64_t budget,
+          const llvm::DenseMap<const ir::Node *, const ir::Node *> &originOf)
+      : module(module), plan(plan), budget(budget), originOf(originOf) {
     auto nodes = module.getNodes();
-    for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t i = 0; i < nodes.size(); ++i) {
       stepOf[nodes[i].get()] = i;
+      instancesOf[getOrigin(nodes[i].get())].push_back(nodes[i].get());
+    }
   }
 
   std::vector<Candidate> collect() const;
@@ -182,6 +187,10 @@ public:
 
 private:
   int64_t getStep(const ir::Node *node) const { return stepOf.lookup(node); }
+  const ir::Node *getOrigin(const ir::Node *node) const {
+    const ir::Node *origin = originOf.lookup(node);
+    return origin ? origin : node;
+  }
   /// Members of `buffer` defined before the peak: the root, then views.
   llvm::SmallVector<ir::Value *, 4> membersBefore(const ArenaBuffer &buffer,
                                                   int64_t peak) const;
@@ -189,7 +198,11 @@ private:
   ir::Module &module;
   const ModuleMemoryPlan &plan;
   uint64_t budget;
+  const llvm::DenseMap<const ir::Node *, const ir::Node *> &originOf;
   llvm::DenseMap<const ir::Node *, int64_t> stepOf;
+  /// Every node computing the same value: an original and its copies.
+  llvm::DenseMap<const ir::Node *, llvm::SmallVector<ir::Node *, 2>>
+      instancesOf;
 };
 
 llvm::SmallVector<ir::Value *, 4>
@@ -360,10 +373,29 @@ Change Decider::apply(const Candidate &candidate) const {
     for (unsigned i = 0; i < original->getNumResults(); ++i)
       copyOf[original->getResult(i)] = copy->getResult(i);
   }
-  for (Change::Redirect &read : reads) {
+  for (Change::Redirect &read : reads)
     read.copy = copyOf.lookup(read.original);
+  // The copies are now the latest computations of what they copy: every
+  // read from here on of an earlier computation of the same value (the
+  // original, or a copy an earlier decision made) reads them instead, so
+  // that one copy serves them all and the earlier ones die sooner.
+  // Without this, an ancestor copied along with a value is computed once
+  // more for a later read an earlier decision had given a copy of its own
+  // (seen on chains against the oracle).
+  llvm::DenseSet<std::pair<const ir::Node *, unsigned>> redirected;
+  for (const Change::Redirect &read : reads)
+    redirected.insert({read.user, read.operand});
+  for (size_t k = 0; k < candidate.chain.size(); ++k)
+    for (ir::Node *instance : instancesOf.lookup(getOrigin(candidate.chain[k])))
+      for (unsigned i = 0; i < instance->getNumResults(); ++i)
+        for (const ir::Value::Use &use : instance->getResult(i)->getUses())
+          if (stepOf.count(use.user) && getStep(use.user) >= firstRead &&
+              redirected.insert({use.user, use.operandIndex}).second)
+            reads.push_back({use.user, use.operandIndex,
+                             instance->getResult(i),
+                             change.copies[k]->getResult(i)});
+  for (const Change::Redirect &read : reads)
     read.user->setOperand(read.operand, read.copy);
-  }
   change.redirects = std::move(reads);
   return change;
 }
@@ -517,11 +549,53 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   std::vector<std::string> decisions;
   std::vector<Change> changes;
   std::vector<unsigned> chainSizes;
+  llvm::DenseMap<const ir::Node *, const ir::Node *> originOf;
+  auto recordOrigins = [&](const Change &change) {
+    for (size_t k = 0; k < change.copies.size(); ++k) {
+      const ir::Node *origin = originOf.lookup(change.originals[k]);
+      originOf[change.copies[k]] = origin ? origin : change.originals[k];
+    }
+  };
   bool planIsCurrent = true, changed = false;
   PlanScore score = scorePlan(*plan);
+  // Undoes decision `index` for good when `accept` takes the plan without
+  // it, else makes it again exactly as it was; true when it is gone.
+  auto tryDrop =
+      [&](size_t index,
+          llvm::function_ref<bool(const ModuleMemoryPlan &)> accept)
+      -> llvm::Expected<bool> {
+    Change &change = changes[index];
+    // Reads a later decision pointed at its own copies are its business
+    // now: undoing this one leaves them alone.
+    llvm::erase_if(change.redirects, [](const Change::Redirect &read) {
+      return read.user->getOperand(read.operand) != read.copy;
+    });
+    if (!isUndoable(module, change))
+      return false;
+    Snapshot snapshot = takeSnapshot(module, change);
+    for (const ir::Node *copy : change.copies)
+      originOf.erase(copy);
+    undo(module, change);
+    llvm::Expected<ModuleMemoryPlan> trial = planModuleMemory(module, options);
+    if (!trial)
+      return trial.takeError();
+    if (accept(*trial)) {
+      plan = std::move(trial);
+      score = scorePlan(*plan);
+      planIsCurrent = true;
+      decisions.erase(decisions.begin() + index);
+      changes.erase(changes.begin() + index);
+      chainSizes.erase(chainSizes.begin() + index);
+      return true;
+    }
+    redo(module, change, snapshot);
+    recordOrigins(change);
+    planIsCurrent = false;
+    return false;
+  };
   while (plan->arenaBytes > arenaBudget && decisions.size() < maxDecisions &&
          !outOfTime()) {
-    Decider decider(module, *plan, arenaBudget);
+    Decider decider(module, *plan, arenaBudget, originOf);
     std::vector<Candidate> candidates = decider.collect();
     bool kept = false;
     for (size_t k = 0; k < candidates.size() && k < maxTries && !kept; ++k) {
@@ -555,12 +629,29 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
          << describeBytes(plan->arenaBytes) << " -> "
          << describeBytes(trial->arenaBytes);
       decisions.push_back(os.str());
+      recordOrigins(change);
       changes.push_back(std::move(change));
       chainSizes.push_back(candidate.chain.size());
       plan = std::move(trial);
       score = trialScore;
       planIsCurrent = true;
       changed = kept = true;
+      // An earlier decision whose reads this one took over entirely only
+      // computes copies nothing reads: drop it unless the plan gets worse.
+      for (size_t j = changes.size() - 1; j-- > 0;) {
+        bool unread = llvm::none_of(
+            changes[j].redirects, [](const Change::Redirect &read) {
+              return read.user->getOperand(read.operand) == read.copy;
+            });
+        if (!unread)
+          continue;
+        llvm::Expected<bool> dropped =
+            tryDrop(j, [&](const ModuleMemoryPlan &without) {
+              return !(score < scorePlan(without));
+            });
+        if (!dropped)
+          return dropped.takeError();
+      }
     }
     if (!kept)
       break;
@@ -571,28 +662,13 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   // (which was needed to meet it), latest first, is undone for good if the
   // arena still meets the budget without it.
   if (plan->arenaBytes <= arenaBudget)
-    for (size_t k = changes.size(); k-- > 1;) {
-      if (outOfTime())
-        break;
-      if (!isUndoable(module, changes[k - 1]))
-        continue;
-      Change &change = changes[k - 1];
-      Snapshot snapshot = takeSnapshot(module, change);
-      undo(module, change);
-      llvm::Expected<ModuleMemoryPlan> trial =
-          planModuleMemory(module, options);
-      if (!trial)
-        return trial.takeError();
-      if (trial->arenaBytes <= arenaBudget) {
-        plan = std::move(trial);
-        planIsCurrent = true;
-        decisions.erase(decisions.begin() + (k - 1));
-        changes.erase(changes.begin() + (k - 1));
-        chainSizes.erase(chainSizes.begin() + (k - 1));
-        continue;
-      }
-      redo(module, change, snapshot);
-      planIsCurrent = false;
+    for (size_t k = changes.size(); k-- > 1 && !outOfTime();) {
+      llvm::Expected<bool> dropped =
+          tryDrop(k - 1, [&](const ModuleMemoryPlan &without) {
+            return without.arenaBytes <= arenaBudget;
+          });
+      if (!dropped)
+        return dropped.takeError();
     }
   unsigned recomputed =
       std::accumulate(chainSizes.begin(), chainSizes.end(), 0u);
