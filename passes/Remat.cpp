@@ -256,40 +256,6 @@ std::vector<Candidate> Decider::collect() const {
     }
     if (!usable)
       continue;
-    Candidate candidate;
-    candidate.buffer = &buffer;
-    candidate.root = const_cast<ir::Value *>(root);
-    candidate.saving = int64_t(alignUp(buffer.bytes, plan.alignment));
-    // The copies read what is live at the peak anyway for free; a value
-    // that died before it is recomputed too (up to kMaxChain nodes), or,
-    // past that, kept alive across the peak, which costs its bytes.
-    llvm::SmallVector<ir::Node *, 8> work{root->getDefiningNode()};
-    llvm::DenseSet<const ir::Node *> inChain;
-    llvm::DenseSet<const ir::Value *> kept;
-    while (!work.empty()) {
-      ir::Node *node = work.pop_back_val();
-      if (!inChain.insert(node).second)
-        continue;
-      candidate.chain.push_back(node);
-      for (const ir::Value *operand : node->getOperands()) {
-        if (!operand || operand->isWeight())
-          continue;
-        auto interval = plan.intervals.find(operand);
-        if (interval == plan.intervals.end() ||
-            interval->second.second >= peak)
-          continue;
-        ir::Node *producer = operand->getDefiningNode();
-        if (producer && !producer->getOpInfo().hasSideEffects() &&
-            inChain.size() + work.size() < kMaxChain) {
-          work.push_back(producer);
-        } else if (kept.insert(operand).second) {
-          candidate.saving -= int64_t(
-              alignUp(operand->getType().getByteSize(), plan.alignment));
-        }
-      }
-    }
-    if (candidate.saving <= 0)
-      continue;
     // The steps the value stops being live at: after its last read before
     // the peak (or its definition) and before its first read after it.
     int64_t lastBefore = buffer.firstStep, firstAfter = buffer.lastStep + 1;
@@ -301,18 +267,65 @@ std::vector<Candidate> Decider::collect() const {
         else if (step > peak)
           firstAfter = std::min(firstAfter, step);
       }
-    for (int64_t step = lastBefore + 1; step < firstAfter; ++step)
-      candidate.relief += double(std::min<uint64_t>(
-          excess[step], uint64_t(candidate.saving)));
-    std::sort(candidate.chain.begin(), candidate.chain.end(),
-              [&](const ir::Node *a, const ir::Node *b) {
-                return getStep(a) < getStep(b);
-              });
-    for (const ir::Node *node : candidate.chain)
-      candidate.seconds += estimateSeconds(costOfNode(*node), device);
-    for (const ir::Node *node : candidate.chain)
-      candidate.flops += double(costOfNode(*node).getFlops());
-    candidates.push_back(std::move(candidate));
+    // Two ways to recompute it: with the values that died before the peak
+    // recomputed too (up to kMaxChain nodes, past that kept), and with
+    // them all kept alive to the copy. The second wins when they are small
+    // and their producers' chains long (or end at a graph input, which
+    // would be kept anyway): seen on random DAGs against the oracle.
+    size_t firstChain = 0;
+    for (size_t limit : {kMaxChain, size_t(1)}) {
+      if (limit == 1 && firstChain == 1)
+        break;
+      Candidate candidate;
+      candidate.buffer = &buffer;
+      candidate.root = const_cast<ir::Value *>(root);
+      candidate.saving = int64_t(alignUp(buffer.bytes, plan.alignment));
+      // The copies read what is live at the peak anyway for free; a value
+      // that died before it is recomputed too (up to `limit` nodes), or
+      // kept alive across the peak, which costs its bytes.
+      llvm::SmallVector<ir::Node *, 8> work{root->getDefiningNode()};
+      llvm::DenseSet<const ir::Node *> inChain;
+      llvm::DenseSet<const ir::Value *> kept;
+      while (!work.empty()) {
+        ir::Node *node = work.pop_back_val();
+        if (!inChain.insert(node).second)
+          continue;
+        candidate.chain.push_back(node);
+        for (const ir::Value *operand : node->getOperands()) {
+          if (!operand || operand->isWeight())
+            continue;
+          auto interval = plan.intervals.find(operand);
+          if (interval == plan.intervals.end() ||
+              interval->second.second >= peak)
+            continue;
+          ir::Node *producer = operand->getDefiningNode();
+          if (producer && !producer->getOpInfo().hasSideEffects() &&
+              inChain.size() + work.size() < limit) {
+            work.push_back(producer);
+          } else if (kept.insert(operand).second) {
+            candidate.saving -= int64_t(
+                alignUp(operand->getType().getByteSize(), plan.alignment));
+          }
+        }
+      }
+      if (limit == kMaxChain)
+        firstChain = candidate.chain.size();
+      if (candidate.saving <= 0)
+        continue;
+      for (int64_t step = lastBefore + 1; step < firstAfter; ++step)
+        candidate.relief += double(std::min<uint64_t>(
+            excess[step], uint64_t(candidate.saving)));
+      std::sort(candidate.chain.begin(), candidate.chain.end(),
+                [&](const ir::Node *a, const ir::Node *b) {
+                  return getStep(a) < getStep(b);
+                });
+      for (const ir::Node *node : candidate.chain) {
+        Cost cost = costOfNode(*node);
+        candidate.seconds += estimateSeconds(cost, device);
+        candidate.flops += double(cost.getFlops());
+      }
+      candidates.push_back(std::move(candidate));
+    }
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate &a, const Candidate &b) {
