@@ -267,15 +267,12 @@ std::vector<Candidate> Decider::collect() const {
         else if (step > peak)
           firstAfter = std::min(firstAfter, step);
       }
-    // Two ways to recompute it: with the values that died before the peak
-    // recomputed too (up to kMaxChain nodes, past that kept), and with
-    // them all kept alive to the copy. The second wins when they are small
-    // and their producers' chains long (or end at a graph input, which
-    // would be kept anyway): seen on random DAGs against the oracle.
-    size_t firstChain = 0;
-    for (size_t limit : {kMaxChain, size_t(1)}) {
-      if (limit == 1 && firstChain == 1)
-        break;
+    // One candidate per depth: the values that died before the peak are
+    // recomputed too, up to `limit` nodes, and past that kept alive to the
+    // copy. Where to stop is a trade: a small value kept can save a long
+    // chain (or one ending at a graph input, kept anyway), seen on random
+    // DAGs against the oracle; so every depth up to kMaxChain is offered.
+    for (size_t limit = 1; limit <= kMaxChain; ++limit) {
       Candidate candidate;
       candidate.buffer = &buffer;
       candidate.root = const_cast<ir::Value *>(root);
@@ -308,8 +305,9 @@ std::vector<Candidate> Decider::collect() const {
           }
         }
       }
-      if (limit == kMaxChain)
-        firstChain = candidate.chain.size();
+      // Shorter than the limit: the whole chain, as at the depth before.
+      if (candidate.chain.size() < limit)
+        break;
       if (candidate.saving <= 0)
         continue;
       for (int64_t step = lastBefore + 1; step < firstAfter; ++step)
