@@ -20,24 +20,51 @@
 //    original dies at its last read before p (or at once, when nothing read
 //    it before p: the original is not erased, since erasing shifts the
 //    steps and the shifted schedule can pack worse than the plan judged);
+//    so is every later read of an earlier computation of a copied node (an
+//    earlier copy, or the original of an ancestor copied along), so that
+//    one copy serves them all;
 //  - the copy reads the producer's operands again, so those that died
-//    before p now live across it: the estimated saving is the buffer's
-//    bytes minus theirs;
-//  - candidates are tried by recompute cost per byte saved, the cost being
-//    the cost model's roofline time of the copied nodes (FLOPs and bytes,
-//    on the default device; views cost nothing), cheapest first. The
-//    first whose re-planned arena is better (a smaller arena, else a smaller
-//    bound, else fewer steps at the bound) is kept; if none of the first
-//    max-tries is, remat stops where it is.
+//    before p now live across it: each is either recomputed as well (the
+//    chain, up to kMaxChain nodes) or kept alive, which costs its bytes;
+//    every depth of the chain is a candidate of its own, since a small
+//    value kept can save a long chain;
+//  - candidates are ranked by FLOPs recomputed per byte-step of relief:
+//    the bytes saved, at each step between the value's last read before p
+//    and its first read after it, capped by that step's excess over the
+//    budget (over the bound minus one, once only the packing is over the
+//    budget), summed. A value that relieves every step over the budget
+//    beats a cheaper one that relieves only p, which would need another
+//    decision for the others (greedy set cover's rule). Ties go to the
+//    larger relief, then to the cost model's roofline time per byte. The
+//    first whose re-planned arena is better (a smaller arena, else a
+//    smaller bound, else fewer steps at the bound) is kept; if none of the
+//    first max-tries is, remat stops where it is.
+// Redundancy. A decision whose reads a later one took over entirely only
+// computes copies nothing reads; it is undone unless the plan gets worse
+// without it. Once the budget is met, every decision but the last, latest
+// first, is undone if the arena still meets the budget without it (a
+// cheap early decision can be made unnecessary by a later one; an undo
+// that does not pass is made again exactly as it was). These rules came
+// from comparing remat with the exact oracle (RematOracle.h): on the
+// training-like chains of tests/unit/RematOracleTest.cpp it recomputes the
+// optimum's FLOPs wherever it meets the budget.
 // Every candidate keeps the module's results bitwise: the copy is the same
 // op with the same attributes on the same operand values, and snug's ops
 // are deterministic (an op with the SideEffects trait is never copied).
 //
 // Order. The schedule pass runs first (reordering is free, recomputing is
-// not); remat then leaves the order of the original nodes alone. Because
-// decisions are taken one by one against the plan and only kept when they
-// lower it, a smaller budget runs the same decisions and then more, so it
-// never ends at a larger arena than a bigger budget does.
+// not); remat then leaves the order of the original nodes alone. Decisions
+// are taken one by one against the plan and only kept when they lower it.
+// Monotonicity (a smaller budget never ends at a larger arena) is no longer
+// a consequence of the construction: the ranking looks at the excess over
+// the budget and the final undos at whether the budget is still met, so
+// two budgets can take different decisions. It is checked instead, on
+// random DAGs (PlanMemoryTest.RematKeepsResultsAndNeverRaisesTheArena) and
+// on every zoo model's sweep (bench/remat/run.py). A budget-blind ranking
+// (the excess over the bound less the largest saving) keeps the old
+// argument up to the undos but misses the optimum on one chain budget of
+// RematOracleTest; the budget is what says how much relief is worth
+// paying for.
 //
 // What it records on the module, for the report and --print-remat:
 //   remat_arena_before  the arena before any decision (int)
@@ -57,7 +84,7 @@
 // References: Chen et al., "Training deep nets with sublinear memory cost"
 // (2016), for recomputing instead of storing; Jain et al., "Checkmate"
 // (MLSys 2020), whose greedy baselines score by cost per byte; the exact
-// formulation is theirs too (not built here).
+// formulation is theirs too (passes/RematOracle.h, for tests and benches).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
