@@ -301,6 +301,8 @@ solveRematOracle(const RematGraph &graph, uint64_t budget,
   result.numColumns = unsigned(Cbc_getNumCols(model));
   result.numRows = unsigned(Cbc_getNumRows(model));
   Cbc_setLogLevel(model, 0);
+  // CBC counts CPU seconds unless told otherwise; the limit is wall-clock.
+  Cbc_setParameter(model, "timeMode", "elapsed");
   Cbc_setMaximumSeconds(model, options.timeLimitSeconds);
   // Costs are whole FLOPs: an incumbent within half of one of the bound is
   // optimal.
