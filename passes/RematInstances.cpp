@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 #include "passes/RematModule.h"
 
+#include <cassert>
 #include <chrono>
 #include <set>
 
@@ -73,6 +74,7 @@ std::unique_ptr<ir::Module> makeRematChainModule(uint64_t seed,
             ? builder.add(kUnary[rng.below(4)], {previous}, next)
             : builder.add("MatMul", {previous, builder.weight(widthOf(previous), next)},
                           next);
+    assert(value && "each layer reads a new value, so none repeats");
     forward.push_back(value);
   }
   Value *gradient = builder.add("Neg", {forward.back()}, widthOf(forward.back()));

@@ -131,7 +131,10 @@ Formulation::Formulation(const RematGraph &graph, uint64_t budget)
           uses.push_back({getR(t, j), -1});
       if (t + 1 < numStages)
         uses.push_back({getS(t + 1, i), -1});
-      for (int column : {i >= m ? getR(t, i) : -1, getS(t, i)}) {
+      // (Not S[0] of a graph input: it is there from the start, read or
+      // not.)
+      for (int column : {i >= m ? getR(t, i) : -1,
+                         t == 0 && i < m ? -1 : getS(t, i)}) {
         if (column < 0)
           continue;
         std::vector<std::pair<int, double>> terms{{column, 1}};

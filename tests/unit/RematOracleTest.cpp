@@ -115,6 +115,17 @@ TEST(RematOracleTest, AnInputKeptForARecomputationCostsItsBytes) {
   EXPECT_EQ(peakOf(graph, {1, 2, 3, 1, 4}), 500u);
 }
 
+// A graph input nothing reads is live at the first step only and does not
+// make the MILP infeasible.
+TEST(RematOracleTest, AnUnreadInputIsNoObstacle) {
+  RematGraph graph{{input(1), input(2), node(1, 1, {1}), node(1, 1, {2}, true)}};
+  EXPECT_EQ(peakOf(graph, getInOrderSchedule(graph)), 400u);
+  RematOracleResult result = solve(graph, 400);
+  EXPECT_EQ(result.status, Status::Optimal);
+  EXPECT_EQ(result.extraCost, 0u);
+  EXPECT_EQ(solve(graph, 399).status, Status::Infeasible);
+}
+
 // An output is kept from its computation to the end: O (300 B) computed
 // first raises every later step.
 TEST(RematOracleTest, OutputsLiveToTheEnd) {
