@@ -127,6 +127,7 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
     return cost.takeError();
   report.cost = std::move(*cost);
   report.remat = summarizeRemat(module, report.weightsBytes, report.cost.flops);
+  report.offload = summarizeOffload(module);
   report.precision = summarizePrecision(module);
   if (const ir::Attribute *split = module.getAttribute("split_batch"))
     if (split->getKind() == ir::Attribute::Kind::Int && split->getInt() > 1)
@@ -288,7 +289,23 @@ void printMemoryReportPretty(const MemoryReport &report,
   if (!report.precision.precision.empty())
     os << "  precision        " << report.precision.precision << ": "
        << report.precision.lowered << " nodes, " << report.precision.keptF32
-       << " kept in f32, " << report.precision.casts << " casts\n";
+       << " kept in f32, " << report.precision.casts << " casts";
+  if (report.precision.arenaBeforeBytes) {
+    auto ratio = [](uint64_t before, uint64_t after) {
+      return after ? double(before) / double(after) : 0.0;
+    };
+    const PrecisionSummary &p = report.precision;
+    os << "; fp32 -> " << p.precision << ": weights "
+       << formatBytes(p.weightsBeforeBytes) << " -> "
+       << formatBytes(report.weightsBytes)
+       << llvm::format(" (x%.2f)", ratio(p.weightsBeforeBytes,
+                                          report.weightsBytes))
+       << ", arena " << formatBytes(p.arenaBeforeBytes) << " -> "
+       << formatBytes(report.arenaBytes)
+       << llvm::format(" (x%.2f)", ratio(p.arenaBeforeBytes,
+                                          report.arenaBytes));
+  }
+  os << '\n';
   if (report.microBatches > 1)
     os << "  micro-batches    " << report.microBatches
        << " (the graph runs once per 1/" << report.microBatches
@@ -304,6 +321,12 @@ void printMemoryReportPretty(const MemoryReport &report,
     os << "; predicted peak " << formatBytes(remat.peakBeforeBytes) << " -> "
        << formatBytes(report.predictedPeakBytes) << '\n';
   }
+  const OffloadSummary &offload = report.offload;
+  if (offload.applied)
+    os << "  offload          " << offload.values << " values ("
+       << formatBytes(offload.bytes) << ") parked in pinned host memory; "
+       << "pinned host region " << formatBytes(offload.pinnedHostBytes)
+       << " (host memory, not in the peak)\n";
   printCostEstimatePretty(report.cost, os);
 }
 
@@ -366,7 +389,9 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
         {"dtype", report.precision.precision},
         {"nodes_lowered", int64_t(report.precision.lowered)},
         {"nodes_kept_f32", int64_t(report.precision.keptF32)},
-        {"casts", int64_t(report.precision.casts)}};
+        {"casts", int64_t(report.precision.casts)},
+        {"weights_before_bytes", int64_t(report.precision.weightsBeforeBytes)},
+        {"arena_before_bytes", int64_t(report.precision.arenaBeforeBytes)}};
   // Always present, null when remat did not run, so that readers see one
   // set of keys.
   object["remat"] = nullptr;
@@ -378,6 +403,13 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
         {"flops_before", int64_t(report.remat.flopsBefore)},
         {"peak_before_bytes", int64_t(report.remat.peakBeforeBytes)},
         {"peak_after_bytes", int64_t(report.predictedPeakBytes)}};
+  // As remat: always present, null when offload did not run.
+  object["offload"] = nullptr;
+  if (report.offload.applied)
+    object["offload"] = llvm::json::Object{
+        {"values", int64_t(report.offload.values)},
+        {"bytes", int64_t(report.offload.bytes)},
+        {"pinned_host_bytes", int64_t(report.offload.pinnedHostBytes)}};
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << '\n';
 }
 

@@ -95,6 +95,9 @@ struct MemoryReport {
   /// What rematerialization did (compiler/RematReport.h); the report shows
   /// the totals when it ran, --print-remat each decision.
   RematSummary remat;
+  /// What offload did (with --allow-offload); the pinned host region is
+  /// host memory, not part of the predicted device peak.
+  OffloadSummary offload;
   /// Copies of the graph run one after the other, each on 1/microBatches
   /// of the batch (passes/SplitBatch.cpp); 1 when it is not split.
   int64_t microBatches = 1;

@@ -36,7 +36,7 @@ std::string getImportPipeline(const PlanningOptions &planning) {
 }
 
 /// The shortest text that reads back as `seconds` (2 -> "2", 0.5 -> "0.5").
-static std::string formatSeconds(double seconds) {
+static std::string formatNumber(double seconds) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.9g", seconds);
   return buffer;
@@ -53,7 +53,7 @@ std::string getPlanningPipeline(const PlanningOptions &options) {
   double planSeconds = std::max(0.0, options.timeLimitSeconds - scheduleSeconds);
   std::string pipeline =
       options.schedule
-          ? "schedule{time-limit=" + formatSeconds(scheduleSeconds) + "},"
+          ? "schedule{time-limit=" + formatNumber(scheduleSeconds) + "},"
           : "";
   // remat plans as plan-memory will (same planner, alignment and
   // scratch), with a short limit per plan: it plans once per decision.
@@ -62,12 +62,17 @@ std::string getPlanningPipeline(const PlanningOptions &options) {
   std::string scratch =
       " target=" + options.target +
       " cublas-workspace=" + std::to_string(options.cublasWorkspaceBytes);
+  if (options.arenaBudgetBytes && options.allowOffload)
+    pipeline += "offload{arena-budget=" +
+                std::to_string(options.arenaBudgetBytes) +
+                " host-bandwidth=" + formatNumber(options.offloadBandwidthGBs) +
+                " " + shared + scratch + "},";
   if (options.arenaBudgetBytes)
     pipeline += "remat{arena-budget=" +
                 std::to_string(options.arenaBudgetBytes) + " " + shared +
                 scratch + "},";
   pipeline += "plan-memory{" + shared +
-              " time-limit=" + formatSeconds(planSeconds) + scratch + "}";
+              " time-limit=" + formatNumber(planSeconds) + scratch + "}";
   if (options.verifyPlan)
     pipeline += ",verify-plan";
   return pipeline;

@@ -12,7 +12,8 @@
 //            dedupe-weights,fuse
 //            (lower-precision{...} before fuse with --precision fp16/bf16)
 //   plan     schedule{...},plan-memory{...},verify-plan with the given options
-//            (remat{...} before plan-memory when there is an arena budget)
+//            (remat{...} before plan-memory when there is an arena budget,
+//            offload{...} before remat when offload is allowed)
 //   default  import,plan
 //
 //===----------------------------------------------------------------------===//
@@ -55,6 +56,12 @@ struct PlanningOptions {
   /// run in micro-batches (passes/SplitBatch.cpp; planWithinBudget in
   /// compiler/Driver.h). snugc --allow-micro-batches.
   bool allowMicroBatches = false;
+  /// With an arena budget: whether values may be parked in pinned host
+  /// memory across the peak (passes/Offload.cpp, before remat), and the
+  /// host link's bandwidth in GB/s it weighs the copies with (snugc
+  /// --allow-offload, --offload-bandwidth).
+  bool allowOffload = false;
+  double offloadBandwidthGBs = 25;
   /// Storage precision of weights and activations: "fp32" (as the model
   /// is), "fp16" or "bf16" (the import pipeline then runs lower-precision
   /// before fuse); keepFp32, node names and op types kept in f32 (snugc

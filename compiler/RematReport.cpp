@@ -32,8 +32,29 @@ RematSummary summarizeRemat(const ir::Module &module, uint64_t weightsBytes,
   return summary;
 }
 
-void printRemat(const RematSummary &summary, uint64_t peakAfterBytes,
-                llvm::raw_ostream &os) {
+OffloadSummary summarizeOffload(const ir::Module &module) {
+  OffloadSummary summary;
+  const ir::Attribute *decisions = module.getAttribute("offload_decisions");
+  if (!decisions || decisions->getKind() != ir::Attribute::Kind::Strings)
+    return summary;
+  summary.applied = true;
+  summary.values = unsigned(readInt(module, "offload_values"));
+  summary.bytes = readInt(module, "offload_bytes");
+  summary.pinnedHostBytes = readInt(module, "host_arena");
+  for (const std::string &line : decisions->getStrings())
+    summary.decisions.push_back(line);
+  return summary;
+}
+
+void printRemat(const RematSummary &summary, const OffloadSummary &offload,
+                uint64_t peakAfterBytes, llvm::raw_ostream &os) {
+  if (offload.applied) {
+    for (size_t i = 0; i < offload.decisions.size(); ++i)
+      os << "offload " << (i + 1) << ": " << offload.decisions[i] << '\n';
+    os << "offload: " << offload.values << " values, " << offload.bytes
+       << " B copied out and back; pinned host region "
+       << offload.pinnedHostBytes << " B\n";
+  }
   if (!summary.applied) {
     os << "remat: not run (no --memory-budget, or the weights alone are over it)\n";
     return;

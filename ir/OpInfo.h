@@ -75,6 +75,7 @@ struct OpInfo {
   bool mayRunInPlace() const { return has(op_traits::InPlace); }
   bool isCommutative() const { return has(op_traits::Commutative); }
   bool hasSideEffects() const { return has(op_traits::SideEffects); }
+  bool hasHostResult() const { return has(op_traits::HostResult); }
   bool isFoldable() const {
     return !has(op_traits::NoFold) && !hasSideEffects();
   }

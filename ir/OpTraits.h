@@ -19,6 +19,7 @@ enum : unsigned {
   Commutative = 1u << 3,
   SideEffects = 1u << 4,
   NoFold = 1u << 5,
+  HostResult = 1u << 6,
 };
 } // namespace op_traits
 } // namespace snug

@@ -208,6 +208,25 @@ void ModuleVerifier::verifyNode(const Node &node,
                         "values inside a body are not buffers");
     defined.insert(result);
   }
+  // Host-resident values (snug.offload's results, in pinned host memory)
+  // are read by snug.reload alone: every kernel reads device memory, and a
+  // graph output is handed back from the device arena.
+  for (unsigned i = 0; i < node.getNumOperands(); ++i) {
+    const Value *operand = node.getOperand(i);
+    bool onHost = operand && operand->isResult() &&
+                  operand->getDefiningNode()->getOpInfo().hasHostResult();
+    if (onHost != node.is(OpCode::SnugReload))
+      report(&node, "operand " + llvm::Twine(i) +
+                        (onHost ? " lives in pinned host memory; only "
+                                  "snug.reload reads it"
+                                : " is not in pinned host memory; "
+                                  "snug.reload reads a snug.offload result"));
+  }
+  if (info.hasHostResult())
+    for (unsigned i = 0; i < node.getNumResults(); ++i)
+      if (module.isOutput(node.getResult(i)))
+        report(&node, "result " + llvm::Twine(i) + " lives in pinned host "
+                          "memory and cannot be a graph output");
   if (node.is(OpCode::SnugFused)) {
     if (!node.hasBody())
       report(&node, "has no body");

@@ -140,6 +140,10 @@ CostRule getCostRule(OpCode op) {
   case OpCode::Tile:
   case OpCode::Transpose:
   case OpCode::SnugCast:
+  // Host offload copies: their device-side bytes; the time over the host
+  // link is passes/Offload.cpp's (its bandwidth option), not the roofline's.
+  case OpCode::SnugOffload:
+  case OpCode::SnugReload:
     return CostRule::Movement;
   case OpCode::SnugFused: // per element, as its body's ops (addCompute)
     return CostRule::Elementwise;

@@ -172,6 +172,11 @@ void LivenessBuilder::computeIntervals() {
   }
 }
 
+bool isHostResident(const ir::Value *value) {
+  return value && value->isResult() &&
+         value->getDefiningNode()->getOpInfo().hasHostResult();
+}
+
 unsigned LivenessBuilder::newBuffer(const ir::Value *value) {
   auto interval = info.intervals.lookup(value);
   LiveBuffer buffer;
@@ -180,6 +185,13 @@ unsigned LivenessBuilder::newBuffer(const ir::Value *value) {
   buffer.lastStep = interval.second;
   buffer.values.push_back(value);
   buffer.reasons.push_back("");
+  if (isHostResident(value)) {
+    // Nothing joins it (no view or in-place rule reads a host value), so
+    // the caller-owned flags, which index device buffers, skip it.
+    info.hostBuffers.push_back(std::move(buffer));
+    info.storage[value] = {unsigned(info.hostBuffers.size() - 1), 0, true};
+    return info.hostBuffers.size() - 1;
+  }
   info.buffers.push_back(std::move(buffer));
   callerOwned.push_back(value->isInput() || module.isOutput(value));
   info.storage[value] = {unsigned(info.buffers.size() - 1), 0};
@@ -246,7 +258,7 @@ bool LivenessBuilder::tryView(const ir::Node &node) {
   const ir::Value *operand = node.getOperand(0);
   const ir::Value *result = node.getResult(0);
   auto it = operand ? info.storage.find(operand) : info.storage.end();
-  if (it == info.storage.end() ||
+  if (it == info.storage.end() || it->second.host ||
       operand->getType().getByteSize() != result->getType().getByteSize())
     return false;
   return tryJoin(result, it->second.buffer, it->second.offsetInBuffer,
@@ -265,7 +277,7 @@ bool LivenessBuilder::tryInPlace(const ir::Node &node, int64_t step) {
   llvm::SmallDenseMap<unsigned, const ir::Value *, 8> operandIn;
   for (const ir::Value *operand : node.getOperands()) {
     auto it = operand ? info.storage.find(operand) : info.storage.end();
-    if (it == info.storage.end())
+    if (it == info.storage.end() || it->second.host)
       continue;
     auto inserted = operandIn.insert({it->second.buffer, operand});
     if (!inserted.second && inserted.first->second != operand)
@@ -273,7 +285,8 @@ bool LivenessBuilder::tryInPlace(const ir::Node &node, int64_t step) {
   }
   for (const ir::Value *operand : node.getOperands()) {
     auto it = operand ? info.storage.find(operand) : info.storage.end();
-    if (it == info.storage.end() || operand->getType() != result->getType())
+    if (it == info.storage.end() || it->second.host ||
+        operand->getType() != result->getType())
       continue;
     const LiveBuffer &buffer = info.buffers[it->second.buffer];
     if (buffer.lastStep != step || isCallerOwned(it->second.buffer))
@@ -307,7 +320,7 @@ void LivenessBuilder::tryConcatInPlace(const ir::Node &node) {
       return;
     uint64_t bytes = operand->getType().getByteSize();
     auto it = info.storage.find(operand);
-    bool alone = it != info.storage.end() &&
+    bool alone = it != info.storage.end() && !it->second.host &&
                  info.buffers[it->second.buffer].values.size() == 1;
     bool repeated = reads.lookup(operand) > 1;
     if (alone && operand->isResult() && !module.isOutput(operand) &&
@@ -373,8 +386,9 @@ LivenessInfo LivenessBuilder::build() {
     // profile stays an upper bound until a concat changes it.
     profile = std::make_unique<StepProfile>(info.numSteps);
     for (const auto &entry : info.intervals)
-      profile->add(entry.second.first, entry.second.second,
-                   footprint(entry.first->getType().getByteSize()));
+      if (!isHostResident(entry.first))
+        profile->add(entry.second.first, entry.second.second,
+                     footprint(entry.first->getType().getByteSize()));
     profileLimit = profile->max();
     if (options.concatPrefixes)
       prefixOf = findConcatPrefixes(module);
@@ -405,7 +419,8 @@ LivenessInfo LivenessBuilder::build() {
     if (buffer.values.empty())
       continue;
     for (const ir::Value *value : buffer.values)
-      info.storage[value].buffer = kept.size();
+      if (!info.storage[value].host)
+        info.storage[value].buffer = kept.size();
     kept.push_back(std::move(buffer));
   }
   info.buffers = std::move(kept);

@@ -20,6 +20,11 @@
 //    so an operand is only taken in when a running upper bound of the live
 //    bytes per step stays within the bound without sharing.
 // Each rule can be turned off (LivenessOptions) to measure what it saves.
+//
+// Host-resident values (results of an op with the HostResult trait, the
+// snug.offload copies) are not in the device arena: each gets a buffer of
+// its own in hostBuffers, planned apart into the pinned host region, and no
+// device buffer or step footprint counts them.
 // This file decides sharing only; offsets are MemoryPlanner's business.
 //
 //===----------------------------------------------------------------------===//
@@ -64,10 +69,18 @@ struct LiveBuffer {
 struct ValueStorage {
   unsigned buffer = 0;
   uint64_t offsetInBuffer = 0;
+  /// `buffer` indexes LivenessInfo::hostBuffers, not buffers.
+  bool host = false;
 };
+
+/// Whether `value` lives in the pinned host region (a HostResult op's
+/// result) rather than in the device arena.
+bool isHostResident(const ir::Value *value);
 
 struct LivenessInfo {
   std::vector<LiveBuffer> buffers;
+  /// Buffers of the pinned host region: one per host-resident value.
+  std::vector<LiveBuffer> hostBuffers;
   /// Every graph input and node result; weights are absent.
   llvm::DenseMap<const ir::Value *, ValueStorage> storage;
   /// Steps run from 0 to numSteps - 1 (at least 1).

@@ -24,12 +24,20 @@
 
 namespace snug {
 
+static std::vector<PlanBuffer>
+getPlanBuffers(const std::vector<LiveBuffer> &live, uint64_t alignment);
+
 std::vector<PlanBuffer> getPlanBuffers(const LivenessInfo &liveness,
                                        uint64_t alignment) {
+  return getPlanBuffers(liveness.buffers, alignment);
+}
+
+static std::vector<PlanBuffer>
+getPlanBuffers(const std::vector<LiveBuffer> &lives, uint64_t alignment) {
   std::vector<PlanBuffer> buffers;
-  buffers.reserve(liveness.buffers.size());
-  for (size_t i = 0; i < liveness.buffers.size(); ++i) {
-    const LiveBuffer &live = liveness.buffers[i];
+  buffers.reserve(lives.size());
+  for (size_t i = 0; i < lives.size(); ++i) {
+    const LiveBuffer &live = lives[i];
     PlanBuffer buffer;
     buffer.id = i;
     buffer.bytes = live.bytes;
@@ -151,21 +159,30 @@ readRecordedPlan(const ir::Module &module, const LivenessOptions &sharing,
       plan.planner = planner->getString().str();
   plan.sharing = sharing;
   plan.numSteps = liveness.numSteps;
-  for (LiveBuffer &live : liveness.buffers) {
-    const ir::Value *root = live.values.front();
-    if (!root->getArenaOffset())
-      return planError("value " + root->describe() +
-                       " has no arena offset; the plan is incomplete");
-    ArenaBuffer buffer;
-    buffer.offset = *root->getArenaOffset() -
-                    liveness.storage.lookup(root).offsetInBuffer;
-    buffer.bytes = live.bytes;
-    buffer.firstStep = live.firstStep;
-    buffer.lastStep = live.lastStep;
-    buffer.values = std::move(live.values);
-    buffer.reasons = std::move(live.reasons);
-    plan.buffers.push_back(std::move(buffer));
-  }
+  plan.hostArenaBytes = getIntAttribute(module, "host_arena");
+  auto addBuffers = [&](std::vector<LiveBuffer> &lives,
+                        std::vector<ArenaBuffer> &into) -> llvm::Error {
+    for (LiveBuffer &live : lives) {
+      const ir::Value *root = live.values.front();
+      if (!root->getArenaOffset())
+        return planError("value " + root->describe() +
+                         " has no arena offset; the plan is incomplete");
+      ArenaBuffer buffer;
+      buffer.offset = *root->getArenaOffset() -
+                      liveness.storage.lookup(root).offsetInBuffer;
+      buffer.bytes = live.bytes;
+      buffer.firstStep = live.firstStep;
+      buffer.lastStep = live.lastStep;
+      buffer.values = std::move(live.values);
+      buffer.reasons = std::move(live.reasons);
+      into.push_back(std::move(buffer));
+    }
+    return llvm::Error::success();
+  };
+  if (llvm::Error error = addBuffers(liveness.buffers, plan.buffers))
+    return error;
+  if (llvm::Error error = addBuffers(liveness.hostBuffers, plan.hostBuffers))
+    return error;
   auto nodes = module.getNodes();
   for (const RecordedScratch &entry : *scratch) {
     ArenaBuffer buffer;
@@ -229,10 +246,24 @@ planModuleMemory(ir::Module &module, const PlanMemoryOptions &options) {
                        "planner; --planner=none avoids it): " +
                        toString(std::move(error)));
 
+  // The pinned host region (offloaded values) is packed apart, by the same
+  // planner; its offsets are relative to that region.
+  std::vector<PlanBuffer> hostBuffers =
+      getPlanBuffers(liveness.hostBuffers, options.alignment);
+  llvm::Expected<MemoryPlan> hostPlan = planMemory(hostBuffers, options.planner);
+  if (!hostPlan)
+    return hostPlan.takeError();
+  if (options.verify)
+    if (llvm::Error error = verifyMemoryPlan(hostBuffers, *hostPlan))
+      return planError("the host memory plan does not verify (a bug in "
+                       "snug's planner): " +
+                       toString(std::move(error)));
+
   for (const std::unique_ptr<ir::Value> &argument : module.getArguments())
     argument->setArenaOffset(llvm::None);
   for (const auto &entry : liveness.storage) {
-    uint64_t offset = plan->offsets[entry.second.buffer] +
+    const MemoryPlan &region = entry.second.host ? *hostPlan : *plan;
+    uint64_t offset = region.offsets[entry.second.buffer] +
                       entry.second.offsetInBuffer;
     const_cast<ir::Value *>(entry.first)->setArenaOffset(offset);
   }
@@ -253,6 +284,10 @@ planModuleMemory(ir::Module &module, const PlanMemoryOptions &options) {
   setInt("lower_bound", plan->lowerBoundBytes);
   setInt("lower_bound_unshared", unsharedBound);
   setInt("no_reuse", plan->noReuseBytes);
+  if (liveness.hostBuffers.empty())
+    module.removeAttribute("host_arena");
+  else
+    setInt("host_arena", hostPlan->arenaBytes);
   module.setAttribute("peak_step", ir::Attribute::getInt(plan->peakStep));
   module.setAttribute("planner", ir::Attribute::getString(
                                      getPlannerStrategyName(plan->strategy)));

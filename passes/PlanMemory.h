@@ -12,7 +12,8 @@
 //   - every graph input and node result: `{offset = N}`;
 //   - module attributes: alignment, arena, lower_bound,
 //     lower_bound_unshared, no_reuse, peak_step, planner, sharing (the rules
-//     liveness applied), and scratch = [step, offset, bytes, ...], one
+//     liveness applied), host_arena (the pinned host region's bytes, absent
+//     without offloaded values; their offsets are into it), and scratch = [step, offset, bytes, ...], one
 //     triple per node with scratch memory (absent when there is none).
 // What follows from them (which values share a buffer, every live
 // interval) is a deterministic function of the schedule and the recorded
@@ -81,6 +82,10 @@ struct ModuleMemoryPlan {
   /// Value buffers first (in liveness order), then scratch buffers in step
   /// order.
   std::vector<ArenaBuffer> buffers;
+  /// The pinned host region: its bytes and its buffers (one per offloaded
+  /// value; offsets relative to the region). Not part of the device peak.
+  uint64_t hostArenaBytes = 0;
+  std::vector<ArenaBuffer> hostBuffers;
   /// Per graph input and node result: the step that defines it and the
   /// last that needs it.
   llvm::DenseMap<const ir::Value *, std::pair<int64_t, int64_t>> intervals;

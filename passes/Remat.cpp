@@ -88,13 +88,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
+#include "passes/BudgetSearch.h"
 #include "passes/CostModel.h"
 #include "passes/PlanMemory.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -124,39 +124,6 @@ private:
   unsigned maxTries = 16;
   double timeLimitSeconds = 60;
 };
-
-/// How good a plan is: compared lexicographically.
-struct PlanScore {
-  uint64_t arena = 0, bound = 0, stepsAtBound = 0;
-  bool operator<(const PlanScore &other) const {
-    return std::tie(arena, bound, stepsAtBound) <
-           std::tie(other.arena, other.bound, other.stepsAtBound);
-  }
-};
-
-uint64_t alignUp(uint64_t value, uint64_t align) {
-  return (value + align - 1) / align * align;
-}
-
-/// The footprints live at each step (and a zero past the last).
-std::vector<uint64_t> getLiveBytes(const ModuleMemoryPlan &plan) {
-  std::vector<uint64_t> live(plan.numSteps + 1, 0);
-  for (const ArenaBuffer &buffer : plan.buffers) {
-    uint64_t bytes = alignUp(buffer.bytes, plan.alignment);
-    for (int64_t s = buffer.firstStep; s <= buffer.lastStep; ++s)
-      live[s] += bytes;
-  }
-  return live;
-}
-
-PlanScore scorePlan(const ModuleMemoryPlan &plan) {
-  std::vector<uint64_t> live = getLiveBytes(plan);
-  PlanScore score{plan.arenaBytes, plan.lowerBoundBytes, 0};
-  uint64_t peak = *std::max_element(live.begin(), live.end());
-  for (uint64_t bytes : live)
-    score.stepsAtBound += bytes == peak;
-  return score;
-}
 
 /// A value to recompute and what it would take: the nodes to copy (its
 /// producer and the ancestors whose results died before the peak, in
@@ -303,7 +270,7 @@ std::vector<Candidate> Decider::collect() const {
       Candidate candidate;
       candidate.buffer = &buffer;
       candidate.root = const_cast<ir::Value *>(root);
-      candidate.saving = int64_t(alignUp(buffer.bytes, plan.alignment));
+      candidate.saving = int64_t(alignBytesUp(buffer.bytes, plan.alignment));
       // The copies read what is live at the peak anyway for free; a value
       // that died before it is recomputed too (up to `limit` nodes), or
       // kept alive across the peak, which costs its bytes.
@@ -328,7 +295,7 @@ std::vector<Candidate> Decider::collect() const {
             work.push_back(producer);
           } else if (kept.insert(operand).second) {
             candidate.saving -= int64_t(
-                alignUp(operand->getType().getByteSize(), plan.alignment));
+                alignBytesUp(operand->getType().getByteSize(), plan.alignment));
           }
         }
       }
@@ -526,16 +493,6 @@ void redo(ir::Module &module, Change &change, const Snapshot &snapshot) {
   }
 }
 
-std::string describeBytes(uint64_t bytes) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (bytes >= (uint64_t(1) << 20))
-    os << llvm::format("%.2f MiB", double(bytes) / double(1 << 20));
-  else
-    os << llvm::format("%.1f KiB", double(bytes) / 1024.0);
-  return os.str();
-}
-
 } // namespace
 
 llvm::Error Remat::setOption(llvm::StringRef key, llvm::StringRef value) {
@@ -664,8 +621,8 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
       os << "recompute " << what << " (" << bytes
          << " B, from " << producer << ") to just before " << before
          << ": live across peak step " << peakStep << "; arena "
-         << describeBytes(plan->arenaBytes) << " -> "
-         << describeBytes(trial->arenaBytes);
+         << describeDecisionBytes(plan->arenaBytes) << " -> "
+         << describeDecisionBytes(trial->arenaBytes);
       decisions.push_back(os.str());
       recordOrigins(change);
       changes.push_back(std::move(change));

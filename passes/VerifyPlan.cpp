@@ -9,7 +9,8 @@
 // a buffer of its own, so a wrong alias shows up as an overlap. Scratch
 // buffers (the module's `scratch` triples) are checked as buffers live at
 // their node's step, aligned to 256 bytes (cublasSetWorkspace's rule) or the
-// arena alignment if larger. It reads the recorded offsets and re-derives
+// arena alignment if larger. Offloaded values (the pinned host region) are
+// checked apart against `host_arena`. It reads the recorded offsets and re-derives
 // liveness itself rather than through getModuleMemoryPlan, so a bug there
 // cannot hide a bad plan from it. Changes nothing. plan-memory verifies its own plans; this pass is for plans that
 // come from elsewhere and for `--verify-plan` in release builds.
@@ -138,7 +139,33 @@ llvm::Expected<bool> VerifyPlan::run(ir::Module &module) {
            << buffers[i].lastStep << "]";
     return planError("the memory plan is invalid: " + os.str());
   }
-  addStatistic("buffers-checked", buffers.size());
+  // The pinned host region: offloaded values, one buffer each, checked the
+  // same way against `host_arena`.
+  std::vector<PlanBuffer> hostBuffers;
+  MemoryPlan hostPlan;
+  const ir::Attribute *hostArena = module.getAttribute("host_arena");
+  hostPlan.arenaBytes = hostArena && hostArena->getKind() ==
+                                         ir::Attribute::Kind::Int
+                            ? uint64_t(std::max<int64_t>(0, hostArena->getInt()))
+                            : 0;
+  for (const LiveBuffer &live : liveness.hostBuffers) {
+    const ir::Value *value = live.values.front();
+    if (!value->getArenaOffset())
+      return planError("value " + value->describe() +
+                       " has no host region offset");
+    PlanBuffer buffer;
+    buffer.id = hostBuffers.size();
+    buffer.bytes = live.bytes;
+    buffer.alignment = alignment;
+    buffer.firstStep = live.firstStep;
+    buffer.lastStep = live.lastStep;
+    hostBuffers.push_back(buffer);
+    hostPlan.offsets.push_back(*value->getArenaOffset());
+  }
+  if (llvm::Error error = verifyMemoryPlan(hostBuffers, hostPlan))
+    return planError("the pinned host plan is invalid: " +
+                     toString(std::move(error)));
+  addStatistic("buffers-checked", buffers.size() + hostBuffers.size());
   return false;
 }
 

@@ -165,6 +165,15 @@ snug_status snug_bundle_sizes(const snug_bundle *handle, snug_sizes *sizes) {
   return SNUG_OK;
 }
 
+snug_status snug_bundle_pinned_host_bytes(const snug_bundle *handle,
+                                          uint64_t *bytes) {
+  if (!handle || !bytes)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "snug_bundle_pinned_host_bytes: null argument");
+  *bytes = handle->bundle->hostSize;
+  return SNUG_OK;
+}
+
 static const std::vector<TensorDesc> *ioList(const snug_bundle *handle,
                                              bool inputs) {
   return inputs ? &handle->bundle->inputs : &handle->bundle->outputs;

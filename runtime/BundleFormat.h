@@ -32,13 +32,19 @@
 //     HostPlan   ops in schedule order: name, attributes, operand and result
 //                locations (absent | arena offset | weights offset), and
 //                from version 3 an op body
+//     PinnedHost (optional): u64 bytes of the pinned host region, where
+//                offloaded values (snug.offload results) sit between their
+//                copy out and their copy back; Host locations lie in it.
+//                Readers from before it skip the section and then refuse
+//                the bundle for its unknown location kind.
 //     DevicePlan, KernelImages (optional, together): the CUDA launch plan and
 //                the kernels' cubins and PTX; see runtime/DevicePlan.h.
 //
 // The encoding inside Manifest and HostPlan is a flat stream: u8/u32/u64/i64/
 // f32 little-endian, a string is u32 length + bytes (no terminator), a list is
 // u32 count + elements. A location is u8 kind, u8 dtype, u16 zero, u32 rank,
-// rank x i64 dims, u64 offset. An attribute is string name, u8 kind, value.
+// rank x i64 dims, u64 offset (into the arena, the weights or the pinned host
+// region, by kind). An attribute is string name, u8 kind, value.
 //
 // A host plan op is: string op name, string node name, list of attributes,
 // list of operand locations, list of result locations, and (from version 3)
@@ -109,9 +115,12 @@ enum SectionKind : uint32_t {
   KernelImages = 5,      // cubin per arch + PTX
   ExternalWeights = 6,   // instead of Weights: the weights are in a file
                          // beside the bundle (snugc --weights=external)
+  PinnedHost = 7,        // u64 bytes of the pinned host region (offload)
 };
 
-enum LocationKind : uint8_t { Absent = 0, Arena = 1, Weight = 2 };
+/// Host: the pinned host region (only snug.offload results and the
+/// snug.reload operands that read them).
+enum LocationKind : uint8_t { Absent = 0, Arena = 1, Weight = 2, Host = 3 };
 
 enum AttrKind : uint8_t {
   AttrInt = 1,

@@ -189,15 +189,16 @@ bool hasBoundedDims(const std::vector<int64_t> &dims) {
   return true;
 }
 
-/// Reads a location and checks it against the arena and the weights.
-bool readLocation(Cursor &cursor, Location &location, uint64_t arenaSize,
-                  uint64_t weightsSize, const std::string &what) {
+/// Reads a location and checks it against its region of `b`: the arena,
+/// the weights or the pinned host region.
+bool readLocation(Cursor &cursor, Location &location, const Bundle &b,
+                  const std::string &what) {
   uint16_t reserved;
   uint32_t rank;
   if (!cursor.u8(location.kind) || !cursor.u8(location.dtype) ||
       !cursor.u16(reserved) || !cursor.count(rank, 8))
     return false;
-  if (location.kind > Weight)
+  if (location.kind > Host)
     return cursor.fail(what + ": unknown location kind " +
                        std::to_string(location.kind));
   if (rank > kMaxRank)
@@ -225,13 +226,17 @@ bool readLocation(Cursor &cursor, Location &location, uint64_t arenaSize,
                        " are too large");
   location.bytes = *bytes;
   location.numElements = int64_t(*bytes / elementSize);
-  uint64_t space = location.kind == Arena ? arenaSize : weightsSize;
+  uint64_t space = location.kind == Arena    ? b.arenaSize
+                   : location.kind == Weight ? b.weightsSize
+                                             : b.hostSize;
   if (location.offset > space || location.bytes > space - location.offset)
     return cursor.fail(what + ": " + std::to_string(location.bytes) +
                        " bytes at offset " + std::to_string(location.offset) +
                        " lie outside the " +
-                       (location.kind == Arena ? "arena" : "weights") + " (" +
-                       std::to_string(space) + " bytes)");
+                       (location.kind == Arena    ? "arena"
+                        : location.kind == Weight ? "weights"
+                                                  : "pinned host region") +
+                       " (" + std::to_string(space) + " bytes)");
   if (location.kind == Weight && location.offset % elementSize)
     return cursor.fail(what + ": misaligned weight offset");
   return true;
@@ -330,10 +335,10 @@ bool readManifest(Cursor &cursor, Bundle &b) {
       std::string what = std::string(isInput ? "input " : "output ") +
                          std::to_string(i);
       if (!cursor.string(desc.name) ||
-          !readLocation(cursor, desc.location, b.arenaSize, b.weightsSize,
+          !readLocation(cursor, desc.location, b,
                         what + " '" + desc.name + "'"))
         return false;
-      if (desc.location.kind == Absent ||
+      if (desc.location.kind == Absent || desc.location.kind == Host ||
           (isInput && desc.location.kind != Arena))
         return cursor.fail(what + " '" + desc.name +
                            "' has no arena location");
@@ -485,8 +490,7 @@ bool readHostPlan(Cursor &cursor, Bundle &b) {
         std::string what = op.describe(i) +
                            (list == &op.operands ? " operand " : " result ") +
                            std::to_string(k);
-        if (!readLocation(cursor, (*list)[k], b.arenaSize, b.weightsSize,
-                          what))
+        if (!readLocation(cursor, (*list)[k], b, what))
           return false;
         if (list == &op.results && (*list)[k].kind == Weight)
           return cursor.fail(what + " is a weight");
@@ -696,17 +700,24 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
       if (!cursor.u8(step.copy.src.kind) || !cursor.u64(step.copy.src.value) ||
           !cursor.u64(step.copy.bytes))
         return false;
-      if (step.copy.dst.kind != ArgArena || !step.copy.src.isPointer())
-        return cursor.fail(what + ": copy must go into the arena");
+      // Into the arena from any region, or out of the arena into the
+      // pinned host region (offload).
+      if (!step.copy.src.isPointer() ||
+          !(step.copy.dst.kind == ArgArena ||
+            (step.copy.dst.kind == ArgHost && step.copy.src.kind == ArgArena)))
+        return cursor.fail(what + ": copy must go into the arena, or from "
+                                  "it into the pinned host region");
       for (const DeviceArg *arg : {&step.copy.dst, &step.copy.src}) {
-        uint64_t space = arg->kind == ArgArena ? plan.arenaBytes : b.weightsSize;
+        uint64_t space = arg->kind == ArgArena    ? plan.arenaBytes
+                         : arg->kind == ArgWeight ? b.weightsSize
+                                                  : b.hostSize;
         if (arg->value > space || step.copy.bytes > space - arg->value)
           return cursor.fail(what + ": copy of " +
                              std::to_string(step.copy.bytes) +
                              " bytes lies outside its region");
       }
       // cuMemcpy of overlapping ranges is undefined.
-      if (step.copy.src.kind == ArgArena && step.copy.bytes &&
+      if (step.copy.src.kind == step.copy.dst.kind && step.copy.bytes &&
           step.copy.src.value != step.copy.dst.value &&
           step.copy.src.value < step.copy.dst.value + step.copy.bytes &&
           step.copy.dst.value < step.copy.src.value + step.copy.bytes)
@@ -869,7 +880,7 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
   struct Section {
     uint64_t offset = 0, size = 0;
     bool present = false;
-  } sections[ExternalWeights + 1];
+  } sections[PinnedHost + 1];
   uint64_t tableEnd = header + uint64_t(sectionCount) * kSectionEntrySize;
   for (uint32_t i = 0; i < sectionCount; ++i) {
     const uint8_t *entry = base + header + i * kSectionEntrySize;
@@ -879,7 +890,7 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
         offset % kSectionAlignment)
       return fail("section " + std::to_string(i) + " (kind " +
                   std::to_string(kind) + ") lies outside the file");
-    if (kind >= Manifest && kind <= ExternalWeights) {
+    if (kind >= Manifest && kind <= PinnedHost) {
       if (sections[kind].present)
         return fail("duplicate section kind " + std::to_string(kind));
       sections[kind] = {offset, length, true};
@@ -895,6 +906,20 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
                     ? "both embedded and external weights"
                     : "missing weights section");
 
+  // Before the manifest: its locations and the host plan's are checked
+  // against the pinned host region.
+  if (sections[PinnedHost].present) {
+    Cursor pinned(base + sections[PinnedHost].offset,
+                  sections[PinnedHost].size, "pinned host");
+    if (!pinned.u64(b.hostSize))
+      return fail(pinned.getError());
+    if (pinned.remaining())
+      return fail("pinned host section has trailing bytes");
+    if (b.hostSize > kMaxTensorBytes)
+      return fail("pinned host region of " + std::to_string(b.hostSize) +
+                  " bytes exceeds the limit of " +
+                  std::to_string(kMaxTensorBytes));
+  }
   Cursor manifest(base + sections[Manifest].offset, sections[Manifest].size,
                   "manifest");
   if (!readManifest(manifest, b))

@@ -131,6 +131,8 @@ public:
   uint64_t arenaSize = 0;
   uint64_t alignment = 0;
   uint64_t weightsSize = 0;
+  /// The pinned host region offloaded values use (0 without offload).
+  uint64_t hostSize = 0;
   uint64_t lowerBound = 0;
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;

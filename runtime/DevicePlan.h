@@ -29,7 +29,9 @@
 //     Gemm:   u8 dtype, u8 transA, u8 transB, i32 m, n, k, i32 batch,
 //             i64 lda, ldb, ldc, strideA, strideB, strideC, f32 alpha, beta,
 //             arg a, arg b, arg c, u64 workspace offset, u64 workspace bytes
-//     Copy:   arg dst, arg src, u64 bytes
+//     Copy:   arg dst, arg src, u64 bytes (into the arena from the arena,
+//             the weights or the pinned host region, or into the pinned
+//             host region from the arena: the offload copies)
 //   an arg is u8 kind + u64 value (offset, or the scalar's bits)
 // Version 1 (read, never written) had one workspace for every GEMM: the
 // header was u64 device arena bytes, u64 workspace offset, u64 workspace
@@ -55,15 +57,19 @@ enum DeviceArgKind : uint8_t {
   ArgI32 = 3,    // scalar, value holds the bits
   ArgI64 = 4,
   ArgF32 = 5,
+  ArgHost = 6,   // pinned host region + offset (offload copies only)
 };
 
 struct DeviceArg {
   uint8_t kind = 0;
   uint64_t value = 0;
 
-  bool isPointer() const { return kind == ArgArena || kind == ArgWeight; }
+  bool isPointer() const {
+    return kind == ArgArena || kind == ArgWeight || kind == ArgHost;
+  }
   static DeviceArg arena(uint64_t offset) { return {ArgArena, offset}; }
   static DeviceArg weight(uint64_t offset) { return {ArgWeight, offset}; }
+  static DeviceArg host(uint64_t offset) { return {ArgHost, offset}; }
 };
 
 enum DeviceStepKind : uint8_t { StepLaunch = 1, StepGemm = 2, StepCopy = 3 };

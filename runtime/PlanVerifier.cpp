@@ -543,9 +543,21 @@ std::string checkHostOp(const PlanOp &op) {
   for (int k = 0; k < spec->minOperands; ++k)
     if (!op.operands[k].isPresent())
       return "operand " + std::to_string(k) + " is required but absent";
+  // The pinned host region holds snug.offload's results, read by
+  // snug.reload alone (every kernel reads and writes the arena).
+  bool hostResult = spec->traits & op_traits::HostResult;
   for (size_t k = 0; k < op.results.size(); ++k)
-    if (op.results[k].kind != Arena)
-      return "result " + std::to_string(k) + " has no arena location";
+    if (op.results[k].kind != (hostResult ? Host : Arena))
+      return "result " + std::to_string(k) +
+             (hostResult ? " is not in the pinned host region"
+                         : " has no arena location");
+  bool readsHost = op.opName == "snug.reload";
+  for (size_t k = 0; k < op.operands.size(); ++k)
+    if (op.operands[k].isPresent() && (op.operands[k].kind == Host) != readsHost)
+      return "operand " + std::to_string(k) +
+             (readsHost ? " is not in the pinned host region"
+                        : " is in the pinned host region, which only "
+                          "snug.reload reads");
   if (op.hasBody)
     for (size_t i = 0; i < op.body.ops.size(); ++i) {
       const BodyOp &inner = op.body.ops[i];

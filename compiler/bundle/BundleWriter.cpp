@@ -87,6 +87,8 @@ private:
   const ir::Module &module;
   const BundleOptions &options;
   uint64_t arenaSize = 0;
+  /// The pinned host region (the module's host_arena; 0 without offload).
+  uint64_t hostSize = 0;
   llvm::DenseMap<const ir::Value *, uint64_t> weightOffsets;
   Sink weights;
 };
@@ -209,16 +211,20 @@ llvm::Error Writer::writeLocation(Sink &sink, const ir::Value *value) {
     kind = Weight;
     offset = weightOffsets.lookup(value);
   } else {
-    kind = Arena;
+    bool onHost = value->isResult() &&
+                  value->getDefiningNode()->getOpInfo().hasHostResult();
+    kind = onHost ? Host : Arena;
+    uint64_t space = onHost ? hostSize : arenaSize;
     if (!value->getArenaOffset())
       return makeError(describeValue(value) +
                        " has no arena offset (run plan-memory first)");
     offset = *value->getArenaOffset();
-    if (offset > arenaSize || type.getByteSize() > arenaSize - offset)
+    if (offset > space || type.getByteSize() > space - offset)
       return makeError(describeValue(value) + " (" +
                        llvm::Twine(type.getByteSize()) + " bytes at offset " +
-                       llvm::Twine(offset) + ") lies outside the arena of " +
-                       llvm::Twine(arenaSize) + " bytes");
+                       llvm::Twine(offset) + ") lies outside the " +
+                       (onHost ? "pinned host region" : "arena") + " of " +
+                       llvm::Twine(space) + " bytes");
   }
   sink.u8(kind), sink.u8(getBundleDTypeCode(type.getDType())), sink.u16(0);
   sink.u32(type.getRank());
@@ -345,6 +351,9 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
                      "' has no memory plan (no 'arena' attribute); run "
                      "plan-memory before writing a bundle");
   arenaSize = uint64_t(arena->getInt());
+  if (const ir::Attribute *host = module.getAttribute("host_arena"))
+    if (host->getKind() == ir::Attribute::Kind::Int && host->getInt() > 0)
+      hostSize = uint64_t(host->getInt());
   auto intAttr = [&](llvm::StringRef name, uint64_t fallback) {
     const ir::Attribute *attr = module.getAttribute(name);
     return attr && attr->getKind() == ir::Attribute::Kind::Int &&
@@ -425,6 +434,11 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
     sections.push_back({Weights, &weights.bytes});
   }
   sections.push_back({HostPlan, &plan.bytes});
+  Sink pinned;
+  if (hostSize) {
+    pinned.u64(hostSize);
+    sections.push_back({PinnedHost, &pinned.bytes});
+  }
   Sink device, images;
   if (options.devicePlan && options.kernelImages) {
     writeDevicePlan(device, *options.devicePlan);

@@ -291,7 +291,10 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
             llvm::inconvertibleErrorCode(),
             "internal error: value '" + value->getName().str() +
                 "' has no arena offset");
-      ref.place = DeviceArg::arena(*value->getArenaOffset());
+      bool onHost = value->isResult() &&
+                    value->getDefiningNode()->getOpInfo().hasHostResult();
+      ref.place = onHost ? DeviceArg::host(*value->getArenaOffset())
+                         : DeviceArg::arena(*value->getArenaOffset());
     }
     return ref;
   };
@@ -387,6 +390,7 @@ std::string describeDevicePlan(const DevicePlan &plan) {
     switch (a.kind) {
     case ArgArena: os << "arena+" << a.value; break;
     case ArgWeight: os << "weights+" << a.value; break;
+    case ArgHost: os << "pinned+" << a.value; break;
     case ArgI32: os << "i32 " << int32_t(a.value); break;
     case ArgI64: os << "i64 " << int64_t(a.value); break;
     case ArgF32: {

@@ -1083,7 +1083,16 @@ llvm::Error emitRange(EmitContext &context) {
   return llvm::Error::success();
 }
 
+/// snug.offload / snug.reload: one copy step between the arena and the
+/// pinned host region (the operand's and result's places say which way).
+llvm::Error emitHostCopy(EmitContext &context) {
+  context.copy(context.out().place, context.in(0).place, context.out().bytes);
+  return llvm::Error::success();
+}
+
 const EmitterEntry kDataMovementEmitters[] = {
+    {ir::OpCode::SnugOffload, emitHostCopy},
+    {ir::OpCode::SnugReload, emitHostCopy},
     {ir::OpCode::Transpose, emitTranspose},
     {ir::OpCode::Concat, emitConcat},
     {ir::OpCode::Split, emitSplit},

@@ -24,11 +24,13 @@ from ._errors import (BindingError, BudgetError, BundleError, DeviceError,
                       Error, OutOfMemoryError, UnsupportedOpError,
                       from_runtime_status, _RuntimeStatus)
 from ._report import (FusionSummary, LiveTensor, MemoryReport, RematSummary,
+                      OffloadSummary,
                       UnsupportedOp)
 
 __version__ = _snug.version
 __all__ = ["plan", "compile", "load", "Session", "Bundle", "TensorInfo",
            "Sizes", "MemoryReport", "LiveTensor", "FusionSummary", "RematSummary",
+           "OffloadSummary",
            "UnsupportedOp", "Error",
            "UnsupportedOpError", "BindingError", "BudgetError",
            "OutOfMemoryError", "BundleError", "DeviceError", "parse_size"]
@@ -47,6 +49,8 @@ _OPTIONS = {
     "cublas_workspace": int,   # --cublas-workspace
     "memory_budget": None,     # --memory-budget: bytes or "20GiB"
     "allow_micro_batches": bool,  # --allow-micro-batches
+    "allow_offload": bool,     # --allow-offload
+    "offload_bandwidth": float,  # --offload-bandwidth (GB/s)
     "precision": str,          # --precision=fp32|fp16|bf16
     "keep_fp32": str,          # --keep-fp32: "NAME,OP,..."
     "io_precision": str,       # --io-precision=model|lowered
@@ -189,7 +193,9 @@ def plan(model: ModelLike, dims: Optional[Mapping[str, int]] = None,
     --input). options mirror snugc's flags: planner, alignment, time_limit,
     schedule, verify_plan, target, arch, cublas_workspace, memory_budget
     ("20GiB": a BudgetError when the predicted peak is over it),
-    allow_micro_batches (with a budget remat cannot meet), passes,
+    allow_micro_batches (with a budget remat cannot meet), allow_offload
+    and offload_bandwidth (GB/s: values may wait in pinned host memory
+    where moving them is cheaper than recomputing them), passes,
     disable_pass. `name` heads the report (default: the file name, or
     model.onnx)."""
     return _report(_plan(model, dims, inputs, name, options))

@@ -52,13 +52,27 @@ class RematSummary:
 
 
 @dataclass(frozen=True)
+class OffloadSummary:
+    """What offload did under memory_budget with allow_offload: values
+    parked in pinned host memory across the peak, the bytes copied out (and
+    back), and the pinned host region the runtime allocates (host memory,
+    not part of the predicted device peak)."""
+    values: int
+    bytes: int
+    pinned_host_bytes: int
+
+
+@dataclass(frozen=True)
 class PrecisionSummary:
     """What precision lowering did: the lowered dtype, the nodes computing
-    in it and in f32, and the casts inserted."""
+    in it and in f32, the casts inserted, and the weights and arena the
+    same model plans to in fp32 (0 when not recorded)."""
     dtype: str
     nodes_lowered: int
     nodes_kept_f32: int
     casts: int
+    weights_before_bytes: int
+    arena_before_bytes: int
 
 
 @dataclass(eq=True)
@@ -106,6 +120,8 @@ class MemoryReport:
     remat: Optional[RematSummary]
     # None without precision lowering.
     precision: Optional[PrecisionSummary]
+    # None when offload did not run (no allow_offload).
+    offload: Optional[OffloadSummary]
     _pretty: str = field(default="", repr=False, compare=False)
     _planned: Any = field(default=None, repr=False, compare=False)
 
@@ -125,6 +141,8 @@ class MemoryReport:
             data["remat"] = RematSummary(**data["remat"])
         if data["precision"] is not None:
             data["precision"] = PrecisionSummary(**data["precision"])
+        if data["offload"] is not None:
+            data["offload"] = OffloadSummary(**data["offload"])
         return cls(**data, _pretty=pretty, _planned=planned)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -133,7 +151,8 @@ class MemoryReport:
             value = getattr(self, name)
             if name == "live_at_peak":
                 return [dataclasses.asdict(t) for t in value]
-            if name in ("fusion", "remat", "precision") and value is not None:
+            if (name in ("fusion", "remat", "precision", "offload")
+                    and value is not None):
                 return dataclasses.asdict(value)
             return value
         return {f.name: plain(f.name)

@@ -169,6 +169,9 @@ Planned planModel(const std::string &path, const std::string &modelName,
   driver.memoryBudgetBytes = optionOr<uint64_t>(options, "memory_budget", 0);
   planning.allowMicroBatches =
       optionOr<bool>(options, "allow_micro_batches", false);
+  planning.allowOffload = optionOr<bool>(options, "allow_offload", false);
+  planning.offloadBandwidthGBs =
+      optionOr<double>(options, "offload_bandwidth", 25.0);
   if (planning.target == "cuda" && !snug::cuda::isNvrtcAvailable())
     raiseError(llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -109,3 +109,19 @@ def test_micro_batches_meet_a_budget_remat_cannot():
                       allow_micro_batches=True)
     assert split.micro_batches > 1
     assert split.predicted_peak_bytes <= budget < report.predicted_peak_bytes
+
+
+def test_offload_parks_a_value_remat_cannot_recompute():
+    # tests/lit/snugc/offload.test: the graph input x, live across the
+    # peak, waits in pinned host memory: 1792 B -> 1536 B.
+    model = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "lit",
+                         "snugc", "Inputs", "skip.onnxtxt")
+    report = snug.plan(model, target="host", memory_budget=1600,
+                       allow_offload=True)
+    assert report.offload == snug.OffloadSummary(
+        values=1, bytes=256, pinned_host_bytes=256)
+    assert report.predicted_peak_bytes == 1536
+    assert snug.plan(model, target="host", memory_budget=1600).offload is None
+    with pytest.raises(snug.Error, match="offload-bandwidth"):
+        snug.plan(model, target="host", memory_budget=1600,
+                  allow_offload=True, offload_bandwidth=-1.0)

@@ -44,6 +44,8 @@ namespace cuda {
   X(MemGetInfo, cuMemGetInfo)                                                  \
   X(MemAlloc, cuMemAlloc)                                                      \
   X(MemFree, cuMemFree)                                                        \
+  X(MemHostAlloc, cuMemHostAlloc)                                              \
+  X(MemFreeHost, cuMemFreeHost)                                                \
   X(MemcpyHtoDAsync, cuMemcpyHtoDAsync)                                        \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync)                                        \
   X(MemcpyDtoDAsync, cuMemcpyDtoDAsync)                                        \

@@ -146,6 +146,18 @@ Status CudaExecutor::setUp(const CudaSessionOptions &options) {
   }
   stats.arenaBytes = plan.arenaBytes;
   stats.weightsBytes = bundle.weightsSize;
+  // Host memory, not device memory: not in allocatedBytes (the device
+  // prediction), reported on its own.
+  if (bundle.hostSize) {
+    if (CUresult r = driver.MemHostAlloc(&pinned, bundle.hostSize, 0))
+      return Status(r == CUDA_ERROR_OUT_OF_MEMORY ? SNUG_ERROR_OUT_OF_MEMORY
+                                                  : SNUG_ERROR_RUNTIME,
+                    "bundle '" + bundle.path +
+                        "': cannot allocate the pinned host region (" +
+                        std::to_string(bundle.hostSize) + " bytes): " +
+                        driver.describe(r));
+    stats.pinnedHostBytes = bundle.hostSize;
+  }
 
   // Straight from the mapped bundle, in bounded chunks: no second host copy
   // of the weights, and the driver stages at most one chunk at a time.
@@ -318,6 +330,8 @@ Status CudaExecutor::warmUpCublas() {
 }
 
 CUdeviceptr CudaExecutor::resolve(const DeviceArg &arg) const {
+  if (arg.kind == bundle::ArgHost)
+    return reinterpret_cast<CUdeviceptr>(pinned) + arg.value;
   return (arg.kind == bundle::ArgArena ? arena : weights) + arg.value;
 }
 
@@ -380,6 +394,11 @@ Status CudaExecutor::resolveSteps() {
       step.a = resolve(from.copy.src);
       step.c = resolve(from.copy.dst);
       step.bytes = from.copy.bytes;
+      step.copyDirection = from.copy.dst.kind == bundle::ArgHost
+                               ? Step::Direction::DeviceToHost
+                           : from.copy.src.kind == bundle::ArgHost
+                               ? Step::Direction::HostToDevice
+                               : Step::Direction::DeviceToDevice;
       break;
     }
   }
@@ -408,6 +427,8 @@ CudaExecutor::~CudaExecutor() {
     (void)driver.MemFree(weights);
   if (ownsArena)
     (void)driver.MemFree(arena);
+  if (pinned)
+    (void)driver.MemFreeHost(pinned);
   if (startEvent)
     (void)driver.EventDestroy(startEvent);
   if (endEvent)
@@ -470,8 +491,25 @@ Status CudaExecutor::enqueueStep(const Step &step) {
     return Status::ok();
   }
   case bundle::StepCopy:
-    if (CUresult r = driver.MemcpyDtoDAsync(step.c, step.a, step.bytes, stream))
-      return runtimeError(describeStep(step) + ": device-to-device copy", r);
+    switch (step.copyDirection) {
+    case Step::Direction::DeviceToHost:
+      if (CUresult r = driver.MemcpyDtoHAsync(
+              reinterpret_cast<void *>(step.c), step.a, step.bytes, stream))
+        return runtimeError(describeStep(step) + ": offload to pinned host", r);
+      return Status::ok();
+    case Step::Direction::HostToDevice:
+      if (CUresult r = driver.MemcpyHtoDAsync(
+              step.c, reinterpret_cast<const void *>(step.a), step.bytes,
+              stream))
+        return runtimeError(describeStep(step) + ": reload from pinned host",
+                            r);
+      return Status::ok();
+    case Step::Direction::DeviceToDevice:
+      if (CUresult r =
+              driver.MemcpyDtoDAsync(step.c, step.a, step.bytes, stream))
+        return runtimeError(describeStep(step) + ": device-to-device copy", r);
+      return Status::ok();
+    }
     return Status::ok();
   }
   return Status::ok();

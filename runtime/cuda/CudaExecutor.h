@@ -49,6 +49,7 @@ struct CudaMemoryStats {
   uint64_t deviceUsedBytes = 0; // free memory before minus after creation
   uint64_t arenaBytes = 0;      // the device arena, owned or borrowed
   uint64_t weightsBytes = 0;
+  uint64_t pinnedHostBytes = 0; // cuMemHostAlloc: the offload region
 };
 
 class CudaExecutor {
@@ -101,9 +102,12 @@ private:
     // graph then).
     float alpha32 = 1, beta32 = 0;
     double alpha64 = 1, beta64 = 0;
-    // Gemm operands and Copy.
+    // Gemm operands and Copy (a: source, c: destination; a pinned host
+    // address when copyDirection says so).
     CUdeviceptr a = 0, b = 0, c = 0;
     uint64_t bytes = 0;
+    enum class Direction : uint8_t { DeviceToDevice, DeviceToHost, HostToDevice };
+    Direction copyDirection = Direction::DeviceToDevice;
     // Gemm: the workspace cuBLAS may use during the call (0 bytes: none).
     CUdeviceptr workspace = 0;
     uint64_t workspaceBytes = 0;
@@ -135,6 +139,9 @@ private:
   CUevent startEvent = nullptr, endEvent = nullptr;
   CUdeviceptr weights = 0, arena = 0;
   bool ownsWeights = false, ownsArena = false;
+  /// The pinned host region of offloaded values (cuMemHostAlloc; null
+  /// without offload).
+  void *pinned = nullptr;
   CUmodule module = nullptr;
   std::vector<CUfunction> functions;
   cublasHandle_t cublasHandle = nullptr;

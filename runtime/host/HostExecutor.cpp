@@ -66,14 +66,24 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
                         std::to_string(bundle.arenaSize) + " bytes");
     executor->ownsArena = true;
   }
+  if (bundle.hostSize) {
+    executor->hostRegion = static_cast<uint8_t *>(std::malloc(bundle.hostSize));
+    if (!executor->hostRegion)
+      return Status(SNUG_ERROR_OUT_OF_MEMORY,
+                    "cannot allocate a pinned host region of " +
+                        std::to_string(bundle.hostSize) + " bytes");
+  }
   // Bind every location once; the reader checked they lie in bounds.
   uint8_t *weights = const_cast<uint8_t *>(bundle.getWeights());
+  uint8_t *host = executor->hostRegion;
   auto bind = [&](const Location &location) {
     TensorView view;
     if (!location.isPresent())
       return view;
     view.present = true;
-    view.data = (location.kind == bundle::Arena ? executor->arena : weights) +
+    view.data = (location.kind == bundle::Arena    ? executor->arena
+                 : location.kind == bundle::Weight ? weights
+                                                   : host) +
                 location.offset;
     view.dtype = location.dtype;
     view.dims = &location.dims;
@@ -120,6 +130,7 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
 HostExecutor::~HostExecutor() {
   if (ownsArena)
     std::free(arena);
+  std::free(hostRegion);
 }
 
 Status HostExecutor::run() {

@@ -49,6 +49,10 @@ private:
 
   uint8_t *arena = nullptr;
   bool ownsArena = false;
+  /// The pinned host region's stand-in (offloaded values); host memory
+  /// like the arena here, a separate block so offsets mean what they mean
+  /// on the device.
+  uint8_t *hostRegion = nullptr;
   bool poison = false;
   std::vector<BoundOp> ops;
   /// Arena ranges outside every input: what poisoning fills.

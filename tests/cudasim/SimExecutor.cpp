@@ -106,6 +106,8 @@ bool DeviceMemory::allocate(uint64_t arenaSize, uint8_t poison,
 uint8_t *DeviceMemory::resolve(const DeviceArg &arg) const {
   if (arg.kind == ArgArena)
     return arena + arg.value;
+  if (arg.kind == ArgHost)
+    return const_cast<uint8_t *>(pinned.data()) + arg.value;
   return const_cast<uint8_t *>(weights) + arg.value;
 }
 

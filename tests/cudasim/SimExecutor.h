@@ -47,8 +47,10 @@ public:
   uint64_t arenaBytes = 0;
   const uint8_t *weights = nullptr;
   uint64_t weightsBytes = 0;
+  /// The pinned host region (offload copies); plain host memory here.
+  std::vector<uint8_t> pinned;
 
-  /// The address of `arg` (arena or weights + offset).
+  /// The address of `arg` (arena, weights or pinned host + offset).
   uint8_t *resolve(const bundle::DeviceArg &arg) const;
   /// "" when the canaries around the arena are intact, else where the first
   /// hit lies ("past the end of the device arena (1000 bytes), at byte

@@ -132,6 +132,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "error: %s\n", error.c_str());
     return ExitInternal;
   }
+  // The pinned host region of offloaded values, poisoned like the arena.
+  memory.pinned.assign(bundle->hostSize, 0xFF);
   cudasim::installCrashHandler(ExitKernel);
 
   for (const auto &entry : options.inputs) {

@@ -13,7 +13,11 @@ bit-identical outputs: the arena plan may move tensors, never change them.
 At opset 17 a third bundle is rematerialized toward 60 % of the arena
 (passes/Remat.cpp; the decisions it can make are kept even where that
 budget is out of reach): its outputs must be bit-identical too, and its
-arena no larger than the plan without remat.
+arena no larger than the plan without remat. A fourth offloads values to
+pinned host memory toward the same budget (passes/Offload.cpp, every
+candidate admitted by a very fast link, remat after it): bit-identical
+outputs on the host, and with --cudasim on the simulator against the
+default bundle's simulator run.
 Also checks that the memory report's arena and weights bytes are exactly
 what the bundle tells the runtime to allocate.
 With --cuda the default planner's bundle is compiled for CUDA as well (every
@@ -130,6 +134,7 @@ def main():
     data = os.path.join(model_dir, "test_data_set_0")
     with tempfile.TemporaryDirectory() as scratch:
         outputs = {}
+        sim_outputs = {}
         for planner in ("best", "none"):
             bundle = os.path.join(scratch, f"{planner}.snug")
             report_path = os.path.join(scratch, f"{planner}.json")
@@ -156,8 +161,10 @@ def main():
                 library = os.path.join(dump, "model.so")
                 run([os.path.join(REPO, "tests", "cudasim", "compile_kernels.sh"),
                      os.path.join(dump, "model.cu"), library])
+                sim_outputs["best"] = os.path.join(scratch, "sim-best")
                 run([os.path.join(args.cudasim, "snug-cudasim"), bundle,
-                     "--kernels", library, "--check", data])
+                     "--kernels", library, "--check", data,
+                     "--output-dir", sim_outputs["best"]])
             outputs[planner] = os.path.join(scratch, f"out-{planner}")
             run([snug_run, bundle, "--device", "host", "--check", data,
                  "--poison", "--output-dir", outputs[planner]])
@@ -189,6 +196,49 @@ def main():
             outputs["remat"] = os.path.join(scratch, "out-remat")
             run([snug_run, bundle, "--device", "host", "--check", data,
                  "--poison", "--output-dir", outputs["remat"]])
+            # Host offload (passes/Offload.cpp) toward the same budget,
+            # remat after it, over a link fast enough that every value it
+            # may move qualifies: the copies out and back keep the outputs
+            # bit-identical, on the host and (small models) the simulator.
+            variants = [("host", os.path.join(scratch, "offload.snug"))]
+            if args.cudasim:
+                variants.append(("cuda", os.path.join(scratch, "offload-cuda.snug")))
+            for target, bundle in variants:
+                report_path = bundle + ".json"
+                dump = os.path.join(scratch, "offload-" + target)
+                run([snugc, "compile", model, "-o", bundle, "--target=" + target,
+                     f"--passes=import,schedule,offload{{arena-budget={budget} "
+                     f"host-bandwidth=1000000 target={target}}},"
+                     f"remat{{arena-budget={budget} target={target}}},"
+                     f"plan-memory{{target={target}}},verify-plan",
+                     "--memory-report=json", "--memory-report-file=" + report_path]
+                    + (["--dump-cuda", dump] if target == "cuda" else []) + flags)
+                with open(report_path) as f:
+                    report = json.load(f)
+                offload = report.get("offload")
+                if offload is None or (target == "host" and
+                                       report["arena_bytes"] > free_arena):
+                    print(f"FAILED: offload toward {budget} bytes gave an arena "
+                          f"of {report['arena_bytes']} (without: {free_arena}), "
+                          f"report {offload}")
+                    return 1
+                print(f"offload toward {budget} B ({target}): {offload['values']} "
+                      f"values, {offload['bytes']} B to pinned host, arena "
+                      f"{report['arena_bytes']} B")
+                if target == "host":
+                    outputs["offload"] = os.path.join(scratch, "out-offload")
+                    run([snug_run, bundle, "--device", "host", "--check", data,
+                         "--poison", "--output-dir", outputs["offload"]])
+                    if not offload["values"]:
+                        break  # nothing moved: the simulator run would repeat best's
+                else:
+                    library = os.path.join(dump, "model.so")
+                    run([os.path.join(REPO, "tests", "cudasim", "compile_kernels.sh"),
+                         os.path.join(dump, "model.cu"), library])
+                    sim_outputs["offload"] = os.path.join(scratch, "sim-offload")
+                    run([os.path.join(args.cudasim, "snug-cudasim"), bundle,
+                         "--kernels", library, "--check", data,
+                         "--output-dir", sim_outputs["offload"]])
         names = sorted(os.listdir(outputs["best"]))
         if not names:
             print("FAILED: the run wrote no outputs")
@@ -206,8 +256,20 @@ def main():
                     print(f"FAILED: output {name} differs between "
                           f"--planner=best and the {other} run")
                     return 1
+        for other in sim_outputs:
+            if other == "best":
+                continue
+            for name in names:
+                if not filecmp.cmp(os.path.join(sim_outputs["best"], name),
+                                   os.path.join(sim_outputs[other], name),
+                                   shallow=False):
+                    print(f"FAILED: output {name} differs on the simulator "
+                          f"between the default bundle and the {other} one")
+                    return 1
         print(f"{len(names)} outputs match the reference and are bit-identical "
-              f"under {', '.join(sorted(outputs))}")
+              f"under {', '.join(sorted(outputs))}"
+              + (f"; on the simulator under {', '.join(sorted(sim_outputs))}"
+                 if len(sim_outputs) > 1 else ""))
     return 0
 
 

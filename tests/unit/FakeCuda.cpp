@@ -211,6 +211,25 @@ CUresult memFree(CUdeviceptr pointer) {
   std::free(memory);
   return CUDA_SUCCESS;
 }
+/// Pinned host memory: plain host memory here, tracked apart from the
+/// device allocations.
+CUresult memHostAlloc(void **pointer, size_t bytes, unsigned) {
+  if (!current())
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (bytes == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  *pointer = std::malloc(bytes);
+  if (!*pointer)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  stats.pinnedBytes[*pointer] = bytes;
+  return CUDA_SUCCESS;
+}
+CUresult memFreeHost(void *pointer) {
+  if (!stats.pinnedBytes.erase(pointer))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::free(pointer);
+  return CUDA_SUCCESS;
+}
 CUresult copyHtoD(CUdeviceptr to, const void *from, size_t bytes,
                   CUstream stream) {
   ++stats.hostToDevice;
@@ -219,6 +238,7 @@ CUresult copyHtoD(CUdeviceptr to, const void *from, size_t bytes,
   return CUDA_SUCCESS;
 }
 CUresult copyDtoH(void *to, CUdeviceptr from, size_t bytes, CUstream stream) {
+  ++stats.deviceToHost;
   submit(stream,
          [=] { std::memcpy(to, reinterpret_cast<const void *>(from), bytes); });
   return CUDA_SUCCESS;
@@ -373,6 +393,8 @@ const std::map<std::string, void *> &procTable() {
       {"cuMemGetInfo", (void *)memGetInfo},
       {"cuMemAlloc", (void *)memAlloc},
       {"cuMemFree", (void *)memFree},
+      {"cuMemHostAlloc", (void *)memHostAlloc},
+      {"cuMemFreeHost", (void *)memFreeHost},
       {"cuMemcpyHtoDAsync", (void *)copyHtoD},
       {"cuMemcpyDtoHAsync", (void *)copyDtoH},
       {"cuMemcpyDtoDAsync", (void *)copyDtoD},

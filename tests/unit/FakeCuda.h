@@ -26,9 +26,10 @@ struct FakeCudaStats {
   int streams = 0, events = 0, modules = 0, cublasHandles = 0;
   int graphs = 0, graphExecs = 0;
   std::map<void *, uint64_t> allocBytes; // live allocations
+  std::map<void *, uint64_t> pinnedBytes; // live cuMemHostAlloc blocks
   // Totals.
   int allocCalls = 0;
-  int hostToDevice = 0, deviceToDevice = 0;
+  int hostToDevice = 0, deviceToDevice = 0, deviceToHost = 0;
   int directLaunches = 0, gemms = 0;
   int instantiations = 0, graphLaunches = 0;
   int functionsLoaded = 0;

@@ -480,3 +480,57 @@ TEST_F(FakeCudaTest, SnugRunReportsMemoryAndLatency) {
   EXPECT_TRUE(contains(text, "output y f32[1,2]")) << text;
   EXPECT_FALSE(contains(text, "MISMATCH")) << text;
 }
+
+// Host offload (passes/Offload.cpp): the pinned host region is one
+// cuMemHostAlloc of exactly the plan's bytes, outside the device
+// allocations the prediction counts; the copies out and back are a
+// device-to-host and a host-to-device copy on the stream, eager and
+// captured alike, and the value comes back with its bits.
+TEST_F(FakeCudaTest, OffloadCopiesThroughPinnedHostMemory) {
+  const char *text =
+      "func @park(%x: f32[4] {offset = 0}) -> f32[4] attributes "
+      "{alignment = 64, arena = 128, host_arena = 64} {\n"
+      "  %h = snug.offload(%x) : f32[4] {offset = 0}\n"
+      "  %y = snug.reload(%h) : f32[4] {offset = 64}\n"
+      "  return %y\n"
+      "}\n";
+  bundle::DevicePlan plan;
+  plan.arenaBytes = 128;
+  for (auto [dst, src] :
+       {std::pair{bundle::DeviceArg::host(0), bundle::DeviceArg::arena(0)},
+        std::pair{bundle::DeviceArg::arena(64), bundle::DeviceArg::host(0)}}) {
+    bundle::DeviceStep step;
+    step.kind = bundle::StepCopy;
+    step.op = plan.steps.size();
+    step.copy.dst = dst, step.copy.src = src, step.copy.bytes = 16;
+    plan.steps.push_back(step);
+  }
+  Loaded loaded(cudaBundleOf(text, plan, fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  uint64_t pinned = 0;
+  ASSERT_EQ(snug_bundle_pinned_host_bytes(loaded.bundle, &pinned), SNUG_OK);
+  EXPECT_EQ(pinned, 64u);
+  const FakeCudaStats &f = fake();
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  ASSERT_EQ(f.pinnedBytes.size(), 1u);
+  EXPECT_EQ(f.pinnedBytes.begin()->second, 64u);
+  snug_memory_stats memory;
+  ASSERT_EQ(snug_session_memory(session, &memory), SNUG_OK);
+  EXPECT_EQ(memory.allocated_bytes, 128u); // the device arena alone
+  int out = f.deviceToHost;
+  for (int run = 0; run < 3; ++run) { // eager, captured, replayed
+    std::vector<float> x = {1.5f, -2.0f, float(run), 1e-30f}, y(4);
+    ASSERT_EQ(snug_session_set_input(session, 0, x.data(), 16), SNUG_OK);
+    ASSERT_EQ(snug_session_run(session), SNUG_OK) << snug_last_error();
+    ASSERT_EQ(snug_session_get_output(session, 0, y.data(), 16), SNUG_OK);
+    EXPECT_EQ(y, x) << "run " << run;
+  }
+  // The offload copy itself, then the outputs read back each run.
+  EXPECT_GE(f.deviceToHost, out + 2 + 3);
+  snug_session_destroy(session);
+  EXPECT_EQ(f.pinnedBytes.size(), 0u);
+  expectNothingLive();
+}

@@ -208,6 +208,11 @@ int main(int argc, char **argv) {
                   "inside)\n",
                   (unsigned long long)sizes.device_arena,
                   (unsigned long long)sizes.workspace);
+    uint64_t pinned = 0;
+    if (snug_bundle_pinned_host_bytes(bundle, &pinned) == SNUG_OK && pinned)
+      std::printf("pinned host region %llu bytes (offloaded values; host "
+                  "memory)\n",
+                  (unsigned long long)pinned);
     for (int list = 0; list < 2; ++list) {
       size_t count = 0;
       (void)(list ? snug_bundle_output_count(bundle, &count)

@@ -107,6 +107,19 @@ static cl::opt<bool> allowMicroBatches(
              "... dividing it), the smallest K that fits; outputs are the "
              "same bits"),
     InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<bool> allowOffload(
+    "allow-offload",
+    cl::desc("With --memory-budget: values live across the peak may wait in "
+             "pinned host memory (copied out and back) where that costs less "
+             "than recomputing them"),
+    InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<double> offloadBandwidth(
+    "offload-bandwidth",
+    cl::desc("With --allow-offload: the host link's bandwidth the copies "
+             "are weighed with, in GB/s (PCIe 4.0 x16: 25, PCIe 5.0 x16: "
+             "50, NVLink-C2C: 450)"),
+    cl::value_desc("GB/s"), cl::init(25), InPlanningCommands(),
+    cl::cat(getPlanCategory()));
 static cl::opt<bool> printRematDecisions(
     "print-remat",
     cl::desc("List each rematerialization decision (value, producer, where "
@@ -167,6 +180,8 @@ PlanningOptions getPlanningOptions() {
   planning.target = targetsCuda() ? "cuda" : "host";
   planning.cublasWorkspaceBytes = getCublasWorkspaceCap();
   planning.allowMicroBatches = allowMicroBatches;
+  planning.allowOffload = allowOffload;
+  planning.offloadBandwidthGBs = offloadBandwidth;
   planning.precision = precisionFlag;
   planning.keepFp32 = keepFp32;
   std::string calibrated = getCalibratedKeep();
@@ -200,6 +215,22 @@ llvm::Error planModule(llvm::StringRef path,
   if (!planned)
     return planned.takeError();
   module = std::move(*planned);
+  // The report compares the lowered weights and arena with the model's own
+  // precision: the same model imported without lowering, planned alike.
+  PlanningOptions planning = getPlanningOptions();
+  if (planning.precision != "fp32") {
+    PlanningOptions plain = planning;
+    plain.precision = "fp32";
+    std::string pipeline32 = getPipelineOptionFor(plain);
+    int exitCode = ExitOk;
+    auto fp32 = loadModule(path, exitCode, nullptr, extraDim, &pipeline32);
+    if (!fp32)
+      return userError("importing " + path + " in fp32 for the report's "
+                                             "precision line failed");
+    if (llvm::Error error = recordFp32Baseline(*module, **fp32, planning,
+                                               getPassManagerOptions()))
+      return error;
+  }
   return llvm::Error::success();
 }
 
@@ -227,7 +258,8 @@ llvm::Error writeMemoryReport(const ir::Module &module,
   if (!report)
     return report.takeError();
   if (printRematDecisions)
-    printRemat(report->remat, report->predictedPeakBytes, llvm::errs());
+    printRemat(report->remat, report->offload, report->predictedPeakBytes,
+               llvm::errs());
   if (printPrecisionTable)
     printPrecision(report->precision, llvm::errs());
   if (reportFormat == "none")

@@ -133,7 +133,11 @@ PassManagerOptions getPassManagerOptions() {
 }
 
 std::string getPipelineOption() {
-  return expandPipelineNames(pipeline, getPlanningOptions());
+  return getPipelineOptionFor(getPlanningOptions());
+}
+
+std::string getPipelineOptionFor(const PlanningOptions &planning) {
+  return expandPipelineNames(pipeline, planning);
 }
 
 int reportError(llvm::Error error) {

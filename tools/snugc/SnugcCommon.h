@@ -12,6 +12,7 @@
 
 #include "ir/Module.h"
 #include "ir/Printer.h"
+#include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -56,6 +57,9 @@ PassManagerOptions getPassManagerOptions();
 
 /// The --passes pipeline (or its default), pipeline names expanded.
 std::string getPipelineOption();
+/// The same, names expanded for `planning` (its precision decides whether
+/// `import` lowers).
+std::string getPipelineOptionFor(const PlanningOptions &planning);
 
 /// Prints `error` to stderr; returns ExitInternalError for internal errors
 /// (a module that does not verify), ExitUserError otherwise.

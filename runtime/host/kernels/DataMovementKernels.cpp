@@ -3,7 +3,9 @@
 // Byte-level kernels: they move elements of any dtype without looking at
 // them (except Cast, Pad's constant and Resize's interpolation). View ops
 // (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) copy bytes and
-// skip the copy when the planner put the result on the operand. Concat skips
+// skip the copy when the planner put the result on the operand; the host
+// offload copies (snug.offload, snug.reload) are the same byte copy between
+// the arena and the pinned host region. Concat skips
 // an operand that already sits at its slice of the result. Parameters are
 // canonical attributes: Slice starts/ends/axes/steps resolved (in range, no
 // negative axes), Pad `pads` (+ `mode`, constant from `value` or operand 2),
@@ -563,6 +565,8 @@ void registerDataMovementKernels(KernelTable &t) {
   for (const char *view :
        {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
     t[view] = viewKernel;
+  t["snug.offload"] = viewKernel;
+  t["snug.reload"] = viewKernel;
   t["Dropout"] = dropoutKernel;
   t["Transpose"] = transposeKernel;
   t["Concat"] = concatKernel;

@@ -160,6 +160,11 @@ SNUG_API snug_status snug_bundle_load(const char *path, snug_bundle **bundle);
 SNUG_API void snug_bundle_destroy(snug_bundle *bundle);
 SNUG_API snug_status snug_bundle_sizes(const snug_bundle *bundle,
                                        snug_sizes *sizes);
+/* Bytes of pinned host memory the plan uses for offloaded values (snugc
+   --allow-offload): a CUDA session allocates exactly this with
+   cuMemHostAlloc besides its device memory; 0 without offload. */
+SNUG_API snug_status snug_bundle_pinned_host_bytes(const snug_bundle *bundle,
+                                                   uint64_t *bytes);
 SNUG_API snug_status snug_bundle_input_count(const snug_bundle *bundle,
                                              size_t *count);
 SNUG_API snug_status snug_bundle_output_count(const snug_bundle *bundle,
