@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
   llvm::outs() << "oracle infeasible: " << infeasible
                << "; not proven within " << llvm::format("%g", timeLimit)
                << " s: " << unproven
-               << "; feasible for the oracle but missed by the pass: "
+               << "; not proven infeasible but missed by the pass: "
                << missed << "\n";
   return 0;
 }
