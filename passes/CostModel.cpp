@@ -466,11 +466,13 @@ static void addResize(const Node &node, Cost &cost) {
 /// The FLOPs and MACs of `node`; no bytes.
 static void addCompute(const Node &node, Cost &cost) {
   // A region computes what its body's ops compute, each counted as its
-  // node would be; its traffic is its own operands and results.
+  // node would be; its traffic is its own operands and results. An
+  // epilogue adds its ops to what the op itself computes.
   if (node.hasBody()) {
     for (const std::unique_ptr<Node> &inner : node.getBody()->getNodes())
       addCompute(*inner, cost);
-    return;
+    if (!node.hasEpilogue())
+      return;
   }
   switch (getCostRule(node.getOpCode())) {
   case CostRule::None:

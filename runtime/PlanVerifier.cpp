@@ -536,7 +536,7 @@ std::string checkAliasing(const PlanOp &op, const OpSpec &spec) {
 
 std::string checkHostOp(const PlanOp &op) {
   const OpSpec *spec = nullptr;
-  std::string reason = checkSignature(op.opName, op.operands.size(),
+  std::string reason = checkSignature(op.opName, op.getNumOwnOperands(),
                                       op.results.size(), op.attributes, spec);
   if (!reason.empty())
     return reason;
@@ -583,6 +583,11 @@ std::string checkHostOp(const PlanOp &op) {
 } // namespace
 
 bool isKnownOp(const std::string &opName) { return findOp(opName) != nullptr; }
+
+int getEpilogueArity(const std::string &opName) {
+  const OpSpec *spec = findOp(opName);
+  return spec && (spec->traits & op_traits::Epilogue) ? spec->maxOperands : -1;
+}
 
 Status verifyPlan(const Bundle &bundle) {
   for (size_t i = 0; i < bundle.ops.size(); ++i) {

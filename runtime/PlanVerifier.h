@@ -53,6 +53,11 @@ Status verifyPlan(const Bundle &bundle);
 /// Whether `opName` is an op of ir/Ops.def.
 bool isKnownOp(const std::string &opName);
 
+/// For an op of Ops.def's Epilogue trait, its own operand count (its
+/// table arity; an epilogue's extra operands follow, ir/Module.h); -1 for
+/// every other op.
+int getEpilogueArity(const std::string &opName);
+
 /// True when `dims` broadcasts to `shape` (numpy, right-aligned) without
 /// growing it. Shared with the reader's fused-body checks.
 bool broadcastsTo(const std::vector<int64_t> &dims,
