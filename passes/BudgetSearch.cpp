@@ -6,13 +6,18 @@
 
 namespace snug {
 
-PlanScore scorePlan(const ModuleMemoryPlan &plan) {
+std::vector<uint64_t> getLiveBytes(const ModuleMemoryPlan &plan) {
   std::vector<uint64_t> live(plan.numSteps + 1, 0);
   for (const ArenaBuffer &buffer : plan.buffers) {
     uint64_t bytes = alignBytesUp(buffer.bytes, plan.alignment);
     for (int64_t s = buffer.firstStep; s <= buffer.lastStep; ++s)
       live[s] += bytes;
   }
+  return live;
+}
+
+PlanScore scorePlan(const ModuleMemoryPlan &plan) {
+  std::vector<uint64_t> live = getLiveBytes(plan);
   PlanScore score{plan.arenaBytes, plan.lowerBoundBytes, 0};
   uint64_t peak = *std::max_element(live.begin(), live.end());
   for (uint64_t bytes : live)

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace snug {
 
@@ -31,6 +32,10 @@ struct PlanScore {
 inline uint64_t alignBytesUp(uint64_t value, uint64_t align) {
   return (value + align - 1) / align * align;
 }
+
+/// The footprints (sizes rounded up to the alignment) live at each step,
+/// and a zero past the last.
+std::vector<uint64_t> getLiveBytes(const ModuleMemoryPlan &plan);
 
 /// The score of a device arena plan (the pinned host region is not part of
 /// it: it is not device memory).

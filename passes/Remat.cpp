@@ -20,24 +20,51 @@
 //    original dies at its last read before p (or at once, when nothing read
 //    it before p: the original is not erased, since erasing shifts the
 //    steps and the shifted schedule can pack worse than the plan judged);
+//    so is every later read of an earlier computation of a copied node (an
+//    earlier copy, or the original of an ancestor copied along), so that
+//    one copy serves them all;
 //  - the copy reads the producer's operands again, so those that died
-//    before p now live across it: the estimated saving is the buffer's
-//    bytes minus theirs;
-//  - candidates are tried by recompute cost per byte saved, the cost being
-//    the cost model's roofline time of the copied nodes (FLOPs and bytes,
-//    on the default device; views cost nothing), cheapest first. The
-//    first whose re-planned arena is better (a smaller arena, else a smaller
-//    bound, else fewer steps at the bound) is kept; if none of the first
-//    max-tries is, remat stops where it is.
+//    before p now live across it: each is either recomputed as well (the
+//    chain, up to kMaxChain nodes) or kept alive, which costs its bytes;
+//    every depth of the chain is a candidate of its own, since a small
+//    value kept can save a long chain;
+//  - candidates are ranked by FLOPs recomputed per byte-step of relief:
+//    the bytes saved, at each step between the value's last read before p
+//    and its first read after it, capped by that step's excess over the
+//    budget (over the bound minus one, once only the packing is over the
+//    budget), summed. A value that relieves every step over the budget
+//    beats a cheaper one that relieves only p, which would need another
+//    decision for the others (greedy set cover's rule). Ties go to the
+//    larger relief, then to the cost model's roofline time per byte. The
+//    first whose re-planned arena is better (a smaller arena, else a
+//    smaller bound, else fewer steps at the bound) is kept; if none of the
+//    first max-tries is, remat stops where it is.
+// Redundancy. A decision whose reads a later one took over entirely only
+// computes copies nothing reads; it is undone unless the plan gets worse
+// without it. Once the budget is met, every decision but the last, latest
+// first, is undone if the arena still meets the budget without it (a
+// cheap early decision can be made unnecessary by a later one; an undo
+// that does not pass is made again exactly as it was). These rules came
+// from comparing remat with the exact oracle (RematOracle.h): on the
+// training-like chains of tests/unit/RematOracleTest.cpp it recomputes the
+// optimum's FLOPs wherever it meets the budget.
 // Every candidate keeps the module's results bitwise: the copy is the same
 // op with the same attributes on the same operand values, and snug's ops
 // are deterministic (an op with the SideEffects trait is never copied).
 //
 // Order. The schedule pass runs first (reordering is free, recomputing is
-// not); remat then leaves the order of the original nodes alone. Because
-// decisions are taken one by one against the plan and only kept when they
-// lower it, a smaller budget runs the same decisions and then more, so it
-// never ends at a larger arena than a bigger budget does.
+// not); remat then leaves the order of the original nodes alone. Decisions
+// are taken one by one against the plan and only kept when they lower it.
+// Monotonicity (a smaller budget never ends at a larger arena) is no longer
+// a consequence of the construction: the ranking looks at the excess over
+// the budget and the final undos at whether the budget is still met, so
+// two budgets can take different decisions. It is checked instead, on
+// random DAGs (PlanMemoryTest.RematKeepsResultsAndNeverRaisesTheArena) and
+// on every zoo model's sweep (bench/remat/run.py). A budget-blind ranking
+// (the excess over the bound less the largest saving) keeps the old
+// argument up to the undos but misses the optimum on one chain budget of
+// RematOracleTest; the budget is what says how much relief is worth
+// paying for.
 //
 // What it records on the module, for the report and --print-remat:
 //   remat_arena_before  the arena before any decision (int)
@@ -57,7 +84,7 @@
 // References: Chen et al., "Training deep nets with sublinear memory cost"
 // (2016), for recomputing instead of storing; Jain et al., "Checkmate"
 // (MLSys 2020), whose greedy baselines score by cost per byte; the exact
-// formulation is theirs too (not built here).
+// formulation is theirs too (passes/RematOracle.h, for tests and benches).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
@@ -72,6 +99,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 namespace snug {
 namespace {
@@ -105,7 +133,12 @@ struct Candidate {
   ir::Value *root = nullptr;
   std::vector<ir::Node *> chain;
   double seconds = 0;
+  double flops = 0;
   int64_t saving = 0;
+  /// The bytes saved summed over the steps between the value's last read
+  /// before the peak and its first read after it, each step's capped at
+  /// that step's excess over the target (see collect).
+  double relief = 0;
 };
 
 /// At most this many nodes are copied for one value.
@@ -118,20 +151,29 @@ struct Change {
     ir::Node *user;
     unsigned operand;
     ir::Value *original;
+    /// What it reads instead (a result of one of `copies`).
+    ir::Value *copy = nullptr;
   };
   std::vector<Redirect> redirects;
   /// The first node after the peak that reads the value (the copies run
   /// just before it).
   const ir::Node *firstUser = nullptr;
+  /// Per copy, the node it copies (for redo).
+  std::vector<const ir::Node *> originals;
 };
 
 class Decider {
 public:
-  Decider(ir::Module &module, const ModuleMemoryPlan &plan)
-      : module(module), plan(plan) {
+  /// `originOf` maps each copy remat kept to the original node it
+  /// computes again.
+  Decider(ir::Module &module, const ModuleMemoryPlan &plan, uint64_t budget,
+          const llvm::DenseMap<const ir::Node *, const ir::Node *> &originOf)
+      : module(module), plan(plan), budget(budget), originOf(originOf) {
     auto nodes = module.getNodes();
-    for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t i = 0; i < nodes.size(); ++i) {
       stepOf[nodes[i].get()] = i;
+      instancesOf[getOrigin(nodes[i].get())].push_back(nodes[i].get());
+    }
   }
 
   std::vector<Candidate> collect() const;
@@ -139,13 +181,22 @@ public:
 
 private:
   int64_t getStep(const ir::Node *node) const { return stepOf.lookup(node); }
+  const ir::Node *getOrigin(const ir::Node *node) const {
+    const ir::Node *origin = originOf.lookup(node);
+    return origin ? origin : node;
+  }
   /// Members of `buffer` defined before the peak: the root, then views.
   llvm::SmallVector<ir::Value *, 4> membersBefore(const ArenaBuffer &buffer,
                                                   int64_t peak) const;
 
   ir::Module &module;
   const ModuleMemoryPlan &plan;
+  uint64_t budget;
+  const llvm::DenseMap<const ir::Node *, const ir::Node *> &originOf;
   llvm::DenseMap<const ir::Node *, int64_t> stepOf;
+  /// Every node computing the same value: an original and its copies.
+  llvm::DenseMap<const ir::Node *, llvm::SmallVector<ir::Node *, 2>>
+      instancesOf;
 };
 
 llvm::SmallVector<ir::Value *, 4>
@@ -169,6 +220,15 @@ std::vector<Candidate> Decider::collect() const {
   for (unsigned i = 0; i < atPeak.getNumResults(); ++i)
     touchedAtPeak.insert(atPeak.getResult(i));
   const DeviceSpec &device = getDefaultDevice();
+  // What each step has live over the target: the budget while the bound is
+  // above it, else (the arena is over the budget but the bound is not) the
+  // steps at the bound.
+  std::vector<uint64_t> live = getLiveBytes(plan);
+  uint64_t target = budget < plan.lowerBoundBytes ? budget
+                                                  : plan.lowerBoundBytes - 1;
+  std::vector<uint64_t> excess(live.size());
+  for (size_t step = 0; step < live.size(); ++step)
+    excess[step] = live[step] > target ? live[step] - target : 0;
   for (const ArenaBuffer &buffer : plan.buffers) {
     if (buffer.kind != ArenaBuffer::Kind::Values ||
         buffer.firstStep >= peak || buffer.lastStep <= peak)
@@ -190,54 +250,91 @@ std::vector<Candidate> Decider::collect() const {
     }
     if (!usable)
       continue;
-    Candidate candidate;
-    candidate.buffer = &buffer;
-    candidate.root = const_cast<ir::Value *>(root);
-    candidate.saving = int64_t(alignBytesUp(buffer.bytes, plan.alignment));
-    // The copies read what is live at the peak anyway for free; a value
-    // that died before it is recomputed too (up to kMaxChain nodes), or,
-    // past that, kept alive across the peak, which costs its bytes.
-    llvm::SmallVector<ir::Node *, 8> work{root->getDefiningNode()};
-    llvm::DenseSet<const ir::Node *> inChain;
-    llvm::DenseSet<const ir::Value *> kept;
-    while (!work.empty()) {
-      ir::Node *node = work.pop_back_val();
-      if (!inChain.insert(node).second)
-        continue;
-      candidate.chain.push_back(node);
-      for (const ir::Value *operand : node->getOperands()) {
-        if (!operand || operand->isWeight())
+    // The steps the value stops being live at: after its last read before
+    // the peak (or its definition) and before its first read after it.
+    int64_t lastBefore = buffer.firstStep, firstAfter = buffer.lastStep + 1;
+    for (const ir::Value *value : membersBefore(buffer, peak))
+      for (const ir::Value::Use &use : value->getUses()) {
+        int64_t step = getStep(use.user);
+        if (step < peak)
+          lastBefore = std::max(lastBefore, step);
+        else if (step > peak)
+          firstAfter = std::min(firstAfter, step);
+      }
+    // One candidate per depth: the values that died before the peak are
+    // recomputed too, up to `limit` nodes, and past that kept alive to the
+    // copy. Where to stop is a trade: a small value kept can save a long
+    // chain (or one ending at a graph input, kept anyway), seen on random
+    // DAGs against the oracle; so every depth up to kMaxChain is offered.
+    for (size_t limit = 1; limit <= kMaxChain; ++limit) {
+      Candidate candidate;
+      candidate.buffer = &buffer;
+      candidate.root = const_cast<ir::Value *>(root);
+      candidate.saving = int64_t(alignBytesUp(buffer.bytes, plan.alignment));
+      // The copies read what is live at the peak anyway for free; a value
+      // that died before it is recomputed too (up to `limit` nodes), or
+      // kept alive across the peak, which costs its bytes.
+      llvm::SmallVector<ir::Node *, 8> work{root->getDefiningNode()};
+      llvm::DenseSet<const ir::Node *> inChain;
+      llvm::DenseSet<const ir::Value *> kept;
+      while (!work.empty()) {
+        ir::Node *node = work.pop_back_val();
+        if (!inChain.insert(node).second)
           continue;
-        auto interval = plan.intervals.find(operand);
-        if (interval == plan.intervals.end() ||
-            interval->second.second >= peak)
-          continue;
-        ir::Node *producer = operand->getDefiningNode();
-        if (producer && !producer->getOpInfo().hasSideEffects() &&
-            inChain.size() + work.size() < kMaxChain) {
-          work.push_back(producer);
-        } else if (kept.insert(operand).second) {
-          candidate.saving -= int64_t(
-              alignBytesUp(operand->getType().getByteSize(), plan.alignment));
+        candidate.chain.push_back(node);
+        for (const ir::Value *operand : node->getOperands()) {
+          if (!operand || operand->isWeight())
+            continue;
+          auto interval = plan.intervals.find(operand);
+          if (interval == plan.intervals.end() ||
+              interval->second.second >= peak)
+            continue;
+          ir::Node *producer = operand->getDefiningNode();
+          if (producer && !producer->getOpInfo().hasSideEffects() &&
+              inChain.size() + work.size() < limit) {
+            work.push_back(producer);
+          } else if (kept.insert(operand).second) {
+            candidate.saving -= int64_t(
+                alignBytesUp(operand->getType().getByteSize(), plan.alignment));
+          }
         }
       }
+      // Shorter than the limit: the whole chain, as at the depth before.
+      if (candidate.chain.size() < limit)
+        break;
+      if (candidate.saving <= 0)
+        continue;
+      for (int64_t step = lastBefore + 1; step < firstAfter; ++step)
+        candidate.relief += double(std::min<uint64_t>(
+            excess[step], uint64_t(candidate.saving)));
+      std::sort(candidate.chain.begin(), candidate.chain.end(),
+                [&](const ir::Node *a, const ir::Node *b) {
+                  return getStep(a) < getStep(b);
+                });
+      for (const ir::Node *node : candidate.chain) {
+        Cost cost = costOfNode(*node);
+        candidate.seconds += estimateSeconds(cost, device);
+        candidate.flops += double(cost.getFlops());
+      }
+      candidates.push_back(std::move(candidate));
     }
-    if (candidate.saving <= 0)
-      continue;
-    std::sort(candidate.chain.begin(), candidate.chain.end(),
-              [&](const ir::Node *a, const ir::Node *b) {
-                return getStep(a) < getStep(b);
-              });
-    for (const ir::Node *node : candidate.chain)
-      candidate.seconds += estimateSeconds(costOfNode(*node), device);
-    candidates.push_back(std::move(candidate));
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate &a, const Candidate &b) {
-                     double ka = a.seconds / double(a.saving);
-                     double kb = b.seconds / double(b.saving);
+                     auto key = [](const Candidate &c) {
+                       return c.relief > 0
+                                  ? c.flops / c.relief
+                                  : std::numeric_limits<double>::infinity();
+                     };
+                     double ka = key(a), kb = key(b);
                      if (ka != kb)
                        return ka < kb;
+                     if (a.relief != b.relief)
+                       return a.relief > b.relief;
+                     double sa = a.seconds / double(a.saving);
+                     double sb = b.seconds / double(b.saving);
+                     if (sa != sb)
+                       return sa < sb;
                      return a.saving > b.saving;
                    });
   return candidates;
@@ -277,11 +374,33 @@ Change Decider::apply(const Candidate &candidate) const {
     }
     ir::Node *copy = module.insertCopy(index++, *original, operands);
     change.copies.push_back(copy);
+    change.originals.push_back(original);
     for (unsigned i = 0; i < original->getNumResults(); ++i)
       copyOf[original->getResult(i)] = copy->getResult(i);
   }
+  for (Change::Redirect &read : reads)
+    read.copy = copyOf.lookup(read.original);
+  // The copies are now the latest computations of what they copy: every
+  // read from here on of an earlier computation of the same value (the
+  // original, or a copy an earlier decision made) reads them instead, so
+  // that one copy serves them all and the earlier ones die sooner.
+  // Without this, an ancestor copied along with a value is computed once
+  // more for a later read an earlier decision had given a copy of its own
+  // (seen on chains against the oracle).
+  llvm::DenseSet<std::pair<const ir::Node *, unsigned>> redirected;
   for (const Change::Redirect &read : reads)
-    read.user->setOperand(read.operand, copyOf.lookup(read.original));
+    redirected.insert({read.user, read.operand});
+  for (size_t k = 0; k < candidate.chain.size(); ++k)
+    for (ir::Node *instance : instancesOf.lookup(getOrigin(candidate.chain[k])))
+      for (unsigned i = 0; i < instance->getNumResults(); ++i)
+        for (const ir::Value::Use &use : instance->getResult(i)->getUses())
+          if (stepOf.count(use.user) && getStep(use.user) >= firstRead &&
+              redirected.insert({use.user, use.operandIndex}).second)
+            reads.push_back({use.user, use.operandIndex,
+                             instance->getResult(i),
+                             change.copies[k]->getResult(i)});
+  for (const Change::Redirect &read : reads)
+    read.user->setOperand(read.operand, read.copy);
   change.redirects = std::move(reads);
   return change;
 }
@@ -293,6 +412,85 @@ void undo(ir::Module &module, const Change &change) {
                                           change.copies.end());
   module.eraseNodesIf(
       [&](const ir::Node &node) { return copies.count(&node); });
+}
+
+/// Whether undoing `change` now leaves every other change intact: each
+/// read it redirected still reads its copy, and nothing else reads its
+/// copies.
+bool isUndoable(const ir::Module &module, const Change &change) {
+  llvm::DenseSet<const ir::Node *> copies(change.copies.begin(),
+                                          change.copies.end());
+  llvm::DenseSet<std::pair<const ir::Node *, unsigned>> redirected;
+  for (const Change::Redirect &read : change.redirects) {
+    if (read.user->getOperand(read.operand) != read.copy)
+      return false;
+    redirected.insert({read.user, read.operand});
+  }
+  for (const ir::Node *copy : change.copies)
+    for (unsigned i = 0; i < copy->getNumResults(); ++i) {
+      if (module.isOutput(copy->getResult(i)))
+        return false;
+      for (const ir::Value::Use &use : copy->getResult(i)->getUses())
+        if (!copies.count(use.user) &&
+            !redirected.count({use.user, use.operandIndex}))
+          return false;
+    }
+  return true;
+}
+
+/// Where a change's copies are and what they read now, taken before an
+/// undo so that redo can put the module back exactly as it was (later
+/// changes may have pointed the copies' operands elsewhere since).
+struct Snapshot {
+  std::vector<size_t> positions;
+  std::vector<llvm::SmallVector<ir::Value *, 4>> operands;
+  /// The copies' results: after the undo only names, the values are gone.
+  std::vector<llvm::SmallVector<ir::Value *, 2>> results;
+};
+
+Snapshot takeSnapshot(const ir::Module &module, const Change &change) {
+  Snapshot snapshot;
+  llvm::DenseMap<const ir::Node *, size_t> positionOf;
+  auto nodes = module.getNodes();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    positionOf[nodes[i].get()] = i;
+  for (const ir::Node *copy : change.copies) {
+    snapshot.positions.push_back(positionOf.lookup(copy));
+    snapshot.operands.emplace_back(copy->getOperands().begin(),
+                                   copy->getOperands().end());
+    snapshot.results.push_back(copy->getResults());
+  }
+  return snapshot;
+}
+
+/// Makes an undone change again from its snapshot: the same copies at the
+/// same positions reading the same operands, the same reads redirected.
+void redo(ir::Module &module, Change &change, const Snapshot &snapshot) {
+  std::vector<size_t> order(change.copies.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return snapshot.positions[a] < snapshot.positions[b];
+  });
+  // Inserting in increasing position at the old position restores the
+  // order: everything before each copy is as it was. A copy reads only
+  // copies before it, so those are back when it is made.
+  llvm::DenseMap<ir::Value *, ir::Value *> renewed;
+  for (size_t k : order) {
+    llvm::SmallVector<ir::Value *, 4> operands;
+    for (ir::Value *operand : snapshot.operands[k]) {
+      ir::Value *again = operand ? renewed.lookup(operand) : nullptr;
+      operands.push_back(again ? again : operand);
+    }
+    ir::Node *copy = module.insertCopy(snapshot.positions[k],
+                                       *change.originals[k], operands);
+    for (unsigned i = 0; i < copy->getNumResults(); ++i)
+      renewed[snapshot.results[k][i]] = copy->getResult(i);
+    change.copies[k] = copy;
+  }
+  for (Change::Redirect &read : change.redirects) {
+    read.copy = renewed.lookup(read.copy);
+    read.user->setOperand(read.operand, read.copy);
+  }
 }
 
 } // namespace
@@ -344,12 +542,55 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   uint64_t arenaBefore = plan->arenaBytes;
   uint64_t flopsBefore = costOfModule(module).getFlops();
   std::vector<std::string> decisions;
-  unsigned recomputed = 0;
+  std::vector<Change> changes;
+  std::vector<unsigned> chainSizes;
+  llvm::DenseMap<const ir::Node *, const ir::Node *> originOf;
+  auto recordOrigins = [&](const Change &change) {
+    for (size_t k = 0; k < change.copies.size(); ++k) {
+      const ir::Node *origin = originOf.lookup(change.originals[k]);
+      originOf[change.copies[k]] = origin ? origin : change.originals[k];
+    }
+  };
   bool planIsCurrent = true, changed = false;
   PlanScore score = scorePlan(*plan);
+  // Undoes decision `index` for good when `accept` takes the plan without
+  // it, else makes it again exactly as it was; true when it is gone.
+  auto tryDrop =
+      [&](size_t index,
+          llvm::function_ref<bool(const ModuleMemoryPlan &)> accept)
+      -> llvm::Expected<bool> {
+    Change &change = changes[index];
+    // Reads a later decision pointed at its own copies are its business
+    // now: undoing this one leaves them alone.
+    llvm::erase_if(change.redirects, [](const Change::Redirect &read) {
+      return read.user->getOperand(read.operand) != read.copy;
+    });
+    if (!isUndoable(module, change))
+      return false;
+    Snapshot snapshot = takeSnapshot(module, change);
+    for (const ir::Node *copy : change.copies)
+      originOf.erase(copy);
+    undo(module, change);
+    llvm::Expected<ModuleMemoryPlan> trial = planModuleMemory(module, options);
+    if (!trial)
+      return trial.takeError();
+    if (accept(*trial)) {
+      plan = std::move(trial);
+      score = scorePlan(*plan);
+      planIsCurrent = true;
+      decisions.erase(decisions.begin() + index);
+      changes.erase(changes.begin() + index);
+      chainSizes.erase(chainSizes.begin() + index);
+      return true;
+    }
+    redo(module, change, snapshot);
+    recordOrigins(change);
+    planIsCurrent = false;
+    return false;
+  };
   while (plan->arenaBytes > arenaBudget && decisions.size() < maxDecisions &&
          !outOfTime()) {
-    Decider decider(module, *plan);
+    Decider decider(module, *plan, arenaBudget, originOf);
     std::vector<Candidate> candidates = decider.collect();
     bool kept = false;
     for (size_t k = 0; k < candidates.size() && k < maxTries && !kept; ++k) {
@@ -383,15 +624,49 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
          << describeDecisionBytes(plan->arenaBytes) << " -> "
          << describeDecisionBytes(trial->arenaBytes);
       decisions.push_back(os.str());
-      recomputed += candidate.chain.size();
+      recordOrigins(change);
+      changes.push_back(std::move(change));
+      chainSizes.push_back(candidate.chain.size());
       plan = std::move(trial);
       score = trialScore;
       planIsCurrent = true;
       changed = kept = true;
+      // An earlier decision whose reads this one took over entirely only
+      // computes copies nothing reads: drop it unless the plan gets worse.
+      for (size_t j = changes.size() - 1; j-- > 0;) {
+        bool unread = llvm::none_of(
+            changes[j].redirects, [](const Change::Redirect &read) {
+              return read.user->getOperand(read.operand) == read.copy;
+            });
+        if (!unread)
+          continue;
+        llvm::Expected<bool> dropped =
+            tryDrop(j, [&](const ModuleMemoryPlan &without) {
+              return !(score < scorePlan(without));
+            });
+        if (!dropped)
+          return dropped.takeError();
+      }
     }
     if (!kept)
       break;
   }
+  // Greedy choices can be redundant: a cheap value recomputed first may not
+  // be needed once a later one lowered the same steps (set cover's greedy
+  // has the same flaw). Once the budget is met, each decision but the last
+  // (which was needed to meet it), latest first, is undone for good if the
+  // arena still meets the budget without it.
+  if (plan->arenaBytes <= arenaBudget)
+    for (size_t k = changes.size(); k-- > 1 && !outOfTime();) {
+      llvm::Expected<bool> dropped =
+          tryDrop(k - 1, [&](const ModuleMemoryPlan &without) {
+            return without.arenaBytes <= arenaBudget;
+          });
+      if (!dropped)
+        return dropped.takeError();
+    }
+  unsigned recomputed =
+      std::accumulate(chainSizes.begin(), chainSizes.end(), 0u);
   if (!planIsCurrent) {
     plan = planModuleMemory(module, options);
     if (!plan)

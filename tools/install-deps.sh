@@ -11,6 +11,7 @@ packages=(
   llvm-14-dev llvm-14-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libgtest-dev libgmock-dev
+  coinor-libcbc-dev
   python3-torch python3-torchvision
   chromium
 )
