@@ -15,6 +15,7 @@
 #include "passes/GradientRules.h"
 #include "passes/Passes.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
@@ -54,6 +55,8 @@ llvm::Expected<bool> Sgd::run(ir::Module &module) {
   for (Value *weight : module.getWeights())
     weights[weight->getName()] = weight;
   GraphBuilder builder(module, "sgd.c");
+  // One learning-rate constant per dtype, shared by its weights.
+  llvm::DenseMap<unsigned, Value *> rates;
   llvm::SmallVector<Value *, 8> outputs;
   int64_t updated = 0;
   for (Value *output : module.getOutputs()) {
@@ -64,7 +67,10 @@ llvm::Expected<bool> Sgd::run(ir::Module &module) {
       outputs.push_back(output);
       continue;
     }
-    Value *rate = builder.scalar(*learningRate, weight->getType().getDType());
+    ir::DType dtype = weight->getType().getDType();
+    Value *&rate = rates[unsigned(dtype)];
+    if (!rate)
+      rate = builder.scalar(*learningRate, dtype);
     auto step = builder.emit(OpCode::Mul, {output, rate});
     if (!step)
       return step.takeError();

@@ -132,8 +132,21 @@ PassManagerOptions getPassManagerOptions() {
   return passOptions;
 }
 
+static std::string &getPipelinePrefix() {
+  static std::string prefix;
+  return prefix;
+}
+
+void setPipelinePrefix(llvm::StringRef prefix) {
+  getPipelinePrefix() = prefix.str();
+}
+
 std::string getPipelineOption() {
-  return expandPipelineNames(pipeline, getPlanningOptions());
+  std::string expanded = expandPipelineNames(pipeline, getPlanningOptions());
+  const std::string &prefix = getPipelinePrefix();
+  if (prefix.empty())
+    return expanded;
+  return expanded.empty() ? prefix : prefix + "," + expanded;
 }
 
 int reportError(llvm::Error error) {
