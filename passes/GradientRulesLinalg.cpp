@@ -11,8 +11,10 @@
 // Softmax along an axis: dx = y * (dy - sum(dy * y)); LogSoftmax: dx = dy -
 // exp(y) * sum(dy), sums along the axis, kept as a dim of 1 (the forms of
 // Griewank & Walther's ch. 3 worked for the normalized exponential).
-// Reductions send the gradient back to every reduced element: reshaped to
-// the kept dims, expanded to the operand's, divided by the count for a mean.
+// LayerNormalization's rule recomputes the row statistics from x (see
+// layerNormRule for the formula). Reductions send the gradient back to every
+// reduced element: reshaped to the kept dims, expanded to the operand's,
+// divided by the count for a mean.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/GradientRules.h"
@@ -203,12 +205,129 @@ llvm::Error reduceRule(GraphBuilder &b, const GradientQuery &q) {
       b.emit(OpCode::Expand, {g}, {{"shape", Attribute::getInts(xDims)}}));
 }
 
+/// `value` reshaped to `dims` (itself when it has them).
+llvm::Expected<Value *> reshapeTo(GraphBuilder &b, Value *value,
+                                  llvm::ArrayRef<int64_t> dims) {
+  if (value->getType().getDims() == dims)
+    return value;
+  return b.emit(OpCode::Reshape, {value},
+                {{"shape", Attribute::getInts(dims)}});
+}
+
+// LayerNormalization over the dims from `axis` on: y = xhat * scale + bias,
+// xhat = (x - mean) * r, r = 1 / sqrt(var + epsilon). The statistics are
+// recomputed from x (the node's mean and inverse-deviation results are
+// optional and usually absent). With dxhat = dy * scale and means over the
+// normalized dims: dx = r * (dxhat - mean(dxhat) - xhat * mean(dxhat *
+// xhat)); dscale = sum of dy * xhat over the leading dims; dbias = sum of dy.
+llvm::Error layerNormRule(GraphBuilder &b, const GradientQuery &q) {
+  for (unsigned i = 1; i < q.resultGradients.size(); ++i)
+    if (q.resultGradients[i])
+      return gradientError("the gradient through the mean and inverse "
+                           "deviation results is not implemented");
+  const ir::AttributeMap &attrs = q.node.getAttributes();
+  Value *x = q.node.getOperand(0), *scale = q.node.getOperand(1);
+  Value *g = q.resultGradients[0];
+  llvm::ArrayRef<int64_t> dims = x->getType().getDims();
+  ir::DType dtype = x->getType().getDType();
+  int64_t rank = dims.size();
+  int64_t axis =
+      normalizeAxis(getIntAttr(attrs, "axis", -1), rank).getValueOr(rank - 1);
+  llvm::SmallVector<int64_t, 4> normalized, leading;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? leading : normalized).push_back(i);
+  llvm::ArrayRef<int64_t> inner = dims.drop_front(axis);
+  ir::AttributeMap meanAttrs = {{"axes", Attribute::getInts(normalized)},
+                                {"keepdims", Attribute::getInt(1)}};
+  auto mean = b.emit(OpCode::ReduceMean, {x}, meanAttrs);
+  if (!mean)
+    return mean.takeError();
+  auto centered = b.emit(OpCode::Sub, {x, *mean});
+  if (!centered)
+    return centered.takeError();
+  auto squared = b.emit(OpCode::Mul, {*centered, *centered});
+  if (!squared)
+    return squared.takeError();
+  auto variance = b.emit(OpCode::ReduceMean, {*squared}, meanAttrs);
+  if (!variance)
+    return variance.takeError();
+  auto shifted = b.emit(
+      OpCode::Add,
+      {*variance, b.scalar(getFloatAttr(attrs, "epsilon", 1e-5f), dtype)});
+  if (!shifted)
+    return shifted.takeError();
+  auto deviation = b.emit(OpCode::Sqrt, {*shifted});
+  if (!deviation)
+    return deviation.takeError();
+  auto r = b.emit(OpCode::Div, {b.scalar(1, dtype), *deviation});
+  if (!r)
+    return r.takeError();
+  auto xhat = b.emit(OpCode::Mul, {*centered, *r});
+  if (!xhat)
+    return xhat.takeError();
+  if (q.wanted[0]) {
+    auto scaleInner = reshapeTo(b, scale, inner);
+    if (!scaleInner)
+      return scaleInner.takeError();
+    auto dxhat = b.emit(OpCode::Mul, {g, *scaleInner});
+    if (!dxhat)
+      return dxhat.takeError();
+    auto meanDxhat = b.emit(OpCode::ReduceMean, {*dxhat}, meanAttrs);
+    if (!meanDxhat)
+      return meanDxhat.takeError();
+    auto product = b.emit(OpCode::Mul, {*dxhat, *xhat});
+    if (!product)
+      return product.takeError();
+    auto meanProduct = b.emit(OpCode::ReduceMean, {*product}, meanAttrs);
+    if (!meanProduct)
+      return meanProduct.takeError();
+    auto projected = b.emit(OpCode::Mul, {*xhat, *meanProduct});
+    if (!projected)
+      return projected.takeError();
+    auto first = b.emit(OpCode::Sub, {*dxhat, *meanDxhat});
+    if (!first)
+      return first.takeError();
+    auto second = b.emit(OpCode::Sub, {*first, *projected});
+    if (!second)
+      return second.takeError();
+    if (llvm::Error error = set(q, 0, b.emit(OpCode::Mul, {*second, *r})))
+      return error;
+  }
+  // dscale and dbias: dy (times xhat) summed over the leading dims, in the
+  // operand's own shape.
+  for (unsigned i = 1; i < 3 && i < q.node.getNumOperands(); ++i) {
+    if (!q.node.getOperand(i) || !q.wanted[i])
+      continue;
+    Value *summand = g;
+    if (i == 1) {
+      auto product = b.emit(OpCode::Mul, {g, *xhat});
+      if (!product)
+        return product.takeError();
+      summand = *product;
+    }
+    if (!leading.empty()) {
+      auto summed = b.emit(OpCode::ReduceSum, {summand},
+                           {{"axes", Attribute::getInts(leading)},
+                            {"keepdims", Attribute::getInt(0)}});
+      if (!summed)
+        return summed.takeError();
+      summand = *summed;
+    }
+    if (llvm::Error error = set(
+            q, i,
+            reshapeTo(b, summand, q.node.getOperand(i)->getType().getDims())))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::ArrayRef<GradientRuleEntry> getLinalgGradientRules() {
   static const GradientRuleEntry rules[] = {
       {OpCode::Gemm, gemmRule},
       {OpCode::MatMul, matMulRule},
+      {OpCode::LayerNormalization, layerNormRule},
       {OpCode::LogSoftmax, logSoftmaxRule},
       {OpCode::Softmax, softmaxRule},
       {OpCode::ReduceMean, reduceRule},

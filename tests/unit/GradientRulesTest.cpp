@@ -257,6 +257,14 @@ std::vector<Case> getCases() {
                          {{"axis", Attribute::getInt(0)}}));
   cases.push_back(single("LogSoftmax", OpCode::LogSoftmax, {{2, 4}},
                          {{"axis", Attribute::getInt(-1)}}));
+  cases.push_back(single("LayerNorm", OpCode::LayerNormalization,
+                         {{2, 3, 4}, {4}, {4}},
+                         {{"axis", Attribute::getInt(-1)},
+                          {"epsilon", Attribute::getFloat(1e-5f)}}));
+  cases.push_back(single("LayerNormTwoDims", OpCode::LayerNormalization,
+                         {{2, 3, 2}, {3, 2}},
+                         {{"axis", Attribute::getInt(1)},
+                          {"epsilon", Attribute::getFloat(0.1f)}}));
   cases.push_back(
       single("ReduceSum", OpCode::ReduceSum, {{2, 3, 4}}, axes({1}, 1)));
   cases.push_back(single("ReduceSumDropped", OpCode::ReduceSum, {{2, 3, 4}},
