@@ -170,6 +170,9 @@ void MemoryBudgetError::log(llvm::raw_ostream &os) const {
        << describeBytes(remat.peakBeforeBytes) << " in "
        << remat.decisions.size() << " decisions, +" << remat.extraFlops
        << " FLOPs; this is the smallest peak it reached)";
+  if (report.offload.applied)
+    os << " (offload parked " << report.offload.values
+       << " values in pinned host memory first)";
   if (report.microBatches > 1)
     os << " (running the graph in " << report.microBatches
        << " micro-batches, the best of the splits tried)";
@@ -182,6 +185,29 @@ void MemoryBudgetError::log(llvm::raw_ostream &os) const {
     os << "\n  " << llvm::format("%12llu", (unsigned long long)tensor.bytes)
        << " B  " << llvm::format("%-20s", tensor.op.c_str()) << " "
        << tensor.name;
+}
+
+llvm::Error recordFp32Baseline(ir::Module &lowered, ir::Module &fp32,
+                               const PlanningOptions &planning,
+                               const PassManagerOptions &passOptions) {
+  PlanningOptions plain = planning;
+  plain.precision = "fp32";
+  plain.arenaBudgetBytes = 0;
+  plain.allowOffload = false;
+  double planningMs = 0;
+  std::string pipeline;
+  if (llvm::Error error =
+          planModule(fp32, plain, passOptions, planningMs, pipeline))
+    return error;
+  const ir::Attribute *arena = fp32.getAttribute("arena");
+  if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
+    return userError("internal error: the fp32 baseline has no plan");
+  lowered.setAttribute("precision_arena_before",
+                       ir::Attribute::getInt(arena->getInt()));
+  lowered.setAttribute(
+      "precision_weights_before",
+      ir::Attribute::getInt(int64_t(computeWeightsBytes(fp32))));
+  return llvm::Error::success();
 }
 
 llvm::Error checkMemoryBudget(const MemoryReport &report,
@@ -281,38 +307,45 @@ llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
   PlannedModel planned;
   if (llvm::Error error = checkPlanningOptions(options.planning))
     return error;
-  PassManager passManager(options.passes);
-  // A bad pipeline is reported before the (possibly slow) import.
-  if (llvm::Error error = passManager.addPipeline(
-          expandPipelineNames(options.pipeline, options.planning)))
-    return error;
-  auto module = importOnnxModel(path, options.import);
+  // Imports the model and runs the pipeline `with` names. A bad pipeline
+  // is reported before the (possibly slow) import.
+  auto load = [&](const DriverOptions &with)
+      -> llvm::Expected<std::unique_ptr<ir::Module>> {
+    PassManager passManager(with.passes);
+    if (llvm::Error error = passManager.addPipeline(
+            expandPipelineNames(with.pipeline, with.planning)))
+      return error;
+    auto module = importOnnxModel(path, with.import);
+    if (!module)
+      return module.takeError();
+    if (llvm::Error error = passManager.run(**module))
+      return error;
+    (*module)->eraseUnusedWeights();
+    return std::move(*module);
+  };
+  auto module = load(options);
   if (!module)
     return module.takeError();
-  if (llvm::Error error = passManager.run(**module))
-    return error;
-  (*module)->eraseUnusedWeights();
   double planningMs = 0;
   std::string planPipeline;
-  auto reload = [&]() -> llvm::Expected<std::unique_ptr<ir::Module>> {
-    PassManager again(options.passes);
-    if (llvm::Error error = again.addPipeline(
-            expandPipelineNames(options.pipeline, options.planning)))
-      return error;
-    auto fresh = importOnnxModel(path, options.import);
-    if (!fresh)
-      return fresh.takeError();
-    if (llvm::Error error = again.run(**fresh))
-      return error;
-    (*fresh)->eraseUnusedWeights();
-    return std::move(*fresh);
-  };
+  auto reload = [&]() { return load(options); };
   auto within = planWithinBudget(std::move(*module), reload, options.planning,
                                  options.passes, options.memoryBudgetBytes,
                                  planningMs, planPipeline);
   if (!within)
     return within.takeError();
   planned.module = std::move(*within);
+  if (options.planning.precision != "fp32") {
+    // The report compares the lowered weights and arena with fp32's.
+    DriverOptions plain = options;
+    plain.planning.precision = "fp32";
+    auto fp32 = load(plain);
+    if (!fp32)
+      return fp32.takeError();
+    if (llvm::Error error = recordFp32Baseline(
+            *planned.module, **fp32, options.planning, options.passes))
+      return error;
+  }
   planned.pipelineDescription =
       expandPipelineNames(options.pipeline, options.planning);
   if (!planPipeline.empty())

@@ -84,6 +84,16 @@ llvm::Expected<std::unique_ptr<ir::Module>> planWithinBudget(
     const PlanningOptions &planning, const PassManagerOptions &passOptions,
     uint64_t memoryBudgetBytes, double &planningMs, std::string &pipeline);
 
+/// With --precision fp16/bf16: plans `fp32`, the same model imported with
+/// the same options but not lowered, as the lowered one was planned (no
+/// budget), and records on the planned `lowered` module what it would
+/// take in fp32: `precision_weights_before` and `precision_arena_before`
+/// (bytes), which the memory report's precision line compares with the
+/// lowered weights and arena.
+llvm::Error recordFp32Baseline(ir::Module &lowered, ir::Module &fp32,
+                               const PlanningOptions &planning,
+                               const PassManagerOptions &passOptions);
+
 /// The CUDA translation unit and device plan of a planned module for
 /// `archs` (sm numbers). Fails naming the node the backend cannot emit.
 llvm::Expected<cuda::CudaProgram>

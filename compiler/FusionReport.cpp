@@ -12,6 +12,14 @@ static FusedGroup describeGroup(const ir::Node &node) {
   group.pattern = "elementwise";
   group.results = node.getNumResults();
   const ir::Region &body = *node.getBody();
+  // An epilogue's op runs in the kernel too; its raw result, block
+  // argument 0, is the intermediate the epilogue removes.
+  if (node.hasEpilogue()) {
+    group.pattern = "epilogue";
+    group.ops.push_back(node.getOpName().str());
+    ++group.intermediates;
+    group.intermediateBytes += body.getArgument(0)->getType().getByteSize();
+  }
   llvm::DenseSet<const ir::Value *> yielded(body.getYield().begin(),
                                             body.getYield().end());
   for (const std::unique_ptr<ir::Node> &inside : body.getNodes()) {
@@ -33,7 +41,7 @@ FusionSummary summarizeFusion(const ir::Module &module) {
     if (node->getOpInfo().isView())
       continue;
     ++summary.kernelsAfter;
-    if (!node->is(ir::OpCode::SnugFused) || !node->hasBody()) {
+    if (!node->hasBody()) {
       ++summary.kernelsBefore;
       continue;
     }

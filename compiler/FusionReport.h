@@ -1,7 +1,8 @@
 //===- FusionReport.h - What fusion did to a module -------------*- C++ -*-===//
 //
 // Read from the module itself, after the pipeline: every snug.fused node is
-// one group (passes/Fuse.cpp made it, or a hand-written IR did). Its body
+// one group (passes/Fuse.cpp made it, or a hand-written IR did), and so is
+// every op with an epilogue (its op and the body's, pattern "epilogue"). Its body
 // nodes are the nodes it replaced, and its body values that it does not
 // yield are the intermediates the arena no longer holds. Kernels count the
 // nodes an executor launches one by one: views (Reshape and its kind) run
@@ -24,7 +25,7 @@ namespace snug {
 /// One fused node.
 struct FusedGroup {
   std::string name;  ///< the node's name (its root's ONNX name)
-  std::string pattern; ///< "elementwise"
+  std::string pattern; ///< "elementwise" or "epilogue"
   std::vector<std::string> ops; ///< body ops, in order
   unsigned results = 0;
   /// Body values not yielded, and their bytes at their own types.

@@ -289,7 +289,23 @@ void printMemoryReportPretty(const MemoryReport &report,
   if (!report.precision.precision.empty())
     os << "  precision        " << report.precision.precision << ": "
        << report.precision.lowered << " nodes, " << report.precision.keptF32
-       << " kept in f32, " << report.precision.casts << " casts\n";
+       << " kept in f32, " << report.precision.casts << " casts";
+  if (report.precision.arenaBeforeBytes) {
+    auto ratio = [](uint64_t before, uint64_t after) {
+      return after ? double(before) / double(after) : 0.0;
+    };
+    const PrecisionSummary &p = report.precision;
+    os << "; fp32 -> " << p.precision << ": weights "
+       << formatBytes(p.weightsBeforeBytes) << " -> "
+       << formatBytes(report.weightsBytes)
+       << llvm::format(" (x%.2f)", ratio(p.weightsBeforeBytes,
+                                          report.weightsBytes))
+       << ", arena " << formatBytes(p.arenaBeforeBytes) << " -> "
+       << formatBytes(report.arenaBytes)
+       << llvm::format(" (x%.2f)", ratio(p.arenaBeforeBytes,
+                                          report.arenaBytes));
+  }
+  os << '\n';
   if (report.microBatches > 1)
     os << "  micro-batches    " << report.microBatches
        << " (the graph runs once per 1/" << report.microBatches
@@ -373,7 +389,9 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
         {"dtype", report.precision.precision},
         {"nodes_lowered", int64_t(report.precision.lowered)},
         {"nodes_kept_f32", int64_t(report.precision.keptF32)},
-        {"casts", int64_t(report.precision.casts)}};
+        {"casts", int64_t(report.precision.casts)},
+        {"weights_before_bytes", int64_t(report.precision.weightsBeforeBytes)},
+        {"arena_before_bytes", int64_t(report.precision.arenaBeforeBytes)}};
   // Always present, null when remat did not run, so that readers see one
   // set of keys.
   object["remat"] = nullptr;

@@ -43,6 +43,15 @@ PrecisionSummary summarizePrecision(const ir::Module &module) {
     return summary;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes())
     count(*node, *low, summary);
+  auto bytes = [&](llvm::StringRef name) -> uint64_t {
+    const ir::Attribute *attr = module.getAttribute(name);
+    return attr && attr->getKind() == ir::Attribute::Kind::Int &&
+                   attr->getInt() > 0
+               ? uint64_t(attr->getInt())
+               : 0;
+  };
+  summary.weightsBeforeBytes = bytes("precision_weights_before");
+  summary.arenaBeforeBytes = bytes("precision_arena_before");
   return summary;
 }
 

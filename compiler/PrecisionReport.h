@@ -23,6 +23,10 @@ namespace snug {
 struct PrecisionSummary {
   std::string precision; ///< "f16", "bf16", or "" when not lowered
   unsigned lowered = 0, keptF32 = 0, casts = 0;
+  /// What the model takes in fp32, planned the same way (snugc and the
+  /// Python package record it: recordFp32Baseline in compiler/Driver.h);
+  /// 0 when not recorded (a module lowered by --passes alone).
+  uint64_t weightsBeforeBytes = 0, arenaBeforeBytes = 0;
   /// op type -> (lowered, kept in f32)
   std::map<std::string, std::pair<unsigned, unsigned>> byOp;
 };

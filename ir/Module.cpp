@@ -63,6 +63,12 @@ void Node::dropAllOperands() {
       node->dropAllOperands();
 }
 
+unsigned Node::getNumOwnOperands() const {
+  if (!hasEpilogue() || info->maxOperands < 0)
+    return getNumOperands();
+  return std::min<unsigned>(getNumOperands(), unsigned(info->maxOperands));
+}
+
 Region &Node::createBody() {
   assert(!body && "the node already has a body");
   body.reset(new Region(this));

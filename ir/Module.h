@@ -20,6 +20,14 @@
 // passes that walk getNodes() (liveness, planning, DCE) see a node with a
 // body as one node; body values are never buffers and carry no offsets.
 //
+// An op of the Epilogue trait (Conv) may carry a body too, its epilogue:
+// the elementwise ops applied to each element of the op's own result as
+// the kernel stores it. Its operands are the op's own (all of its table
+// arity, absent ones as nullptr, so that each keeps its position) followed
+// by the epilogue's extra operands (a residual); block argument 0 stands
+// for the op's own result element, block argument k > 0 for extra operand
+// k - 1; the yield gives the node's result, of the own result's type.
+//
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_IR_MODULE_H
 #define SNUG_IR_MODULE_H
@@ -160,6 +168,11 @@ public:
   Region &createBody();
   /// The node whose body holds this node; nullptr in the schedule.
   Node *getParentNode() const { return parent; }
+  /// Whether the body is an epilogue (see the file comment).
+  bool hasEpilogue() const { return body && info->takesEpilogue(); }
+  /// The operands of the op itself: all of them, except for a node with an
+  /// epilogue, whose extra operands follow its table arity.
+  unsigned getNumOwnOperands() const;
 
 private:
   friend class Module;

@@ -76,6 +76,7 @@ struct OpInfo {
   bool isCommutative() const { return has(op_traits::Commutative); }
   bool hasSideEffects() const { return has(op_traits::SideEffects); }
   bool hasHostResult() const { return has(op_traits::HostResult); }
+  bool takesEpilogue() const { return has(op_traits::Epilogue); }
   bool isFoldable() const {
     return !has(op_traits::NoFold) && !hasSideEffects();
   }

@@ -20,6 +20,7 @@ enum : unsigned {
   SideEffects = 1u << 4,
   NoFold = 1u << 5,
   HostResult = 1u << 6,
+  Epilogue = 1u << 7,
 };
 } // namespace op_traits
 } // namespace snug

@@ -15,7 +15,9 @@
 // its own (nesting is not supported), block arguments typed as the
 // operands, a yield typed as the results, every result of one shape, and
 // every body value broadcasting to that shape. Body values are not buffers:
-// they carry no arena offsets.
+// they carry no arena offsets. An epilogue (the body of an op that takes
+// one, ir/Module.h) is held to the same rules, its block argument 0 typed as
+// the node's result.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Verifier.h"
@@ -167,7 +169,7 @@ void ModuleVerifier::verifyNode(const Node &node,
       return (llvm::Twine("at least ") + llvm::Twine(low)).str();
     return (llvm::Twine(low) + " to " + llvm::Twine(high)).str();
   };
-  int operands = node.getNumOperands(), results = node.getNumResults();
+  int operands = node.getNumOwnOperands(), results = node.getNumResults();
   const Value *first = operands ? node.getOperand(0) : nullptr;
   if (outside(operands, info.minOperands, info.maxOperands))
     report(&node, "has " + llvm::Twine(operands) + " operand" +
@@ -234,18 +236,37 @@ void ModuleVerifier::verifyNode(const Node &node,
       report(&node, "nested bodies are not supported");
     else
       verifyFusedBody(node);
+  } else if (node.hasEpilogue()) {
+    if (scopeOwner)
+      report(&node, "nested bodies are not supported");
+    else
+      verifyFusedBody(node);
   } else if (node.hasBody()) {
-    report(&node, "has a body; only snug.fused carries one");
+    report(&node, "has a body; only snug.fused and ops that take an "
+                  "epilogue carry one");
   }
 }
 
 void ModuleVerifier::verifyFusedBody(const Node &node) {
   const Region &body = *node.getBody();
   llvm::DenseSet<const Value *> inner;
-  if (body.getNumArguments() != node.getNumOperands())
+  // An epilogue's argument 0 is the op's own result element; the others
+  // stand for the operands after the op's own (Module.h).
+  bool epilogue = node.hasEpilogue();
+  unsigned first = epilogue ? node.getNumOwnOperands() : 0;
+  unsigned bound = node.getNumOperands() - first + (epilogue ? 1 : 0);
+  if (epilogue && node.getNumOwnOperands() !=
+                      unsigned(node.getOpInfo().maxOperands))
+    report(&node, "has an epilogue but " +
+                      llvm::Twine(node.getNumOperands()) + " operands; it "
+                      "takes its op's " +
+                      llvm::Twine(node.getOpInfo().maxOperands) +
+                      " and then one per block argument after the first");
+  if (body.getNumArguments() != bound)
     report(&node, "body has " + llvm::Twine(body.getNumArguments()) +
-                      " block arguments for " +
-                      llvm::Twine(node.getNumOperands()) + " operands");
+                      " block arguments for " + llvm::Twine(bound) +
+                      (epilogue ? " (the result and the extra operands)"
+                                : " operands"));
   for (unsigned i = 0; i < body.getNumArguments(); ++i) {
     const Value *argument = body.getArgument(i);
     checkName(argument, &node);
@@ -253,20 +274,25 @@ void ModuleVerifier::verifyFusedBody(const Node &node) {
     if (argument->getArenaOffset())
       report(&node, "block argument " + llvm::Twine(i) + " has an arena "
                         "offset; values inside a body are not buffers");
-    if (i >= node.getNumOperands())
+    if (i >= bound)
       continue;
-    const Value *operand = node.getOperand(i);
+    bool own = epilogue && i == 0;
+    unsigned index = own ? 0 : first + i - (epilogue ? 1 : 0);
+    const Value *operand = own ? node.getResult(0) : node.getOperand(index);
+    std::string what =
+        (own ? "result " : "operand ") + std::to_string(index);
     if (!operand)
-      report(&node, "operand " + llvm::Twine(i) + " is absent");
+      report(&node, what + " is absent");
     else if (operand->getType() != argument->getType())
       report(&node, "block argument " + llvm::Twine(i) + " has type " +
-                        argument->getType().str() + ", operand " +
-                        llvm::Twine(i) + " has " + operand->getType().str());
+                        argument->getType().str() + ", " + what + " has " +
+                        operand->getType().str());
   }
   for (const std::unique_ptr<Node> &inside : body.getNodes()) {
     if (!inside->getOpInfo().isElementwise())
-      report(inside.get(), "is not elementwise; the body of snug.fused holds "
-                           "elementwise ops only (it is run per element)");
+      report(inside.get(), "is not elementwise; the body of " +
+                               node.getOpName() + " holds elementwise ops "
+                               "only (it is run per element)");
     verifyNode(*inside, inner);
   }
   llvm::ArrayRef<Value *> yield = body.getYield();
@@ -290,6 +316,9 @@ void ModuleVerifier::verifyFusedBody(const Node &node) {
   }
   if (node.getNumResults() == 0)
     return;
+  if (epilogue && node.getNumResults() != 1)
+    report(&node, "has an epilogue and " + llvm::Twine(node.getNumResults()) +
+                      " results; an epilogue yields the one result");
   llvm::ArrayRef<int64_t> shape = node.getResult(0)->getType().getDims();
   for (unsigned i = 1; i < node.getNumResults(); ++i)
     if (node.getResult(i)->getType().getDims() != shape)

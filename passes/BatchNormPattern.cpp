@@ -6,7 +6,10 @@
 // Conv whose weights and bias are constants, it folds into them:
 //   W'[m, ...] = W[m, ...] * s[m],  b'[m] = (b[m] - mean[m]) * s[m] + beta[m]
 // (b = 0 without a bias), so the Conv alone computes the pair and the
-// normalized tensor is never written. Exporters fold this themselves in
+// normalized tensor is never written. One that follows no such Conv (a
+// pre-activation network's, DenseNet's, after a Concat) becomes Mul(x, s)
+// and Add(., t) over [C, 1, ...] constants: elementwise, so it fuses with
+// the activation after it into one kernel instead of two. Exporters fold this themselves in
 // most cases (torch in eval mode does); models exported without it (or
 // from other frameworks) keep the pair.
 //
@@ -56,12 +59,56 @@ static std::string freshName(const llvm::StringSet<> &taken,
       return stem + "_" + std::to_string(i);
 }
 
-/// Folds `norm` into the Conv before it when the pattern holds.
-static bool tryFold(ir::Module &module, ir::Node &norm,
-                    llvm::StringSet<> &names) {
+/// An inference BatchNormalization's parameters, with s = scale /
+/// sqrt(var + epsilon) in double.
+struct NormParams {
+  std::vector<float> beta, mean;
+  std::vector<double> s;
+};
+
+/// Reads `norm`'s four parameters (f32 weights with data, `channels` values
+/// each) and computes s; false when one is not, when a result past the
+/// first is used, or when s is not finite (a variance at or below
+/// -epsilon: the node runs as written).
+static bool readNormParams(const ir::Module &module, const ir::Node &norm,
+                           int64_t channels, NormParams &params) {
   for (unsigned i = 1; i < norm.getNumResults(); ++i)
     if (norm.getResult(i)->hasUses() || module.isOutput(norm.getResult(i)))
       return false;
+  std::vector<float> scale, var;
+  if (!readF32Weight(module, norm.getOperand(1), channels, scale) ||
+      !readF32Weight(module, norm.getOperand(2), channels, params.beta) ||
+      !readF32Weight(module, norm.getOperand(3), channels, params.mean) ||
+      !readF32Weight(module, norm.getOperand(4), channels, var))
+    return false;
+  const ir::Attribute *epsilonAttr = norm.getAttribute("epsilon");
+  double epsilon =
+      epsilonAttr && epsilonAttr->getKind() == ir::Attribute::Kind::Float
+          ? epsilonAttr->getFloat()
+          : 1e-5;
+  for (int64_t m = 0; m < channels; ++m) {
+    params.s.push_back(double(scale[m]) / std::sqrt(double(var[m]) + epsilon));
+    if (!std::isfinite(params.s.back()))
+      return false;
+  }
+  return true;
+}
+
+/// A new weight named after `norm` plus `suffix`, holding `values`.
+static Value *addFreshWeight(ir::Module &module, llvm::StringSet<> &names,
+                             const ir::Node &norm, const char *suffix,
+                             const ir::TensorType &type,
+                             const std::vector<float> &values) {
+  std::string stem =
+      norm.getName().empty() ? std::string("batchnorm") : norm.getName().str();
+  std::string name = freshName(names, stem + suffix);
+  names.insert(name);
+  return module.addWeight(name, type, bytesOf(values));
+}
+
+/// Folds `norm` into the Conv before it when the pattern holds.
+static bool tryFold(ir::Module &module, ir::Node &norm,
+                    llvm::StringSet<> &names) {
   ir::Node *conv = norm.getOperand(0)->getDefiningNode();
   if (!conv || !conv->is(OpCode::Conv))
     return false;
@@ -73,45 +120,29 @@ static bool tryFold(ir::Module &module, ir::Node &norm,
     return false;
   int64_t channels = weightType.getDims()[0];
   int64_t perChannel = weightType.getNumElements() / channels;
-  std::vector<float> weight, bias(size_t(channels), 0.0f), scale, beta, mean,
-      var;
+  std::vector<float> weight, bias(size_t(channels), 0.0f);
+  NormParams params;
   if (!readF32Weight(module, conv->getOperand(1), weightType.getNumElements(),
                weight) ||
       (conv->getNumOperands() > 2 && conv->getOperand(2) &&
        !readF32Weight(module, conv->getOperand(2), channels, bias)) ||
-      !readF32Weight(module, norm.getOperand(1), channels, scale) ||
-      !readF32Weight(module, norm.getOperand(2), channels, beta) ||
-      !readF32Weight(module, norm.getOperand(3), channels, mean) ||
-      !readF32Weight(module, norm.getOperand(4), channels, var))
+      !readNormParams(module, norm, channels, params))
     return false;
-  const ir::Attribute *epsilonAttr = norm.getAttribute("epsilon");
-  double epsilon =
-      epsilonAttr && epsilonAttr->getKind() == ir::Attribute::Kind::Float
-          ? epsilonAttr->getFloat()
-          : 1e-5;
   std::vector<float> newWeight(weight.size());
   std::vector<float> newBias(static_cast<size_t>(channels));
   for (int64_t m = 0; m < channels; ++m) {
-    double s = double(scale[m]) / std::sqrt(double(var[m]) + epsilon);
-    // A variance at or below -epsilon: the pair runs as written.
-    if (!std::isfinite(s))
-      return false;
+    double s = params.s[size_t(m)];
     for (int64_t k = 0; k < perChannel; ++k)
       newWeight[size_t(m * perChannel + k)] =
           float(double(weight[size_t(m * perChannel + k)]) * s);
-    newBias[size_t(m)] =
-        float((double(bias[m]) - double(mean[m])) * s + double(beta[m]));
+    newBias[size_t(m)] = float((double(bias[m]) - double(params.mean[m])) * s +
+                               double(params.beta[m]));
   }
-  std::string stem =
-      norm.getName().empty() ? std::string("batchnorm") : norm.getName().str();
-  std::string weightName = freshName(names, stem + "/folded_weight");
-  names.insert(weightName);
-  std::string biasName = freshName(names, stem + "/folded_bias");
-  names.insert(biasName);
-  Value *w = module.addWeight(weightName, weightType, bytesOf(newWeight));
-  Value *b = module.addWeight(biasName,
-                              ir::TensorType(ir::DType::F32, {channels}),
-                              bytesOf(newBias));
+  Value *w = addFreshWeight(module, names, norm, "/folded_weight", weightType,
+                            newWeight);
+  Value *b = addFreshWeight(module, names, norm, "/folded_bias",
+                            ir::TensorType(ir::DType::F32, {channels}),
+                            newBias);
   conv->setOperands({conv->getOperand(0), w, b});
   // The Conv now computes the BatchNormalization's result: its readers and
   // its name move over.
@@ -119,13 +150,54 @@ static bool tryFold(ir::Module &module, ir::Node &norm,
   return true;
 }
 
-unsigned foldBatchNormsIntoConvs(ir::Module &module) {
+/// Rewrites `norm`, at schedule position `index`, as Mul(x, s) and Add(.,
+/// t) over per-channel constants shaped [C, 1, ...] to broadcast along
+/// dim 1, when it is f32 with constant parameters.
+static bool tryAffine(ir::Module &module, ir::Node &norm, size_t index,
+                      llvm::StringSet<> &names) {
+  Value *x = norm.getOperand(0);
+  const ir::TensorType &type = x->getType();
+  if (type.getDType() != ir::DType::F32 || type.getRank() < 2 ||
+      type.getDims()[1] <= 0 || norm.getResult(0)->getType() != type)
+    return false;
+  int64_t channels = type.getDims()[1];
+  NormParams params;
+  if (!readNormParams(module, norm, channels, params))
+    return false;
+  std::vector<float> s(static_cast<size_t>(channels)),
+      t(static_cast<size_t>(channels));
+  for (int64_t m = 0; m < channels; ++m) {
+    s[size_t(m)] = float(params.s[size_t(m)]);
+    t[size_t(m)] = float(double(params.beta[m]) -
+                         double(params.mean[m]) * params.s[size_t(m)]);
+  }
+  llvm::SmallVector<int64_t, 4> dims(type.getRank() - 1, 1);
+  dims[0] = channels;
+  ir::TensorType perChannel(ir::DType::F32, dims);
+  Value *sW = addFreshWeight(module, names, norm, "/scale", perChannel, s);
+  Value *tW = addFreshWeight(module, names, norm, "/shift", perChannel, t);
+  ir::Node *mul = module.insertNode(index, OpCode::Mul, {x, sW}, {type});
+  ir::Node *add =
+      module.insertNode(index + 1, OpCode::Add, {mul->getResult(0), tW}, {type});
+  mul->setName(norm.getName());
+  add->setName(norm.getName());
+  module.replaceValue(norm.getResult(0), add->getResult(0));
+  return true;
+}
+
+/// Every value name of the module, for fresh weight names.
+static llvm::StringSet<> valueNames(const ir::Module &module) {
   llvm::StringSet<> names;
   for (const std::unique_ptr<Value> &argument : module.getArguments())
     names.insert(argument->getName());
   for (const std::unique_ptr<ir::Node> &node : module.getNodes())
     for (unsigned i = 0; i < node->getNumResults(); ++i)
       names.insert(node->getResult(i)->getName());
+  return names;
+}
+
+unsigned foldBatchNormsIntoConvs(ir::Module &module) {
+  llvm::StringSet<> names = valueNames(module);
   llvm::DenseSet<const ir::Node *> folded;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes())
     if (node->is(OpCode::BatchNormalization) && tryFold(module, *node, names))
@@ -134,6 +206,26 @@ unsigned foldBatchNormsIntoConvs(ir::Module &module) {
     module.eraseNodesIf(
         [&](const ir::Node &node) { return folded.count(&node) != 0; });
   return unsigned(folded.size());
+}
+
+unsigned rewriteBatchNormsAsAffine(ir::Module &module) {
+  llvm::StringSet<> names = valueNames(module);
+  std::vector<ir::Node *> norms;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    if (node->is(OpCode::BatchNormalization))
+      norms.push_back(node.get());
+  llvm::DenseSet<const ir::Node *> rewritten;
+  for (ir::Node *norm : norms) {
+    size_t index = 0;
+    while (module.getNodes()[index].get() != norm)
+      ++index;
+    if (tryAffine(module, *norm, index, names))
+      rewritten.insert(norm);
+  }
+  if (!rewritten.empty())
+    module.eraseNodesIf(
+        [&](const ir::Node &node) { return rewritten.count(&node) != 0; });
+  return unsigned(rewritten.size());
 }
 
 } // namespace snug

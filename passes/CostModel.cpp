@@ -119,6 +119,7 @@ CostRule getCostRule(OpCode op) {
   case OpCode::ReduceProd:
   case OpCode::ReduceSum:
   case OpCode::ReduceSumSquare:
+  case OpCode::CumSum:
     return CostRule::Reduction;
   case OpCode::Resize:
     return CostRule::Resize;
@@ -130,6 +131,10 @@ CostRule getCostRule(OpCode op) {
   case OpCode::Dropout:
   case OpCode::Expand:
   case OpCode::Gather:
+  case OpCode::GatherElements:
+  case OpCode::GatherND:
+  case OpCode::ScatterElements:
+  case OpCode::ScatterND:
   case OpCode::Pad:
   case OpCode::Range:
   case OpCode::Shape:
@@ -425,6 +430,7 @@ static void addReduction(const Node &node, Cost &cost) {
   case OpCode::ReduceMin:
   case OpCode::ReduceProd:
   case OpCode::ReduceSum:
+  case OpCode::CumSum: // a running sum: one add per element
     flops = inputs;
     break;
   case OpCode::ReduceMean: // sum, then a divide per result
@@ -466,11 +472,13 @@ static void addResize(const Node &node, Cost &cost) {
 /// The FLOPs and MACs of `node`; no bytes.
 static void addCompute(const Node &node, Cost &cost) {
   // A region computes what its body's ops compute, each counted as its
-  // node would be; its traffic is its own operands and results.
+  // node would be; its traffic is its own operands and results. An
+  // epilogue adds its ops to what the op itself computes.
   if (node.hasBody()) {
     for (const std::unique_ptr<Node> &inner : node.getBody()->getNodes())
       addCompute(*inner, cost);
-    return;
+    if (!node.hasEpilogue())
+      return;
   }
   switch (getCostRule(node.getOpCode())) {
   case CostRule::None:

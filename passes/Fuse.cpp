@@ -32,11 +32,14 @@
 // at most max-ops nodes (64) and max-operands distinct operands (16) a group.
 //
 // Before grouping, the exporters' decomposed patterns are rewritten as the
-// ops they spell, and inference BatchNorms after a Conv are folded into
-// its weights (FusePatterns.h).
+// ops they spell, inference BatchNorms after a Conv are folded into its
+// weights, and the others become a per-channel Mul and Add (FusePatterns.h).
 //
-// Not here yet: epilogues of contractions, attention, and the decomposed
-// GELU (its six elementwise nodes already become one group).
+// After grouping, a Conv whose one reader is a group (or one elementwise
+// node) takes it as its epilogue (EpiloguePattern.cpp).
+//
+// Not here yet: epilogues of MatMul and Gemm, attention, and the
+// decomposed GELU (its six elementwise nodes already become one group).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
@@ -65,6 +68,7 @@ public:
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override;
 
 private:
+  llvm::Expected<bool> fuseElementwise(ir::Module &module);
   unsigned maxOps = kDefaultMaxOps;
   unsigned maxOperands = kDefaultMaxOperands;
 };
@@ -302,6 +306,17 @@ llvm::Error Fuse::setOption(llvm::StringRef key, llvm::StringRef value) {
 }
 
 llvm::Expected<bool> Fuse::run(ir::Module &module) {
+  llvm::Expected<bool> changed = fuseElementwise(module);
+  if (!changed)
+    return changed.takeError();
+  // Epilogues last: a producer takes a whole group as its epilogue.
+  unsigned epilogues = fuseEpilogues(module);
+  if (epilogues)
+    addStatistic("epilogues", epilogues);
+  return *changed || epilogues;
+}
+
+llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   // Patterns first (FusePatterns.h): their nodes would otherwise be taken
   // into elementwise groups.
   unsigned layerNorms = rewriteDecomposedLayerNorms(module);
@@ -310,6 +325,10 @@ llvm::Expected<bool> Fuse::run(ir::Module &module) {
   unsigned batchNorms = foldBatchNormsIntoConvs(module);
   if (batchNorms)
     addStatistic("batchnorms-folded", batchNorms);
+  unsigned affine = rewriteBatchNormsAsAffine(module);
+  if (affine)
+    addStatistic("batchnorms-affine", affine);
+  batchNorms += affine;
   GroupBuilder builder(module, maxOps, maxOperands);
   std::vector<Group> groups;
   auto nodes = module.getNodes();

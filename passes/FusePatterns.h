@@ -44,6 +44,16 @@ unsigned rewriteDecomposedLayerNorms(ir::Module &module);
 /// how many were folded.
 unsigned foldBatchNormsIntoConvs(ir::Module &module);
 
+/// Every other inference BatchNormalization of f32 with constant
+/// parameters, as Mul and Add by per-channel constants that fuse with their
+/// neighbours (BatchNormPattern.cpp). Returns how many were rewritten.
+unsigned rewriteBatchNormsAsAffine(ir::Module &module);
+
+/// A Conv (an op that takes an epilogue) whose one reader is an
+/// elementwise node or snug.fused group takes it as its epilogue
+/// (EpiloguePattern.cpp). Runs after grouping. Returns how many were fused.
+unsigned fuseEpilogues(ir::Module &module);
+
 } // namespace snug
 
 #endif // SNUG_PASSES_FUSEPATTERNS_H

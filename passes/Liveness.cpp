@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Liveness.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include "ir/OpInfo.h"
 
 
@@ -113,8 +115,10 @@ private:
 
 class LivenessBuilder {
 public:
-  LivenessBuilder(const ir::Module &module, const LivenessOptions &options)
-      : module(module), options(options) {}
+  /// `noConcat`: Concat operands that stay in their own buffers.
+  LivenessBuilder(const ir::Module &module, const LivenessOptions &options,
+                  const llvm::DenseSet<const ir::Value *> *noConcat = nullptr)
+      : module(module), options(options), noConcat(noConcat) {}
   LivenessInfo build();
 
 private:
@@ -137,6 +141,7 @@ private:
 
   const ir::Module &module;
   const LivenessOptions &options;
+  const llvm::DenseSet<const ir::Value *> *noConcat;
   LivenessInfo info;
   /// An upper bound of the live footprint per step under the sharing taken
   /// so far, and the bound it must stay under (the unshared lower bound).
@@ -323,8 +328,9 @@ void LivenessBuilder::tryConcatInPlace(const ir::Node &node) {
     bool alone = it != info.storage.end() && !it->second.host &&
                  info.buffers[it->second.buffer].values.size() == 1;
     bool repeated = reads.lookup(operand) > 1;
+    bool excluded = noConcat && noConcat->count(operand);
     if (alone && operand->isResult() && !module.isOutput(operand) &&
-        !repeated && bytes > 0)
+        !repeated && bytes > 0 && !excluded)
       candidates.push_back({operand, offset});
     offset += bytes;
   }
@@ -442,21 +448,76 @@ static uint64_t peakBytes(const LivenessInfo &info, uint64_t alignment) {
   return peak;
 }
 
+/// The operands Concats took into their result's buffer, those that
+/// stretch the result's life most first: the result's bytes times the
+/// steps from the operand's definition to the Concat's.
+static std::vector<const ir::Value *>
+getConcatOperandsInPlace(const LivenessInfo &info) {
+  std::vector<std::pair<uint64_t, const ir::Value *>> found;
+  for (const LiveBuffer &buffer : info.buffers) {
+    const ir::Value *root = buffer.values.front();
+    int64_t at = info.intervals.lookup(root).first;
+    for (size_t k = 1; k < buffer.values.size(); ++k)
+      if (llvm::StringRef(buffer.reasons[k]) == "concat") {
+        int64_t from = info.intervals.lookup(buffer.values[k]).first;
+        found.push_back(
+            {buffer.bytes * uint64_t(std::max<int64_t>(0, at - from)),
+             buffer.values[k]});
+      }
+  }
+  llvm::stable_sort(found, [](const auto &a, const auto &b) {
+    return a.first > b.first;
+  });
+  std::vector<const ir::Value *> values;
+  for (const auto &entry : found)
+    values.push_back(entry.second);
+  return values;
+}
+
+/// How many Concat operands computeLiveness tries out of their result.
+constexpr size_t kMaxConcatTrials = 64;
+
 LivenessInfo computeLiveness(const ir::Module &module,
                              const LivenessOptions &options) {
   LivenessOptions plain = options;
   plain.concatPrefixes = false;
   LivenessInfo info = LivenessBuilder(module, plain).build();
-  if (!options.concatInPlace || !options.concatPrefixes ||
-      findConcatPrefixes(module).empty())
+  const LivenessOptions *chosen = &plain;
+  if (options.concatInPlace && options.concatPrefixes &&
+      !findConcatPrefixes(module).empty()) {
+    // Prefix chains pay up front (the whole block's buffer lives from its
+    // first operand) and save later, so they are judged on the whole result.
+    LivenessInfo chained = LivenessBuilder(module, options).build();
+    if (peakBytes(chained, options.alignment) <
+        peakBytes(info, options.alignment)) {
+      info = std::move(chained);
+      chosen = &options;
+    }
+  }
+  if (!options.concatInPlace)
     return info;
-  // Prefix chains pay up front (the whole block's buffer lives from its
-  // first operand) and save later, so they are judged on the whole result.
-  LivenessInfo chained = LivenessBuilder(module, options).build();
-  return peakBytes(chained, options.alignment) <
-                 peakBytes(info, options.alignment)
-             ? std::move(chained)
-             : std::move(info);
+  // A Concat in place keeps its whole result live from its first operand's
+  // definition: a skip connection's operand then holds the result's bytes
+  // across everything in between (U-Net). The builder's running bound only
+  // keeps that under the unshared bound, so each operand taken in is tried
+  // out of it (the ones that stretch the result most first, the Concat
+  // still taking its others) and left out where that lowers the peak: the
+  // sharing never ends above what leaving out one more operand gives.
+  llvm::DenseSet<const ir::Value *> excluded;
+  uint64_t peak = peakBytes(info, options.alignment);
+  std::vector<const ir::Value *> operands = getConcatOperandsInPlace(info);
+  for (size_t i = 0; i < operands.size() && i < kMaxConcatTrials; ++i) {
+    excluded.insert(operands[i]);
+    LivenessInfo trial = LivenessBuilder(module, *chosen, &excluded).build();
+    uint64_t trialPeak = peakBytes(trial, options.alignment);
+    if (trialPeak < peak) {
+      info = std::move(trial);
+      peak = trialPeak;
+    } else {
+      excluded.erase(operands[i]);
+    }
+  }
+  return info;
 }
 
 } // namespace snug

@@ -18,7 +18,11 @@
 //    into their slice and the copy disappears. The whole result then lives
 //    from its first operand's definition, which can cost more than it saves,
 //    so an operand is only taken in when a running upper bound of the live
-//    bytes per step stays within the bound without sharing.
+//    bytes per step stays within the bound without sharing. That bound is
+//    loose (a skip connection's operand taken in holds the whole result
+//    across everything in between: U-Net), so computeLiveness then tries
+//    each operand taken in out of it again (those that stretch the result
+//    most first, at most 64) and leaves it out where that lowers the peak.
 // Each rule can be turned off (LivenessOptions) to measure what it saves.
 //
 // Host-resident values (results of an op with the HostResult trait, the

@@ -139,8 +139,8 @@ llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
 //===----------------------------------------------------------------------===//
 
 /// A string attribute, when present, is one of `choices`.
-static llvm::Error checkChoice(const ShapeQuery &query, llvm::StringRef name,
-                               llvm::ArrayRef<llvm::StringRef> choices) {
+llvm::Error checkChoice(const ShapeQuery &query, llvm::StringRef name,
+                        llvm::ArrayRef<llvm::StringRef> choices) {
   auto it = query.attributes.find(name.str());
   if (it == query.attributes.end() ||
       it->second.getKind() != ir::Attribute::Kind::String ||
@@ -823,10 +823,10 @@ static llvm::Expected<ResultTypes> inferDropout(const ShapeQuery &query) {
 /// snug.fused: the yield's types. The body's nodes are checked against
 /// their own shape functions here, so that infer-shapes covers bodies (the
 /// verifier checks only the families' rules).
-static llvm::Expected<ResultTypes> inferFused(const ShapeQuery &query) {
-  if (!query.body)
-    return shapeError("snug.fused has no body to take its result types from");
-  llvm::ArrayRef<std::unique_ptr<ir::Node>> nodes = query.body->getNodes();
+/// Checks every body node's result types against its shape function and
+/// returns the yielded values' types.
+static llvm::Expected<ResultTypes> inferBody(const ir::Region &body) {
+  llvm::ArrayRef<std::unique_ptr<ir::Node>> nodes = body.getNodes();
   for (size_t k = 0; k < nodes.size(); ++k) {
     const ir::Node &node = *nodes[k];
     std::string subject =
@@ -848,9 +848,28 @@ static llvm::Expected<ResultTypes> inferFused(const ShapeQuery &query) {
                           ", its shape function says " + (*types)[i].str());
   }
   ResultTypes results;
-  for (const ir::Value *value : query.body->getYield())
+  for (const ir::Value *value : body.getYield())
     results.push_back(value->getType());
   return results;
+}
+
+static llvm::Expected<ResultTypes> inferFused(const ShapeQuery &query) {
+  if (!query.body)
+    return shapeError("snug.fused has no body to take its result types from");
+  return inferBody(*query.body);
+}
+
+/// A node with an epilogue (ir/Module.h): the op's own result, given by its
+/// shape function, is the epilogue's argument 0; the epilogue yields the
+/// node's result.
+static llvm::Expected<ResultTypes> inferEpilogue(const ResultTypes &own,
+                                                 const ir::Region &body) {
+  if (own.empty() || body.getNumArguments() == 0 ||
+      body.getArgument(0)->getType() != own[0])
+    return shapeError("the epilogue's block argument 0 must have the op's "
+                      "result type " +
+                      llvm::Twine(own.empty() ? "" : own[0].str()));
+  return inferBody(body);
 }
 
 //===----------------------------------------------------------------------===//
@@ -905,6 +924,7 @@ static const ShapeFunctionTable &getShapeFunctions() {
     set(OpCode::Dropout, inferDropout);
     set(OpCode::SnugFused, inferFused);
     registerNNShapeFunctions(map);
+    registerIndexingShapeFunctions(map);
     return map;
   }();
   return table;
@@ -947,7 +967,8 @@ llvm::Expected<ResultTypes> inferResultTypes(const ShapeQuery &query) {
 llvm::Expected<ResultTypes> inferResultTypes(const ir::Node &node) {
   llvm::SmallVector<const TensorType *, 4> operands;
   llvm::SmallVector<llvm::Optional<llvm::ArrayRef<uint8_t>>, 4> data;
-  for (const ir::Value *operand : node.getOperands()) {
+  for (const ir::Value *operand :
+       node.getOperands().take_front(node.getNumOwnOperands())) {
     operands.push_back(operand ? &operand->getType() : nullptr);
     if (operand && operand->isWeight() && !operand->isWeightElided())
       data.push_back(node.getModule()->getWeightData(operand));
@@ -957,6 +978,8 @@ llvm::Expected<ResultTypes> inferResultTypes(const ir::Node &node) {
   ShapeQuery query{node.getOpCode(), operands, node.getAttributes(),
                    node.getNumResults(), data, node.getBody()};
   auto results = inferResultTypes(query);
+  if (results && node.hasEpilogue())
+    results = inferEpilogue(*results, *node.getBody());
   if (!results)
     return shapeError(node.describe() + ": " + toString(results.takeError()));
   return results;

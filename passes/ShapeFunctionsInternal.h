@@ -1,7 +1,7 @@
 //===- ShapeFunctionsInternal.h - Helpers shared by shape files -*- C++ -*-===//
 //
-// Private to ShapeFunctions.cpp and ShapeFunctionsNN.cpp: error and operand
-// helpers, and the hook that adds the neural-network ops to the table.
+// Private to the ShapeFunctions*.cpp files: error and operand helpers, and
+// the hooks that add the neural-network and indexing ops to the table.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_PASSES_SHAPEFUNCTIONSINTERNAL_H
@@ -23,6 +23,9 @@ requireInts(const ShapeQuery &query, llvm::StringRef name);
 llvm::Expected<int64_t> requireAxis(const ShapeQuery &query,
                                     llvm::StringRef name, int64_t rank,
                                     int64_t defaultValue);
+/// A string attribute, when present, is one of `choices`.
+llvm::Error checkChoice(const ShapeQuery &query, llvm::StringRef name,
+                        llvm::ArrayRef<llvm::StringRef> choices);
 
 /// The error for a shape formula that overflowed.
 llvm::Error overflowError(const llvm::Twine &what);
@@ -31,6 +34,8 @@ using ShapeFunctionPtr = llvm::Expected<ResultTypes> (*)(const ShapeQuery &);
 using ShapeFunctionTable =
     std::array<ShapeFunctionPtr, ir::getAllOpsCount()>;
 void registerNNShapeFunctions(ShapeFunctionTable &map);
+/// CumSum, the element gathers and the scatters (ShapeFunctionsIndexing.cpp).
+void registerIndexingShapeFunctions(ShapeFunctionTable &map);
 
 } // namespace snug
 

@@ -89,6 +89,9 @@ bool isReduction(ir::OpCode op) {
 /// it does not depend on the split inputs: a parameter of the op.
 bool isParameterOperand(const ir::Node &node, unsigned index) {
   using ir::OpCode;
+  // An epilogue's extra operands pair with the result element for element.
+  if (index >= node.getNumOwnOperands())
+    return false;
   switch (node.getOpCode()) {
   case OpCode::Conv:
   case OpCode::ConvTranspose:
@@ -116,7 +119,8 @@ bool isPerSampleShared(const ir::Node &node, const ir::Value &operand,
                        int64_t batch) {
   const ir::TensorType &type = operand.getType();
   bool pairs = node.getOpInfo().isElementwise() ||
-               node.is(ir::OpCode::SnugFused) || node.is(ir::OpCode::Concat);
+               node.is(ir::OpCode::SnugFused) || node.is(ir::OpCode::Concat) ||
+               node.hasEpilogue();
   return pairs && type.getRank() > 0 && type.getDims()[0] == batch &&
          type.getRank() == node.getResult(0)->getType().getRank();
 }
@@ -163,7 +167,8 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
     // broadcast along dim 0; other ops share only their parameters.
     bool broadcasts = type.getRank() < rank ||
                       (type.getRank() > 0 && type.getDims()[0] == 1);
-    bool elementwise = info.isElementwise() || node.is(OpCode::SnugFused);
+    bool elementwise = info.isElementwise() || node.is(OpCode::SnugFused) ||
+                       i >= node.getNumOwnOperands();
     if (!isParameterOperand(node, i) && !(elementwise && broadcasts) &&
         !isPerSampleShared(node, *operand, batch))
       return "operand " + std::to_string(i) +
@@ -191,6 +196,20 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
         normalizeAxis(intAttr(node, "axis", 0), rank) == 0)
       return "it gathers along dim 0";
     break;
+  // The indexing ops address dim 0 along their axis or index tuples (a
+  // runtime CumSum axis is refused above, as a shared operand).
+  case OpCode::CumSum:
+  case OpCode::GatherElements:
+  case OpCode::ScatterElements:
+    if (normalizeAxis(intAttr(node, "axis", 0), rank) == 0)
+      return "it works along dim 0";
+    break;
+  case OpCode::GatherND:
+    if (intAttr(node, "batch_dims", 0) < 1)
+      return "its index tuples address dim 0";
+    break;
+  case OpCode::ScatterND:
+    return "its index tuples address dim 0";
   case OpCode::Slice:
     if (intsContain(node, "axes", 0, node.getOperand(0)->getType().getRank()))
       return "it slices dim 0";
@@ -330,12 +349,16 @@ ir::TensorType broadcastTypes(llvm::ArrayRef<ir::TensorType> types,
 }
 
 /// Retypes a copied elementwise body from its arguments: each argument
-/// takes its operand's type, each body result the broadcast of its
-/// operands' (its own dtype).
+/// takes its operand's type (an epilogue's argument 0 the result's), each
+/// body result the broadcast of its operands' (its own dtype).
 void retypeBody(ir::Node &copy) {
   ir::Region &body = *copy.getBody();
+  bool epilogue = copy.hasEpilogue();
+  unsigned first = epilogue ? copy.getNumOwnOperands() - 1 : 0;
   for (unsigned i = 0; i < body.getNumArguments(); ++i)
-    body.getArgument(i)->setType(copy.getOperand(i)->getType());
+    body.getArgument(i)->setType(epilogue && i == 0
+                                     ? copy.getResult(0)->getType()
+                                     : copy.getOperand(first + i)->getType());
   for (const std::unique_ptr<ir::Node> &inner : body.getNodes()) {
     llvm::SmallVector<ir::TensorType, 4> types;
     for (const ir::Value *operand : inner->getOperands())

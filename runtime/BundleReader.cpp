@@ -388,19 +388,34 @@ bool readBody(Cursor &cursor, PlanOp &op, const std::string &where) {
   uint32_t n;
   if (!cursor.count(n, 8))
     return false;
-  if (n != op.operands.size())
+  // An epilogue's argument 0 is the op's own result, the others its extra
+  // operands after the op's own (ir/Module.h).
+  int arity = op.opName == kFusedOpName ? -1 : getEpilogueArity(op.opName);
+  bool epilogue = arity >= 0;
+  if (epilogue && (op.operands.size() < size_t(arity) ||
+                   op.results.size() != 1))
+    return cursor.fail(where + ": an epilogue needs the op's " +
+                       std::to_string(arity) + " operands and one result");
+  size_t first = epilogue ? size_t(arity) - 1 : 0;
+  size_t bound = op.operands.size() - first;
+  if (n != bound)
     return cursor.fail(where + ": body has " + std::to_string(n) +
-                       " block arguments for " +
-                       std::to_string(op.operands.size()) + " operands");
+                       " block arguments for " + std::to_string(bound) +
+                       (epilogue ? " (the result and the extra operands)"
+                                 : " operands"));
+  if (epilogue)
+    op.numOwnOperands = size_t(arity);
   body.arguments.resize(n);
   for (uint32_t k = 0; k < n; ++k) {
     std::string what = where + " block argument " + std::to_string(k);
     if (!readBodyType(cursor, body.arguments[k], what))
       return false;
-    if (!op.operands[k].isPresent() ||
-        !sameType(body.arguments[k], op.operands[k]))
-      return cursor.fail(what + " does not match operand " +
-                         std::to_string(k));
+    bool own = epilogue && k == 0;
+    const Location &source = own ? op.results[0] : op.operands[first + k];
+    if (!source.isPresent() || !sameType(body.arguments[k], source))
+      return cursor.fail(what + " does not match " +
+                         (own ? std::string("result 0")
+                              : "operand " + std::to_string(first + k)));
   }
   body.values = body.arguments;
   if (!cursor.count(n, 20))
@@ -496,6 +511,7 @@ bool readHostPlan(Cursor &cursor, Bundle &b) {
           return cursor.fail(what + " is a weight");
       }
     }
+    op.numOwnOperands = op.operands.size();
     if (b.version < kFirstVersionWithBodies)
       continue;
     uint8_t hasBody;
@@ -505,10 +521,13 @@ bool readHostPlan(Cursor &cursor, Bundle &b) {
       return cursor.fail(op.describe(i) + ": bad has-body byte " +
                          std::to_string(hasBody));
     op.hasBody = hasBody;
-    if (op.hasBody != (op.opName == kFusedOpName))
-      return cursor.fail(op.describe(i) + (op.hasBody
-                                               ? ": only snug.fused has a body"
-                                               : ": snug.fused needs a body"));
+    bool mayHaveBody = op.opName == kFusedOpName ||
+                       getEpilogueArity(op.opName) >= 0;
+    if (op.hasBody ? !mayHaveBody : op.opName == kFusedOpName)
+      return cursor.fail(op.describe(i) +
+                         (op.hasBody ? ": only snug.fused and ops that take "
+                                       "an epilogue have a body"
+                                     : ": snug.fused needs a body"));
     if (op.hasBody && !readBody(cursor, op, op.describe(i)))
       return false;
   }

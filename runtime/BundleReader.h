@@ -99,6 +99,10 @@ struct PlanOp {
   std::vector<Location> results;
   bool hasBody = false;
   PlanBody body;
+  /// The operands of the op itself; an epilogue's extra operands follow
+  /// (ir/Module.h). All of them for every other op.
+  size_t numOwnOperands = 0;
+  size_t getNumOwnOperands() const { return numOwnOperands; }
 
   const Attr *getAttr(const std::string &name) const;
   /// "node 'conv1' (Conv)" or "op #3 (Conv)".

@@ -264,12 +264,20 @@ std::string checkWindow(const PlanOp &op, const Location *weight) {
   return "";
 }
 
-std::string checkGather(const PlanOp &op) {
-  const Location &x = op.operands[0], &indices = op.operands[1],
-                 &y = op.results[0];
+/// Operand 1 of the gathers and scatters: the kernels load it as integers.
+std::string checkIndexType(const PlanOp &op) {
+  const Location &indices = op.operands[1];
   if (indices.dtype != DTypeI32 && indices.dtype != DTypeI64)
     return std::string("indices must be i32 or i64, not ") +
            dtypeName(indices.dtype);
+  return "";
+}
+
+std::string checkGather(const PlanOp &op) {
+  const Location &x = op.operands[0], &indices = op.operands[1],
+                 &y = op.results[0];
+  if (std::string reason = checkIndexType(op); !reason.empty())
+    return reason;
   int64_t rank = int64_t(x.dims.size());
   if (rank < 1)
     return "operand 0 must have rank >= 1";
@@ -286,6 +294,69 @@ std::string checkGather(const PlanOp &op) {
   if (!bytes || *bytes != y.bytes)
     return "result of " + std::to_string(y.bytes) +
            " bytes does not match the gather";
+  return "";
+}
+
+/// CumSum, GatherElements, GatherND, ScatterElements, ScatterND
+/// (runtime/host/kernels/IndexingKernels.cpp): the axis within the rank,
+/// and indices that address only inside the data (the kernels check each
+/// index value as they run), so that every offset they compute is in
+/// bounds.
+std::string checkIndexing(const PlanOp &op) {
+  const Location &x = op.operands[0], &y = op.results[0];
+  int64_t rank = int64_t(x.dims.size());
+  if (rank < 1)
+    return "operand 0 must have rank >= 1";
+  bool scatter = op.opName == "ScatterElements" || op.opName == "ScatterND";
+  if (scatter && (y.bytes != x.bytes || op.operands[2].dtype != x.dtype))
+    return "data, updates and result differ";
+  if (op.opName == "CumSum") {
+    if (y.bytes != x.bytes)
+      return "result differs from the operand in size";
+    if (op.operands.size() > 1 && op.operands[1].isPresent() &&
+        (op.operands[1].numElements != 1 ||
+         (op.operands[1].dtype != DTypeI32 && op.operands[1].dtype != DTypeI64)))
+      return "axis must be one i32 or i64";
+    return checkAxis(op, rank, false);
+  }
+  if (std::string reason = checkIndexType(op); !reason.empty())
+    return reason;
+  const Location &indices = op.operands[1];
+  int64_t q = int64_t(indices.dims.size());
+  if (op.opName == "GatherElements" || op.opName == "ScatterElements") {
+    if (std::string reason = checkAxis(op, rank, false); !reason.empty())
+      return reason;
+    int64_t axis = op.getAttr("axis") ? op.getAttr("axis")->i : 0;
+    axis = axis < 0 ? axis + rank : axis;
+    if (q != rank)
+      return "indices and data differ in rank";
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && indices.dims[d] > x.dims[d])
+        return "indices exceed the data in dim " + std::to_string(d);
+    const Location &other = scatter ? op.operands[2] : y;
+    if (other.dims != indices.dims)
+      return std::string(scatter ? "updates" : "result") +
+             " and indices differ in dims";
+    return "";
+  }
+  int64_t batchDims = op.getAttr("batch_dims") ? op.getAttr("batch_dims")->i : 0;
+  if (q < 1 || batchDims < 0 || batchDims >= std::min(rank, q))
+    return "batch_dims " + std::to_string(batchDims) +
+           " is out of range for the ranks";
+  int64_t depth = indices.dims[q - 1];
+  if (depth < 1 || depth > rank - batchDims)
+    return "index tuples of " + std::to_string(depth) +
+           " do not fit the data's rank";
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (indices.dims[d] != x.dims[d])
+      return "batch dims of the indices and data differ";
+  // What the tuples select: indices.dims[:-1] + data.dims[batch + depth:].
+  std::vector<int64_t> selected(indices.dims.begin(), indices.dims.end() - 1);
+  selected.insert(selected.end(), x.dims.begin() + batchDims + depth,
+                  x.dims.end());
+  if ((scatter ? op.operands[2] : y).dims != selected)
+    return std::string(scatter ? "updates" : "result") +
+           " do not match the index tuples";
   return "";
 }
 
@@ -473,6 +544,9 @@ std::string checkOp(const PlanOp &op, const OpSpec &spec) {
     return checkWindow(op, nullptr);
   if (name == "Gather")
     return checkGather(op);
+  if (name == "CumSum" || name == "GatherElements" || name == "GatherND" ||
+      name == "ScatterElements" || name == "ScatterND")
+    return checkIndexing(op);
   if (name == "Slice")
     return checkSlice(op);
   if (name == "MatMul")
@@ -536,7 +610,7 @@ std::string checkAliasing(const PlanOp &op, const OpSpec &spec) {
 
 std::string checkHostOp(const PlanOp &op) {
   const OpSpec *spec = nullptr;
-  std::string reason = checkSignature(op.opName, op.operands.size(),
+  std::string reason = checkSignature(op.opName, op.getNumOwnOperands(),
                                       op.results.size(), op.attributes, spec);
   if (!reason.empty())
     return reason;
@@ -583,6 +657,11 @@ std::string checkHostOp(const PlanOp &op) {
 } // namespace
 
 bool isKnownOp(const std::string &opName) { return findOp(opName) != nullptr; }
+
+int getEpilogueArity(const std::string &opName) {
+  const OpSpec *spec = findOp(opName);
+  return spec && (spec->traits & op_traits::Epilogue) ? spec->maxOperands : -1;
+}
 
 Status verifyPlan(const Bundle &bundle) {
   for (size_t i = 0; i < bundle.ops.size(); ++i) {

@@ -21,7 +21,8 @@
 //     (runtime/host/kernels/*) rely on: Conv/ConvTranspose/pool windows,
 //     Slice, Pad and MatMul extents whose index arithmetic cannot overflow,
 //     Gather's integer indices, axes within the rank, Resize's scales,
-//     DepthToSpace's and LRN's sizes.
+//     DepthToSpace's and LRN's sizes, and the indexing ops' (CumSum, the
+//     element gathers and scatters) index shapes within the data.
 // The reader (not this) bounds every location, the manifest's sizes
 // (kMaxTensorBytes), an empty tensor's other dims, and every pointer, copy
 // and GEMM extent of the device plan. A kernel image is code: no load-time
@@ -52,6 +53,11 @@ Status verifyPlan(const Bundle &bundle);
 
 /// Whether `opName` is an op of ir/Ops.def.
 bool isKnownOp(const std::string &opName);
+
+/// For an op of Ops.def's Epilogue trait, its own operand count (its
+/// table arity; an epilogue's extra operands follow, ir/Module.h); -1 for
+/// every other op.
+int getEpilogueArity(const std::string &opName);
 
 /// True when `dims` broadcasts to `shape` (numpy, right-aligned) without
 /// growing it. Shared with the reader's fused-body checks.

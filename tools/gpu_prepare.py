@@ -4,8 +4,9 @@ runs on a GPU machine, which has no snugc (no LLVM, protobuf or ONNX there).
 
 Writes ROOT/bin (snug-gpu-tests and its bundles, carried with part 1) and
 ROOT/<part>/<name>/{model.snug, test_data_set_0/} where part 1 holds
-the default model, the ONNX node tests that pass on the host executor and the
-smallest zoo models, and parts 2.. hold the rest of the zoo, each part at most
+the default model, the ONNX node tests that pass on the host executor, the
+default model and bert_small with every value the offload pass may move in
+pinned host memory, and the smallest zoo models, and parts 2.. hold the rest of the zoo, each part at most
 --part-mib, default 56 (the device tool carries 64 MiB of ignored files per
 call, bin/ included with part 1; run
 gpu-check.sh once per part, carrying that part). Bundles are compiled for
@@ -85,6 +86,16 @@ def main():
 
     jobs = [("default", os.path.join(REPO, "models", "default"),
              zoo_cache.bindings(os.path.join(REPO, "models", "default")))]
+    # Host offload on the device (bert_small: 6 values, 768 KiB): every
+    # value the offload pass may move goes to pinned host memory and back (an arena budget of one byte, a
+    # link fast enough that each qualifies), so the DtoH/HtoD copy steps
+    # run on real hardware against the same reference.
+    offload = ["--passes=import,schedule,offload{arena-budget=1 "
+               "host-bandwidth=1000000 target=cuda},plan-memory{target=cuda},"
+               "verify-plan"]
+    bert = os.path.join(args.zoo, "bert_small-opset17")
+    if os.path.isdir(bert):
+        jobs.append(("bert_small-offload", bert, zoo_cache.bindings(bert) + offload))
     for test in run_conformance.find_tests([r for r in args.node_tests if os.path.isdir(r)]):
         # Only tests the host executor passes: the GPU check compares
         # devices, not conformance gaps.

@@ -12,7 +12,9 @@
 // in, and each thread accumulates a 4x4 register tile from 16-byte vector
 // reads of shared memory. The next k step's loads are issued before the
 // current step's arithmetic, so they overlap. The bias is added when the
-// tile is stored.
+// tile is stored, and so is the node's epilogue when it has one
+// (EpilogueStore.h: Relu, the residual Add, ... applied per element on the
+// way out, so the raw result never reaches memory).
 //
 // f16 and bf16 convolutions (both operands of the type) run the same tiles
 // on the tensor cores: the raw 16-bit elements are packed two consecutive k
@@ -39,6 +41,7 @@
 // of the two; they agree to float precision).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/EpilogueStore.h"
 #include "compiler/cuda/KernelEmitter.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -208,8 +211,9 @@ std::string insideInput(const ConvShape &shape,
   return test;
 }
 
-Kernel convKernel(EmitContext &context, llvm::StringRef tag, Dim3 grid,
-                  Dim3 block, std::string body) {
+Kernel convKernel(EmitContext &context, const EpilogueStore &epilogue,
+                  llvm::StringRef tag, Dim3 grid, Dim3 block,
+                  std::string body) {
   Kernel kernel;
   kernel.tag = tag.str();
   kernel.grid = grid, kernel.block = block;
@@ -218,7 +222,8 @@ Kernel convKernel(EmitContext &context, llvm::StringRef tag, Dim3 grid,
   if (context.hasIn(2))
     kernel.addTensor("bias", context.in(2), true);
   kernel.addTensor("y", context.out(), false);
-  kernel.body = std::move(body);
+  epilogue.addParams(kernel, context);
+  kernel.body = epilogue.getSetup() + body;
   return kernel;
 }
 
@@ -447,7 +452,8 @@ std::string mmaDepthLoop(const EmitContext &context, const ConvShape &shape) {
 /// The accumulators plus bias into Y[n, g * MG + m, pixel], rounded to the
 /// output's type: accumulator r of tile (i, j) is row gq + 8 * (r / 2),
 /// column 2 * tq + r % 2 of that tile.
-std::string mmaStore(const EmitContext &context, const ConvShape &shape) {
+std::string mmaStore(const EmitContext &context, const ConvShape &shape,
+                     const EpilogueStore &epilogue) {
   const std::string &idx = shape.index;
   int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
   std::string text;
@@ -466,9 +472,10 @@ std::string mmaStore(const EmitContext &context, const ConvShape &shape) {
      << "          const " << idx << " q = p0 + wn * " << kWarpTileN
      << " + j * " << kMmaN << " + 2 * tq + e;\n"
      << "          if (q < " << lit(shape.batch * shape.outSize) << ")\n"
-     << "            snug_store(y + ((q / " << lit(shape.outSize) << ") * "
-     << lit(shape.m) << " + oc) * " << lit(shape.outSize) << " + q % "
-     << lit(shape.outSize) << ", acc[i][j][2 * h + e] + shift);\n"
+     << epilogue.store("((q / " + lit(shape.outSize) + ") * " +
+                           lit(shape.m) + " + oc) * " + lit(shape.outSize) +
+                           " + q % " + lit(shape.outSize),
+                       "acc[i][j][2 * h + e] + shift", "            ", idx)
      << "        }\n"
      << "    }\n";
   return os.str();
@@ -517,7 +524,8 @@ std::string gemmDepthLoop(const ConvShape &shape) {
 }
 
 /// The register tile plus bias into Y[n, g * MG + m, pixel].
-std::string gemmStore(const EmitContext &context, const ConvShape &shape) {
+std::string gemmStore(const EmitContext &context, const ConvShape &shape,
+                      const EpilogueStore &epilogue) {
   const std::string &idx = shape.index;
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -532,9 +540,10 @@ std::string gemmStore(const EmitContext &context, const ConvShape &shape) {
      << "    for (int j = 0; j < " << kRegN << "; ++j) {\n"
      << "      const " << idx << " q = p0 + tn * " << kRegN << " + j;\n"
      << "      if (q < " << lit(shape.batch * shape.outSize) << ")\n"
-     << "        snug_store(y + ((q / " << lit(shape.outSize) << ") * "
-     << lit(shape.m) << " + oc) * " << lit(shape.outSize) << " + q % "
-     << lit(shape.outSize) << ", sum[i][j] + shift);\n"
+     << epilogue.store("((q / " + lit(shape.outSize) + ") * " +
+                           lit(shape.m) + " + oc) * " + lit(shape.outSize) +
+                           " + q % " + lit(shape.outSize),
+                       "sum[i][j] + shift", "        ", idx)
      << "    }\n"
      << "  }\n";
   return os.str();
@@ -544,19 +553,19 @@ std::string gemmStore(const EmitContext &context, const ConvShape &shape) {
 /// tiles, y over channel tiles of a group, z over groups.
 /// With `mma` (f16 and bf16 operands), on the tensor cores.
 Kernel implicitGemmKernel(EmitContext &context, const ConvShape &shape,
-                          bool mma) {
+                          bool mma, const EpilogueStore &epilogue) {
   Dim3 grid;
   grid.x = uint32_t((shape.batch * shape.outSize + kTileN - 1) / kTileN);
   grid.y = uint32_t((shape.mg + kTileM - 1) / kTileM);
   grid.z = uint32_t(shape.group);
   std::string body = mma ? mmaTiles() + gemmPrologue(context, shape) +
                                mmaLoads(shape) + mmaDepthLoop(context, shape) +
-                               mmaStore(context, shape)
+                               mmaStore(context, shape, epilogue)
                          : scalarTiles(shape) + gemmPrologue(context, shape) +
                                gemmLoads(shape) + gemmDepthLoop(shape) +
-                               gemmStore(context, shape);
-  return convKernel(context, "conv", grid, {uint32_t(kThreads), 1, 1},
-                    std::move(body));
+                               gemmStore(context, shape, epilogue);
+  return convKernel(context, epilogue, "conv", grid,
+                    {uint32_t(kThreads), 1, 1}, std::move(body));
 }
 
 /// A grid-stride loop over the output elements, with `n`, `oc` and the
@@ -575,7 +584,8 @@ std::string overOutputs(const TensorRef &y, const ConvShape &shape,
 }
 
 /// One thread per output element, summing its CG input channels' taps.
-Kernel directKernel(EmitContext &context, const ConvShape &shape) {
+Kernel directKernel(EmitContext &context, const ConvShape &shape,
+                    const EpilogueStore &epilogue) {
   const std::string &acc = shape.acc, &idx = shape.index;
   size_t spatial = shape.axes.size();
   std::vector<std::string> tapNames = axisNames("t", spatial),
@@ -614,11 +624,11 @@ Kernel directKernel(EmitContext &context, const ConvShape &shape) {
     indent.resize(indent.size() - 2);
     os << indent << "}\n";
   }
-  os << "    }\n"
-     << "    snug_store(y + e, sum);\n";
+  os << "    }\n" << epilogue.store("e", "sum", "    ", idx);
   const TensorRef &y = context.out();
-  return convKernel(context, "conv_direct", gridFor(y.numElements, 256),
-                    {256, 1, 1}, overOutputs(y, shape, os.str()));
+  return convKernel(context, epilogue, "conv_direct",
+                    gridFor(y.numElements, 256), {256, 1, 1},
+                    overOutputs(y, shape, os.str()));
 }
 
 llvm::Error emitConv(EmitContext &context) {
@@ -635,8 +645,11 @@ llvm::Error emitConv(EmitContext &context) {
       (shape->batch * shape->outSize + kTileN - 1) / kTileN <= INT32_MAX;
   DType x = context.in(0).dtype;
   bool mma = (x == DType::F16 || x == DType::BF16) && context.in(1).dtype == x;
-  context.launch(tiled ? implicitGemmKernel(context, *shape, mma)
-                       : directKernel(context, *shape));
+  auto epilogue = EpilogueStore::create(context);
+  if (!epilogue)
+    return epilogue.takeError();
+  context.launch(tiled ? implicitGemmKernel(context, *shape, mma, *epilogue)
+                       : directKernel(context, *shape, *epilogue));
   return llvm::Error::success();
 }
 
@@ -695,7 +708,7 @@ llvm::Error emitConvTranspose(EmitContext &context) {
     os << indent << "}\n";
   }
   os << "    snug_store(y + e, sum);\n";
-  context.launch(convKernel(context, "convtranspose",
+  context.launch(convKernel(context, EpilogueStore(), "convtranspose",
                             gridFor(y.numElements, 256), {256, 1, 1},
                             overOutputs(y, *shape, os.str())));
   return llvm::Error::success();

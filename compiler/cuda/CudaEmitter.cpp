@@ -203,6 +203,7 @@ llvm::Error EmitContext::unsupported(const llvm::Twine &why) const {
 
 EmitFn lookupEmitter(ir::OpCode op) {
   for (auto table : {getElementwiseEmitters(), getDataMovementEmitters(),
+                     getIndexingEmitters(),
                      getReductionEmitters(), getPoolingEmitters(),
                      getConvEmitters(), getGemmEmitters(),
                      getFusedEmitters()})

@@ -44,7 +44,11 @@
 //   scales the per-axis factors; Upsample becomes Resize (asymmetric, floor).
 //   Softmax/LogSoftmax {axis}: opset-13 meaning (one axis); older models
 //   whose axis is not the last are rewritten as Reshape, Softmax, Reshape.
-//   Flatten, Concat, Gather {axis}: non-negative. Transpose {perm}: always.
+//   Flatten, Concat, Gather, GatherElements, ScatterElements {axis}:
+//   non-negative (Scatter, opsets 9-10, becomes ScatterElements).
+//   CumSum(x) {axis, exclusive, reverse}: a constant axis input becomes the
+//   non-negative attribute; a runtime one stays operand 1.
+//   Transpose {perm}: always.
 //   Cast {to}: a snug dtype name string ("f16"). Shape {start, end} only when
 //   not the whole shape.
 //   Conv/ConvTranspose {kernel_shape, strides, pads, dilations, group}

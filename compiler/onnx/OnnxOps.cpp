@@ -442,6 +442,8 @@ static bool importsAsIs(llvm::StringRef opType) {
   case ir::OpCode::Size:
   case ir::OpCode::DepthToSpace:
   case ir::OpCode::SpaceToDepth:
+  case ir::OpCode::GatherND:
+  case ir::OpCode::ScatterND:
     return true;
   default:
     return false;

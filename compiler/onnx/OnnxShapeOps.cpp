@@ -131,7 +131,8 @@ static llvm::Error importTranspose(Importer &importer, onnx::NodeProto &node) {
                               {{"perm", Attribute::getInts(perm)}});
 }
 
-/// Ops with one `axis` attribute made non-negative (Concat, Gather).
+/// Ops with one `axis` attribute made non-negative (Concat, Gather,
+/// GatherElements, ScatterElements and its old name Scatter).
 static llvm::Error importWithAxis(Importer &importer, onnx::NodeProto &node) {
   auto inputs = getInputs(importer, node);
   if (!inputs)
@@ -146,7 +147,43 @@ static llvm::Error importWithAxis(Importer &importer, onnx::NodeProto &node) {
   if (!axis)
     return axis.takeError();
   (*attributes)["axis"] = Attribute::getInt(*axis);
-  return importer.emitAndBind(node, node.op_type(), *inputs,
+  llvm::StringRef op = node.op_type();
+  if (op == "Scatter")
+    op = "ScatterElements";
+  return importer.emitAndBind(node, op, *inputs, std::move(*attributes));
+}
+
+/// CumSum's axis is an input; a constant one becomes the `axis` attribute
+/// (non-negative), a runtime one stays operand 1 (the result's shape does
+/// not depend on it, and the kernels read it).
+static llvm::Error importCumSum(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  auto axisInput = requireInput(importer, node, 1);
+  if (!axisInput)
+    return axisInput.takeError();
+  auto attributes = convertAttributes(importer, node);
+  if (!attributes)
+    return attributes.takeError();
+  auto known = importer.getConstant(*axisInput);
+  if (!known)
+    return known.takeError();
+  if (!*known)
+    return importer.emitAndBind(node, "CumSum", {*input, *axisInput},
+                                std::move(*attributes));
+  auto given = importer.getConstantInts(node, 1, "axis");
+  if (!given)
+    return given.takeError();
+  if (given->size() != 1)
+    return importer.error(node, "axis must hold one value, not " +
+                                    llvm::Twine(given->size()));
+  auto axis = axisFor(importer, node, (*given)[0],
+                      (*input)->getType().getRank());
+  if (!axis)
+    return axis.takeError();
+  (*attributes)["axis"] = Attribute::getInt(*axis);
+  return importer.emitAndBind(node, "CumSum", {*input},
                               std::move(*attributes));
 }
 
@@ -510,6 +547,10 @@ void registerShapeOpImporters(llvm::StringMap<OpImporter> &map) {
   map["Transpose"] = importTranspose;
   map["Concat"] = importWithAxis;
   map["Gather"] = importWithAxis;
+  map["GatherElements"] = importWithAxis;
+  map["ScatterElements"] = importWithAxis;
+  map["Scatter"] = importWithAxis;
+  map["CumSum"] = importCumSum;
   map["Split"] = importSplit;
   map["Slice"] = importSlice;
   map["Squeeze"] = importSqueeze;

@@ -65,11 +65,14 @@ class OffloadSummary:
 @dataclass(frozen=True)
 class PrecisionSummary:
     """What precision lowering did: the lowered dtype, the nodes computing
-    in it and in f32, and the casts inserted."""
+    in it and in f32, the casts inserted, and the weights and arena the
+    same model plans to in fp32 (0 when not recorded)."""
     dtype: str
     nodes_lowered: int
     nodes_kept_f32: int
     casts: int
+    weights_before_bytes: int
+    arena_before_bytes: int
 
 
 @dataclass(eq=True)

@@ -94,7 +94,10 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
   for (size_t i = 0; i < bundle.ops.size(); ++i) {
     const PlanOp &op = bundle.ops[i];
     BoundOp bound{findHostKernel(op.opName), KernelContext(op, i)};
-    for (const Location &operand : op.operands) {
+    for (size_t k = op.getNumOwnOperands(); k < op.operands.size(); ++k)
+      bound.context.epilogueInputs.push_back(bind(op.operands[k]));
+    for (size_t k = 0; k < op.getNumOwnOperands(); ++k) {
+      const Location &operand = op.operands[k];
       bound.context.inputs.push_back(bind(operand));
       std::string name;
       for (const TensorDesc &input : bundle.inputs)
@@ -137,9 +140,13 @@ Status HostExecutor::run() {
   if (poison)
     for (const auto &range : poisonRanges)
       std::memset(arena + range.first, 0xff, range.second - range.first);
-  for (BoundOp &op : ops)
+  for (BoundOp &op : ops) {
     if (Status s = op.kernel(op.context))
       return s;
+    if (op.context.op.hasBody && op.context.op.opName != bundle::kFusedOpName)
+      if (Status s = applyEpilogue(op.context))
+        return s;
+  }
   return Status::ok();
 }
 

@@ -30,6 +30,7 @@ static const KernelTable &getTable() {
     registerConvKernels(t);
     registerLinalgKernels(t);
     registerDataMovementKernels(t);
+    registerIndexingKernels(t);
     registerFusedKernels(t);
     return t;
   }();

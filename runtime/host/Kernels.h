@@ -57,6 +57,9 @@ public:
   size_t index;
   std::vector<TensorView> inputs;
   std::vector<TensorView> outputs;
+  /// An epilogue's extra operands (ir/Module.h), kept apart from the op's
+  /// own `inputs`, which are all its kernel sees.
+  std::vector<TensorView> epilogueInputs;
   /// Per operand: the graph input it is (its name), or "" (the executor
   /// fills it, so that bad input data is blamed on the input).
   std::vector<std::string> inputNames;
@@ -97,6 +100,7 @@ void registerNormalizeKernels(KernelTable &table);
 void registerConvKernels(KernelTable &table);
 void registerLinalgKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
+void registerIndexingKernels(KernelTable &table);
 
 //===----------------------------------------------------------------------===//
 // Element access

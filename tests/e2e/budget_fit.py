@@ -6,8 +6,10 @@
 
 Plans the model at --dim batch=B without a budget (the remat-free peak P),
 then compiles it for the host with --memory-budget = P * (100 - PERCENT) /
-100 and --allow-micro-batches: the compile must succeed with a predicted
-peak within that budget. Both bundles then run on the host executor on
+100 and --allow-micro-batches (or, with --offload GB/S, --allow-offload
+at that link bandwidth and no micro-batches, and the report must show
+values offloaded): the compile must succeed with a predicted peak within
+that budget. Both bundles then run on the host executor on
 the same random inputs (a poisoned arena), and their outputs must be the
 same bits. Exits 77 (skipped) when the model is not exported and cannot be.
 """
@@ -34,6 +36,8 @@ def main():
     parser = model_parser()
     parser.add_argument("--batch", type=int, required=True)
     parser.add_argument("--below", type=int, required=True)
+    parser.add_argument("--offload", type=float,
+                        help="fit with --allow-offload at this many GB/s")
     args = parser.parse_args()
     model_dir = ensure_model(args)
     if model_dir is None:
@@ -52,21 +56,26 @@ def main():
         report_path = os.path.join(scratch, "fitted.json")
         run([snugc, "compile", model, "-o", whole, "--memory-report=none"]
             + dims)
+        fit = (["--allow-offload", f"--offload-bandwidth={args.offload}"]
+               if args.offload else ["--allow-micro-batches"])
         run([snugc, "compile", model, "-o", fitted,
-             f"--memory-budget={budget}", "--allow-micro-batches",
+             f"--memory-budget={budget}",
              "--memory-report=json", "--memory-report-file=" + report_path]
-            + dims)
+            + fit + dims)
         with open(report_path) as f:
             report = json.load(f)
         if report["predicted_peak_bytes"] > budget:
             print(f"FAILED: predicted peak {report['predicted_peak_bytes']} "
                   f"over the budget {budget}")
             return 1
+        if args.offload and not (report["offload"] or {}).get("values"):
+            print(f"FAILED: nothing offloaded: {report['offload']}")
+            return 1
         print(f"{args.model} batch {args.batch}: remat-free peak {peak} B, "
               f"budget {budget} B ({args.below} % below), predicted "
               f"{report['predicted_peak_bytes']} B in "
               f"{report['micro_batches']} micro-batches, remat "
-              f"{report.get('remat', {})}")
+              f"{report.get('remat', {})}, offload {report['offload']}")
         inputs = []
         described = run([snug_run, whole, "--describe"]).stdout
         for line in described.splitlines():

@@ -10,14 +10,14 @@ Compiles the model twice, with the default planner and with --planner=none
 executor with a poisoned arena against the reference outputs onnxruntime
 computed at export (rtol 1e-3, atol 1e-4), and checks that the two runs give
 bit-identical outputs: the arena plan may move tensors, never change them.
-At opset 17 a third bundle is rematerialized toward 60 % of the arena
-(passes/Remat.cpp; the decisions it can make are kept even where that
-budget is out of reach): its outputs must be bit-identical too, and its
-arena no larger than the plan without remat. A fourth offloads values to
-pinned host memory toward the same budget (passes/Offload.cpp, every
-candidate admitted by a very fast link, remat after it): bit-identical
-outputs on the host, and with --cudasim on the simulator against the
-default bundle's simulator run.
+At opset 17 more bundles are planned under budgets of 60 % and 85 % of
+the arena, by rematerialization (passes/Remat.cpp) and by host offload
+then remat (passes/Offload.cpp, every candidate admitted by a very fast
+link; the decisions they can make are kept even where a budget is out of
+reach): their outputs must be bit-identical too, on the host and, where
+they changed the graph and with --cudasim, on the simulator against the
+default bundle's simulator run, and their arenas no larger than the plan
+without them.
 Also checks that the memory report's arena and weights bytes are exactly
 what the bundle tells the runtime to allocate.
 With --cuda the default planner's bundle is compiled for CUDA as well (every
@@ -108,6 +108,67 @@ def run_on_device(args):
     return 0
 
 
+def budget_passes(kind, budget, target):
+    """The pipeline of a budget variant: remat alone, or offload over a link
+    fast enough that every value it may move qualifies, then remat."""
+    passes = "import,schedule,"
+    if kind == "offload":
+        passes += (f"offload{{arena-budget={budget} host-bandwidth=1000000 "
+                   f"target={target}}},")
+    return passes + (f"remat{{arena-budget={budget} target={target}}},"
+                     f"plan-memory{{target={target}}},verify-plan")
+
+
+def run_budget_variant(args, model, flags, scratch, kind, percent, free_arena,
+                       outputs, sim_outputs):
+    """Compiles `kind` (remat, or offload then remat) toward `percent` % of
+    the arena (the decisions it can make are kept even where the budget is
+    out of reach), runs it on the host into outputs[name] and, where it
+    changed the graph and --cudasim is given, on the simulator into
+    sim_outputs[name], for main's bit-for-bit comparison. The arena must
+    never be above the plan without it. Returns 1 on failure, else 0."""
+    name = f"{kind}-{percent}"
+    budget = max(1, free_arena * percent // 100)
+    targets = ["host"] + (["cuda"] if args.cudasim else [])
+    for target in targets:
+        bundle = os.path.join(scratch, f"{name}-{target}.snug")
+        report_path = bundle + ".json"
+        dump = os.path.join(scratch, f"{name}-cuda")
+        run([os.path.join(args.tools, "snugc"), "compile", model, "-o", bundle,
+             "--target=" + target, "--passes=" + budget_passes(kind, budget, target),
+             "--memory-report=json", "--memory-report-file=" + report_path]
+            + (["--dump-cuda", dump] if target == "cuda" else []) + flags)
+        with open(report_path) as f:
+            report = json.load(f)
+        summary = report.get(kind)
+        if summary is None or (target == "host" and
+                               report["arena_bytes"] > free_arena):
+            print(f"FAILED: {kind} toward {budget} bytes gave an arena of "
+                  f"{report['arena_bytes']} (without: {free_arena}), report "
+                  f"{summary}")
+            return 1
+        changed = summary["decisions"] if kind == "remat" else summary["values"]
+        print(f"{kind} toward {budget} B ({percent} %, {target}): {summary}, "
+              f"arena {free_arena} -> {report['arena_bytes']} B")
+        data = os.path.join(os.path.dirname(model), "test_data_set_0")
+        if target == "host":
+            outputs[name] = os.path.join(scratch, "out-" + name)
+            run([os.path.join(args.tools, "snug-run"), bundle, "--device",
+                 "host", "--check", data, "--poison", "--output-dir",
+                 outputs[name]])
+            if not changed:
+                break  # the same graph: the simulator would repeat best's run
+        else:
+            library = os.path.join(dump, "model.so")
+            run([os.path.join(REPO, "tests", "cudasim", "compile_kernels.sh"),
+                 os.path.join(dump, "model.cu"), library])
+            sim_outputs[name] = os.path.join(scratch, "sim-" + name)
+            run([os.path.join(args.cudasim, "snug-cudasim"), bundle,
+                 "--kernels", library, "--check", data,
+                 "--output-dir", sim_outputs[name]])
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
@@ -169,76 +230,15 @@ def main():
             run([snug_run, bundle, "--device", "host", "--check", data,
                  "--poison", "--output-dir", outputs[planner]])
         if args.opset == 17:
-            # Rematerialization toward 60 % of the arena (recorded decisions
-            # even where the budget cannot be met): outputs bit-identical,
-            # and the arena never above the plan without it.
-            bundle = os.path.join(scratch, "remat.snug")
-            report_path = os.path.join(scratch, "remat.json")
             with open(os.path.join(scratch, "best.json")) as f:
                 free_arena = json.load(f)["arena_bytes"]
-            budget = max(1, free_arena * 6 // 10)
-            run([snugc, "compile", model, "-o", bundle, "--target=host",
-                 f"--passes=import,schedule,remat{{arena-budget={budget} "
-                 "target=host},plan-memory{target=host},verify-plan",
-                 "--memory-report=json", "--memory-report-file=" + report_path]
-                + flags)
-            with open(report_path) as f:
-                report = json.load(f)
-            remat = report.get("remat")
-            if remat is None or report["arena_bytes"] > free_arena:
-                print(f"FAILED: remat toward {budget} bytes gave an arena of "
-                      f"{report['arena_bytes']} (without: {free_arena}), "
-                      f"report {remat}")
-                return 1
-            print(f"remat toward {budget} B: {remat['decisions']} decisions, "
-                  f"{remat['nodes_recomputed']} nodes recomputed, arena "
-                  f"{free_arena} -> {report['arena_bytes']} B")
-            outputs["remat"] = os.path.join(scratch, "out-remat")
-            run([snug_run, bundle, "--device", "host", "--check", data,
-                 "--poison", "--output-dir", outputs["remat"]])
-            # Host offload (passes/Offload.cpp) toward the same budget,
-            # remat after it, over a link fast enough that every value it
-            # may move qualifies: the copies out and back keep the outputs
-            # bit-identical, on the host and (small models) the simulator.
-            variants = [("host", os.path.join(scratch, "offload.snug"))]
-            if args.cudasim:
-                variants.append(("cuda", os.path.join(scratch, "offload-cuda.snug")))
-            for target, bundle in variants:
-                report_path = bundle + ".json"
-                dump = os.path.join(scratch, "offload-" + target)
-                run([snugc, "compile", model, "-o", bundle, "--target=" + target,
-                     f"--passes=import,schedule,offload{{arena-budget={budget} "
-                     f"host-bandwidth=1000000 target={target}}},"
-                     f"remat{{arena-budget={budget} target={target}}},"
-                     f"plan-memory{{target={target}}},verify-plan",
-                     "--memory-report=json", "--memory-report-file=" + report_path]
-                    + (["--dump-cuda", dump] if target == "cuda" else []) + flags)
-                with open(report_path) as f:
-                    report = json.load(f)
-                offload = report.get("offload")
-                if offload is None or (target == "host" and
-                                       report["arena_bytes"] > free_arena):
-                    print(f"FAILED: offload toward {budget} bytes gave an arena "
-                          f"of {report['arena_bytes']} (without: {free_arena}), "
-                          f"report {offload}")
-                    return 1
-                print(f"offload toward {budget} B ({target}): {offload['values']} "
-                      f"values, {offload['bytes']} B to pinned host, arena "
-                      f"{report['arena_bytes']} B")
-                if target == "host":
-                    outputs["offload"] = os.path.join(scratch, "out-offload")
-                    run([snug_run, bundle, "--device", "host", "--check", data,
-                         "--poison", "--output-dir", outputs["offload"]])
-                    if not offload["values"]:
-                        break  # nothing moved: the simulator run would repeat best's
-                else:
-                    library = os.path.join(dump, "model.so")
-                    run([os.path.join(REPO, "tests", "cudasim", "compile_kernels.sh"),
-                         os.path.join(dump, "model.cu"), library])
-                    sim_outputs["offload"] = os.path.join(scratch, "sim-offload")
-                    run([os.path.join(args.cudasim, "snug-cudasim"), bundle,
-                         "--kernels", library, "--check", data,
-                         "--output-dir", sim_outputs["offload"]])
+            for kind, percent in (("remat", 60), ("remat", 85),
+                                  ("offload", 60), ("offload", 85)):
+                failed = run_budget_variant(args, model, flags, scratch, kind,
+                                            percent, free_arena, outputs,
+                                            sim_outputs)
+                if failed:
+                    return failed
         names = sorted(os.listdir(outputs["best"]))
         if not names:
             print("FAILED: the run wrote no outputs")

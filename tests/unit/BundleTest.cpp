@@ -284,6 +284,44 @@ TEST(BundleTest, BodiesRoundTrip) {
   EXPECT_EQ(body.values.size(), 4u);
 }
 
+/// A Conv carrying an epilogue (ir/Module.h): the reader keeps its own
+/// three operands apart from the extra one (the residual, here the input
+/// itself), binds block argument 0 to the result, and the host runs the
+/// epilogue over the conv's result: relu(2x + 0.5 + x).
+TEST(BundleTest, ConvEpilogueKeepsItsOwnOperandsApart) {
+  const char *text =
+      "func @ep(%x: f32[1,1,1,4] {offset = 0}, %w: f32[1,1,1,1] weight = "
+      "[2.0], %b: f32[1] weight = [0.5]) -> f32[1,1,1,4] attributes {arena = "
+      "128} {\n"
+      "  %y = Conv(%x, %w, %b, %x) {kernel_shape = [1, 1]} : f32[1,1,1,4] "
+      "{offset = 64} loc(\"c\") {\n"
+      "  ^bb(%a0: f32[1,1,1,4], %a1: f32[1,1,1,4]):\n"
+      "    %t = Add(%a0, %a1) : f32[1,1,1,4]\n"
+      "    %u = Relu(%t) : f32[1,1,1,4]\n"
+      "    yield %u\n"
+      "  }\n"
+      "  return %y\n"
+      "}\n";
+  std::vector<uint8_t> bytes = bundleOf(text);
+  std::string error;
+  auto bundle = parse(bytes, &error);
+  ASSERT_TRUE(bundle) << error;
+  const rt::PlanOp &op = bundle->ops[0];
+  ASSERT_TRUE(op.hasBody);
+  EXPECT_EQ(op.operands.size(), 4u);
+  EXPECT_EQ(op.getNumOwnOperands(), 3u);
+  EXPECT_EQ(op.body.arguments.size(), 2u);
+  EXPECT_EQ(runBundle(*bundle, {-3, -1, 1, 2}),
+            (std::vector<float>{0, 0, 3.5f, 6.5f}));
+  // Gemm takes no epilogue: the same bytes under its name are refused.
+  auto renamed = parse(renameOp(bytes, "Conv", "Gemm"), &error);
+  EXPECT_FALSE(renamed);
+  EXPECT_NE(error.find("node 'c' (Gemm): only snug.fused and ops that take "
+                       "an epilogue have a body"),
+            std::string::npos)
+      << error;
+}
+
 /// What the reader checks in a body, on bodies the writer writes from
 /// modules the verifier would reject, and on a crafted value index.
 TEST(BundleTest, ReaderChecksBodies) {
@@ -330,7 +368,8 @@ TEST(BundleTest, ReaderChecksBodies) {
 
   // A body belongs to snug.fused, and snug.fused has one.
   reject(renameOp(bundleOf(kFused), "snug.fused", "snug.fusee"),
-         "node 'f' (snug.fusee): only snug.fused has a body");
+         "node 'f' (snug.fusee): only snug.fused and ops that take an "
+         "epilogue have a body");
   reject(renameOp(bundleOf("func @f(%x: f32[2] {offset = 0}) -> f32[2] "
                            "attributes {arena = 64} {\n"
                            "  %y = Reciprocal(%x) : f32[2] {offset = 32}\n"

@@ -469,3 +469,82 @@ TEST(HostKernelsTest, KernelErrorsNameTheNode) {
   snug_session_destroy(session);
   snug_bundle_destroy(bundle);
 }
+
+//===----------------------------------------------------------------------===//
+// Indexing ops (IndexingKernels.cpp)
+//===----------------------------------------------------------------------===//
+
+TEST(HostKernelsTest, CumSumModes) {
+  // x = [[1,2,3],[4,5,6]]. Along axis 1: [1,3,6, 4,9,15]; exclusive shifts
+  // by one ([0,1,3, 0,4,9]); reverse sums from the end ([6,5,3, 15,11,6]);
+  // both: [5,3,0, 11,6,0]. Along axis 0 (negative -2): [1,2,3, 5,7,9].
+  std::vector<std::vector<float>> x = {{1, 2, 3, 4, 5, 6}};
+  expectNear(run1({"f32[2,3]"}, "CumSum(%a) {axis = 1}", "f32[2,3]", x),
+             {1, 3, 6, 4, 9, 15});
+  expectNear(run1({"f32[2,3]"}, "CumSum(%a) {axis = 1, exclusive = 1}",
+                  "f32[2,3]", x),
+             {0, 1, 3, 0, 4, 9});
+  expectNear(run1({"f32[2,3]"}, "CumSum(%a) {axis = 1, reverse = 1}",
+                  "f32[2,3]", x),
+             {6, 5, 3, 15, 11, 6});
+  expectNear(run1({"f32[2,3]"},
+                  "CumSum(%a) {axis = 1, exclusive = 1, reverse = 1}",
+                  "f32[2,3]", x),
+             {5, 3, 0, 11, 6, 0});
+  // The axis as a (runtime-shaped) operand, negative.
+  expectNear(run1({"f32[2,3]"}, "CumSum(%a, %ax)", "f32[2,3]", x,
+                  "%ax: i32[] weight = [-2]"),
+             {1, 2, 3, 5, 7, 9});
+}
+
+TEST(HostKernelsTest, CumSumIntegersWrap) {
+  // i64 sums wrap (two's complement) rather than overflow.
+  auto out = runOnHost(
+      "func @t(%w: i64[2] weight = [9223372036854775807, 1]) -> i64[2] "
+      "attributes {arena = 64} {\n"
+      "  %y = CumSum(%w) {axis = 0} : i64[2] {offset = 0}\n"
+      "  return %y\n}\n",
+      {});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(fromBytes<int64_t>(out[0]),
+            (std::vector<int64_t>{INT64_MAX, INT64_MIN}));
+}
+
+TEST(HostKernelsTest, GathersWithNegativeIndicesAndBatches) {
+  // GatherElements along axis 1: [[1,2],[3,4]] at [[0,0],[-1,0]].
+  expectNear(run1({"f32[2,2]"}, "GatherElements(%a, %i) {axis = 1}",
+                  "f32[2,2]", {{1, 2, 3, 4}},
+                  "%i: i64[2,2] weight = [0, 0, -1, 0]"),
+             {1, 1, 4, 3});
+  // GatherND with batch_dims 1: data [2,2,2] = 0..7, each batch picks one
+  // row: batch 0 row 1 = [2,3], batch 1 row 0 = [4,5].
+  expectNear(run1({"f32[2,2,2]"}, "GatherND(%a, %i) {batch_dims = 1}",
+                  "f32[2,2]", {{0, 1, 2, 3, 4, 5, 6, 7}},
+                  "%i: i64[2,1] weight = [1, 0]"),
+             {2, 3, 4, 5});
+}
+
+TEST(HostKernelsTest, ScattersApplyDuplicatesInOrder) {
+  // ScatterElements add with a duplicate index: both updates land.
+  expectNear(run1({"f32[1,5]", "f32[1,2]"},
+                  "ScatterElements(%a, %i, %b) {axis = 1, reduction = \"add\"}",
+                  "f32[1,5]", {{1, 2, 3, 4, 5}, {1.5f, 2}},
+                  "%i: i64[1,2] weight = [1, 1]"),
+             {1, 5.5f, 3, 4, 5});
+  // reduction none: the later duplicate wins (the order CUDA keeps too).
+  expectNear(run1({"f32[1,3]", "f32[1,2]"},
+                  "ScatterElements(%a, %i, %b) {axis = 1}", "f32[1,3]",
+                  {{1, 2, 3}, {7, 8}}, "%i: i64[1,2] weight = [-1, 2]"),
+             {1, 2, 8});
+  // ScatterND max with a duplicate tuple: row 0 = max([1,6], [5,0], [2,9]).
+  expectNear(run1({"f32[2,2]", "f32[2,2]"},
+                  "ScatterND(%a, %i, %b) {reduction = \"max\"}", "f32[2,2]",
+                  {{1, 6, 3, 4}, {5, 0, 2, 9}}, "%i: i64[2,1] weight = [0, 0]"),
+             {5, 9, 3, 4});
+  expectNear(run1({"f32[2,2]", "f32[2,2]"},
+                  "ScatterND(%a, %i, %b) {reduction = \"mul\"}", "f32[2,2]",
+                  {{1, 6, 3, 4}, {5, 0.5f, 2, 2}},
+                  "%i: i64[2,1] weight = [1, -1]"),
+             {1, 6, 30, 4});
+  // mul: both tuples name row 1, so [3,4] * [5,0.5] * [2,2] = [30,4].
+}

@@ -87,6 +87,7 @@ TEST(OpCoverageTest, EveryCudaEmitterIsRegisteredOnce) {
   std::set<ir::OpCode> seen;
   for (auto table : {cuda::getElementwiseEmitters(),
                      cuda::getDataMovementEmitters(),
+                     cuda::getIndexingEmitters(),
                      cuda::getReductionEmitters(), cuda::getPoolingEmitters(),
                      cuda::getConvEmitters(), cuda::getGemmEmitters()})
     for (const cuda::EmitterEntry &entry : table)

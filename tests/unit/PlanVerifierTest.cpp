@@ -440,3 +440,49 @@ TEST(PlanVerifierTest, StructuredMutantsAreRefusedOrRun) {
   EXPECT_GT(loaded, 0);
   ::testing::Test::RecordProperty("loaded", loaded);
 }
+
+// The indexing ops' invariants (runtime/PlanVerifier.cpp checkIndexing): an
+// axis within the rank, and index shapes that keep every offset the host
+// kernels compute inside the data.
+TEST(PlanVerifierTest, RefusesIndexingOpsAddressingOutsideTheData) {
+  const char *seed =
+      "func @ix(%x: f32[2,3] {offset = 0}, %i: i64[2,2] {offset = 64}, "
+      "%u: f32[2,2] {offset = 128}, %t: i64[1,1] {offset = 192}, "
+      "%v: f32[1,3] {offset = 256}) -> (f32[2,3], f32[2,3], f32[2,3]) "
+      "attributes {arena = 512} {\n"
+      "  %c = CumSum(%x) {axis = 1} : f32[2,3] {offset = 320}\n"
+      "  %s = ScatterElements(%x, %i, %u) {axis = 1} : f32[2,3] "
+      "{offset = 384}\n"
+      "  %n = ScatterND(%x, %t, %v) : f32[2,3] {offset = 448}\n"
+      "  return %c, %s, %n\n}\n";
+  auto reshape = [](rt::Location &location, std::vector<int64_t> dims) {
+    location.numElements = 1;
+    for (int64_t d : dims)
+      location.numElements *= d;
+    location.bytes = uint64_t(location.numElements) * 8;
+    location.dims = std::move(dims);
+  };
+  std::string error = craftedError(seed, [](std::vector<rt::PlanOp> &ops) {
+    ops[0].attributes[0].second.i = 2;
+  });
+  EXPECT_TRUE(contains(error, "(CumSum): axis 2 is out of range for rank 2"))
+      << error;
+  error = craftedError(seed, [&](std::vector<rt::PlanOp> &ops) {
+    reshape(ops[1].operands[1], {3, 2});
+  });
+  EXPECT_TRUE(contains(error, "(ScatterElements): indices exceed the data in "
+                              "dim 0"))
+      << error;
+  error = craftedError(seed, [&](std::vector<rt::PlanOp> &ops) {
+    reshape(ops[2].operands[1], {1, 3});
+  });
+  EXPECT_TRUE(contains(error, "(ScatterND): index tuples of 3 do not fit the "
+                              "data's rank"))
+      << error;
+  error = craftedError(seed, [](std::vector<rt::PlanOp> &ops) {
+    ops[2].operands[1].dtype = bundle::DTypeF64;
+  });
+  EXPECT_TRUE(contains(error, "(ScatterND): indices must be i32 or i64, not "
+                              "f64"))
+      << error;
+}

@@ -215,6 +215,22 @@ llvm::Error planModule(llvm::StringRef path,
   if (!planned)
     return planned.takeError();
   module = std::move(*planned);
+  // The report compares the lowered weights and arena with the model's own
+  // precision: the same model imported without lowering, planned alike.
+  PlanningOptions planning = getPlanningOptions();
+  if (planning.precision != "fp32") {
+    PlanningOptions plain = planning;
+    plain.precision = "fp32";
+    std::string pipeline32 = getPipelineOptionFor(plain);
+    int exitCode = ExitOk;
+    auto fp32 = loadModule(path, exitCode, nullptr, extraDim, &pipeline32);
+    if (!fp32)
+      return userError("importing " + path + " in fp32 for the report's "
+                                             "precision line failed");
+    if (llvm::Error error = recordFp32Baseline(*module, **fp32, planning,
+                                               getPassManagerOptions()))
+      return error;
+  }
   return llvm::Error::success();
 }
 

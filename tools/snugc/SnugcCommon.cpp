@@ -142,7 +142,11 @@ void setPipelinePrefix(llvm::StringRef prefix) {
 }
 
 std::string getPipelineOption() {
-  std::string expanded = expandPipelineNames(pipeline, getPlanningOptions());
+  return getPipelineOptionFor(getPlanningOptions());
+}
+
+std::string getPipelineOptionFor(const PlanningOptions &planning) {
+  std::string expanded = expandPipelineNames(pipeline, planning);
   const std::string &prefix = getPipelinePrefix();
   if (prefix.empty())
     return expanded;

@@ -12,6 +12,7 @@
 
 #include "ir/Module.h"
 #include "ir/Printer.h"
+#include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -57,6 +58,9 @@ PassManagerOptions getPassManagerOptions();
 /// The --passes pipeline (or its default), pipeline names expanded, after
 /// the prefix set below.
 std::string getPipelineOption();
+/// The same, names expanded for `planning` (its precision decides whether
+/// `import` lowers).
+std::string getPipelineOptionFor(const PlanningOptions &planning);
 /// Passes that run before --passes, in every import of the model: snugc
 /// train's loss, autodiff and optimizer (they must see the model as
 /// imported, before folding and fusion). Empty by default.

@@ -220,7 +220,9 @@ Status bindBody(const PlanOp &op, size_t index, std::vector<Step> &steps) {
   return Status::ok();
 }
 
-Status fusedKernel(KernelContext &ctx) {
+/// Runs `ctx`'s op body per element of its results, block argument k
+/// reading `in[k]`.
+Status runBody(const KernelContext &ctx, const std::vector<TensorView> &in) {
   const PlanOp &op = ctx.op;
   if (!op.hasBody)
     return ctx.error("has no body");
@@ -229,13 +231,13 @@ Status fusedKernel(KernelContext &ctx) {
     return s;
   const PlanBody &body = op.body;
   std::vector<const std::vector<int64_t> *> dims;
-  for (const TensorView &input : ctx.inputs)
+  for (const TensorView &input : in)
     dims.push_back(input.dims);
   Broadcast broadcast(*ctx.out(0).dims, dims);
   if (!broadcast.isValid())
     return ctx.error("operands do not broadcast to the result");
   std::vector<Slot> values(body.values.size());
-  const std::vector<TensorView> &in = ctx.inputs, &out = ctx.outputs;
+  const std::vector<TensorView> &out = ctx.outputs;
   broadcast.forEach([&](int64_t index, const int64_t *offsets) {
     for (size_t k = 0; k < in.size(); ++k) {
       unsigned size = in[k].elementSize();
@@ -252,7 +254,15 @@ Status fusedKernel(KernelContext &ctx) {
   return Status::ok();
 }
 
+Status fusedKernel(KernelContext &ctx) { return runBody(ctx, ctx.inputs); }
+
 } // namespace
+
+Status applyEpilogue(KernelContext &ctx) {
+  std::vector<TensorView> in{ctx.out(0)};
+  in.insert(in.end(), ctx.epilogueInputs.begin(), ctx.epilogueInputs.end());
+  return runBody(ctx, in);
+}
 
 Status checkFusedBody(const PlanOp &op, size_t index) {
   std::vector<Step> steps;
