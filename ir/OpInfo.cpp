@@ -213,5 +213,15 @@ std::string dtypeSetString(DTypeSet set) {
   return text;
 }
 
+bool declaresGradientRule(OpCode op) {
+  static const std::vector<bool> declared = [] {
+    std::vector<bool> result(getAllOpsCount(), false);
+#define GRAD(OP_ID) result[size_t(OpCode::OP_ID)] = true;
+#include "ir/Ops.def"
+    return result;
+  }();
+  return declared[size_t(op)];
+}
+
 } // namespace ir
 } // namespace snug

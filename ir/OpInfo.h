@@ -136,6 +136,10 @@ llvm::Optional<Attribute::Kind> getOnnxAttrKind(llvm::StringRef onnxOp,
 /// ("none" when it takes none), for messages.
 std::string listOnnxAttrs(llvm::StringRef onnxOp);
 
+/// True when the table has a GRAD line for `op`: passes/GradientRules*.cpp
+/// registers its vector-Jacobian product (the autodiff pass).
+bool declaresGradientRule(OpCode op);
+
 /// nullptr for an op the table does not list.
 const OpInfo *lookupOp(llvm::StringRef name);
 /// The table's entry for `code`.

@@ -11,11 +11,13 @@
 #include "compiler/cuda/KernelEmitter.h"
 #include "ir/OpInfo.h"
 #include "passes/ConstantEval.h"
+#include "passes/GradientRules.h"
 #include "passes/ShapeFunctions.h"
 #include "runtime/host/Kernels.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -50,6 +52,29 @@ TEST(OpCoverageTest, EveryOpHasACudaLoweringOrIsAView) {
 TEST(OpCoverageTest, EveryFoldableOpFolds) {
   for (const OpInfo &info : ir::getAllOps())
     EXPECT_EQ(canEvaluate(info.code), info.isFoldable()) << info.name;
+}
+
+// Gradient rules (passes/GradientRules*.cpp) are declared by the table's
+// GRAD lines: each declared op has exactly one rule and no other op has one.
+TEST(OpCoverageTest, GradientRulesMatchTheTable) {
+  std::set<ir::OpCode> registered;
+  for (auto table : {getElementwiseGradientRules(), getLinalgGradientRules(),
+                     getDataMovementGradientRules()})
+    for (const GradientRuleEntry &entry : table)
+      EXPECT_TRUE(registered.insert(entry.op).second)
+          << ir::getOpInfo(entry.op).name << " has two gradient rules";
+  size_t declared = 0;
+  for (const OpInfo &info : ir::getAllOps()) {
+    bool claims = ir::declaresGradientRule(info.code);
+    declared += claims;
+    EXPECT_EQ(claims, findGradientRule(info.code) != nullptr)
+        << info.name
+        << (claims ? " has a GRAD line and no gradient rule"
+                   : " has a gradient rule and no GRAD line in ir/Ops.def");
+  }
+  EXPECT_EQ(declared, registered.size());
+  std::printf("gradient rules: %zu of %zu ops\n", declared,
+              ir::getAllOps().size());
 }
 
 TEST(OpCoverageTest, NothingOutsideTheTableHasAHostKernel) {

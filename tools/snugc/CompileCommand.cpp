@@ -11,6 +11,9 @@
 // file is written atomically, and none may be the model, its external data
 // or another output (checked before anything is written).
 //
+// `snugc train` (TrainCommand.cpp) is compile with a training step's passes
+// in front of the pipeline: it shares these options and runCompile.
+//
 //===----------------------------------------------------------------------===//
 #include "tools/snugc/CudaSupport.h"
 #include "tools/snugc/PlanSupport.h"
@@ -45,17 +48,17 @@ enum class EmitKind { Bundle, Ir };
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.onnx>"),
-                                      cl::sub(getCompileCommand()));
+                                      cl::sub(getCompileCommand()), cl::sub(getTrainCommand()));
 static cl::opt<EmitKind> emit(
     "emit", cl::desc("What to produce"), cl::init(EmitKind::Bundle),
     cl::values(clEnumValN(EmitKind::Bundle, "bundle",
                           "a .snug bundle (plan, weights, kernels)"),
                clEnumValN(EmitKind::Ir, "ir",
                           "snug textual IR after the pipeline and planning")),
-    cl::sub(getCompileCommand()));
+    cl::sub(getCompileCommand()), cl::sub(getTrainCommand()));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::init(""),
-                                       cl::sub(getCompileCommand()));
+                                       cl::sub(getCompileCommand()), cl::sub(getTrainCommand()));
 
 enum class WeightsKind { Embedded, External };
 static cl::opt<WeightsKind> weightsKind(
@@ -66,7 +69,7 @@ static cl::opt<WeightsKind> weightsKind(
                clEnumValN(WeightsKind::External, "external",
                           "in BUNDLE.weights beside it, named with its size "
                           "and SHA-256; the runtime maps it")),
-    cl::sub(getCompileCommand()));
+    cl::sub(getCompileCommand()), cl::sub(getTrainCommand()));
 
 static std::string defaultBundlePath() {
   return (llvm::sys::path::stem(modelPath) + ".snug").str();

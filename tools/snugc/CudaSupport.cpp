@@ -48,13 +48,15 @@ static cl::opt<std::string>
              cl::desc("Write the emitted CUDA C++ and device plan to "
                       "DIR/<model>.cu"),
              cl::value_desc("DIR"), cl::init(""),
-             cl::sub(getCompileCommand()), cl::cat(getTargetCategory()));
+             cl::sub(getCompileCommand()), cl::sub(getTrainCommand()),
+             cl::cat(getTargetCategory()));
 
 static cl::opt<bool> noKernelCache(
     "no-kernel-cache",
     cl::desc("Compile every kernel image with NVRTC, neither reading nor "
              "writing the kernel cache ($XDG_CACHE_HOME/snug/kernels)"),
-    cl::sub(getCompileCommand()), cl::cat(getTargetCategory()));
+    cl::sub(getCompileCommand()), cl::sub(getTrainCommand()),
+    cl::cat(getTargetCategory()));
 
 static llvm::Error userError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),

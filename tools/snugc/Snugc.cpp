@@ -27,6 +27,7 @@ using namespace snug::snugc;
 llvm::ArrayRef<Command> snug::snugc::getCommands() {
   static const Command commands[] = {
       {getCompileCommand, runCompile},
+      {getTrainCommand, runTrain},
       {getPlanCommand, runPlan},
       {getPlanBuffersCommand, runPlanBuffers},
   };

@@ -21,6 +21,11 @@ namespace snugc {
 llvm::cl::SubCommand &getCompileCommand();
 int runCompile();
 
+/// `snugc train MODEL --loss=... --lr=X -o STEP.snug`: compile one
+/// training step (TrainCommand.cpp).
+llvm::cl::SubCommand &getTrainCommand();
+int runTrain();
+
 /// `snugc plan MODEL`: the memory report only.
 llvm::cl::SubCommand &getPlanCommand();
 int runPlan();
@@ -46,10 +51,11 @@ struct InAllCommands {
 inline InAllCommands inAllCommands() { return {}; }
 
 /// A cl modifier for the options of the subcommands that plan a model
-/// (compile and plan): planning, report and target flags.
+/// (compile, train and plan): planning, report and target flags.
 struct InPlanningCommands {
   template <class Opt> void apply(Opt &option) const {
     option.addSubCommand(getCompileCommand());
+    option.addSubCommand(getTrainCommand());
     option.addSubCommand(getPlanCommand());
   }
 };

@@ -132,12 +132,25 @@ PassManagerOptions getPassManagerOptions() {
   return passOptions;
 }
 
+static std::string &getPipelinePrefix() {
+  static std::string prefix;
+  return prefix;
+}
+
+void setPipelinePrefix(llvm::StringRef prefix) {
+  getPipelinePrefix() = prefix.str();
+}
+
 std::string getPipelineOption() {
   return getPipelineOptionFor(getPlanningOptions());
 }
 
 std::string getPipelineOptionFor(const PlanningOptions &planning) {
-  return expandPipelineNames(pipeline, planning);
+  std::string expanded = expandPipelineNames(pipeline, planning);
+  const std::string &prefix = getPipelinePrefix();
+  if (prefix.empty())
+    return expanded;
+  return expanded.empty() ? prefix : prefix + "," + expanded;
 }
 
 int reportError(llvm::Error error) {

@@ -55,11 +55,16 @@ bool isDimBound(llvm::StringRef symbol);
 /// for every pipeline a subcommand runs.
 PassManagerOptions getPassManagerOptions();
 
-/// The --passes pipeline (or its default), pipeline names expanded.
+/// The --passes pipeline (or its default), pipeline names expanded, after
+/// the prefix set below.
 std::string getPipelineOption();
 /// The same, names expanded for `planning` (its precision decides whether
 /// `import` lowers).
 std::string getPipelineOptionFor(const PlanningOptions &planning);
+/// Passes that run before --passes, in every import of the model: snugc
+/// train's loss, autodiff and optimizer (they must see the model as
+/// imported, before folding and fusion). Empty by default.
+void setPipelinePrefix(llvm::StringRef prefix);
 
 /// Prints `error` to stderr; returns ExitInternalError for internal errors
 /// (a module that does not verify), ExitUserError otherwise.

@@ -1,0 +1,269 @@
+//===- GradientRules.cpp - The graph builder and elementwise rules --------===//
+//
+// The builder every rule appends nodes with, the registry lookup, and the
+// rules of elementwise ops. An elementwise rule multiplies the result's
+// gradient by the op's derivative, written with the forward node's saved
+// operand x or result y where that is cheaper (sigmoid' = y(1-y), tanh' =
+// 1-y^2, exp' = y, sqrt' = 1/(2y)), then reduces it to each operand's shape.
+// Relu's derivative at 0 is taken as 0 (PyTorch's choice).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/GradientRules.h"
+#include "passes/HostAttributes.h"
+#include "passes/ShapeFunctions.h"
+
+#include "runtime/host/Kernels.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace snug {
+
+using ir::OpCode;
+using ir::Value;
+
+llvm::Error gradientError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+
+GraphBuilder::GraphBuilder(ir::Module &module, llvm::StringRef constantPrefix)
+    : module(module), constantPrefix(constantPrefix.str()) {}
+
+llvm::Expected<ir::Node *>
+GraphBuilder::emitNode(OpCode op, llvm::ArrayRef<Value *> operands,
+                       ir::AttributeMap attributes, unsigned numResults) {
+  llvm::SmallVector<const ir::TensorType *, 4> types;
+  for (Value *operand : operands)
+    types.push_back(operand ? &operand->getType() : nullptr);
+  ShapeQuery query{op, types, attributes, numResults};
+  auto resultTypes = inferResultTypes(query);
+  if (!resultTypes) {
+    std::string reason = toString(resultTypes.takeError());
+    std::string where = subject ? subject->describe() + ": " : "";
+    return gradientError(where + "cannot build " + ir::getOpInfo(op).name +
+                         ": " + reason);
+  }
+  return module.addNode(op, operands, *resultTypes, std::move(attributes));
+}
+
+llvm::Expected<Value *> GraphBuilder::emit(OpCode op,
+                                           llvm::ArrayRef<Value *> operands,
+                                           ir::AttributeMap attributes) {
+  auto node = emitNode(op, operands, std::move(attributes));
+  if (!node)
+    return node.takeError();
+  return (*node)->getResult(0);
+}
+
+Value *GraphBuilder::constant(const ir::TensorType &type,
+                              llvm::ArrayRef<double> values) {
+  assert(int64_t(values.size()) == type.getNumElements());
+  std::vector<uint8_t> bytes(type.getByteSize());
+  uint8_t code = getHostDTypeCode(type.getDType());
+  for (size_t i = 0; i < values.size(); ++i)
+    rt::storeDouble(bytes.data(), code, int64_t(i), values[i]);
+  std::string name = constantPrefix + std::to_string(constantCount++);
+  return module.addWeight(name, type, bytes);
+}
+
+Value *GraphBuilder::scalar(double value, ir::DType dtype) {
+  return constant(ir::TensorType(dtype, {}), {value});
+}
+
+llvm::Expected<Value *> GraphBuilder::reduceTo(Value *gradient,
+                                               const ir::TensorType &type) {
+  llvm::ArrayRef<int64_t> from = gradient->getType().getDims();
+  llvm::ArrayRef<int64_t> to = type.getDims();
+  if (from == to)
+    return gradient;
+  // numpy aligns dims at the right: leading dims were added, dims of 1
+  // were stretched.
+  size_t added = from.size() - to.size();
+  llvm::SmallVector<int64_t, 4> axes;
+  for (size_t i = 0; i < from.size(); ++i)
+    if (i < added || (to[i - added] == 1 && from[i] != 1))
+      axes.push_back(int64_t(i));
+  Value *summed = gradient;
+  if (!axes.empty()) {
+    auto reduced = emit(OpCode::ReduceSum, {gradient},
+                        {{"axes", ir::Attribute::getInts(axes)},
+                         {"keepdims", ir::Attribute::getInt(0)}});
+    if (!reduced)
+      return reduced.takeError();
+    summed = *reduced;
+  }
+  if (summed->getType().getDims() == to)
+    return summed;
+  return emit(OpCode::Reshape, {summed},
+              {{"shape", ir::Attribute::getInts(to)}});
+}
+
+GradientRule findGradientRule(OpCode op) {
+  static const llvm::DenseMap<unsigned, GradientRule> rules = [] {
+    llvm::DenseMap<unsigned, GradientRule> map;
+    for (auto table : {getElementwiseGradientRules(), getLinalgGradientRules(),
+                       getDataMovementGradientRules()})
+      for (const GradientRuleEntry &entry : table)
+        map[unsigned(entry.op)] = entry.rule;
+    return map;
+  }();
+  auto it = rules.find(unsigned(op));
+  return it == rules.end() ? nullptr : it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise rules
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Sets operand `index`'s gradient to `gradient` reduced to its type, when
+/// wanted.
+llvm::Error setReduced(GraphBuilder &b, const GradientQuery &q, unsigned index,
+                       llvm::Expected<Value *> gradient) {
+  if (!gradient)
+    return gradient.takeError();
+  auto reduced = b.reduceTo(*gradient, q.node.getOperand(index)->getType());
+  if (!reduced)
+    return reduced.takeError();
+  q.operandGradients[index] = *reduced;
+  return llvm::Error::success();
+}
+
+Value *operand(const GradientQuery &q, unsigned index) {
+  return q.node.getOperand(index);
+}
+Value *result(const GradientQuery &q) { return q.node.getResult(0); }
+Value *seed(const GradientQuery &q) { return q.resultGradients[0]; }
+ir::DType dtypeOf(const GradientQuery &q) {
+  return result(q)->getType().getDType();
+}
+
+/// g * f(...) for the one operand of a unary op: f is built by `factor`.
+template <class Factor>
+llvm::Error unaryTimes(GraphBuilder &b, const GradientQuery &q, Factor factor) {
+  if (!q.wanted[0])
+    return llvm::Error::success();
+  llvm::Expected<Value *> derivative = factor();
+  if (!derivative)
+    return derivative.takeError();
+  return setReduced(b, q, 0, b.emit(OpCode::Mul, {seed(q), *derivative}));
+}
+
+llvm::Error identityRule(GraphBuilder &b, const GradientQuery &q) {
+  if (q.wanted[0])
+    return setReduced(b, q, 0, seed(q));
+  return llvm::Error::success();
+}
+
+llvm::Error negRule(GraphBuilder &b, const GradientQuery &q) {
+  if (q.wanted[0])
+    return setReduced(b, q, 0, b.emit(OpCode::Neg, {seed(q)}));
+  return llvm::Error::success();
+}
+
+llvm::Error expRule(GraphBuilder &b, const GradientQuery &q) {
+  return unaryTimes(b, q,
+                    [&]() -> llvm::Expected<Value *> { return result(q); });
+}
+
+llvm::Error logRule(GraphBuilder &b, const GradientQuery &q) {
+  if (q.wanted[0])
+    return setReduced(b, q, 0, b.emit(OpCode::Div, {seed(q), operand(q, 0)}));
+  return llvm::Error::success();
+}
+
+llvm::Error sqrtRule(GraphBuilder &b, const GradientQuery &q) {
+  if (!q.wanted[0])
+    return llvm::Error::success();
+  auto twiceY = b.emit(OpCode::Mul, {result(q), b.scalar(2, dtypeOf(q))});
+  if (!twiceY)
+    return twiceY.takeError();
+  return setReduced(b, q, 0, b.emit(OpCode::Div, {seed(q), *twiceY}));
+}
+
+llvm::Error sigmoidRule(GraphBuilder &b, const GradientQuery &q) {
+  return unaryTimes(b, q, [&]() -> llvm::Expected<Value *> {
+    auto oneMinusY = b.emit(OpCode::Sub, {b.scalar(1, dtypeOf(q)), result(q)});
+    if (!oneMinusY)
+      return oneMinusY.takeError();
+    return b.emit(OpCode::Mul, {result(q), *oneMinusY});
+  });
+}
+
+llvm::Error tanhRule(GraphBuilder &b, const GradientQuery &q) {
+  return unaryTimes(b, q, [&]() -> llvm::Expected<Value *> {
+    auto ySquared = b.emit(OpCode::Mul, {result(q), result(q)});
+    if (!ySquared)
+      return ySquared.takeError();
+    return b.emit(OpCode::Sub, {b.scalar(1, dtypeOf(q)), *ySquared});
+  });
+}
+
+llvm::Error reluRule(GraphBuilder &b, const GradientQuery &q) {
+  if (!q.wanted[0])
+    return llvm::Error::success();
+  Value *zero = b.scalar(0, dtypeOf(q));
+  auto positive = b.emit(OpCode::Greater, {operand(q, 0), zero});
+  if (!positive)
+    return positive.takeError();
+  return setReduced(b, q, 0, b.emit(OpCode::Where, {*positive, seed(q), zero}));
+}
+
+llvm::Error addRule(GraphBuilder &b, const GradientQuery &q) {
+  for (unsigned i = 0; i < q.node.getNumOperands(); ++i)
+    if (q.wanted[i])
+      if (llvm::Error error = setReduced(b, q, i, seed(q)))
+        return error;
+  return llvm::Error::success();
+}
+
+llvm::Error subRule(GraphBuilder &b, const GradientQuery &q) {
+  if (q.wanted[0])
+    if (llvm::Error error = setReduced(b, q, 0, seed(q)))
+      return error;
+  if (q.wanted[1])
+    return setReduced(b, q, 1, b.emit(OpCode::Neg, {seed(q)}));
+  return llvm::Error::success();
+}
+
+llvm::Error mulRule(GraphBuilder &b, const GradientQuery &q) {
+  for (unsigned i = 0; i < 2; ++i)
+    if (q.wanted[i])
+      if (llvm::Error error = setReduced(
+              b, q, i, b.emit(OpCode::Mul, {seed(q), operand(q, 1 - i)})))
+        return error;
+  return llvm::Error::success();
+}
+
+// y = a / b: da = g / b, db = -g * y / b.
+llvm::Error divRule(GraphBuilder &b, const GradientQuery &q) {
+  auto gOverB = b.emit(OpCode::Div, {seed(q), operand(q, 1)});
+  if (!gOverB)
+    return gOverB.takeError();
+  if (q.wanted[0])
+    if (llvm::Error error = setReduced(b, q, 0, *gOverB))
+      return error;
+  if (!q.wanted[1])
+    return llvm::Error::success();
+  auto scaled = b.emit(OpCode::Mul, {*gOverB, result(q)});
+  if (!scaled)
+    return scaled.takeError();
+  return setReduced(b, q, 1, b.emit(OpCode::Neg, {*scaled}));
+}
+
+} // namespace
+
+llvm::ArrayRef<GradientRuleEntry> getElementwiseGradientRules() {
+  static const GradientRuleEntry rules[] = {
+      {OpCode::Exp, expRule},   {OpCode::Identity, identityRule},
+      {OpCode::Log, logRule},   {OpCode::Neg, negRule},
+      {OpCode::Relu, reluRule}, {OpCode::Sigmoid, sigmoidRule},
+      {OpCode::Sqrt, sqrtRule}, {OpCode::Tanh, tanhRule},
+      {OpCode::Add, addRule},   {OpCode::Div, divRule},
+      {OpCode::Mul, mulRule},   {OpCode::Sub, subRule},
+      {OpCode::Sum, addRule},
+  };
+  return rules;
+}
+
+} // namespace snug

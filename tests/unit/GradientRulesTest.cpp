@@ -1,0 +1,319 @@
+//===- GradientRulesTest.cpp - Every gradient rule against finite differences
+//
+// Each case builds a small f64 module: parameters p0, p1, ... (weights with
+// random values), one or a few nodes of the op under test, and the loss
+// sum(result * r) with r a random f64 weight, so every result element gets
+// a different adjoint. The autodiff pass (wrt the parameters) gives the
+// analytic gradients; central differences (L(p + h) - L(p - h)) / 2h, each
+// L run by the host kernels (evaluateModule), give the numeric ones. The
+// host kernels compute f64 in double (runtime/host), so with h = 1e-6 the
+// difference's truncation error (~h^2) and rounding error (~1e-16 / h) both
+// stay under 1e-8; the tolerance is 1e-6 relative to max(1, |gradient|).
+// Inputs stay off the kinks and poles of the ops (Relu's 0, Log's and
+// Sqrt's non-positive, Div's 0).
+//
+// MatMul and Gemm are the exception: their host kernels round operands and
+// results through f32 (FloatInput, runtime/host/Kernels.h), so an f64
+// difference quotient with h = 1e-6 would see only rounding. Their loss is
+// linear in each parameter, so a central difference is exact for any h: h =
+// 0.1 keeps the f32 rounding (~6e-8 |L| / h) near 1e-6, and the tolerance is
+// 1e-4.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/GradientRules.h"
+#include "passes/ConstantEval.h"
+#include "passes/Passes.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <set>
+
+namespace snug {
+namespace {
+
+using ir::Attribute;
+using ir::DType;
+using ir::OpCode;
+using ir::TensorType;
+using ir::Value;
+
+enum class Range { Any, Positive, AwayFromZero };
+
+using BuildFn = std::function<llvm::Expected<Value *>(GraphBuilder &,
+                                                      llvm::ArrayRef<Value *>)>;
+
+struct Case {
+  std::string name;
+  std::vector<std::vector<int64_t>> params;
+  BuildFn build;
+  Range range = Range::Any;
+  /// The difference step and relative tolerance (see the banner).
+  double step = 1e-6, tolerance = 1e-6;
+};
+
+/// A case with one node of `op` on the parameters.
+Case single(std::string name, OpCode op,
+            std::vector<std::vector<int64_t>> params,
+            ir::AttributeMap attrs = {}, Range range = Range::Any) {
+  BuildFn build = [op, attrs](GraphBuilder &b, llvm::ArrayRef<Value *> p) {
+    return b.emit(op, p, attrs);
+  };
+  return {std::move(name), std::move(params), build, range};
+}
+
+std::vector<uint8_t> toBytes(llvm::ArrayRef<double> values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(double));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+std::vector<double> toDoubles(llvm::ArrayRef<uint8_t> bytes) {
+  std::vector<double> values(bytes.size() / sizeof(double));
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+int64_t count(llvm::ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+/// The module of `c` with parameter values `values`; nullptr after a
+/// failed expectation.
+std::unique_ptr<ir::Module>
+buildModule(const Case &c, llvm::ArrayRef<std::vector<double>> values,
+            llvm::ArrayRef<double> weights) {
+  auto module = std::make_unique<ir::Module>(c.name);
+  std::vector<Value *> params;
+  for (size_t i = 0; i < c.params.size(); ++i)
+    params.push_back(module->addWeight("p" + std::to_string(i),
+                                       TensorType(DType::F64, c.params[i]),
+                                       toBytes(values[i])));
+  GraphBuilder b(*module, "test.c");
+  auto result = c.build(b, params);
+  if (!result) {
+    ADD_FAILURE() << c.name << ": " << toString(result.takeError());
+    return nullptr;
+  }
+  const TensorType &type = (*result)->getType();
+  Value *r = b.constant(type, weights.take_front(type.getNumElements()));
+  llvm::SmallVector<int64_t, 4> axes;
+  for (unsigned i = 0; i < type.getRank(); ++i)
+    axes.push_back(i);
+  auto weighted = b.emit(OpCode::Mul, {*result, r});
+  auto loss = b.emit(
+      OpCode::ReduceSum, {*weighted},
+      {{"axes", Attribute::getInts(axes)}, {"keepdims", Attribute::getInt(0)}});
+  if (!loss) {
+    ADD_FAILURE() << c.name << ": " << toString(loss.takeError());
+    return nullptr;
+  }
+  (*loss)->setName("loss");
+  module->setOutputs({*loss});
+  return module;
+}
+
+llvm::Expected<std::vector<std::vector<uint8_t>>>
+evaluate(const ir::Module &module) {
+  return evaluateModule(module, {});
+}
+
+double evaluateLoss(const Case &c, llvm::ArrayRef<std::vector<double>> values,
+                    llvm::ArrayRef<double> weights) {
+  auto module = buildModule(c, values, weights);
+  if (!module)
+    return NAN;
+  auto outputs = evaluate(*module);
+  if (!outputs) {
+    ADD_FAILURE() << toString(outputs.takeError());
+    return NAN;
+  }
+  return toDoubles((*outputs)[0])[0];
+}
+
+void checkCase(const Case &c) {
+  SCOPED_TRACE(c.name);
+  std::mt19937 random(1234);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<std::vector<double>> values;
+  for (const auto &dims : c.params) {
+    values.emplace_back();
+    for (int64_t i = 0; i < count(dims); ++i) {
+      double u = unit(random);
+      switch (c.range) {
+      case Range::Any:
+        values.back().push_back(2 * u - 1);
+        break;
+      case Range::Positive:
+        values.back().push_back(0.5 + 1.5 * u);
+        break;
+      case Range::AwayFromZero:
+        values.back().push_back((i % 2 ? -1 : 1) * (0.2 + 0.8 * u));
+        break;
+      }
+    }
+  }
+  std::vector<double> weights;
+  for (int i = 0; i < 256; ++i)
+    weights.push_back(2 * unit(random) - 1);
+
+  auto module = buildModule(c, values, weights);
+  ASSERT_TRUE(module);
+  std::unique_ptr<Pass> autodiff = createPassByName("autodiff");
+  ASSERT_FALSE(bool(autodiff->setOption("loss", "loss")));
+  std::string wrt;
+  for (size_t i = 0; i < c.params.size(); ++i)
+    wrt += (i ? ",p" : "p") + std::to_string(i);
+  ASSERT_FALSE(bool(autodiff->setOption("wrt", wrt)));
+  auto changed = autodiff->run(*module);
+  ASSERT_TRUE(bool(changed)) << toString(changed.takeError());
+  auto outputs = evaluate(*module);
+  ASSERT_TRUE(bool(outputs)) << toString(outputs.takeError());
+  ASSERT_EQ(outputs->size(), c.params.size() + 1);
+
+  const double h = c.step;
+  for (size_t p = 0; p < c.params.size(); ++p) {
+    EXPECT_EQ(module->getOutputs()[p + 1]->getName(),
+              "grad.p" + std::to_string(p));
+    std::vector<double> analytic = toDoubles((*outputs)[p + 1]);
+    ASSERT_EQ(int64_t(analytic.size()), count(c.params[p]));
+    for (size_t i = 0; i < analytic.size(); ++i) {
+      std::vector<std::vector<double>> plus = values, minus = values;
+      plus[p][i] += h;
+      minus[p][i] -= h;
+      double numeric =
+          (evaluateLoss(c, plus, weights) - evaluateLoss(c, minus, weights)) /
+          (2 * h);
+      EXPECT_NEAR(analytic[i], numeric,
+                  c.tolerance * std::max(1.0, std::fabs(numeric)))
+          << "d loss / d p" << p << "[" << i << "]";
+    }
+  }
+}
+
+ir::AttributeMap axes(std::vector<int64_t> list, int64_t keepDims) {
+  return {{"axes", Attribute::getInts(list)},
+          {"keepdims", Attribute::getInt(keepDims)}};
+}
+
+ir::AttributeMap gemm(bool transA, bool transB) {
+  return {{"alpha", Attribute::getFloat(0.5f)},
+          {"beta", Attribute::getFloat(2.0f)},
+          {"transA", Attribute::getInt(transA)},
+          {"transB", Attribute::getInt(transB)}};
+}
+
+/// A MatMul or Gemm case (f32 kernels, see the banner).
+Case linear(Case c) {
+  c.step = 0.1;
+  c.tolerance = 1e-4;
+  return c;
+}
+
+std::vector<Case> getCases() {
+  std::vector<Case> cases;
+  std::vector<std::vector<int64_t>> x = {{2, 3}};
+  cases.push_back(single("Exp", OpCode::Exp, x));
+  cases.push_back(single("Identity", OpCode::Identity, x));
+  cases.push_back(single("Log", OpCode::Log, x, {}, Range::Positive));
+  cases.push_back(single("Neg", OpCode::Neg, x));
+  cases.push_back(single("Relu", OpCode::Relu, x, {}, Range::AwayFromZero));
+  cases.push_back(single("Sigmoid", OpCode::Sigmoid, x));
+  cases.push_back(single("Sqrt", OpCode::Sqrt, x, {}, Range::Positive));
+  cases.push_back(single("Tanh", OpCode::Tanh, x));
+  cases.push_back(single("Add", OpCode::Add, {{2, 3}, {3}}));
+  cases.push_back(single("Sub", OpCode::Sub, {{2, 3}, {2, 1}}));
+  cases.push_back(single("Mul", OpCode::Mul, {{1, 3}, {2, 1}}));
+  cases.push_back(
+      single("Div", OpCode::Div, {{2, 3}, {3}}, {}, Range::Positive));
+  cases.push_back(single("Sum", OpCode::Sum, {{2, 3}, {3}, {2, 3}}));
+  // One value read twice: its adjoints are accumulated.
+  cases.push_back(
+      {"MulSelf", {{2, 3}}, [](GraphBuilder &b, llvm::ArrayRef<Value *> p) {
+         return b.emit(OpCode::Mul, {p[0], p[0]});
+       }});
+  cases.push_back(linear(single("MatMul", OpCode::MatMul, {{2, 3}, {3, 4}})));
+  cases.push_back(
+      linear(single("MatMulBatched", OpCode::MatMul, {{2, 2, 3}, {2, 3, 2}})));
+  cases.push_back(
+      linear(single("MatMulBroadcast", OpCode::MatMul, {{2, 2, 3}, {3, 4}})));
+  cases.push_back(linear(
+      single("Gemm", OpCode::Gemm, {{2, 3}, {3, 4}, {4}}, gemm(false, false))));
+  cases.push_back(linear(single("GemmTransA", OpCode::Gemm,
+                                {{3, 2}, {3, 4}, {2, 1}}, gemm(true, false))));
+  cases.push_back(linear(
+      single("GemmTransB", OpCode::Gemm, {{2, 3}, {4, 3}}, gemm(false, true))));
+  cases.push_back(linear(single("GemmTransAB", OpCode::Gemm,
+                                {{3, 2}, {4, 3}, {2, 4}}, gemm(true, true))));
+  cases.push_back(single("Softmax", OpCode::Softmax, {{2, 4}},
+                         {{"axis", Attribute::getInt(1)}}));
+  cases.push_back(single("SoftmaxAxis0", OpCode::Softmax, {{3, 2}},
+                         {{"axis", Attribute::getInt(0)}}));
+  cases.push_back(single("LogSoftmax", OpCode::LogSoftmax, {{2, 4}},
+                         {{"axis", Attribute::getInt(-1)}}));
+  cases.push_back(single("LayerNorm", OpCode::LayerNormalization,
+                         {{2, 3, 4}, {4}, {4}},
+                         {{"axis", Attribute::getInt(-1)},
+                          {"epsilon", Attribute::getFloat(1e-5f)}}));
+  cases.push_back(single("LayerNormTwoDims", OpCode::LayerNormalization,
+                         {{2, 3, 2}, {3, 2}},
+                         {{"axis", Attribute::getInt(1)},
+                          {"epsilon", Attribute::getFloat(0.1f)}}));
+  cases.push_back(
+      single("ReduceSum", OpCode::ReduceSum, {{2, 3, 4}}, axes({1}, 1)));
+  cases.push_back(single("ReduceSumDropped", OpCode::ReduceSum, {{2, 3, 4}},
+                         axes({0, 2}, 0)));
+  cases.push_back(
+      single("ReduceMean", OpCode::ReduceMean, {{2, 3, 4}}, axes({-1}, 0)));
+  cases.push_back(single("Reshape", OpCode::Reshape, {{2, 3}},
+                         {{"shape", Attribute::getInts({3, 2})}}));
+  cases.push_back(single("Flatten", OpCode::Flatten, {{2, 3, 2}},
+                         {{"axis", Attribute::getInt(1)}}));
+  cases.push_back(single("Squeeze", OpCode::Squeeze, {{2, 1, 3}},
+                         {{"axes", Attribute::getInts({1})}}));
+  cases.push_back(single("Unsqueeze", OpCode::Unsqueeze, {{2, 3}},
+                         {{"axes", Attribute::getInts({0})}}));
+  cases.push_back(single("Transpose", OpCode::Transpose, {{2, 3, 4}},
+                         {{"perm", Attribute::getInts({2, 0, 1})}}));
+  cases.push_back(single("TransposeDefault", OpCode::Transpose, {{2, 3}}));
+  return cases;
+}
+
+// gtest prints a case by its name, not its bytes.
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
+class GradientRuleTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GradientRuleTest, MatchesCentralDifferences) { checkCase(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Ops, GradientRuleTest, ::testing::ValuesIn(getCases()),
+                         [](const ::testing::TestParamInfo<Case> &info) {
+                           return info.param.name;
+                         });
+
+// Every op the table says has a rule is checked by some case above.
+TEST(GradientRulesTest, EveryRuleHasAFiniteDifferenceCase) {
+  std::set<OpCode> covered;
+  for (const Case &c : getCases()) {
+    std::vector<std::vector<double>> values;
+    for (const auto &dims : c.params)
+      values.emplace_back(count(dims), 0.5);
+    auto module = buildModule(c, values, std::vector<double>(256, 1.0));
+    ASSERT_TRUE(module);
+    for (const auto &node : module->getNodes())
+      covered.insert(node->getOpCode());
+  }
+  for (const ir::OpInfo &info : ir::getAllOps())
+    EXPECT_TRUE(!ir::declaresGradientRule(info.code) ||
+                covered.count(info.code))
+        << info.name << " has a gradient rule and no test case";
+}
+
+} // namespace
+} // namespace snug
