@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
 
+#include "passes/Liveness.h"
 #include "passes/Passes.h"
 #include "passes/PlanMemory.h"
 #include "passes/ScratchRequest.h"
@@ -213,8 +214,7 @@ llvm::Error Writer::writeLocation(Sink &sink, const ir::Value *value) {
     kind = Weight;
     offset = weightOffsets.lookup(value);
   } else {
-    bool onHost = value->isResult() &&
-                  value->getDefiningNode()->getOpInfo().hasHostResult();
+    bool onHost = isHostResident(value);
     kind = onHost ? Host : Arena;
     uint64_t space = onHost ? hostSize : arenaSize;
     if (!value->getArenaOffset())

@@ -292,8 +292,7 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
             llvm::inconvertibleErrorCode(),
             "internal error: value '" + value->getName().str() +
                 "' has no arena offset");
-      bool onHost = value->isResult() &&
-                    value->getDefiningNode()->getOpInfo().hasHostResult();
+      bool onHost = isHostResident(value);
       ref.place = onHost ? DeviceArg::host(*value->getArenaOffset())
                          : DeviceArg::arena(*value->getArenaOffset());
     }

@@ -108,6 +108,25 @@ def run_on_device(args):
     return 0
 
 
+def same_outputs(runs, names, between):
+    """Whether every run in `runs` wrote exactly `names`, each bit-identical
+    to runs["best"]'s; prints the first difference (`between` formatted
+    with the run's name)."""
+    for other in runs:
+        if other == "best":
+            continue
+        if sorted(os.listdir(runs[other])) != names:
+            print(f"FAILED: the {other} run wrote a different output set")
+            return False
+        for name in names:
+            if not filecmp.cmp(os.path.join(runs["best"], name),
+                               os.path.join(runs[other], name), shallow=False):
+                print(f"FAILED: output {name} differs between "
+                      + between.format(other))
+                return False
+    return True
+
+
 def budget_passes(kind, budget, target):
     """The pipeline of a budget variant: remat alone, or offload over a link
     fast enough that every value it may move qualifies, then remat."""
@@ -243,29 +262,10 @@ def main():
         if not names:
             print("FAILED: the run wrote no outputs")
             return 1
-        for other in outputs:
-            if other == "best":
-                continue
-            if sorted(os.listdir(outputs[other])) != names:
-                print(f"FAILED: the {other} run wrote a different output set")
-                return 1
-            for name in names:
-                if not filecmp.cmp(os.path.join(outputs["best"], name),
-                                   os.path.join(outputs[other], name),
-                                   shallow=False):
-                    print(f"FAILED: output {name} differs between "
-                          f"--planner=best and the {other} run")
-                    return 1
-        for other in sim_outputs:
-            if other == "best":
-                continue
-            for name in names:
-                if not filecmp.cmp(os.path.join(sim_outputs["best"], name),
-                                   os.path.join(sim_outputs[other], name),
-                                   shallow=False):
-                    print(f"FAILED: output {name} differs on the simulator "
-                          f"between the default bundle and the {other} one")
-                    return 1
+        if not (same_outputs(outputs, names, "--planner=best and the {} run")
+                and same_outputs(sim_outputs, names, "the simulator's default "
+                                 "bundle and its {} one")):
+            return 1
         print(f"{len(names)} outputs match the reference and are bit-identical "
               f"under {', '.join(sorted(outputs))}"
               + (f"; on the simulator under {', '.join(sorted(sim_outputs))}"
