@@ -37,8 +37,22 @@
 //    decision for the others (greedy set cover's rule). Ties go to the
 //    larger relief, then to the cost model's roofline time per byte. The
 //    first whose re-planned arena is better (a smaller arena, else a
-//    smaller bound, else fewer steps at the bound) is kept; if none of the
-//    first max-tries is, remat stops where it is.
+//    smaller bound, else fewer steps at the bound) is kept.
+// Lookahead. When none of the first max-tries is, two decisions are tried
+// together: each of the first lookahead-width candidates is applied, and
+// the first lookahead-width candidates at the peak of its plan are tried
+// after it; the first pair whose plan is better is kept (as two decisions,
+// the first marked "kept with the next"); if none is, remat stops where it
+// is. This costs at most lookahead-width * (lookahead-width + 1) more
+// plans, and only where the greedy would otherwise stop. It is what the
+// chains of RematOracleTest needed at two budgets, where the optimum
+// recomputes a value at two places whose copies lower the arena only
+// together (each alone moves the peak to the other's step).
+// Ranking option: besides FLOPs per byte-step (the default), FLOPs per
+// byte saved and plain FLOPs, for comparisons; on the random DAGs of
+// bench/remat/OracleBench.cpp at 20-60 nodes they gave the same extra
+// FLOPs on all 27 instances but one (where the per-byte one was worse),
+// so no portfolio of rankings runs.
 // Redundancy. A decision whose reads a later one took over entirely only
 // computes copies nothing reads; it is undone unless the plan gets worse
 // without it. Once the budget is met, every decision but the last, latest
@@ -46,8 +60,8 @@
 // cheap early decision can be made unnecessary by a later one; an undo
 // that does not pass is made again exactly as it was). These rules came
 // from comparing remat with the exact oracle (RematOracle.h): on the
-// training-like chains of tests/unit/RematOracleTest.cpp it recomputes the
-// optimum's FLOPs wherever it meets the budget.
+// training-like chains of tests/unit/RematOracleTest.cpp it meets all 28
+// feasible budgets (with the lookahead) at the optimum's FLOPs.
 // Every candidate keeps the module's results bitwise: the copy is the same
 // op with the same attributes on the same operand values, and snug's ops
 // are deterministic (an op with the SideEffects trait is never copied).
@@ -75,7 +89,9 @@
 // again after it with the full time limit).
 //
 // Options: arena-budget (bytes, required), max-decisions (default 1000),
-// max-tries per decision (default 16), remat-time-limit (seconds, default
+// max-tries per decision (default 16), lookahead-width (default 4; 0 turns
+// the lookahead off), ranking (flops-per-byte-step, flops-per-byte,
+// flops), remat-time-limit (seconds, default
 // 60: a safety net; the decision count normally ends it), and every
 // plan-memory option (alignment, target, cublas-workspace, planner,
 // time-limit per plan, ...), which must match plan-memory's so that the
