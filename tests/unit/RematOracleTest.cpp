@@ -135,6 +135,33 @@ TEST(RematOracleTest, OutputsLiveToTheEnd) {
   EXPECT_EQ(solve(graph, 499).status, Status::Infeasible);
 }
 
+// A start goes to CBC when it fits the stages, after dropping what nothing
+// reads: here B computed again twice in a row before E, the first of the
+// two never read (kept, B would be twice in E's stage, which the MILP
+// cannot say); one whose first computations are out of order does not
+// fit. Either way the answer is the optimum.
+TEST(RematOracleTest, AStartIsGivenWhenItFitsTheStages) {
+  RematGraph graph{{node(10, 1), node(3, 1), node(1, 2), node(1, 1, {2}),
+                    node(1, 1, {0, 1, 3}, true)}};
+  auto solveFrom = [&](RematSchedule start) {
+    RematOracleOptions options;
+    options.start = std::move(start);
+    llvm::Expected<RematOracleResult> result =
+        solveRematOracle(graph, 400, options);
+    if (!result) {
+      ADD_FAILURE() << llvm::toString(result.takeError());
+      return RematOracleResult();
+    }
+    EXPECT_EQ(result->status, Status::Optimal);
+    EXPECT_EQ(result->extraCost, 3u);
+    return std::move(*result);
+  };
+  EXPECT_TRUE(solveFrom({0, 1, 2, 3, 1, 4}).startGiven);
+  EXPECT_TRUE(solveFrom({0, 1, 2, 3, 1, 1, 4}).startGiven);
+  EXPECT_FALSE(solveFrom({1, 0, 2, 3, 1, 4}).startGiven);
+  EXPECT_FALSE(solve(graph, 400).startGiven);
+}
+
 TEST(RematOracleTest, ReplayRejectsBrokenSchedules) {
   RematGraph graph{{input(1), node(2, 2, {0}), node(1, 1, {1}, true)}};
   auto error = [&](llvm::ArrayRef<unsigned> schedule) {
