@@ -18,6 +18,9 @@
 namespace snug {
 namespace {
 
+RematSchedule dropUnreadComputations(const RematGraph &graph,
+                                     RematSchedule schedule);
+
 /// Columns and rows of the MILP, and where each variable is.
 class Formulation {
 public:
@@ -41,8 +44,12 @@ public:
 
 private:
   int addColumn(double lower, double upper, double objective, bool integer) {
-    Cbc_addCol(model, "", lower, upper, objective, integer, 0, nullptr,
-               nullptr);
+    // Named: CBC 2.10's C interface maps a MIP start's column indices
+    // through the column names, and with every name empty it is rejected
+    // (values land on the wrong columns).
+    std::string name = "c" + std::to_string(numColumns);
+    Cbc_addCol(model, name.c_str(), lower, upper, objective, integer, 0,
+               nullptr, nullptr);
     return numColumns++;
   }
   void addRow(llvm::ArrayRef<std::pair<int, double>> terms, char sense,
@@ -181,8 +188,9 @@ Formulation::Formulation(const RematGraph &graph, uint64_t budget)
 }
 
 std::vector<std::pair<int, double>>
-Formulation::getStartValues(const RematSchedule &schedule) const {
+Formulation::getStartValues(const RematSchedule &given) const {
   const unsigned n = graph.nodes.size();
+  RematSchedule schedule = dropUnreadComputations(graph, given);
   // Stage of each step: first computations must come in node order, and
   // a stage ends at its own node's first computation.
   std::vector<unsigned> stageOf(schedule.size());
@@ -241,6 +249,43 @@ Formulation::getStartValues(const RematSchedule &schedule) const {
                                                                    : 0.0});
   }
   return values;
+}
+
+/// `schedule` without the recomputations nothing reads (a value copied
+/// for reads a later copy took over, say), repeatedly, since dropping one
+/// can leave what it read unread. The dominance rows of the MILP forbid
+/// them, so a start that has one is rejected; without them it costs less
+/// and has no more bytes live at any step. Dropping one redirects no
+/// read: reads take the latest computation, and none falls between an
+/// unread one and the next.
+RematSchedule dropUnreadComputations(const RematGraph &graph,
+                                     RematSchedule schedule) {
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    std::vector<bool> needed(schedule.size(), false), seen(graph.nodes.size());
+    std::vector<int64_t> latest(graph.nodes.size(), -1);
+    for (size_t p = 0; p < schedule.size(); ++p) {
+      unsigned i = schedule[p];
+      for (unsigned operand : graph.nodes[i].operands)
+        if (latest[operand] >= 0)
+          needed[latest[operand]] = true;
+      // A first computation is the order's own (the stage's end).
+      if (!seen[i])
+        needed[p] = true;
+      seen[i] = true;
+      latest[i] = int64_t(p);
+    }
+    for (unsigned i = 0; i < graph.nodes.size(); ++i)
+      if (graph.nodes[i].isOutput && latest[i] >= 0)
+        needed[latest[i]] = true;
+    RematSchedule kept;
+    for (size_t p = 0; p < schedule.size(); ++p)
+      if (needed[p])
+        kept.push_back(schedule[p]);
+    dropped = kept.size() < schedule.size();
+    schedule = std::move(kept);
+  }
+  return schedule;
 }
 
 /// Bytes every schedule has live at some step, whatever it recomputes: at
@@ -321,7 +366,8 @@ solveRematOracle(const RematGraph &graph, uint64_t budget,
       columns.push_back(column);
       startValues.push_back(value);
     }
-    if (!columns.empty())
+    result.startGiven = !columns.empty();
+    if (result.startGiven)
       Cbc_setMIPStartI(model, int(columns.size()), columns.data(),
                        startValues.data());
   }

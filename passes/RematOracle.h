@@ -85,6 +85,9 @@ struct RematOracleResult {
   /// CBC's bound on the optimal cost (equals cost when Optimal).
   double bestBound = 0;
   RematSchedule schedule;
+  /// Whether options.start fitted the stages and went to CBC as a MIP
+  /// start (recomputations nothing reads dropped first).
+  bool startGiven = false;
   double seconds = 0;
   /// The MILP's size, for the bench.
   unsigned numColumns = 0, numRows = 0;

@@ -9,7 +9,12 @@
 // CBC could not prove within its time limit, with CBC's lower bound on
 // their extra FLOPs (the bound column). The oracle starts from the
 // pass's schedule when the pass met the budget (it only speeds the search
-// up; the proof is CBC's).
+// up; the proof is CBC's); where that search ends unproven, a second one
+// starts from nothing and the better of the two counts (time_s is both).
+// The averages are printed per size: against the proven optimum, and
+// separately against CBC's best schedule where it proved none (ratio
+// marked *; CBC's best costs at least the optimum, so that ratio can
+// understate the true one).
 //
 //   remat-oracle-bench [--sizes=20,40,60] [--seeds=3] [--percents=90,75,60]
 //                      [--time-limit=60]
@@ -25,6 +30,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <map>
 
 using namespace snug;
 
@@ -71,7 +77,12 @@ int main(int argc, char **argv) {
   llvm::outs() << "nodes seed  pct  budget | oracle          extra      bound "
                   "  time_s |  met   arena      extra  time_s |  ratio\n";
   double ratioSum = 0, heuristicSum = 0, oracleSum = 0;
-  unsigned both = 0, unproven = 0, infeasible = 0, missed = 0;
+  unsigned both = 0, unproven = 0, infeasible = 0, missed = 0, starts = 0;
+  struct Ratios {
+    double sum = 0;
+    unsigned count = 0;
+  };
+  std::map<unsigned, Ratios> proven, best;
   std::vector<std::pair<unsigned, double>> worst;
   for (unsigned size : sizes)
     for (uint64_t seed = 1; seed <= seeds; ++seed) {
@@ -92,20 +103,53 @@ int main(int argc, char **argv) {
           llvm::errs() << "error: " << llvm::toString(c.takeError()) << "\n";
           return 2;
         }
-        const RematOracleResult &oracle = c->oracle;
         using Status = RematOracleResult::Status;
+        // Not proven from the pass's schedule: CBC's search from it can
+        // stay near it (seen at 60 nodes, where a search from scratch found
+        // a schedule 34 % cheaper), so a second search starts from nothing
+        // and the better schedule (and the higher bound) is kept.
+        if (c->oracle.startGiven && c->oracle.status == Status::Feasible) {
+          llvm::Expected<RematOracleResult> fresh =
+              solveRematOracle(c->graph, budget, options);
+          if (!fresh) {
+            llvm::errs() << "error: " << llvm::toString(fresh.takeError())
+                         << "\n";
+            return 2;
+          }
+          double bound = std::max(c->oracle.bestBound, fresh->bestBound);
+          double seconds = c->oracle.seconds + fresh->seconds;
+          if (fresh->status == Status::Optimal ||
+              (fresh->status == Status::Feasible &&
+               fresh->extraCost < c->oracle.extraCost)) {
+            fresh->startGiven = true;
+            c->oracle = std::move(*fresh);
+          }
+          if (c->oracle.status != Status::Optimal)
+            c->oracle.bestBound = bound;
+          c->oracle.seconds = seconds;
+        }
+        const RematOracleResult &oracle = c->oracle;
         bool solved = oracle.status == Status::Optimal;
         std::string ratio = "-";
-        if (solved && c->heuristicMet) {
+        if ((solved || oracle.status == Status::Feasible) && c->heuristicMet) {
           double r = oracle.extraCost == 0
                          ? (c->heuristicExtra == 0 ? 1.0 : INFINITY)
                          : double(c->heuristicExtra) / double(oracle.extraCost);
-          ratioSum += r;
-          heuristicSum += double(c->heuristicExtra);
-          oracleSum += double(oracle.extraCost);
-          ++both;
-          ratio = llvm::formatv("{0:f3}", r).str();
+          // Against the optimum where CBC proved it, else against its best
+          // schedule (marked *): an upper bound on the optimum, so the
+          // ratio is a lower bound on the true one.
+          Ratios &ratios = (solved ? proven : best)[size];
+          ratios.sum += r;
+          ++ratios.count;
+          if (solved) {
+            ratioSum += r;
+            heuristicSum += double(c->heuristicExtra);
+            oracleSum += double(oracle.extraCost);
+            ++both;
+          }
+          ratio = llvm::formatv("{0:f3}{1}", r, solved ? "" : "*").str();
         }
+        starts += oracle.startGiven;
         unproven += oracle.status == Status::Feasible ||
                     oracle.status == Status::Unknown;
         infeasible += oracle.status == Status::Infeasible;
@@ -137,6 +181,23 @@ int main(int argc, char **argv) {
         "average heuristic/oracle extra-FLOPs ratio: %.4f (ratio of sums "
         "%.4f)\n",
         ratioSum / both, oracleSum > 0 ? heuristicSum / oracleSum : 1.0);
+  auto printRatios = [&](const char *what,
+                         const std::map<unsigned, Ratios> &bySize) {
+    Ratios all;
+    for (const auto &[size, ratios] : bySize) {
+      llvm::outs() << llvm::format("%s, %u nodes: %.4f over %u\n", what, size,
+                                   ratios.sum / ratios.count, ratios.count);
+      all.sum += ratios.sum;
+      all.count += ratios.count;
+    }
+    if (all.count)
+      llvm::outs() << llvm::format("%s, all sizes: %.4f over %u\n", what,
+                                   all.sum / all.count, all.count);
+  };
+  printRatios("average ratio against the proven optimum", proven);
+  printRatios("average ratio against CBC's best unproven schedule (*)", best);
+  llvm::outs() << "CBC started from the pass's schedule: " << starts
+               << " instances\n";
   llvm::outs() << "oracle infeasible: " << infeasible
                << "; not proven within " << llvm::format("%g", timeLimit)
                << " s: " << unproven
