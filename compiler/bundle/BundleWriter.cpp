@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
+#include "ir/State.h"
 
 #include "passes/Liveness.h"
 #include "passes/Passes.h"
@@ -22,6 +23,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace snug {
@@ -59,10 +61,8 @@ public:
   }
 };
 
-
 llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 message.str());
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
 }
 
 std::string describeValue(const ir::Value *value) {
@@ -145,16 +145,26 @@ void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
 
 uint8_t getBundleDTypeCode(ir::DType type) {
   switch (type) {
-  case ir::DType::F32: return DTypeF32;
-  case ir::DType::F16: return DTypeF16;
-  case ir::DType::BF16: return DTypeBF16;
-  case ir::DType::F64: return DTypeF64;
-  case ir::DType::I64: return DTypeI64;
-  case ir::DType::I32: return DTypeI32;
-  case ir::DType::I16: return DTypeI16;
-  case ir::DType::I8: return DTypeI8;
-  case ir::DType::U8: return DTypeU8;
-  case ir::DType::Bool: return DTypeBool;
+  case ir::DType::F32:
+    return DTypeF32;
+  case ir::DType::F16:
+    return DTypeF16;
+  case ir::DType::BF16:
+    return DTypeBF16;
+  case ir::DType::F64:
+    return DTypeF64;
+  case ir::DType::I64:
+    return DTypeI64;
+  case ir::DType::I32:
+    return DTypeI32;
+  case ir::DType::I16:
+    return DTypeI16;
+  case ir::DType::I8:
+    return DTypeI8;
+  case ir::DType::U8:
+    return DTypeU8;
+  case ir::DType::Bool:
+    return DTypeBool;
   }
   llvm_unreachable("unknown dtype");
 }
@@ -168,6 +178,13 @@ WeightsLayout computeWeightsLayout(const ir::Module &module) {
   for (const ir::Value *output : module.getOutputs())
     if (output->isWeight())
       used.insert(output);
+  // A state weight keeps its place even if no node reads it: the runtime
+  // writes its next value there.
+  if (auto state = ir::getState(module))
+    for (const ir::StateEntry &entry : *state)
+      used.insert(entry.weight);
+  else
+    llvm::consumeError(state.takeError());
   WeightsLayout layout;
   for (const ir::Value *weight : module.getWeights()) {
     if (!used.count(weight))
@@ -316,7 +333,7 @@ llvm::Error Writer::writeBody(Sink &sink, const ir::Node &node) {
   for (const std::unique_ptr<ir::Node> &inner : body.getNodes()) {
     if (inner->hasBody())
       return makeError(inner->describe() + ": nested bodies cannot be "
-                                            "written");
+                                           "written");
     sink.string(inner->getOpName());
     sink.string(inner->getName());
     writeAttributes(sink, inner->getAttributes());
@@ -385,9 +402,8 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   for (size_t i = 0; i < module.getOutputs().size(); ++i) {
     const ir::Value *output = module.getOutputs()[i];
     // An unnamed output is called output_N, as in ONNX test data.
-    manifest.string(output->getName().empty()
-                        ? "output_" + std::to_string(i)
-                        : output->getName().str());
+    manifest.string(output->getName().empty() ? "output_" + std::to_string(i)
+                                              : output->getName().str());
     if (llvm::Error error = writeLocation(manifest, output))
       return llvm::Error(std::move(error));
   }
@@ -463,6 +479,29 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
     pinned.u64(hostSize);
     sections.push_back({PinnedHost, &pinned.bytes});
   }
+  Sink state;
+  llvm::Expected<std::vector<ir::StateEntry>> stateEntries =
+      ir::getState(module);
+  if (!stateEntries)
+    return stateEntries.takeError();
+  if (!stateEntries->empty()) {
+    state.u32(stateEntries->size());
+    for (const ir::StateEntry &entry : *stateEntries) {
+      const auto &outputs = module.getOutputs();
+      auto next = std::find(outputs.begin(), outputs.end(), entry.next);
+      if (entry.next->isWeight() || isHostResident(entry.next))
+        return makeError("state " + describeValue(entry.weight) +
+                         ": its next value " + describeValue(entry.next) +
+                         " is not an arena value");
+      state.string(entry.weight->getName());
+      state.u8(entry.role == ir::StateRole::Parameter ? StateParameter
+                                                      : StateOptimizer);
+      state.u64(weightOffsets.lookup(entry.weight));
+      state.u64(entry.weight->getType().getByteSize());
+      state.u32(uint32_t(next - outputs.begin()));
+    }
+    sections.push_back({SectionKind::State, &state.bytes});
+  }
   Sink device, images;
   if (options.devicePlan && options.kernelImages) {
     writeDevicePlan(device, *options.devicePlan);
@@ -487,15 +526,15 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
                      "': " + toString(changed.takeError()));
   const uint32_t count = sections.size();
   Sink file;
-  file.raw(llvm::ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(kMagic), 8));
+  file.raw(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(kMagic), 8));
   file.u32(kBundleVersion);
   file.u32(count);
   file.u64(0); // file size, patched below
   // The digest field and the reserved word, patched by sealBundle.
   file.bytes.resize(kHeaderSize, 0);
-  uint64_t offset = alignTo(kHeaderSize + count * kSectionEntrySize,
-                            kSectionAlignment);
+  uint64_t offset =
+      alignTo(kHeaderSize + count * kSectionEntrySize, kSectionAlignment);
   for (const Entry &entry : sections) {
     file.u32(entry.kind), file.u32(0), file.u64(offset);
     file.u64(entry.bytes->size());

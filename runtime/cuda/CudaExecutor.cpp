@@ -154,8 +154,8 @@ Status CudaExecutor::setUp(const CudaSessionOptions &options) {
                                                   : SNUG_ERROR_RUNTIME,
                     "bundle '" + bundle.path +
                         "': cannot allocate the pinned host region (" +
-                        std::to_string(bundle.hostSize) + " bytes): " +
-                        driver.describe(r));
+                        std::to_string(bundle.hostSize) +
+                        " bytes): " + driver.describe(r));
     stats.pinnedHostBytes = bundle.hostSize;
   }
 
@@ -297,11 +297,10 @@ Status CudaExecutor::useWorkspace(const Step &step) {
   // A host-side setting of the handle, not a stream operation: legal while
   // a graph is captured, and the captured kernels keep the (fixed) address.
   // Without a workspace (0 bytes), cuBLAS runs algorithms that need none.
-  void *workspace = step.workspaceBytes
-                        ? reinterpret_cast<void *>(step.workspace)
-                        : nullptr;
-  if (cublasStatus_t s = cublas->SetWorkspace(cublasHandle, workspace,
-                                              step.workspaceBytes))
+  void *workspace =
+      step.workspaceBytes ? reinterpret_cast<void *>(step.workspace) : nullptr;
+  if (cublasStatus_t s =
+          cublas->SetWorkspace(cublasHandle, workspace, step.workspaceBytes))
     return Status(SNUG_ERROR_RUNTIME,
                   "bundle '" + bundle.path + "' on '" + deviceName +
                       "': " + describeStep(step) +
@@ -402,6 +401,20 @@ Status CudaExecutor::resolveSteps() {
       break;
     }
   }
+  // Persistent state: its weights live in the device weights buffer,
+  // allocated and uploaded once; after the plan's last step one
+  // device-to-device copy per state writes the step's output over it, so
+  // the copies are captured into the graph with the rest of the step.
+  for (size_t i = 0; i < bundle.state.size(); ++i) {
+    const StateDesc &entry = bundle.state[i];
+    Step step;
+    step.kind = bundle::StepCopy;
+    step.index = plan.steps.size() + i;
+    step.a = arena + bundle.outputs[entry.output].location.offset;
+    step.c = weights + entry.weightOffset;
+    step.bytes = entry.bytes;
+    steps.push_back(step);
+  }
   // Pointers into paramValues only now that it no longer grows.
   params.resize(paramValues.size());
   for (size_t i = 0; i < paramValues.size(); ++i)
@@ -438,6 +451,10 @@ CudaExecutor::~CudaExecutor() {
 }
 
 std::string CudaExecutor::describeStep(const Step &step) const {
+  size_t planSteps = bundle.devicePlan.steps.size();
+  if (step.index >= planSteps)
+    return "the write-back of state '" +
+           bundle.state[step.index - planSteps].name + "'";
   uint32_t op = bundle.devicePlan.steps[step.index].op;
   return "device step " + std::to_string(step.index) + " of " +
          bundle.ops[op].describe(op);
@@ -493,8 +510,8 @@ Status CudaExecutor::enqueueStep(const Step &step) {
   case bundle::StepCopy:
     switch (step.copyDirection) {
     case Step::Direction::DeviceToHost:
-      if (CUresult r = driver.MemcpyDtoHAsync(
-              reinterpret_cast<void *>(step.c), step.a, step.bytes, stream))
+      if (CUresult r = driver.MemcpyDtoHAsync(reinterpret_cast<void *>(step.c),
+                                              step.a, step.bytes, stream))
         return runtimeError(describeStep(step) + ": offload to pinned host", r);
       return Status::ok();
     case Step::Direction::HostToDevice:

@@ -41,14 +41,14 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
     return s;
   std::unique_ptr<HostExecutor> executor(new HostExecutor());
   executor->poison = poison;
-  uint64_t alignment = std::min<uint64_t>(bundle.alignment ? bundle.alignment : 1, 64);
+  uint64_t alignment =
+      std::min<uint64_t>(bundle.alignment ? bundle.alignment : 1, 64);
   if (callerArena) {
     if (arenaBytes < bundle.arenaSize)
       return invalidArgument("caller arena of " + std::to_string(arenaBytes) +
                              " bytes is smaller than the " +
                              std::to_string(bundle.arenaSize) +
-                             " bytes the plan of '" + bundle.path +
-                             "' needs");
+                             " bytes the plan of '" + bundle.path + "' needs");
     if (reinterpret_cast<uintptr_t>(callerArena) % alignment)
       return invalidArgument("caller arena is not aligned to " +
                              std::to_string(alignment) + " bytes");
@@ -73,8 +73,21 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
                     "cannot allocate a pinned host region of " +
                         std::to_string(bundle.hostSize) + " bytes");
   }
+  executor->bundle = &bundle;
+  executor->weights = const_cast<uint8_t *>(bundle.getWeights());
+  if (!bundle.state.empty() && bundle.weightsSize) {
+    executor->ownedWeights = static_cast<uint8_t *>(
+        std::aligned_alloc(64, bundle::alignTo(bundle.weightsSize, 64)));
+    if (!executor->ownedWeights)
+      return Status(SNUG_ERROR_OUT_OF_MEMORY,
+                    "cannot allocate " + std::to_string(bundle.weightsSize) +
+                        " bytes of weights and state");
+    std::memcpy(executor->ownedWeights, bundle.getWeights(),
+                bundle.weightsSize);
+    executor->weights = executor->ownedWeights;
+  }
   // Bind every location once; the reader checked they lie in bounds.
-  uint8_t *weights = const_cast<uint8_t *>(bundle.getWeights());
+  uint8_t *weights = executor->weights;
   uint8_t *host = executor->hostRegion;
   auto bind = [&](const Location &location) {
     TensorView view;
@@ -115,8 +128,8 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
   // Poison ranges: the arena minus the inputs' ranges.
   std::vector<std::pair<uint64_t, uint64_t>> inputs;
   for (const TensorDesc &input : bundle.inputs)
-    inputs.push_back({input.location.offset,
-                      input.location.offset + input.location.bytes});
+    inputs.push_back(
+        {input.location.offset, input.location.offset + input.location.bytes});
   std::sort(inputs.begin(), inputs.end());
   uint64_t at = 0;
   for (const auto &range : inputs) {
@@ -134,6 +147,7 @@ HostExecutor::~HostExecutor() {
   if (ownsArena)
     std::free(arena);
   std::free(hostRegion);
+  std::free(ownedWeights);
 }
 
 Status HostExecutor::run() {
@@ -147,6 +161,11 @@ Status HostExecutor::run() {
       if (Status s = applyEpilogue(op.context))
         return s;
   }
+  // The reader checked each output is an arena value of the state's bytes.
+  for (const StateDesc &entry : bundle->state)
+    std::memcpy(weights + entry.weightOffset,
+                arena + bundle->outputs[entry.output].location.offset,
+                entry.bytes);
   return Status::ok();
 }
 
