@@ -113,24 +113,15 @@ const char *snug_last_error(void) { return lastError.c_str(); }
 
 const char *snug_status_name(snug_status status) {
   switch (status) {
-  case SNUG_OK:
-    return "ok";
-  case SNUG_ERROR_INVALID_ARGUMENT:
-    return "invalid argument";
-  case SNUG_ERROR_IO:
-    return "i/o error";
-  case SNUG_ERROR_INVALID_BUNDLE:
-    return "invalid bundle";
-  case SNUG_ERROR_UNSUPPORTED:
-    return "unsupported";
-  case SNUG_ERROR_OUT_OF_MEMORY:
-    return "out of memory";
-  case SNUG_ERROR_NO_DEVICE:
-    return "no device";
-  case SNUG_ERROR_RUNTIME:
-    return "runtime error";
-  case SNUG_ERROR_INPUT_NOT_SET:
-    return "input not set";
+  case SNUG_OK: return "ok";
+  case SNUG_ERROR_INVALID_ARGUMENT: return "invalid argument";
+  case SNUG_ERROR_IO: return "i/o error";
+  case SNUG_ERROR_INVALID_BUNDLE: return "invalid bundle";
+  case SNUG_ERROR_UNSUPPORTED: return "unsupported";
+  case SNUG_ERROR_OUT_OF_MEMORY: return "out of memory";
+  case SNUG_ERROR_NO_DEVICE: return "no device";
+  case SNUG_ERROR_RUNTIME: return "runtime error";
+  case SNUG_ERROR_INPUT_NOT_SET: return "input not set";
   }
   return "unknown status";
 }
@@ -158,8 +149,7 @@ void snug_bundle_destroy(snug_bundle *bundle) { delete bundle; }
 
 snug_status snug_bundle_sizes(const snug_bundle *handle, snug_sizes *sizes) {
   if (!handle || !sizes)
-    return fail(SNUG_ERROR_INVALID_ARGUMENT,
-                "snug_bundle_sizes: null argument");
+    return fail(SNUG_ERROR_INVALID_ARGUMENT, "snug_bundle_sizes: null argument");
   const Bundle &b = *handle->bundle;
   sizes->arena = b.arenaSize;
   sizes->alignment = b.alignment;
@@ -529,8 +519,8 @@ snug_status snug_session_benchmark(snug_session *session, uint32_t warmup,
                                     inputs[i].data(), inputs[i].size()))
             return report(s);
     bool timed = run >= warmup;
-    if (Status s =
-            runOnce(session, timed ? &milliseconds[run - warmup] : nullptr))
+    if (Status s = runOnce(session, timed ? &milliseconds[run - warmup]
+                                          : nullptr))
       return report(s);
   }
   session->inputSet.assign(b.inputs.size(), false);

@@ -13,14 +13,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
+#include <tuple>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <optional>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <tuple>
 #include <unistd.h>
 
 namespace snug {
@@ -93,8 +93,8 @@ public:
     if (failed())
       return false;
     if (count > remaining())
-      return fail("truncated (needs " + std::to_string(count) + " bytes, has " +
-                  std::to_string(remaining()) + ")");
+      return fail("truncated (needs " + std::to_string(count) +
+                  " bytes, has " + std::to_string(remaining()) + ")");
     out = data + position;
     position += count;
     return true;
@@ -208,8 +208,8 @@ bool readLocation(Cursor &cursor, Location &location, const Bundle &b,
     return cursor.fail(what + ": unknown location kind " +
                        std::to_string(location.kind));
   if (rank > kMaxRank)
-    return cursor.fail(what + ": rank " + std::to_string(rank) + " exceeds " +
-                       std::to_string(kMaxRank));
+    return cursor.fail(what + ": rank " + std::to_string(rank) +
+                       " exceeds " + std::to_string(kMaxRank));
   location.dims.resize(rank);
   for (int64_t &dim : location.dims)
     if (!cursor.i64(dim))
@@ -225,8 +225,8 @@ bool readLocation(Cursor &cursor, Location &location, const Bundle &b,
   for (int64_t dim : location.dims)
     if (dim < 0)
       return cursor.fail(what + ": negative dim");
-  std::optional<uint64_t> bytes =
-      checkedByteSize(location.dims.data(), location.dims.size(), elementSize);
+  std::optional<uint64_t> bytes = checkedByteSize(
+      location.dims.data(), location.dims.size(), elementSize);
   if (!bytes || !hasBoundedDims(location.dims))
     return cursor.fail(what + ": dims " + dimsText(location.dims) +
                        " are too large");
@@ -376,15 +376,16 @@ bool readManifest(Cursor &cursor, Bundle &b) {
     list->resize(count);
     for (uint32_t i = 0; i < count; ++i) {
       TensorDesc &desc = (*list)[i];
-      std::string what =
-          std::string(isInput ? "input " : "output ") + std::to_string(i);
+      std::string what = std::string(isInput ? "input " : "output ") +
+                         std::to_string(i);
       if (!cursor.string(desc.name) ||
           !readLocation(cursor, desc.location, b,
                         what + " '" + desc.name + "'"))
         return false;
       if (desc.location.kind == Absent || desc.location.kind == Host ||
           (isInput && desc.location.kind != Arena))
-        return cursor.fail(what + " '" + desc.name + "' has no arena location");
+        return cursor.fail(what + " '" + desc.name +
+                           "' has no arena location");
     }
   }
   return true;
@@ -402,8 +403,8 @@ bool readBodyType(Cursor &cursor, BodyType &type, const std::string &what) {
     return cursor.fail(what + ": unknown dtype code " +
                        std::to_string(type.dtype));
   if (rank > kMaxRank)
-    return cursor.fail(what + ": rank " + std::to_string(rank) + " exceeds " +
-                       std::to_string(kMaxRank));
+    return cursor.fail(what + ": rank " + std::to_string(rank) +
+                       " exceeds " + std::to_string(kMaxRank));
   type.dims.resize(rank);
   for (int64_t &dim : type.dims) {
     if (!cursor.i64(dim))
@@ -435,17 +436,17 @@ bool readBody(Cursor &cursor, PlanOp &op, const std::string &where) {
   // operands after the op's own (ir/Module.h).
   int arity = op.opName == kFusedOpName ? -1 : getEpilogueArity(op.opName);
   bool epilogue = arity >= 0;
-  if (epilogue &&
-      (op.operands.size() < size_t(arity) || op.results.size() != 1))
+  if (epilogue && (op.operands.size() < size_t(arity) ||
+                   op.results.size() != 1))
     return cursor.fail(where + ": an epilogue needs the op's " +
                        std::to_string(arity) + " operands and one result");
   size_t first = epilogue ? size_t(arity) - 1 : 0;
   size_t bound = op.operands.size() - first;
   if (n != bound)
-    return cursor.fail(
-        where + ": body has " + std::to_string(n) + " block arguments for " +
-        std::to_string(bound) +
-        (epilogue ? " (the result and the extra operands)" : " operands"));
+    return cursor.fail(where + ": body has " + std::to_string(n) +
+                       " block arguments for " + std::to_string(bound) +
+                       (epilogue ? " (the result and the extra operands)"
+                                 : " operands"));
   if (epilogue)
     op.numOwnOperands = size_t(arity);
   body.arguments.resize(n);
@@ -564,8 +565,8 @@ bool readHostPlan(Cursor &cursor, Bundle &b) {
       return cursor.fail(op.describe(i) + ": bad has-body byte " +
                          std::to_string(hasBody));
     op.hasBody = hasBody;
-    bool mayHaveBody =
-        op.opName == kFusedOpName || getEpilogueArity(op.opName) >= 0;
+    bool mayHaveBody = op.opName == kFusedOpName ||
+                       getEpilogueArity(op.opName) >= 0;
     if (op.hasBody ? !mayHaveBody : op.opName == kFusedOpName)
       return cursor.fail(op.describe(i) +
                          (op.hasBody ? ": only snug.fused and ops that take "
@@ -613,8 +614,7 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
       !cursor.i64(g.ldc) || !cursor.i64(g.strideA) || !cursor.i64(g.strideB) ||
       !cursor.i64(g.strideC) || !cursor.f32(g.alpha) || !cursor.f32(g.beta))
     return false;
-  g.m = int32_t(m), g.n = int32_t(n), g.k = int32_t(k),
-  g.batch = int32_t(batch);
+  g.m = int32_t(m), g.n = int32_t(n), g.k = int32_t(k), g.batch = int32_t(batch);
   unsigned size = dtypeSize(g.dtype);
   if (g.dtype != DTypeF32 && g.dtype != DTypeF16 && g.dtype != DTypeBF16 &&
       g.dtype != DTypeF64)
@@ -633,15 +633,11 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
   for (int64_t v : {g.lda, g.ldb, g.ldc, g.strideA, g.strideB, g.strideC})
     if (v > limit)
       return cursor.fail(what + ": GEMM stride too large");
-  uint64_t aBytes =
-      gemmOperandBytes(aRows, aCols, g.lda, g.strideA, g.batch, size);
-  uint64_t bBytes =
-      gemmOperandBytes(bRows, bCols, g.ldb, g.strideB, g.batch, size);
+  uint64_t aBytes = gemmOperandBytes(aRows, aCols, g.lda, g.strideA, g.batch, size);
+  uint64_t bBytes = gemmOperandBytes(bRows, bCols, g.ldb, g.strideB, g.batch, size);
   uint64_t cBytes = gemmOperandBytes(g.m, g.n, g.ldc, g.strideC, g.batch, size);
-  if (!readDeviceArg(cursor, g.a, aBytes, arenaSize, weightsSize,
-                     what + " A") ||
-      !readDeviceArg(cursor, g.b, bBytes, arenaSize, weightsSize,
-                     what + " B") ||
+  if (!readDeviceArg(cursor, g.a, aBytes, arenaSize, weightsSize, what + " A") ||
+      !readDeviceArg(cursor, g.b, bBytes, arenaSize, weightsSize, what + " B") ||
       !readDeviceArg(cursor, g.c, cBytes, arenaSize, weightsSize, what + " C"))
     return false;
   if (g.c.kind != ArgArena)
@@ -650,14 +646,15 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
   for (const auto &[arg, bytes, name] :
        {std::tuple<const DeviceArg &, uint64_t, const char *>{g.a, aBytes, "A"},
         {g.b, bBytes, "B"}})
-    if (arg.kind == ArgArena && bytes && cBytes &&
-        arg.value < g.c.value + cBytes && g.c.value < arg.value + bytes)
+    if (arg.kind == ArgArena && bytes && cBytes && arg.value < g.c.value + cBytes &&
+        g.c.value < arg.value + bytes)
       return cursor.fail(what + ": GEMM result C (" + std::to_string(cBytes) +
                          " bytes at offset " + std::to_string(g.c.value) +
                          ") overlaps its operand " + name);
   if (shared.legacy) {
     g.workspaceOffset = shared.offset, g.workspaceBytes = shared.bytes;
-  } else if (!cursor.u64(g.workspaceOffset) || !cursor.u64(g.workspaceBytes)) {
+  } else if (!cursor.u64(g.workspaceOffset) ||
+             !cursor.u64(g.workspaceBytes)) {
     return false;
   }
   if (!g.workspaceBytes)
@@ -686,7 +683,8 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
         g.workspaceOffset < arg.value + bytes)
       return cursor.fail(what + ": " + range + " overlap its operand " +
                          names[i] + " (" + std::to_string(bytes) +
-                         " bytes at offset " + std::to_string(arg.value) + ")");
+                         " bytes at offset " + std::to_string(arg.value) +
+                         ")");
   }
   return true;
 }
@@ -698,8 +696,7 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
   shared.legacy = b.version < 2;
   if (!cursor.u64(plan.arenaBytes))
     return false;
-  if (shared.legacy &&
-      (!cursor.u64(shared.offset) || !cursor.u64(shared.bytes)))
+  if (shared.legacy && (!cursor.u64(shared.offset) || !cursor.u64(shared.bytes)))
     return false;
   if (plan.arenaBytes > kMaxTensorBytes)
     return cursor.fail("device arena of " + std::to_string(plan.arenaBytes) +
@@ -723,9 +720,9 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
     if (!cursor.u8(step.kind) || !cursor.u32(step.op))
       return false;
     if (step.op >= b.ops.size())
-      return cursor.fail("device step " + std::to_string(i) + " names op " +
-                         std::to_string(step.op) + " of " +
-                         std::to_string(b.ops.size()));
+      return cursor.fail("device step " + std::to_string(i) +
+                         " names op " + std::to_string(step.op) +
+                         " of " + std::to_string(b.ops.size()));
     std::string what = "device step " + std::to_string(i) + " of " +
                        b.ops[step.op].describe(step.op);
     switch (step.kind) {
@@ -826,8 +823,8 @@ bool readKernelImages(Cursor &cursor, Bundle &b) {
 /// Maps the external weights file an ExternalWeights section names, beside
 /// the bundle `bundlePath`, and checks its size and SHA-256.
 static Status mapExternalWeights(Cursor &cursor, const std::string &bundlePath,
-                                 Bundle &b, const uint8_t *&weights, void *&map,
-                                 size_t &mapSize) {
+                                 Bundle &b, const uint8_t *&weights,
+                                 void *&map, size_t &mapSize) {
   std::string file;
   uint64_t size = 0;
   const uint8_t *digest = nullptr;
@@ -849,17 +846,18 @@ static Status mapExternalWeights(Cursor &cursor, const std::string &bundlePath,
                       std::to_string(size) + " bytes, the manifest says " +
                       std::to_string(b.weightsSize));
   size_t slash = bundlePath.rfind('/');
-  std::string path =
-      (slash == std::string::npos ? std::string()
-                                  : bundlePath.substr(0, slash + 1)) +
-      file;
+  std::string path = (slash == std::string::npos
+                          ? std::string()
+                          : bundlePath.substr(0, slash + 1)) +
+                     file;
   b.externalWeightsPath = path;
   InputFile input;
   std::string why;
   if (!input.open(path, why))
-    return Status(SNUG_ERROR_IO,
-                  "bundle '" + bundlePath + "': its weights file '" + path +
-                      "' cannot be opened: " + input.getFailureReason());
+    return Status(SNUG_ERROR_IO, "bundle '" + bundlePath +
+                                     "': its weights file '" + path +
+                                     "' cannot be opened: " +
+                                     input.getFailureReason());
   if (input.getSize() != size)
     return Status(SNUG_ERROR_INVALID_BUNDLE,
                   "bundle '" + bundlePath + "': its weights file '" + path +
@@ -925,11 +923,12 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
                           " does not match the header's " +
                           std::to_string(fileSize));
   if (!isSealed(data, size))
-    return fail(std::string(version >= kFirstVersionWithDigest ? "SHA-256 hash"
-                                                               : "plan hash") +
+    return fail(std::string(version >= kFirstVersionWithDigest
+                                ? "SHA-256 hash"
+                                : "plan hash") +
                 " mismatch (the file is corrupt)");
-  if (version >= kFirstVersionWithDigest &&
-      readU64(data + kHashOffset + kDigestSize))
+  if (version >= kFirstVersionWithDigest && readU64(data + kHashOffset +
+                                                    kDigestSize))
     return fail("reserved header bytes are not zero");
   if (sectionCount > kMaxSections ||
       header + uint64_t(sectionCount) * kSectionEntrySize > size)
@@ -966,14 +965,15 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
       return fail(std::string("missing ") +
                   (kind == Manifest ? "manifest" : "host plan") + " section");
   if (sections[Weights].present == sections[ExternalWeights].present)
-    return fail(sections[Weights].present ? "both embedded and external weights"
-                                          : "missing weights section");
+    return fail(sections[Weights].present
+                    ? "both embedded and external weights"
+                    : "missing weights section");
 
   // Before the manifest: its locations and the host plan's are checked
   // against the pinned host region.
   if (sections[PinnedHost].present) {
-    Cursor pinned(base + sections[PinnedHost].offset, sections[PinnedHost].size,
-                  "pinned host");
+    Cursor pinned(base + sections[PinnedHost].offset,
+                  sections[PinnedHost].size, "pinned host");
     if (!pinned.u64(b.hostSize))
       return fail(pinned.getError());
     if (pinned.remaining())

@@ -61,8 +61,10 @@ public:
   }
 };
 
+
 llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 message.str());
 }
 
 std::string describeValue(const ir::Value *value) {
@@ -145,26 +147,16 @@ void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
 
 uint8_t getBundleDTypeCode(ir::DType type) {
   switch (type) {
-  case ir::DType::F32:
-    return DTypeF32;
-  case ir::DType::F16:
-    return DTypeF16;
-  case ir::DType::BF16:
-    return DTypeBF16;
-  case ir::DType::F64:
-    return DTypeF64;
-  case ir::DType::I64:
-    return DTypeI64;
-  case ir::DType::I32:
-    return DTypeI32;
-  case ir::DType::I16:
-    return DTypeI16;
-  case ir::DType::I8:
-    return DTypeI8;
-  case ir::DType::U8:
-    return DTypeU8;
-  case ir::DType::Bool:
-    return DTypeBool;
+  case ir::DType::F32: return DTypeF32;
+  case ir::DType::F16: return DTypeF16;
+  case ir::DType::BF16: return DTypeBF16;
+  case ir::DType::F64: return DTypeF64;
+  case ir::DType::I64: return DTypeI64;
+  case ir::DType::I32: return DTypeI32;
+  case ir::DType::I16: return DTypeI16;
+  case ir::DType::I8: return DTypeI8;
+  case ir::DType::U8: return DTypeU8;
+  case ir::DType::Bool: return DTypeBool;
   }
   llvm_unreachable("unknown dtype");
 }
@@ -333,7 +325,7 @@ llvm::Error Writer::writeBody(Sink &sink, const ir::Node &node) {
   for (const std::unique_ptr<ir::Node> &inner : body.getNodes()) {
     if (inner->hasBody())
       return makeError(inner->describe() + ": nested bodies cannot be "
-                                           "written");
+                                            "written");
     sink.string(inner->getOpName());
     sink.string(inner->getName());
     writeAttributes(sink, inner->getAttributes());
@@ -402,8 +394,9 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   for (size_t i = 0; i < module.getOutputs().size(); ++i) {
     const ir::Value *output = module.getOutputs()[i];
     // An unnamed output is called output_N, as in ONNX test data.
-    manifest.string(output->getName().empty() ? "output_" + std::to_string(i)
-                                              : output->getName().str());
+    manifest.string(output->getName().empty()
+                        ? "output_" + std::to_string(i)
+                        : output->getName().str());
     if (llvm::Error error = writeLocation(manifest, output))
       return llvm::Error(std::move(error));
   }
@@ -526,15 +519,15 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
                      "': " + toString(changed.takeError()));
   const uint32_t count = sections.size();
   Sink file;
-  file.raw(
-      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(kMagic), 8));
+  file.raw(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(kMagic), 8));
   file.u32(kBundleVersion);
   file.u32(count);
   file.u64(0); // file size, patched below
   // The digest field and the reserved word, patched by sealBundle.
   file.bytes.resize(kHeaderSize, 0);
-  uint64_t offset =
-      alignTo(kHeaderSize + count * kSectionEntrySize, kSectionAlignment);
+  uint64_t offset = alignTo(kHeaderSize + count * kSectionEntrySize,
+                            kSectionAlignment);
   for (const Entry &entry : sections) {
     file.u32(entry.kind), file.u32(0), file.u64(offset);
     file.u64(entry.bytes->size());

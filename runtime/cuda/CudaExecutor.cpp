@@ -154,8 +154,8 @@ Status CudaExecutor::setUp(const CudaSessionOptions &options) {
                                                   : SNUG_ERROR_RUNTIME,
                     "bundle '" + bundle.path +
                         "': cannot allocate the pinned host region (" +
-                        std::to_string(bundle.hostSize) +
-                        " bytes): " + driver.describe(r));
+                        std::to_string(bundle.hostSize) + " bytes): " +
+                        driver.describe(r));
     stats.pinnedHostBytes = bundle.hostSize;
   }
 
@@ -297,10 +297,11 @@ Status CudaExecutor::useWorkspace(const Step &step) {
   // A host-side setting of the handle, not a stream operation: legal while
   // a graph is captured, and the captured kernels keep the (fixed) address.
   // Without a workspace (0 bytes), cuBLAS runs algorithms that need none.
-  void *workspace =
-      step.workspaceBytes ? reinterpret_cast<void *>(step.workspace) : nullptr;
-  if (cublasStatus_t s =
-          cublas->SetWorkspace(cublasHandle, workspace, step.workspaceBytes))
+  void *workspace = step.workspaceBytes
+                        ? reinterpret_cast<void *>(step.workspace)
+                        : nullptr;
+  if (cublasStatus_t s = cublas->SetWorkspace(cublasHandle, workspace,
+                                              step.workspaceBytes))
     return Status(SNUG_ERROR_RUNTIME,
                   "bundle '" + bundle.path + "' on '" + deviceName +
                       "': " + describeStep(step) +
@@ -510,8 +511,8 @@ Status CudaExecutor::enqueueStep(const Step &step) {
   case bundle::StepCopy:
     switch (step.copyDirection) {
     case Step::Direction::DeviceToHost:
-      if (CUresult r = driver.MemcpyDtoHAsync(reinterpret_cast<void *>(step.c),
-                                              step.a, step.bytes, stream))
+      if (CUresult r = driver.MemcpyDtoHAsync(
+              reinterpret_cast<void *>(step.c), step.a, step.bytes, stream))
         return runtimeError(describeStep(step) + ": offload to pinned host", r);
       return Status::ok();
     case Step::Direction::HostToDevice:

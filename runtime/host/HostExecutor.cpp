@@ -41,14 +41,14 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
     return s;
   std::unique_ptr<HostExecutor> executor(new HostExecutor());
   executor->poison = poison;
-  uint64_t alignment =
-      std::min<uint64_t>(bundle.alignment ? bundle.alignment : 1, 64);
+  uint64_t alignment = std::min<uint64_t>(bundle.alignment ? bundle.alignment : 1, 64);
   if (callerArena) {
     if (arenaBytes < bundle.arenaSize)
       return invalidArgument("caller arena of " + std::to_string(arenaBytes) +
                              " bytes is smaller than the " +
                              std::to_string(bundle.arenaSize) +
-                             " bytes the plan of '" + bundle.path + "' needs");
+                             " bytes the plan of '" + bundle.path +
+                             "' needs");
     if (reinterpret_cast<uintptr_t>(callerArena) % alignment)
       return invalidArgument("caller arena is not aligned to " +
                              std::to_string(alignment) + " bytes");
@@ -128,8 +128,8 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
   // Poison ranges: the arena minus the inputs' ranges.
   std::vector<std::pair<uint64_t, uint64_t>> inputs;
   for (const TensorDesc &input : bundle.inputs)
-    inputs.push_back(
-        {input.location.offset, input.location.offset + input.location.bytes});
+    inputs.push_back({input.location.offset,
+                      input.location.offset + input.location.bytes});
   std::sort(inputs.begin(), inputs.end());
   uint64_t at = 0;
   for (const auto &range : inputs) {

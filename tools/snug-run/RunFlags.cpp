@@ -62,8 +62,9 @@ FlagResult parseRunFlag(ArgCursor &cursor, RunFlags &flags,
     return FlagResult::Taken;
   }
   if (cursor.is("--output-dir"))
-    return cursor.value(flags.outputDir) ? FlagResult::Taken
-                                         : fail("--output-dir needs a value");
+    return cursor.value(flags.outputDir)
+               ? FlagResult::Taken
+               : fail("--output-dir needs a value");
   if (cursor.is("--check"))
     return cursor.value(flags.checkDir) ? FlagResult::Taken
                                         : fail("--check needs a directory");

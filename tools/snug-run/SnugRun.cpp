@@ -86,8 +86,8 @@ int apiError(const char *what, snug_status status) {
     std::fprintf(stderr, "error: %s\n", snug_last_error());
   else
     std::fprintf(stderr, "error: %s: %s\n", what, snug_last_error());
-  bool internal =
-      status == SNUG_ERROR_RUNTIME || status == SNUG_ERROR_OUT_OF_MEMORY;
+  bool internal = status == SNUG_ERROR_RUNTIME ||
+                  status == SNUG_ERROR_OUT_OF_MEMORY;
   return internal ? 2 : 1;
 }
 
@@ -134,8 +134,7 @@ void printLatency(std::vector<double> milliseconds, const Options &options,
 int checkStdout() {
   if (std::fflush(stdout) == 0 && !std::ferror(stdout))
     return 0;
-  std::fprintf(stderr, "error: cannot write stdout: %s\n",
-               std::strerror(errno));
+  std::fprintf(stderr, "error: cannot write stdout: %s\n", std::strerror(errno));
   return 1;
 }
 
@@ -205,11 +204,12 @@ int main(int argc, char **argv) {
               (unsigned long long)sizes.weights,
               snug_bundle_compiler_version(bundle));
   if (options.describe) {
-    std::printf(
-        "pipeline '%s', arena alignment %llu, io %llu bytes, lower "
-        "bound %llu bytes\n",
-        snug_bundle_pipeline(bundle), (unsigned long long)sizes.alignment,
-        (unsigned long long)sizes.io, (unsigned long long)sizes.lower_bound);
+    std::printf("pipeline '%s', arena alignment %llu, io %llu bytes, lower "
+                "bound %llu bytes\n",
+                snug_bundle_pipeline(bundle),
+                (unsigned long long)sizes.alignment,
+                (unsigned long long)sizes.io,
+                (unsigned long long)sizes.lower_bound);
     if (sizes.device_arena)
       std::printf("CUDA device arena %llu bytes (cuBLAS workspace %llu "
                   "inside)\n",
@@ -388,9 +388,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < outputCount; ++i) {
       snug_tensor_info info;
       (void)snug_bundle_output_info(bundle, i, &info);
-      written.push_back(
-          {options.outputDir + "/" + tensorFileName(info.name) + ".npy",
-           std::string("output '") + info.name + "'"});
+      written.push_back({options.outputDir + "/" + tensorFileName(info.name) +
+                             ".npy",
+                         std::string("output '") + info.name + "'"});
       if (!options.checkDir.empty())
         read.push_back({findDataFile(options.checkDir, "output", i, info.name),
                         "--check reference"});

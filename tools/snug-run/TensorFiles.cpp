@@ -94,9 +94,10 @@ static bool npyField(const std::string &header, const std::string &key,
   size_t begin = header.find_first_not_of(" ", colon + 1);
   if (begin == std::string::npos)
     return false;
-  size_t end = header[begin] == '('    ? header.find(')', begin)
-               : header[begin] == '\'' ? header.find('\'', begin + 1)
-                                       : header.find_first_of(",}", begin) - 1;
+  size_t end = header[begin] == '(' ? header.find(')', begin)
+               : header[begin] == '\''
+                   ? header.find('\'', begin + 1)
+                   : header.find_first_of(",}", begin) - 1;
   if (end == std::string::npos || end < begin)
     return false;
   value = header.substr(begin, end - begin + 1);
@@ -177,8 +178,9 @@ static bool parseNpyHeader(const uint8_t *bytes, size_t size,
       item = item.substr(first, item.find_last_not_of(' ') - first + 1);
       // Digits only: strtoll alone would stop at an embedded NUL and read
       // "\0" as a dim of 0 (the tensor-files fuzzer found it).
-      bool digits = std::all_of(item.begin(), item.end(),
-                                [](char c) { return c >= '0' && c <= '9'; });
+      bool digits = std::all_of(item.begin(), item.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      });
       char *end;
       errno = 0;
       long long dim = std::strtoll(item.c_str(), &end, 10);
@@ -265,14 +267,7 @@ bool writeNpy(const std::string &path, const HostTensor &tensor,
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  uint8_t prefix[10] = {0x93,
-                        'N',
-                        'U',
-                        'M',
-                        'P',
-                        'Y',
-                        1,
-                        0,
+  uint8_t prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                         uint8_t(header.size() & 0xff),
                         uint8_t(header.size() >> 8)};
   // Whole or not at all: a full disk leaves no partial .npy behind.
@@ -315,16 +310,11 @@ public:
     uint64_t value;
     const uint8_t *data;
     switch (wireType) {
-    case 0:
-      return varint(value);
-    case 1:
-      return advance(8);
-    case 2:
-      return bytes(data, value);
-    case 5:
-      return advance(4);
-    default:
-      return false;
+    case 0: return varint(value);
+    case 1: return advance(8);
+    case 2: return bytes(data, value);
+    case 5: return advance(4);
+    default: return false;
     }
   }
   bool advance(size_t n) {
@@ -395,18 +385,9 @@ bool readTensorProto(const std::vector<uint8_t> &file, HostTensor &tensor,
         tensor.dims.push_back(int64_t(d));
       break;
     }
-    case 2:
-      ok = wire == 0 && reader.varint(dataType);
-      break;
-    case 4:
-      ok = fixed(floats, 4);
-      break;
-    case 5:
-    case 7:
-    case 11:
-      ok = varints(ints);
-      hasInts = true;
-      break;
+    case 2: ok = wire == 0 && reader.varint(dataType); break;
+    case 4: ok = fixed(floats, 4); break;
+    case 5: case 7: case 11: ok = varints(ints); hasInts = true; break;
     case 8:
       ok = wire == 2 && reader.bytes(data, size);
       if (ok)
@@ -417,15 +398,12 @@ bool readTensorProto(const std::vector<uint8_t> &file, HostTensor &tensor,
       if (ok)
         raw.assign(data, data + size), hasRaw = true;
       break;
-    case 10:
-      ok = fixed(doubles, 8);
-      break;
+    case 10: ok = fixed(doubles, 8); break;
     case 14:
       ok = wire == 0 && reader.varint(value);
       external = value == 1;
       break;
-    default:
-      ok = reader.skip(wire);
+    default: ok = reader.skip(wire);
     }
     if (!ok) {
       error = "corrupt TensorProto (field " + std::to_string(field) + ")";
@@ -520,47 +498,16 @@ std::string tensorFileName(const std::string &name) {
 static double elementAt(const HostTensor &t, size_t i) {
   const uint8_t *p = t.bytes.data() + i * dtypeSize(t.dtype);
   switch (t.dtype) {
-  case DTypeF32: {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  case DTypeF64: {
-    double v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
-  case DTypeF16: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return f16ToFloat(v);
-  }
-  case DTypeBF16: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return bf16ToFloat(v);
-  }
-  case DTypeI64: {
-    int64_t v;
-    std::memcpy(&v, p, 8);
-    return double(v);
-  }
-  case DTypeI32: {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  case DTypeI16: {
-    int16_t v;
-    std::memcpy(&v, p, 2);
-    return v;
-  }
-  case DTypeI8:
-    return int8_t(*p);
-  case DTypeU8:
-    return *p;
-  case DTypeBool:
-    return *p != 0;
+  case DTypeF32: { float v; std::memcpy(&v, p, 4); return v; }
+  case DTypeF64: { double v; std::memcpy(&v, p, 8); return v; }
+  case DTypeF16: { uint16_t v; std::memcpy(&v, p, 2); return f16ToFloat(v); }
+  case DTypeBF16: { uint16_t v; std::memcpy(&v, p, 2); return bf16ToFloat(v); }
+  case DTypeI64: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
+  case DTypeI32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+  case DTypeI16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+  case DTypeI8: return int8_t(*p);
+  case DTypeU8: return *p;
+  case DTypeBool: return *p != 0;
   }
   return 0;
 }
@@ -572,29 +519,11 @@ void fillRandom(HostTensor &t, uint64_t &state) {
     double unit = double(state >> 11) / double(uint64_t(1) << 53); // [0, 1)
     uint8_t *p = t.bytes.data() + i * size;
     switch (t.dtype) {
-    case DTypeF32: {
-      float v = float(2 * unit - 1);
-      std::memcpy(p, &v, 4);
-      break;
-    }
-    case DTypeF64: {
-      double v = 2 * unit - 1;
-      std::memcpy(p, &v, 8);
-      break;
-    }
-    case DTypeF16: {
-      uint16_t v = floatToF16(float(2 * unit - 1));
-      std::memcpy(p, &v, 2);
-      break;
-    }
-    case DTypeBF16: {
-      uint16_t v = floatToBf16(float(2 * unit - 1));
-      std::memcpy(p, &v, 2);
-      break;
-    }
-    case DTypeBool:
-      *p = unit < 0.5;
-      break;
+    case DTypeF32: { float v = float(2 * unit - 1); std::memcpy(p, &v, 4); break; }
+    case DTypeF64: { double v = 2 * unit - 1; std::memcpy(p, &v, 8); break; }
+    case DTypeF16: { uint16_t v = floatToF16(float(2 * unit - 1)); std::memcpy(p, &v, 2); break; }
+    case DTypeBF16: { uint16_t v = floatToBf16(float(2 * unit - 1)); std::memcpy(p, &v, 2); break; }
+    case DTypeBool: *p = unit < 0.5; break;
     default: { // small non-negative integers: safe as indices into dim >= 10
       int64_t v = int64_t(unit * 10);
       std::memcpy(p, &v, size); // little-endian: low bytes first
@@ -608,8 +537,8 @@ static bool fileExists(const std::string &path) {
   return stat(path.c_str(), &info) == 0;
 }
 
-std::string findDataFile(const std::string &dir, const char *kind, size_t index,
-                         const std::string &name) {
+std::string findDataFile(const std::string &dir, const char *kind,
+                         size_t index, const std::string &name) {
   for (const std::string &candidate :
        {dir + "/" + kind + "_" + std::to_string(index) + ".pb",
         dir + "/" + name + ".npy",
@@ -711,8 +640,7 @@ int checkOutputData(const HostTensor &actual, size_t index,
       ++bad;
   }
   char line[512];
-  std::snprintf(line, sizeof line,
-                "output %s %s: max abs %.3g, max rel %.3g: %s",
+  std::snprintf(line, sizeof line, "output %s %s: max abs %.3g, max rel %.3g: %s",
                 actual.name.c_str(), type.c_str(), maxAbs, maxRel,
                 bad ? "MISMATCH" : "ok");
   report = line;
