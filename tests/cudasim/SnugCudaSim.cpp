@@ -195,19 +195,20 @@ int main(int argc, char **argv) {
       std::printf("%s\n", formatStepLoss(step, loss).c_str());
     }
   }
+  if (!options.stateDir.empty() && !makeDirectory(options.stateDir, error)) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return ExitUser;
+  }
   if (!options.stateDir.empty()) {
-    std::error_code code;
-    std::filesystem::create_directories(options.stateDir, code);
     for (const rt::StateDesc &entry : bundle->state) {
       const rt::Location &place = bundle->outputs[entry.output].location;
       const uint8_t *bytes = memory.weights + entry.weightOffset;
       HostTensor value{entry.name, place.dtype, place.dims,
                        std::vector<uint8_t>(bytes, bytes + entry.bytes)};
-      if (code || !writeNpy(options.stateDir + "/" +
-                                tensorFileName(entry.name) + ".npy",
-                            value, error)) {
-        std::fprintf(stderr, "error: %s\n",
-                     code ? code.message().c_str() : error.c_str());
+      if (!writeNpy(options.stateDir + "/" + tensorFileName(entry.name) +
+                        ".npy",
+                    value, error)) {
+        std::fprintf(stderr, "error: %s\n", error.c_str());
         return ExitUser;
       }
     }
@@ -225,14 +226,9 @@ int main(int argc, char **argv) {
     std::printf("stopped after step %zu of %zu\n", options.run.stopAfter,
                 plan.steps.size());
 
-  if (!options.outputDir.empty()) {
-    std::error_code code;
-    std::filesystem::create_directories(options.outputDir, code);
-    if (code) {
-      std::fprintf(stderr, "error: cannot create '%s': %s\n",
-                   options.outputDir.c_str(), code.message().c_str());
-      return ExitUser;
-    }
+  if (!options.outputDir.empty() && !makeDirectory(options.outputDir, error)) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return ExitUser;
   }
   bool allMatch = true;
   for (size_t i = 0; i < bundle->outputs.size(); ++i) {

@@ -316,11 +316,9 @@ int main(int argc, char **argv) {
   if (device == SNUG_DEVICE_CUDA)
     printDeviceMemory(sizes, session);
   if (!options.stateDir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.stateDir, error);
-    if (error) {
-      std::fprintf(stderr, "error: cannot create '%s': %s\n",
-                   options.stateDir.c_str(), error.message().c_str());
+    std::string why;
+    if (!makeDirectory(options.stateDir, why)) {
+      std::fprintf(stderr, "error: %s\n", why.c_str());
       return cleanup(1);
     }
     for (size_t i = 0; i < stateCount; ++i) {
@@ -332,7 +330,6 @@ int main(int argc, char **argv) {
       if (snug_status s = snug_session_get_state(
               session, info.name, value.bytes.data(), value.bytes.size()))
         return cleanup(apiError("cannot read state", s));
-      std::string why;
       if (!writeNpy(options.stateDir + "/" + tensorFileName(info.name) + ".npy",
                     value, why)) {
         std::fprintf(stderr, "error: %s\n", why.c_str());
@@ -371,11 +368,9 @@ int main(int argc, char **argv) {
   }
 
   if (!options.outputDir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.outputDir, error);
-    if (error) {
-      std::fprintf(stderr, "error: cannot create '%s': %s\n",
-                   options.outputDir.c_str(), error.message().c_str());
+    std::string why;
+    if (!makeDirectory(options.outputDir, why)) {
+      std::fprintf(stderr, "error: %s\n", why.c_str());
       return cleanup(1);
     }
   }

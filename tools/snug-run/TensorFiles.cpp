@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <sys/stat.h>
 
 namespace snug {
@@ -456,6 +457,14 @@ std::string tensorTypeString(uint8_t dtype, const std::vector<int64_t> &dims) {
   for (size_t i = 0; i < dims.size(); ++i)
     s += (i ? "," : "") + std::to_string(dims[i]);
   return s + "]";
+}
+
+bool makeDirectory(const std::string &dir, std::string &error) {
+  std::error_code code;
+  std::filesystem::create_directories(dir, code);
+  if (code)
+    error = "cannot create '" + dir + "': " + code.message();
+  return !code;
 }
 
 std::string formatStepLoss(uint64_t step, const HostTensor &loss) {

@@ -7,8 +7,10 @@ each parameter and optimizer state as NAME.npy) and compares: every loss
 and every final tensor within rtol, and the losses strictly decreasing.
 
 usage: train_torch.py MODEL momentum|adamw LR WEIGHT_DECAY STEPS DATA_DIR
-                      SNUG_STDOUT SNUG_STATE_DIR [RTOL]
-Prints one line per check; exits 1 when one fails."""
+                      SNUG_STDOUT SNUG_STATE_DIR [SNUG_STDOUT SNUG_STATE_DIR]...
+Each pair is one snug run (the host's, the simulator's) checked against one
+torch run; rtol 1e-4. Prints one line per check, prefixed with the run's
+stdout file name; exits 1 when one fails."""
 import os
 import re
 import sys
@@ -19,11 +21,10 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 import onnxtxt_weights  # noqa: E402
 
-(model_path, kind, lr, decay, steps, data_dir, snug_stdout,
- state_dir) = sys.argv[1:9]
+model_path, kind, lr, decay, steps, data_dir = sys.argv[1:7]
+runs = list(zip(sys.argv[7::2], sys.argv[8::2]))
 lr, decay, steps = float(lr), float(decay), int(steps)
-rtol = float(sys.argv[9]) if len(sys.argv) > 9 else 1e-4
-atol = 1e-6
+rtol, atol = 1e-4, 1e-6
 
 torch.manual_seed(0)
 params = {name: torch.tensor(data, dtype=torch.float32).reshape(dims)
@@ -72,24 +73,26 @@ def check(ok, message):
     print(("ok: " if ok else "FAIL: ") + message)
 
 
-with open(snug_stdout) as f:
-    snug_losses = [float(v) for v in
-                   re.findall(r"^step \d+: loss (\S+)$", f.read(), re.M)]
-check(len(snug_losses) == steps,
-      "snug printed %d losses, expected %d" % (len(snug_losses), steps))
-worst = max((abs(a - b) / abs(b) for a, b in zip(snug_losses, losses)),
-            default=0)
-check(len(snug_losses) == steps and
-      np.allclose(snug_losses, losses, rtol=rtol, atol=atol),
-      "%d losses match torch within rtol %g (worst %.2g): %s" %
-      (steps, rtol, worst, " ".join("%.6f" % v for v in losses)))
-check(all(b < a for a, b in zip(losses, losses[1:])) and
-      all(b < a for a, b in zip(snug_losses, snug_losses[1:])),
-      "losses decrease at every step")
-for name, want in expected.items():
-    path = os.path.join(state_dir, name + ".npy")
-    got = np.load(path) if os.path.exists(path) else None
-    check(got is not None and got.shape == np.shape(want) and
-          np.allclose(got, want, rtol=rtol, atol=atol),
-          "state %s matches torch after %d steps" % (name, steps))
+for snug_stdout, state_dir in runs:
+    run = os.path.basename(snug_stdout)
+    with open(snug_stdout) as f:
+        snug_losses = [float(v) for v in
+                       re.findall(r"^step \d+: loss (\S+)$", f.read(), re.M)]
+    check(len(snug_losses) == steps, "%s: snug printed %d losses, expected %d"
+          % (run, len(snug_losses), steps))
+    worst = max((abs(a - b) / abs(b) for a, b in zip(snug_losses, losses)),
+                default=0)
+    check(len(snug_losses) == steps and
+          np.allclose(snug_losses, losses, rtol=rtol, atol=atol),
+          "%s: %d losses match torch within rtol %g (worst %.2g): %s" %
+          (run, steps, rtol, worst, " ".join("%.6f" % v for v in losses)))
+    check(all(b < a for a, b in zip(losses, losses[1:])) and
+          all(b < a for a, b in zip(snug_losses, snug_losses[1:])),
+          "%s: losses decrease at every step" % run)
+    for name, want in expected.items():
+        path = os.path.join(state_dir, name + ".npy")
+        got = np.load(path) if os.path.exists(path) else None
+        check(got is not None and got.shape == np.shape(want) and
+              np.allclose(got, want, rtol=rtol, atol=atol),
+              "%s: state %s matches torch after %d steps" % (run, name, steps))
 sys.exit(1 if failed else 0)
