@@ -14,6 +14,18 @@
 // weight as a constant (folding, deduplication). A module without the
 // attribute has no state: its step is a pure function of its inputs.
 //
+// The write-back is a copy after the step, not an update in place: the next
+// value is an ordinary planned arena value (a graph output), and the runtime
+// copies it over the weight once the step's last node has run, when nothing
+// can read the old value any more (the host executor's memcpy, one
+// device-to-device copy per state appended to the CUDA plan and captured
+// with it, the simulator's copy). In place would save the copy and the
+// arena bytes of the next values, but the planner would have to place
+// values in the weights and order every read of the old value (forward,
+// gradient and optimizer nodes) before the write; the copy needs neither,
+// and costs one pass over the state bytes per step, small next to the
+// step's own traffic over them.
+//
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_IR_STATE_H
 #define SNUG_IR_STATE_H
