@@ -131,3 +131,56 @@ TEST(StateTest, ABundleWithoutStateHasNone) {
   ASSERT_EQ(snug_bundle_state_count(loaded.bundle, &count), SNUG_OK);
   EXPECT_EQ(count, 0u);
 }
+
+namespace {
+/// Where the State section of `bytes` starts (0 when it has none).
+uint64_t stateSectionOffset(const std::vector<uint8_t> &bytes) {
+  uint32_t count;
+  std::memcpy(&count, bytes.data() + 12, 4);
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint8_t *entry =
+        bytes.data() + bundle::kHeaderSize + i * bundle::kSectionEntrySize;
+    uint32_t kind;
+    uint64_t offset;
+    std::memcpy(&kind, entry, 4);
+    std::memcpy(&offset, entry + 8, 8);
+    if (kind == bundle::SectionKind::State)
+      return offset;
+  }
+  return 0;
+}
+
+std::string loadError(std::vector<uint8_t> bytes) {
+  fixUpHeader(bytes);
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status =
+      rt::parseBundle(bytes.data(), bytes.size(), "counter.snug", bundle);
+  return status.getMessage();
+}
+} // namespace
+
+// The reader holds each entry to its weights range and its output: a
+// write-back outside them is refused before anything runs. The section is
+// u32 count, then for "w": u32 length + 1 byte, u8 role, u64 offset (at
+// 10), u64 bytes (at 18), u32 output (at 26).
+TEST(StateTest, ReaderRefusesStateOutsideItsBuffers) {
+  std::vector<uint8_t> bytes = bundleOf(kCounterPlan);
+  uint64_t at = stateSectionOffset(bytes);
+  ASSERT_NE(at, 0u);
+  EXPECT_EQ(loadError(bytes), "");
+  std::vector<uint8_t> badOutput = bytes;
+  badOutput[at + 26] = 5;
+  EXPECT_NE(loadError(badOutput).find("state 'w': output 5 does not exist"),
+            std::string::npos)
+      << loadError(badOutput);
+  std::vector<uint8_t> badRole = bytes;
+  badRole[at + 9] = 7;
+  EXPECT_NE(loadError(badRole).find("state 'w': unknown role 7"),
+            std::string::npos)
+      << loadError(badRole);
+  std::vector<uint8_t> outside = bytes;
+  outside[at + 20] = 1; // 65544 bytes, past the 128 of the weights
+  EXPECT_NE(loadError(outside).find("state 'w' lies outside the weights"),
+            std::string::npos)
+      << loadError(outside);
+}
