@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/MemoryReport.h"
 #include "compiler/bundle/BundleWriter.h"
+#include "ir/State.h"
 #include "passes/CostModel.h"
 #include "passes/PlanMemory.h"
 
@@ -64,6 +65,13 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
   MemoryReport report;
   report.model = modelName.str();
   report.weightsBytes = computeWeightsBytes(module);
+  llvm::Expected<std::vector<ir::StateEntry>> state = ir::getState(module);
+  if (!state)
+    return state.takeError();
+  for (const ir::StateEntry &entry : *state)
+    (entry.role == ir::StateRole::Parameter ? report.parameterStateBytes
+                                            : report.optimizerStateBytes) +=
+        entry.weight->getType().getByteSize();
   report.arenaBytes = plan->arenaBytes;
   report.lowerBoundBytes = plan->lowerBoundBytes;
   report.lowerBoundUnsharedBytes = plan->lowerBoundUnsharedBytes;
@@ -253,6 +261,12 @@ void printMemoryReportPretty(const MemoryReport &report,
      << " nodes, planner " << report.planner << ", "
      << llvm::format("%.2f", report.planningMs) << " ms)\n";
   row("weights", report.weightsBytes, "");
+  if (report.parameterStateBytes + report.optimizerStateBytes) {
+    row("  parameters", report.parameterStateBytes,
+        "inside the weights: persistent state, written back by each step");
+    row("  optimizer", report.optimizerStateBytes,
+        "inside the weights: optimizer state (persistent, from zero)");
+  }
   row("arena", report.arenaBytes,
       "intermediates, io and scratch: the device arena");
   row("  io", report.ioBytes, "inside the arena");
@@ -365,6 +379,8 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
   llvm::json::Object object{
       {"model", report.model},
       {"weights_bytes", int64_t(report.weightsBytes)},
+      {"parameter_state_bytes", int64_t(report.parameterStateBytes)},
+      {"optimizer_state_bytes", int64_t(report.optimizerStateBytes)},
       {"arena_bytes", int64_t(report.arenaBytes)},
       {"lower_bound_bytes", int64_t(report.lowerBoundBytes)},
       {"lower_bound_unshared_bytes", int64_t(report.lowerBoundUnsharedBytes)},

@@ -2,7 +2,11 @@
 //
 // The predicted peak device memory of a planned module, as every
 // `snugc compile` and `snugc plan` prints it:
-//   weights   device bytes of the weights the plan reads (weights section)
+//   weights   device bytes of the weights the plan reads (weights section);
+//             of a training step (ir/State.h), the lines inside it show the
+//             persistent state: the parameters and the optimizer state
+//             (momentum, Adam's moments, the step count), allocated once
+//             and updated in place by each step's write-back
 //   arena     one allocation for every intermediate value, graph inputs and
 //             outputs (io lives in the arena by default) and every scratch
 //             buffer (the cuBLAS workspace of each GEMM that can use one),
@@ -66,6 +70,9 @@ struct CostEstimate {
 struct MemoryReport {
   std::string model;
   uint64_t weightsBytes = 0;
+  /// Persistent state inside the weights, by role (0 without state).
+  uint64_t parameterStateBytes = 0;
+  uint64_t optimizerStateBytes = 0;
   uint64_t arenaBytes = 0;
   uint64_t lowerBoundBytes = 0;
   /// The bound with no views, in-place or concat sharing.

@@ -19,7 +19,7 @@
 // backward nodes. An op with no gradient rule on the path is an error
 // naming the node and op.
 //
-// Not here: the optimizer (passes/Sgd.cpp), the loss functions
+// Not here: the optimizer (passes/Optimizer.cpp), the loss functions
 // (passes/AddLoss.cpp), and persistent mutable state across steps (issue
 // 18 point 3): weights stay constants of the bundle, so the module is one
 // step, (inputs) -> (loss, gradients), a pure function.

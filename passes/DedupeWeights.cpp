@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
+#include "ir/State.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -33,8 +34,10 @@ llvm::Expected<bool> DedupeWeights::run(ir::Module &module) {
   unsigned merged = 0;
   uint64_t bytesSaved = 0;
   for (ir::Value *weight : module.getWeights()) {
+    // State weights (ir/State.h) are distinct buffers even when their
+    // first values agree (every zero momentum buffer of a shape does).
     if (weight->isWeightElided() || !weight->hasUses() ||
-        module.isOutput(weight))
+        module.isOutput(weight) || ir::isStateWeight(module, weight))
       continue;
     llvm::ArrayRef<uint8_t> data = module.getWeightData(weight);
     llvm::hash_code key = llvm::hash_combine(

@@ -34,6 +34,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
+#include "ir/State.h"
 #include "passes/ConstantEval.h"
 #include "passes/Passes.h"
 #include "runtime/CheckedArithmetic.h"
@@ -88,9 +89,11 @@ llvm::Error FoldConstants::setOption(llvm::StringRef key,
 
 OperandData FoldConstants::getKnownData(const ir::Module &module,
                                         const ir::Value *value) const {
+  // A state weight's bytes are only its first value (ir/State.h).
   if (value->isWeight())
-    return value->isWeightElided() ? OperandData()
-                                   : OperandData(module.getWeightData(value));
+    return value->isWeightElided() || ir::isStateWeight(module, value)
+               ? OperandData()
+               : OperandData(module.getWeightData(value));
   auto it = held.find(value);
   if (it == held.end())
     return OperandData();

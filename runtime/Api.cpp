@@ -194,6 +194,18 @@ snug_status snug_bundle_output_count(const snug_bundle *b, size_t *count) {
   return countOf(b, count, false);
 }
 
+static void fillInfo(const std::string &name, const Location &location,
+                     snug_tensor_info *info) {
+  std::memset(info, 0, sizeof *info);
+  info->name = name.c_str();
+  info->dtype = snug_dtype(location.dtype);
+  info->rank = uint32_t(location.dims.size());
+  for (size_t d = 0; d < location.dims.size() && d < SNUG_MAX_RANK; ++d)
+    info->dims[d] = location.dims[d];
+  info->bytes = location.bytes;
+  info->arena_offset = location.offset;
+}
+
 static snug_status infoOf(const snug_bundle *handle, size_t index,
                           snug_tensor_info *info, bool inputs) {
   if (!handle || !info)
@@ -204,15 +216,28 @@ static snug_status infoOf(const snug_bundle *handle, size_t index,
                 std::string(inputs ? "input" : "output") + " index " +
                     std::to_string(index) + " out of range (" +
                     std::to_string(list.size()) + ")");
-  const TensorDesc &desc = list[index];
-  std::memset(info, 0, sizeof *info);
-  info->name = desc.name.c_str();
-  info->dtype = snug_dtype(desc.location.dtype);
-  info->rank = uint32_t(desc.location.dims.size());
-  for (size_t d = 0; d < desc.location.dims.size() && d < SNUG_MAX_RANK; ++d)
-    info->dims[d] = desc.location.dims[d];
-  info->bytes = desc.location.bytes;
-  info->arena_offset = desc.location.offset;
+  fillInfo(list[index].name, list[index].location, info);
+  return SNUG_OK;
+}
+
+snug_status snug_bundle_state_count(const snug_bundle *handle, size_t *count) {
+  if (!handle || !count)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT, "null argument");
+  *count = handle->bundle->state.size();
+  return SNUG_OK;
+}
+
+snug_status snug_bundle_state_info(const snug_bundle *handle, size_t index,
+                                   snug_tensor_info *info) {
+  if (!handle || !info)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT, "null argument");
+  const Bundle &b = *handle->bundle;
+  if (index >= b.state.size())
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "state index " + std::to_string(index) + " out of range (" +
+                    std::to_string(b.state.size()) + ")");
+  const StateDesc &entry = b.state[index];
+  fillInfo(entry.name, b.outputs[entry.output].location, info);
   return SNUG_OK;
 }
 
@@ -401,6 +426,32 @@ snug_status snug_session_get_output(snug_session *session, size_t index,
   if (bytes)
     if (Status s = readLocation(session, desc.location, data, bytes))
       return report(s);
+  return SNUG_OK;
+}
+
+snug_status snug_session_get_state(snug_session *session, const char *name,
+                                   void *data, size_t bytes) {
+  if (!session || !name || (!data && bytes))
+    return fail(SNUG_ERROR_INVALID_ARGUMENT, "null argument");
+  const Bundle &b = *session->bundle->bundle;
+  const StateDesc *entry = b.findState(name);
+  if (!entry)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "bundle '" + b.path + "' has no state named '" + name + "'");
+  if (bytes != entry->bytes)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "state '" + entry->name + "' has " +
+                    std::to_string(entry->bytes) + " bytes, got " +
+                    std::to_string(bytes));
+#ifdef SNUG_HAVE_CUDA
+  if (session->cuda) {
+    Location location = b.outputs[entry->output].location;
+    location.kind = bundle::Weight;
+    location.offset = entry->weightOffset;
+    return report(session->cuda->read(location, data, bytes));
+  }
+#endif
+  std::memcpy(data, session->host->getState(*entry), bytes);
   return SNUG_OK;
 }
 

@@ -39,6 +39,15 @@
 //                the bundle for its unknown location kind.
 //     DevicePlan, KernelImages (optional, together): the CUDA launch plan and
 //                the kernels' cubins and PTX; see runtime/DevicePlan.h.
+//     State      (optional): the persistent state of a training step
+//                (ir/State.h): a list of entries, each string name, u8 role
+//                (StateRole), u64 weights offset, u64 bytes, u32 output
+//                index. The weight at that offset is mutable: its bytes in
+//                Weights are only its first value, and after each run the
+//                executor copies the output (an arena value of the same
+//                bytes) over it. Readers from before it skip the section
+//                and run the bundle as a pure step: the same first step,
+//                the updated values as outputs.
 //
 // The encoding inside Manifest and HostPlan is a flat stream: u8/u32/u64/i64/
 // f32 little-endian, a string is u32 length + bytes (no terminator), a list is
@@ -116,7 +125,11 @@ enum SectionKind : uint32_t {
   ExternalWeights = 6,   // instead of Weights: the weights are in a file
                          // beside the bundle (snugc --weights=external)
   PinnedHost = 7,        // u64 bytes of the pinned host region (offload)
+  State = 8,             // persistent state: weights written back per run
 };
+
+/// What a state weight is (the State section's role byte).
+enum StateRole : uint8_t { StateParameter = 0, StateOptimizer = 1 };
 
 /// Host: the pinned host region (only snug.offload results and the
 /// snug.reload operands that read them).

@@ -37,6 +37,12 @@ Bundle::~Bundle() {
     munmap(weightsMap, weightsMapSize);
 }
 
+const StateDesc *Bundle::findState(const std::string &name) const {
+  for (const StateDesc &entry : state)
+    if (entry.name == name)
+      return &entry;
+  return nullptr;
+}
 
 const Attr *PlanOp::getAttr(const std::string &name) const {
   for (const auto &entry : attributes)
@@ -302,6 +308,44 @@ bool readAttr(Cursor &cursor, Attr &attr) {
   default:
     return cursor.fail("unknown attribute kind " + std::to_string(attr.kind));
   }
+}
+
+/// The State section, after the manifest: each entry's weights range lies in
+/// the weights, no two overlap, and its output is an arena value of the
+/// same bytes, so the write-back stays inside both.
+bool readState(Cursor &cursor, Bundle &b) {
+  uint32_t count;
+  if (!cursor.count(count, 25))
+    return false;
+  b.state.resize(count);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (uint32_t i = 0; i < count; ++i) {
+    StateDesc &entry = b.state[i];
+    if (!cursor.string(entry.name) || !cursor.u8(entry.role) ||
+        !cursor.u64(entry.weightOffset) || !cursor.u64(entry.bytes) ||
+        !cursor.u32(entry.output))
+      return false;
+    std::string what = "state '" + entry.name + "'";
+    if (entry.role > StateOptimizer)
+      return cursor.fail(what + ": unknown role " + std::to_string(entry.role));
+    if (entry.weightOffset > b.weightsSize ||
+        entry.bytes > b.weightsSize - entry.weightOffset)
+      return cursor.fail(what + " lies outside the weights");
+    if (entry.output >= b.outputs.size())
+      return cursor.fail(what + ": output " + std::to_string(entry.output) +
+                         " does not exist");
+    const Location &next = b.outputs[entry.output].location;
+    if (next.kind != Arena || next.bytes != entry.bytes)
+      return cursor.fail(what + ": output '" + b.outputs[entry.output].name +
+                         "' is not an arena value of " +
+                         std::to_string(entry.bytes) + " bytes");
+    ranges.push_back({entry.weightOffset, entry.weightOffset + entry.bytes});
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second)
+      return cursor.fail("two state entries overlap in the weights");
+  return true;
 }
 
 bool readManifest(Cursor &cursor, Bundle &b) {
@@ -899,7 +943,7 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
   struct Section {
     uint64_t offset = 0, size = 0;
     bool present = false;
-  } sections[PinnedHost + 1];
+  } sections[SectionKind::State + 1];
   uint64_t tableEnd = header + uint64_t(sectionCount) * kSectionEntrySize;
   for (uint32_t i = 0; i < sectionCount; ++i) {
     const uint8_t *entry = base + header + i * kSectionEntrySize;
@@ -909,7 +953,7 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
         offset % kSectionAlignment)
       return fail("section " + std::to_string(i) + " (kind " +
                   std::to_string(kind) + ") lies outside the file");
-    if (kind >= Manifest && kind <= PinnedHost) {
+    if (kind >= Manifest && kind <= SectionKind::State) {
       if (sections[kind].present)
         return fail("duplicate section kind " + std::to_string(kind));
       sections[kind] = {offset, length, true};
@@ -965,6 +1009,15 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
     return fail(plan.getError());
   if (plan.remaining())
     return fail("host plan has trailing bytes");
+
+  if (sections[SectionKind::State].present) {
+    Cursor state(base + sections[SectionKind::State].offset,
+                 sections[SectionKind::State].size, "state");
+    if (!readState(state, b))
+      return fail(state.getError());
+    if (state.remaining())
+      return fail("state section has trailing bytes");
+  }
 
   // The CUDA sections come together or not at all.
   if (sections[DevicePlanSection].present != sections[KernelImages].present)

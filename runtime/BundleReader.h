@@ -122,6 +122,16 @@ struct TensorDesc {
   Location location;
 };
 
+/// A weight that is persistent state (the State section): after each run
+/// output `output` is copied over weights bytes [weightOffset, + bytes).
+struct StateDesc {
+  std::string name;
+  uint8_t role = bundle::StateParameter; // bundle::StateRole
+  uint64_t weightOffset = 0;
+  uint64_t bytes = 0;
+  uint32_t output = 0; // index into Bundle::outputs
+};
+
 /// A loaded bundle. The file stays mapped (or copied, 64-byte aligned) for
 /// the weights, which are used in place; everything else is decoded.
 class Bundle {
@@ -141,6 +151,10 @@ public:
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<PlanOp> ops;
+  /// Persistent state, in the writer's order (empty: a pure function).
+  std::vector<StateDesc> state;
+  /// The state entry named `name`, or null.
+  const StateDesc *findState(const std::string &name) const;
   /// The CUDA launch plan and kernel images, when the bundle was compiled
   /// for CUDA; every pointer, copy and GEMM extent in it was checked against
   /// the device arena and the weights.

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
+#include "ir/State.h"
 
 #include "passes/Liveness.h"
 #include "passes/Passes.h"
@@ -22,6 +23,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace snug {
@@ -168,6 +170,13 @@ WeightsLayout computeWeightsLayout(const ir::Module &module) {
   for (const ir::Value *output : module.getOutputs())
     if (output->isWeight())
       used.insert(output);
+  // A state weight keeps its place even if no node reads it: the runtime
+  // writes its next value there.
+  if (auto state = ir::getState(module))
+    for (const ir::StateEntry &entry : *state)
+      used.insert(entry.weight);
+  else
+    llvm::consumeError(state.takeError());
   WeightsLayout layout;
   for (const ir::Value *weight : module.getWeights()) {
     if (!used.count(weight))
@@ -462,6 +471,29 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   if (hostSize) {
     pinned.u64(hostSize);
     sections.push_back({PinnedHost, &pinned.bytes});
+  }
+  Sink state;
+  llvm::Expected<std::vector<ir::StateEntry>> stateEntries =
+      ir::getState(module);
+  if (!stateEntries)
+    return stateEntries.takeError();
+  if (!stateEntries->empty()) {
+    state.u32(stateEntries->size());
+    for (const ir::StateEntry &entry : *stateEntries) {
+      const auto &outputs = module.getOutputs();
+      auto next = std::find(outputs.begin(), outputs.end(), entry.next);
+      if (entry.next->isWeight() || isHostResident(entry.next))
+        return makeError("state " + describeValue(entry.weight) +
+                         ": its next value " + describeValue(entry.next) +
+                         " is not an arena value");
+      state.string(entry.weight->getName());
+      state.u8(entry.role == ir::StateRole::Parameter ? StateParameter
+                                                      : StateOptimizer);
+      state.u64(weightOffsets.lookup(entry.weight));
+      state.u64(entry.weight->getType().getByteSize());
+      state.u32(uint32_t(next - outputs.begin()));
+    }
+    sections.push_back({SectionKind::State, &state.bytes});
   }
   Sink device, images;
   if (options.devicePlan && options.kernelImages) {

@@ -402,6 +402,20 @@ Status CudaExecutor::resolveSteps() {
       break;
     }
   }
+  // Persistent state: its weights live in the device weights buffer,
+  // allocated and uploaded once; after the plan's last step one
+  // device-to-device copy per state writes the step's output over it, so
+  // the copies are captured into the graph with the rest of the step.
+  for (size_t i = 0; i < bundle.state.size(); ++i) {
+    const StateDesc &entry = bundle.state[i];
+    Step step;
+    step.kind = bundle::StepCopy;
+    step.index = plan.steps.size() + i;
+    step.a = arena + bundle.outputs[entry.output].location.offset;
+    step.c = weights + entry.weightOffset;
+    step.bytes = entry.bytes;
+    steps.push_back(step);
+  }
   // Pointers into paramValues only now that it no longer grows.
   params.resize(paramValues.size());
   for (size_t i = 0; i < paramValues.size(); ++i)
@@ -438,6 +452,10 @@ CudaExecutor::~CudaExecutor() {
 }
 
 std::string CudaExecutor::describeStep(const Step &step) const {
+  size_t planSteps = bundle.devicePlan.steps.size();
+  if (step.index >= planSteps)
+    return "the write-back of state '" +
+           bundle.state[step.index - planSteps].name + "'";
   uint32_t op = bundle.devicePlan.steps[step.index].op;
   return "device step " + std::to_string(step.index) + " of " +
          bundle.ops[op].describe(op);

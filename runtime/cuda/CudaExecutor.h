@@ -11,7 +11,10 @@
 // its kernels then, not during a run). A run then only enqueues: the first
 // run executes the steps one by one, the second captures them into a CUDA
 // graph, and every later run replays that graph (fixed addresses make this
-// safe). Runs allocate nothing themselves (the driver may take memory for
+// safe). Persistent state (the bundle's State section) lives in the
+// weights buffer; one device-to-device copy per state after the plan's last
+// step writes its next value back, so every run is the next step. Runs
+// allocate nothing themselves (the driver may take memory for
 // the graph it instantiates in the second run) and synchronize before they
 // return.
 //

@@ -73,8 +73,21 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
                     "cannot allocate a pinned host region of " +
                         std::to_string(bundle.hostSize) + " bytes");
   }
+  executor->bundle = &bundle;
+  executor->weights = const_cast<uint8_t *>(bundle.getWeights());
+  if (!bundle.state.empty() && bundle.weightsSize) {
+    executor->ownedWeights = static_cast<uint8_t *>(
+        std::aligned_alloc(64, bundle::alignTo(bundle.weightsSize, 64)));
+    if (!executor->ownedWeights)
+      return Status(SNUG_ERROR_OUT_OF_MEMORY,
+                    "cannot allocate " + std::to_string(bundle.weightsSize) +
+                        " bytes of weights and state");
+    std::memcpy(executor->ownedWeights, bundle.getWeights(),
+                bundle.weightsSize);
+    executor->weights = executor->ownedWeights;
+  }
   // Bind every location once; the reader checked they lie in bounds.
-  uint8_t *weights = const_cast<uint8_t *>(bundle.getWeights());
+  uint8_t *weights = executor->weights;
   uint8_t *host = executor->hostRegion;
   auto bind = [&](const Location &location) {
     TensorView view;
@@ -134,6 +147,7 @@ HostExecutor::~HostExecutor() {
   if (ownsArena)
     std::free(arena);
   std::free(hostRegion);
+  std::free(ownedWeights);
 }
 
 Status HostExecutor::run() {
@@ -147,6 +161,11 @@ Status HostExecutor::run() {
       if (Status s = applyEpilogue(op.context))
         return s;
   }
+  // The reader checked each output is an arena value of the state's bytes.
+  for (const StateDesc &entry : bundle->state)
+    std::memcpy(weights + entry.weightOffset,
+                arena + bundle->outputs[entry.output].location.offset,
+                entry.bytes);
   return Status::ok();
 }
 

@@ -8,6 +8,12 @@
 // outside the planned locations. It is the oracle on machines without a
 // GPU, not a fast path.
 //
+// A bundle with persistent state (its State section) gets a private,
+// writable copy of its weights, made once at creation; every run ends by
+// copying each state's output over its weight (a copy after the step, when
+// nothing reads the old value any more), so the next run is the next step.
+// getState reads a state's current bytes.
+//
 // With poisoning on, every run first fills the arena with 0xFF bytes (NaN in
 // every float type, -1 in the integers) except where the graph inputs are,
 // so a kernel that reads memory the plan never wrote shows up as NaN.
@@ -38,6 +44,10 @@ public:
 
   Status run();
   uint8_t *getArena() { return arena; }
+  /// The current bytes of persistent state `entry` (one of the bundle's).
+  const uint8_t *getState(const StateDesc &entry) const {
+    return weights + entry.weightOffset;
+  }
   void setPoison(bool enabled) { poison = enabled; }
 
 private:
@@ -55,6 +65,11 @@ private:
   uint8_t *hostRegion = nullptr;
   bool poison = false;
   std::vector<BoundOp> ops;
+  const Bundle *bundle = nullptr;
+  /// The weights the plan reads: the bundle's, or with state the private
+  /// copy `ownedWeights`.
+  uint8_t *weights = nullptr;
+  uint8_t *ownedWeights = nullptr;
   /// Arena ranges outside every input: what poisoning fills.
   std::vector<std::pair<uint64_t, uint64_t>> poisonRanges;
 };

@@ -103,6 +103,14 @@ bool DeviceMemory::allocate(uint64_t arenaSize, uint8_t poison,
   return true;
 }
 
+void DeviceMemory::writeBackState(uint64_t weightOffset, uint64_t arenaOffset,
+                                  uint64_t bytes) {
+  // The one write into the weights: kernels still fault on theirs.
+  mprotect(weightsRegion.data, weightsRegion.dataBytes, PROT_READ | PROT_WRITE);
+  std::memcpy(weightsRegion.base + weightOffset, arena + arenaOffset, bytes);
+  mprotect(weightsRegion.data, weightsRegion.dataBytes, PROT_READ);
+}
+
 uint8_t *DeviceMemory::resolve(const DeviceArg &arg) const {
   if (arg.kind == ArgArena)
     return arena + arg.value;

@@ -50,6 +50,12 @@ public:
   /// The pinned host region (offload copies); plain host memory here.
   std::vector<uint8_t> pinned;
 
+  /// Copies `bytes` at arena offset `arenaOffset` over the weights at
+  /// `weightOffset`: a persistent state's write-back after a step (the
+  /// CUDA executor's device-to-device copy), the weights read-only again
+  /// after it.
+  void writeBackState(uint64_t weightOffset, uint64_t arenaOffset,
+                      uint64_t bytes);
   /// The address of `arg` (arena, weights or pinned host + offset).
   uint8_t *resolve(const bundle::DeviceArg &arg) const;
   /// "" when the canaries around the arena are intact, else where the first

@@ -3,7 +3,7 @@
 //   snug-cudasim BUNDLE --kernels LIB.so [--input NAME=@FILE|random]...
 //                [--check DIR] [--rtol R] [--atol A] [--output-dir DIR]
 //                [--seed N] [--schedule forward|reverse|shuffle] [--trace]
-//                [--stop-after N]
+//                [--stop-after N] [--steps N] [--state-dir DIR]
 //
 // Runs the CUDA backend's product without a GPU: the bundle's device plan
 // (runtime/DevicePlan.h), step by step, with the emitted kernels compiled
@@ -13,6 +13,9 @@
 // Inputs, --check and the exit codes follow snug-run: 0 ok (and every output
 // matches), 1 user error or mismatch, 2 internal error, 3 a kernel fault
 // (crash, barrier deadlock or divergence, a write out of the arena).
+// A training step (persistent state) runs --steps N times as snug-run does:
+// after each run every state's output is copied over its weight, each
+// step's loss is printed, and --state-dir gets the final state.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleReader.h"
@@ -144,6 +147,7 @@ int main(int argc, char **argv) {
       return usage(("the bundle has no input '" + entry.first + "'").c_str());
   }
   uint64_t state = options.seed * 0x9e3779b97f4a7c15ull + 1;
+  std::vector<HostTensor> inputs;
   for (size_t i = 0; i < bundle->inputs.size(); ++i) {
     const rt::TensorDesc &input = bundle->inputs[i];
     const rt::Location &place = input.location;
@@ -160,16 +164,54 @@ int main(int argc, char **argv) {
                    input.name.c_str(), (unsigned long long)place.bytes);
       return ExitInternal;
     }
-    std::memcpy(memory.arena + place.offset, tensor.bytes.data(), place.bytes);
+    inputs.push_back(std::move(tensor));
   }
 
   auto start = std::chrono::steady_clock::now();
   cudasim::RunStats stats;
   auto describe = [&](uint32_t op) { return bundle->ops[op].describe(op); };
-  if (!cudasim::runDevicePlan(plan, kernels, memory, options.run, describe,
-                              stats, error)) {
+  for (uint64_t step = 1; step <= options.steps; ++step) {
+    // The plan may reuse the inputs' memory: each step writes them again.
+    for (size_t i = 0; i < inputs.size(); ++i)
+      std::memcpy(memory.arena + bundle->inputs[i].location.offset,
+                  inputs[i].bytes.data(), inputs[i].bytes.size());
+    if (!cudasim::runDevicePlan(plan, kernels, memory, options.run, describe,
+                                stats, error)) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
+      return ExitKernel;
+    }
+    for (const rt::StateDesc &entry : bundle->state)
+      memory.writeBackState(entry.weightOffset,
+                            bundle->outputs[entry.output].location.offset,
+                            entry.bytes);
+    for (const rt::TensorDesc &output : bundle->outputs) {
+      if (bundle->state.empty() || output.name != "loss" ||
+          output.location.kind != bundle::Arena)
+        continue;
+      const uint8_t *bytes = memory.arena + output.location.offset;
+      HostTensor loss{output.name, output.location.dtype, {},
+                      std::vector<uint8_t>(bytes,
+                                           bytes + output.location.bytes)};
+      std::printf("%s\n", formatStepLoss(step, loss).c_str());
+    }
+  }
+  if (!options.stateDir.empty() && !makeDirectory(options.stateDir, error)) {
     std::fprintf(stderr, "error: %s\n", error.c_str());
-    return ExitKernel;
+    return ExitUser;
+  }
+  if (!options.stateDir.empty()) {
+    for (const rt::StateDesc &entry : bundle->state) {
+      const rt::Location &place = bundle->outputs[entry.output].location;
+      const uint8_t *bytes = memory.weights + entry.weightOffset;
+      HostTensor value{entry.name, place.dtype, place.dims,
+                       std::vector<uint8_t>(bytes, bytes + entry.bytes)};
+      if (!writeNpy(options.stateDir + "/" + tensorFileName(entry.name) +
+                        ".npy",
+                    value, error)) {
+        std::fprintf(stderr, "error: %s\n", error.c_str());
+        return ExitUser;
+      }
+    }
   }
   double elapsed = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
@@ -184,14 +226,9 @@ int main(int argc, char **argv) {
     std::printf("stopped after step %zu of %zu\n", options.run.stopAfter,
                 plan.steps.size());
 
-  if (!options.outputDir.empty()) {
-    std::error_code code;
-    std::filesystem::create_directories(options.outputDir, code);
-    if (code) {
-      std::fprintf(stderr, "error: cannot create '%s': %s\n",
-                   options.outputDir.c_str(), code.message().c_str());
-      return ExitUser;
-    }
+  if (!options.outputDir.empty() && !makeDirectory(options.outputDir, error)) {
+    std::fprintf(stderr, "error: %s\n", error.c_str());
+    return ExitUser;
   }
   bool allMatch = true;
   for (size_t i = 0; i < bundle->outputs.size(); ++i) {

@@ -26,6 +26,14 @@ config.substitutions.append(("%tests", os.path.dirname(os.path.dirname(__file__)
 config.substitutions.append(("%expect-exit", os.environ.get("SNUG_PYTHON", "python3") + " " + os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools", "expect-exit.py")))
 config.substitutions.append(("%python", os.environ.get("SNUG_PYTHON", "python3")))
 
+# The PyTorch references (`%torch-python`, `REQUIRES: torch`): a Python
+# with torch, the project's .venv by default. Only its existence is checked
+# here: importing torch for every test file would cost seconds each.
+torch_python = os.environ.get("SNUG_TORCH_PYTHON", "")
+if torch_python and os.path.exists(torch_python):
+    config.available_features.add("torch")
+    config.substitutions.append(("%torch-python", torch_python))
+
 # Tests that drive a browser run where Chromium is installed
 # (tools/install-deps.sh installs it).
 if os.environ.get("SNUG_HAVE_NVRTC") == "1":

@@ -534,3 +534,52 @@ TEST_F(FakeCudaTest, OffloadCopiesThroughPinnedHostMemory) {
   EXPECT_EQ(f.pinnedBytes.size(), 0u);
   expectNothingLive();
 }
+
+// Persistent state on the device: b of kMlp (as f32[1,2]) is paired with
+// z, so each run ends with z copied over b in the weights buffer. The state
+// lives in the weights allocation, made once; it survives runs eager,
+// captured and replayed, and a run sees the previous run's value.
+TEST_F(FakeCudaTest, StateIsAllocatedOnceAndSurvivesRuns) {
+  std::string text = kMlp;
+  auto replace = [&](const std::string &from, const std::string &to) {
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace("%b: f32[2] weight", "%b: f32[1,2] weight");
+  replace("arena = 192}", "arena = 192, state = [\"parameter:b=z\"]}");
+  Loaded loaded(cudaBundleOf(text, mlpPlan(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  int before = fake().allocCalls;
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  EXPECT_EQ(fake().allocCalls, before + 2);
+  float b[2] = {0, 0};
+  ASSERT_EQ(snug_session_get_state(session, "b", b, sizeof b), SNUG_OK);
+  EXPECT_EQ(b[0], 0.5f);
+  EXPECT_EQ(b[1], -0.5f);
+  // x w = [8, -3] every run; b' = LeakyRelu(x w + b).
+  float expected[2] = {0.5f, -0.5f};
+  int copies = fake().deviceToDevice;
+  for (int run = 1; run <= 4; ++run) {
+    expected[0] = 8.0f + expected[0];
+    float sum = -3.0f + expected[1];
+    expected[1] = sum < 0 ? 0.25f * sum : sum;
+    std::vector<float> out = runMlp(session, {1, 2, 3, -4});
+    EXPECT_EQ(out, (std::vector<float>{expected[0], expected[1], expected[0],
+                                       expected[1]}))
+        << "run " << run;
+    ASSERT_EQ(snug_session_get_state(session, "b", b, sizeof b), SNUG_OK);
+    EXPECT_EQ(b[0], expected[0]) << "run " << run;
+    EXPECT_EQ(b[1], expected[1]) << "run " << run;
+    if (run == 1) { // the plan's copy and the write-back
+      EXPECT_EQ(fake().deviceToDevice, copies + 2);
+    }
+  }
+  EXPECT_EQ(fake().allocCalls, before + 2);
+  EXPECT_GT(fake().graphLaunches, 0);
+  snug_session_destroy(session);
+  expectNothingLive();
+}

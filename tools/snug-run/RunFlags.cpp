@@ -71,6 +71,17 @@ FlagResult parseRunFlag(ArgCursor &cursor, RunFlags &flags,
   if (cursor.is("--seed"))
     return cursor.unsignedNumber(flags.seed, error) ? FlagResult::Taken
                                                     : FlagResult::Error;
+  if (cursor.is("--steps")) {
+    if (!cursor.unsignedNumber(flags.steps, error))
+      return FlagResult::Error;
+    if (flags.steps < 1 || flags.steps > 1000000)
+      return fail("--steps must be a count from 1 to 1000000, got " +
+                  std::to_string(flags.steps));
+    return FlagResult::Taken;
+  }
+  if (cursor.is("--state-dir"))
+    return cursor.value(flags.stateDir) ? FlagResult::Taken
+                                        : fail("--state-dir needs a value");
   if (cursor.is("--rtol") || cursor.is("--atol")) {
     double number;
     if (!cursor.number(number, error))

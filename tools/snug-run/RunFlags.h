@@ -2,7 +2,7 @@
 //
 // snug-run and snug-cudasim (tests/cudasim) take the same bundle, input and
 // check flags: a bundle path, --input NAME=@FILE|random, --output-dir,
-// --check, --rtol, --atol and --seed, each as `--flag value` or
+// --check, --rtol, --atol, --seed, --steps and --state-dir, each as `--flag value` or
 // `--flag=value`. ArgCursor walks argv; parseRunFlag consumes one of the
 // shared flags (or the bundle path) and leaves the tool's own flags to it.
 //
@@ -22,6 +22,11 @@ struct RunFlags {
   std::string outputDir, checkDir;
   double rtol = 1e-3, atol = 1e-4;
   uint64_t seed = 1;
+  /// Runs of a training step on the same inputs (its persistent state
+  /// carries over); each prints its output 'loss'.
+  uint64_t steps = 1;
+  /// Where the persistent state goes after the last step, NAME.npy each.
+  std::string stateDir;
 };
 
 /// The current argument of argv and its value.

@@ -3,7 +3,7 @@
 //   snug-run model.snug [--device host|cuda] [--input NAME=@x.npy|@x.pb|random]
 //            [--output-dir DIR] [--check DIR] [--rtol R] [--atol A]
 //            [--poison] [--seed N] [--describe] [--runs N] [--warmup W]
-//            [--no-graphs]
+//            [--no-graphs] [--steps N] [--state-dir DIR]
 //
 // Loads a bundle through the C API, sets every input (from a file, random,
 // or, with --check DIR, from DIR/input_N.pb or DIR/NAME.npy), runs once,
@@ -20,6 +20,12 @@
 // and max latency. The outputs checked are those of the last run, which
 // must equal the first run's bit for bit. On the host, runs are timed only
 // when --runs or --warmup is given (the reference kernels are slow).
+//
+// A training step (a bundle with persistent state, snugc train) runs
+// --steps N times on the same inputs, each run the next step, and prints
+// each step's loss; the outputs written and checked are the last step's,
+// and --state-dir DIR gets every state's final value (NAME.npy). Such a
+// bundle is not timed: its repeated runs are different steps.
 // Runtime only: no LLVM, no protobuf.
 // Exit codes: 0 ok (and every output matches), 1 user error or mismatch,
 // 2 internal error.
@@ -62,7 +68,8 @@ const char *const usageText =
     "usage: snug-run MODEL.snug [--device host|cuda] "
     "[--input NAME=@FILE|random]... [--output-dir DIR] "
     "[--check DIR] [--rtol R] [--atol A] [--poison] [--seed N] "
-    "[--describe] [--runs N] [--warmup W] [--no-graphs]\n";
+    "[--describe] [--runs N] [--warmup W] [--no-graphs] [--steps N] "
+    "[--state-dir DIR]\n";
 
 int usage(const char *message) {
   std::fprintf(stderr, "error: %s\n%s", message, usageText);
@@ -279,14 +286,62 @@ int main(int argc, char **argv) {
     inputs[i] = std::move(tensor);
   }
 
-  if (snug_status s = snug_session_run(session))
-    return cleanup(apiError("run failed", s));
+  size_t stateCount = 0, lossIndex = 0;
+  (void)snug_bundle_state_count(bundle, &stateCount);
+  if (stateCount && options.timingGiven)
+    return cleanup(usage("--runs and --warmup time repeated runs of one "
+                         "step; each run of this bundle is the next training "
+                         "step (it has persistent state): use --steps"));
+  bool hasLoss = stateCount &&
+                 snug_bundle_find_output(bundle, "loss", &lossIndex) == SNUG_OK;
+  for (uint64_t step = 1; step <= options.steps; ++step) {
+    // A run may reuse the inputs' memory: each step sets them again.
+    for (size_t i = 0; step > 1 && i < inputCount; ++i)
+      if (snug_status s = snug_session_set_input(
+              session, i, inputs[i].bytes.data(), inputs[i].bytes.size()))
+        return cleanup(apiError("cannot set input", s));
+    if (snug_status s = snug_session_run(session))
+      return cleanup(apiError("run failed", s));
+    if (!hasLoss)
+      continue;
+    snug_tensor_info info;
+    (void)snug_bundle_output_info(bundle, lossIndex, &info);
+    HostTensor loss{info.name, uint8_t(info.dtype), {}, {}};
+    loss.bytes.resize(info.bytes);
+    if (snug_status s = snug_session_get_output(session, lossIndex,
+                                                loss.bytes.data(), info.bytes))
+      return cleanup(apiError("cannot read output", s));
+    std::printf("%s\n", formatStepLoss(step, loss).c_str());
+  }
   if (device == SNUG_DEVICE_CUDA)
     printDeviceMemory(sizes, session);
+  if (!options.stateDir.empty()) {
+    std::string why;
+    if (!makeDirectory(options.stateDir, why)) {
+      std::fprintf(stderr, "error: %s\n", why.c_str());
+      return cleanup(1);
+    }
+    for (size_t i = 0; i < stateCount; ++i) {
+      snug_tensor_info info;
+      (void)snug_bundle_state_info(bundle, i, &info);
+      HostTensor value{info.name, uint8_t(info.dtype),
+                       std::vector<int64_t>(info.dims, info.dims + info.rank),
+                       std::vector<uint8_t>(info.bytes)};
+      if (snug_status s = snug_session_get_state(
+              session, info.name, value.bytes.data(), value.bytes.size()))
+        return cleanup(apiError("cannot read state", s));
+      if (!writeNpy(options.stateDir + "/" + tensorFileName(info.name) + ".npy",
+                    value, why)) {
+        std::fprintf(stderr, "error: %s\n", why.c_str());
+        return cleanup(1);
+      }
+    }
+  }
 
   // Timing; the outputs checked below are then the last run's (a CUDA graph
   // replay), which must equal the first run's exactly.
-  bool timed = device == SNUG_DEVICE_CUDA || options.timingGiven;
+  bool timed =
+      (device == SNUG_DEVICE_CUDA || options.timingGiven) && !stateCount;
   std::vector<std::vector<uint8_t>> firstOutputs;
   if (timed && options.warmup + uint64_t(options.runs) > 0) {
     for (size_t i = 0; i < outputCount; ++i) {
@@ -313,11 +368,9 @@ int main(int argc, char **argv) {
   }
 
   if (!options.outputDir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.outputDir, error);
-    if (error) {
-      std::fprintf(stderr, "error: cannot create '%s': %s\n",
-                   options.outputDir.c_str(), error.message().c_str());
+    std::string why;
+    if (!makeDirectory(options.outputDir, why)) {
+      std::fprintf(stderr, "error: %s\n", why.c_str());
       return cleanup(1);
     }
   }

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <sys/stat.h>
 
 namespace snug {
@@ -456,6 +457,33 @@ std::string tensorTypeString(uint8_t dtype, const std::vector<int64_t> &dims) {
   for (size_t i = 0; i < dims.size(); ++i)
     s += (i ? "," : "") + std::to_string(dims[i]);
   return s + "]";
+}
+
+bool makeDirectory(const std::string &dir, std::string &error) {
+  std::error_code code;
+  std::filesystem::create_directories(dir, code);
+  if (code)
+    error = "cannot create '" + dir + "': " + code.message();
+  return !code;
+}
+
+std::string formatStepLoss(uint64_t step, const HostTensor &loss) {
+  double value;
+  if (loss.name != "loss")
+    return "";
+  if (loss.dtype == bundle::DTypeF32 && loss.bytes.size() == 4) {
+    float f;
+    std::memcpy(&f, loss.bytes.data(), 4);
+    value = f;
+  } else if (loss.dtype == bundle::DTypeF64 && loss.bytes.size() == 8) {
+    std::memcpy(&value, loss.bytes.data(), 8);
+  } else {
+    return "";
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "step %llu: loss %.9g",
+                (unsigned long long)step, value);
+  return text;
 }
 
 std::string tensorFileName(const std::string &name) {

@@ -48,6 +48,14 @@ std::string tensorTypeString(uint8_t dtype, const std::vector<int64_t> &dims);
 /// ':', '%' and control characters become %XX, so distinct names give
 /// distinct file names.
 std::string tensorFileName(const std::string &name);
+
+/// Creates `dir` and its parents; false with `error` ("cannot create
+/// 'DIR': why") on failure.
+bool makeDirectory(const std::string &dir, std::string &error);
+
+/// "step N: loss X" for a training step's one-element float output `loss`
+/// (X to 9 significant digits, f32's round trip); "" for any other tensor.
+std::string formatStepLoss(uint64_t step, const HostTensor &loss);
 /// Reproducible random contents, advancing `state`: floats in [-1, 1),
 /// small non-negative integers (safe as indices into a dim >= 10), bools.
 void fillRandom(HostTensor &tensor, uint64_t &state);

@@ -1,6 +1,7 @@
 //===- TrainCommand.cpp - snugc train -------------------------------------===//
 //
-// `snugc train MODEL --loss=SPEC --optimizer=sgd --lr=X -o STEP.snug`
+// `snugc train MODEL --loss=SPEC --optimizer=KIND --lr=X [--momentum=MU]
+//  [--beta1=B1 --beta2=B2 --eps=E] [--weight-decay=WD] -o STEP.snug`
 // compiles one training step: compile (CompileCommand.cpp: its options, its
 // planning, report and bundle) with three passes in front of the pipeline,
 // run on the model as imported, before folding and fusion:
@@ -8,18 +9,24 @@
 //                  or --loss=cross-entropy:LOGITS,LABELS (the target or
 //                  labels become a graph input of that name)
 //   autodiff{loss=...}                        gradients of every f32 weight
-//   sgd{lr=X}                                 weight - lr * gradient
-// The bundle computes (inputs, target) -> (loss, <weight>.updated ...).
+//   optimizer{kind=... lr=X ...}              torch.optim's update rule
+//                  (passes/Optimizer.cpp), each flag passed on as the
+//                  option of its name
+// The bundle computes (inputs, target) -> (loss, <weight>.updated ...,
+// optimizer state .updated ...), and records each parameter and optimizer
+// state as persistent state (ir/State.h): a runtime writes the updated
+// values back, so running the bundle again runs the next step.
 // With --loss=OUTPUT the model's own scalar output is the loss and its other
 // outputs stay.
 //
-// One step only: the weights are constants of the bundle and the updated
-// parameters are outputs; keeping them on the device across steps is issue
-// 18's persistent state, not built yet. Only plain SGD exists so far.
+// Flags that do not apply to the chosen optimizer (--momentum for adam,
+// --beta1 for sgd) are refused rather than ignored.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
+
+#include "passes/Optimizer.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -51,12 +58,42 @@ static cl::opt<std::string>
          cl::value_desc("spec"), cl::sub(getTrainCommand()),
          cl::cat(getTrainCategory()));
 static cl::opt<std::string>
-    optimizer("optimizer", cl::desc("The update rule: sgd"), cl::init("sgd"),
-              cl::sub(getTrainCommand()), cl::cat(getTrainCategory()));
-static cl::opt<std::string> learningRate("lr", cl::desc("The learning rate"),
-                                         cl::value_desc("X"),
-                                         cl::sub(getTrainCommand()),
-                                         cl::cat(getTrainCategory()));
+    optimizer("optimizer",
+              cl::desc("The update rule: sgd, momentum (SGD with momentum), "
+                       "adam or adamw (torch.optim's formulas)"),
+              cl::init("sgd"), cl::sub(getTrainCommand()),
+              cl::cat(getTrainCategory()));
+
+/// The optimizer's number flags, each passed on as the pass option of its
+/// name when given (passes/Optimizer.h checks their ranges).
+static cl::opt<std::string> numberFlags[] = {
+    cl::opt<std::string>("lr", cl::desc("The learning rate"),
+                         cl::value_desc("X"), cl::sub(getTrainCommand()),
+                         cl::cat(getTrainCategory())),
+    cl::opt<std::string>(
+        "momentum",
+        cl::desc("The momentum factor of --optimizer=momentum (default 0.9)"),
+        cl::value_desc("MU"), cl::sub(getTrainCommand()),
+        cl::cat(getTrainCategory())),
+    cl::opt<std::string>("beta1",
+                         cl::desc("Adam's first-moment decay (default 0.9)"),
+                         cl::value_desc("B1"), cl::sub(getTrainCommand()),
+                         cl::cat(getTrainCategory())),
+    cl::opt<std::string>("beta2",
+                         cl::desc("Adam's second-moment decay (default 0.999)"),
+                         cl::value_desc("B2"), cl::sub(getTrainCommand()),
+                         cl::cat(getTrainCategory())),
+    cl::opt<std::string>("eps",
+                         cl::desc("Adam's denominator term (default 1e-8)"),
+                         cl::value_desc("E"), cl::sub(getTrainCommand()),
+                         cl::cat(getTrainCategory())),
+    cl::opt<std::string>(
+        "weight-decay",
+        cl::desc("L2 penalty added to the gradient (sgd, momentum, adam) or "
+                 "decoupled decay (adamw); default 0"),
+        cl::value_desc("WD"), cl::sub(getTrainCommand()),
+        cl::cat(getTrainCategory())),
+};
 
 static llvm::Error flagError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
@@ -68,16 +105,26 @@ static llvm::Expected<std::string> getTrainingPasses() {
   if (loss.empty())
     return flagError("give --loss=OUTPUT, --loss=mse:OUTPUT,TARGET or "
                      "--loss=cross-entropy:LOGITS,LABELS");
-  if (optimizer != "sgd")
-    return flagError("--optimizer=" + optimizer +
-                     ": only sgd is implemented so far");
-  double rate = 0;
-  if (learningRate.empty())
+  llvm::StringRef optimizerKind = optimizer;
+  if (optimizerKind != "sgd" && optimizerKind != "momentum" &&
+      optimizerKind != "adam" && optimizerKind != "adamw")
+    return flagError("--optimizer=" + optimizerKind +
+                     ": the optimizer must be sgd, momentum, adam or adamw");
+  if (numberFlags[0].empty())
     return flagError("give --lr=X, the learning rate");
-  if (llvm::StringRef(learningRate).getAsDouble(rate) || !std::isfinite(rate) ||
-      rate <= 0)
-    return flagError("--lr must be a positive number, got '" + learningRate +
-                     "'");
+  std::string update = "optimizer{kind=" + optimizerKind.str();
+  for (cl::opt<std::string> &flag : numberFlags) {
+    llvm::StringRef name = flag.ArgStr;
+    if (flag.getNumOccurrences() == 0)
+      continue;
+    if (!appliesToOptimizer(name, optimizerKind))
+      return flagError("--" + name +
+                       " does not apply to --optimizer=" + optimizerKind);
+    if (auto number = parseOptimizerNumber(name, flag); !number)
+      return flagError("--" + name + " " + llvm::toString(number.takeError()));
+    update += " " + name.str() + "=" + flag;
+  }
+  update += "}";
   std::string passes;
   llvm::StringRef spec = loss;
   auto [kind, operands] = spec.split(':');
@@ -96,7 +143,7 @@ static llvm::Expected<std::string> getTrainingPasses() {
     passes = "add-loss{kind=" + kind.str() + " output=" + output.str() +
              " target=" + target.str() + "},autodiff{loss=loss}";
   }
-  return passes + ",sgd{lr=" + learningRate + "}";
+  return passes + "," + update;
 }
 
 int runTrain() {

@@ -180,6 +180,16 @@ SNUG_API snug_status snug_bundle_find_input(const snug_bundle *bundle,
                                             const char *name, size_t *index);
 SNUG_API snug_status snug_bundle_find_output(const snug_bundle *bundle,
                                              const char *name, size_t *index);
+/* Persistent state (a training step's parameters and optimizer state, see
+   snugc train): mutable weights that each run updates, so that running a
+   session again runs the next step. `info` of state `index`: its name, and
+   the dtype, dims and bytes of its value; arena_offset is that of the
+   output whose value is written back into it after each run. */
+SNUG_API snug_status snug_bundle_state_count(const snug_bundle *bundle,
+                                             size_t *count);
+SNUG_API snug_status snug_bundle_state_info(const snug_bundle *bundle,
+                                            size_t index,
+                                            snug_tensor_info *info);
 /* Pipeline string and snug version the bundle was compiled with. */
 SNUG_API const char *snug_bundle_pipeline(const snug_bundle *bundle);
 SNUG_API const char *snug_bundle_compiler_version(const snug_bundle *bundle);
@@ -211,6 +221,12 @@ SNUG_API snug_status snug_session_run(snug_session *session);
 SNUG_API snug_status snug_session_get_output(snug_session *session,
                                              size_t index, void *data,
                                              size_t bytes);
+/* Copies the current value of persistent state `name` out (bytes must equal
+   its size): its value after the last run, the bundle's first value before
+   any. Device to host for a CUDA session. */
+SNUG_API snug_status snug_session_get_state(snug_session *session,
+                                            const char *name, void *data,
+                                            size_t bytes);
 /* Pointer to the output inside the arena; valid until the next run. For a
    CUDA session a DEVICE pointer. */
 SNUG_API snug_status snug_session_output_data(snug_session *session,

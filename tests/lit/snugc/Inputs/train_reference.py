@@ -9,26 +9,19 @@ i64[4]), loss.npy and <weight>.updated.npy for W1, b1, W2, b2: what snug-run
 --check DIR reads as inputs and expected outputs."""
 import math
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "bundle", "Inputs"))
 import tensors  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(__file__))
+import onnxtxt_weights  # noqa: E402
+
 model_path, loss_kind, lr, out_dir = sys.argv[1], sys.argv[2], float(
     sys.argv[3]), sys.argv[4]
 
-# The initializers of the textual model: name, dims and float_data.
-weights = {}
-with open(model_path) as f:
-    for line in f:
-        m = re.search(r'initializer \{ name: "(\w+)"(.*)\}', line)
-        if m:
-            dims = [int(d) for d in re.findall(r"dims: (\d+)", m.group(2))]
-            data = [float(v) for v in
-                    re.findall(r"float_data: ([-0-9.e]+)", m.group(2))]
-            weights[m.group(1)] = (dims, data)
+weights = onnxtxt_weights.read_initializers(model_path)
 
 
 def matrix(name):
