@@ -8,7 +8,7 @@ For every test directory (model.onnx + test_data_set_0/) under the roots:
 A test is SKIPPED, with its reason, when the model needs something snug
 refuses by design or does not support yet, and says so: an unsupported op
 (named), an element type snug lacks (string, uint32, ...), an opset outside
-7..21, a non-default domain only (training ops), training-mode ops, or a
+7..27, a non-default domain only (training ops), training-mode ops, or a
 shape or parameter that is a runtime input (snug compiles static shapes; it
 names the value), or a zero-size dim (rejected by design: every value has
 positive dims). Any other failure to compile, run or match is FAILED: a
