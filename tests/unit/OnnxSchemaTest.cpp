@@ -51,7 +51,7 @@ TEST(OnnxSchemaTest, TableCoversTheImportedOps) {
   }
 }
 
-/// "Constant 'sparse_value' (a sparse tensor, opsets 11 to 21)".
+/// "Constant 'sparse_value' (a sparse tensor, opsets 11 to 27)".
 std::string describe(const OnnxSchemaAttr &attr) {
   return std::string(attr.op) + " '" + attr.name + "' (" +
          describeOnnxAttrType(int(attr.type)) + ", opsets " +
