@@ -532,6 +532,31 @@ struct Not : IntOpBase {
   }
 };
 
+/// The bitwise ops compute on int64_t (two's complement; the store wraps to
+/// the element's width, so ~x of a u8 is 255 - x). Ops.def gives them
+/// integer types only: the other compute types are instantiated by the
+/// dispatch but never run, and give 0.
+enum class BitOp { And, Or, Xor, Not };
+template <class C> SNUG_HD C bitwise(BitOp, C, C) { return C(0); }
+template <> SNUG_HD int64_t bitwise(BitOp op, int64_t a, int64_t b) {
+  switch (op) {
+  case BitOp::And:
+    return a & b;
+  case BitOp::Or:
+    return a | b;
+  case BitOp::Xor:
+    return a ^ b;
+  case BitOp::Not:
+    break;
+  }
+  return ~a;
+}
+struct BitwiseNot : IntOpBase {
+  template <class C> SNUG_HD static C apply(C x, const Params &) {
+    return bitwise(BitOp::Not, x, x);
+  }
+};
+
 struct Reciprocal : OpBase {
   template <class C> SNUG_HD static C apply(C x, const Params &) {
     return C(1) / x;
@@ -669,6 +694,21 @@ struct Xor : BinaryBase {
     return (a != C(0)) != (b != C(0)) ? C(1) : C(0);
   }
 };
+struct BitwiseAnd : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return bitwise(BitOp::And, a, b);
+  }
+};
+struct BitwiseOr : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return bitwise(BitOp::Or, a, b);
+  }
+};
+struct BitwiseXor : BinaryBase {
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
+    return bitwise(BitOp::Xor, a, b);
+  }
+};
 
 // Comparisons: the result is bool; NaN compares false.
 struct CompareBase : BinaryBase {
@@ -697,6 +737,13 @@ struct Less : CompareBase {
 struct LessOrEqual : CompareBase {
   template <class C> SNUG_HD static bool apply(C a, C b, const Params &) {
     return a <= b;
+  }
+};
+/// x != x holds exactly for NaN (of either sign).
+struct IsNaN : OpBase {
+  static constexpr bool kCompare = true;
+  template <class C> SNUG_HD static bool apply(C x, const Params &) {
+    return x != x;
   }
 };
 

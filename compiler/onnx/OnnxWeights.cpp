@@ -21,6 +21,7 @@
 #include "llvm/Support/Path.h"
 
 #include <cstring>
+#include <iterator>
 
 namespace snug {
 namespace onnx_import {
@@ -58,6 +59,17 @@ std::string onnxDTypeName(int onnxType) {
   if (onnx::TensorProto_DataType_IsValid(onnxType))
     return onnx::TensorProto_DataType_Name(
         static_cast<onnx::TensorProto_DataType>(onnxType));
+  // Types of newer onnx.proto than the one snug builds with (Debian's ends
+  // at BFLOAT16), which opsets 19 to 25 admit: named, so that a refusal says
+  // which type rather than its number.
+  static const char *const kNewer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",        "INT4",           "FLOAT4E2M1", "FLOAT8E8M0",
+      "UINT2",        "INT2"};
+  constexpr int kFirstNewer = 17;
+  if (onnxType >= kFirstNewer &&
+      onnxType < kFirstNewer + int(std::size(kNewer)))
+    return kNewer[onnxType - kFirstNewer];
   return "type " + std::to_string(onnxType);
 }
 

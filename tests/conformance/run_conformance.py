@@ -8,10 +8,11 @@ For every test directory (model.onnx + test_data_set_0/) under the roots:
 A test is SKIPPED, with its reason, when the model needs something snug
 refuses by design or does not support yet, and says so: an unsupported op
 (named), an element type snug lacks (string, uint32, ...), an opset outside
-7..21, a non-default domain only (training ops), training-mode ops, or a
+7..27, a non-default domain only (training ops), training-mode ops, or a
 shape or parameter that is a runtime input (snug compiles static shapes; it
-names the value), or a zero-size dim (rejected by design: every value has
-positive dims). Any other failure to compile, run or match is FAILED: a
+names the value), a zero-size dim (rejected by design: every value has
+positive dims), or a graph input that is not a tensor (a sequence or map;
+snug's values are tensors). Any other failure to compile, run or match is FAILED: a
 mismatch is never skipped. Prints the
 failures, the skipped ops by count, and a closing line
     conformance: N passed, N failed, N skipped
@@ -61,6 +62,7 @@ SKIP_REASONS = [
     ("domain", re.compile(r"(imports no opset of the default ONNX domain)")),
     ("training mode", re.compile(r"(training-mode \w+) is not supported")),
     ("zero-size dim", re.compile(r"(dim \d+ is 0); snug needs positive dims")),
+    ("non-tensor value", re.compile(r"graph (input) '[^']*' is not a tensor")),
     ("runtime parameter", re.compile(r"\((\w+)\): \w+ '[^']*' is not a constant; snug needs it known at compile time")),
 ]
 
