@@ -63,6 +63,12 @@ public:
   /// broadcast operand. `gradient` itself when the dims already agree.
   llvm::Expected<ir::Value *> reduceTo(ir::Value *gradient,
                                        const ir::TensorType &type);
+  /// `value` reshaped to `dims`; `value` itself when it has them.
+  llvm::Expected<ir::Value *> reshape(ir::Value *value,
+                                      llvm::ArrayRef<int64_t> dims);
+  /// A tensor of `type` filled with `value`: a scalar weight expanded, so
+  /// no weight of the full size is stored.
+  llvm::Expected<ir::Value *> fill(double value, const ir::TensorType &type);
 
   /// The node errors are reported against (a rule's forward node).
   void setSubject(const ir::Node *node) { subject = node; }
@@ -104,12 +110,18 @@ struct GradientRuleEntry {
 llvm::ArrayRef<GradientRuleEntry> getElementwiseGradientRules();
 llvm::ArrayRef<GradientRuleEntry> getLinalgGradientRules();
 llvm::ArrayRef<GradientRuleEntry> getDataMovementGradientRules();
+llvm::ArrayRef<GradientRuleEntry> getConvGradientRules();
 
 /// The rule of `op`; nullptr when none is registered.
 GradientRule findGradientRule(ir::OpCode op);
 
 /// An error whose message is `message` (a rule's reason).
 llvm::Error gradientError(const llvm::Twine &message);
+
+/// Sets operand `index`'s gradient in `q` to `gradient`, or passes its
+/// error on.
+llvm::Error setGradient(const GradientQuery &q, unsigned index,
+                        llvm::Expected<ir::Value *> gradient);
 
 } // namespace snug
 

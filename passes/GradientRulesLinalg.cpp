@@ -205,15 +205,6 @@ llvm::Error reduceRule(GraphBuilder &b, const GradientQuery &q) {
       b.emit(OpCode::Expand, {g}, {{"shape", Attribute::getInts(xDims)}}));
 }
 
-/// `value` reshaped to `dims` (itself when it has them).
-llvm::Expected<Value *> reshapeTo(GraphBuilder &b, Value *value,
-                                  llvm::ArrayRef<int64_t> dims) {
-  if (value->getType().getDims() == dims)
-    return value;
-  return b.emit(OpCode::Reshape, {value},
-                {{"shape", Attribute::getInts(dims)}});
-}
-
 // LayerNormalization over the dims from `axis` on: y = xhat * scale + bias,
 // xhat = (x - mean) * r, r = 1 / sqrt(var + epsilon). The statistics are
 // recomputed from x (the node's mean and inverse-deviation results are
@@ -266,7 +257,7 @@ llvm::Error layerNormRule(GraphBuilder &b, const GradientQuery &q) {
   if (!xhat)
     return xhat.takeError();
   if (q.wanted[0]) {
-    auto scaleInner = reshapeTo(b, scale, inner);
+    auto scaleInner = b.reshape(scale, inner);
     if (!scaleInner)
       return scaleInner.takeError();
     auto dxhat = b.emit(OpCode::Mul, {g, *scaleInner});
@@ -315,7 +306,7 @@ llvm::Error layerNormRule(GraphBuilder &b, const GradientQuery &q) {
     }
     if (llvm::Error error = set(
             q, i,
-            reshapeTo(b, summand, q.node.getOperand(i)->getType().getDims())))
+            b.reshape(summand, q.node.getOperand(i)->getType().getDims())))
       return error;
   }
   return llvm::Error::success();
