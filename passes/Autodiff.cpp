@@ -2,7 +2,8 @@
 //
 // `autodiff{loss=NAME wrt=weights|W1,W2,...}` appends the backward pass of a
 // scalar graph output: the gradient of `loss` with respect to each weight
-// in wrt (every floating-point weight by default) becomes a graph output
+// in wrt (by default every floating-point weight but a BatchNormalization's
+// running statistics) becomes a graph output
 // named `grad.<weight>`. Reverse mode after Griewank & Walther ("Evaluating
 // Derivatives", 2nd ed., ch. 3 and 4): the adjoint of the loss is seeded
 // with 1, then the forward schedule is walked in reverse and each node on a
@@ -95,11 +96,28 @@ static llvm::Expected<Value *> findLoss(const ir::Module &module,
                    "' is not a graph output (outputs: " + names + ")");
 }
 
+/// The weights read only as a BatchNormalization's mean or variance: running
+/// statistics, which training updates (if at all) from batch statistics,
+/// never by their gradient, so the default wrt leaves them out.
+static llvm::DenseSet<const Value *>
+findStatistics(const ir::Module &module) {
+  llvm::DenseSet<const Value *> statistics, otherwise;
+  for (const std::unique_ptr<Node> &node : module.getNodes())
+    for (unsigned i = 0; i < node->getNumOperands(); ++i)
+      (node->is(OpCode::BatchNormalization) && i >= 3 ? statistics : otherwise)
+          .insert(node->getOperand(i));
+  for (const Value *value : otherwise)
+    statistics.erase(value);
+  return statistics;
+}
+
 static llvm::Expected<llvm::SmallVector<Value *, 8>>
 findWrt(const ir::Module &module, llvm::ArrayRef<std::string> names) {
   llvm::SmallVector<Value *, 8> wrt;
+  llvm::DenseSet<const Value *> statistics = findStatistics(module);
   for (Value *weight : module.getWeights())
-    if (names.empty() && ir::isFloatDType(weight->getType().getDType()))
+    if (names.empty() && ir::isFloatDType(weight->getType().getDType()) &&
+        !statistics.count(weight))
       wrt.push_back(weight);
   for (const std::string &name : names) {
     Value *found = nullptr;
