@@ -52,6 +52,9 @@ GraphBuilder::emitNode(OpCode op, llvm::ArrayRef<Value *> operands,
     return gradientError(where + "cannot build " + ir::getOpInfo(op).name +
                          ": " + reason);
   }
+  if (insertAt)
+    return module.insertNode((*insertAt)++, op, operands, *resultTypes,
+                             std::move(attributes));
   return module.addNode(op, operands, *resultTypes, std::move(attributes));
 }
 
@@ -128,8 +131,7 @@ GradientRule findGradientRule(OpCode op) {
   static const llvm::DenseMap<unsigned, GradientRule> rules = [] {
     llvm::DenseMap<unsigned, GradientRule> map;
     for (auto table : {getElementwiseGradientRules(), getLinalgGradientRules(),
-                       getDataMovementGradientRules(),
-                       getConvGradientRules()})
+                       getDataMovementGradientRules(), getConvGradientRules()})
       for (const GradientRuleEntry &entry : table)
         map[unsigned(entry.op)] = entry.rule;
     return map;
@@ -295,8 +297,8 @@ llvm::Error clipRule(GraphBuilder &b, const GradientQuery &q) {
     if (i < q.node.getNumOperands() && q.node.getOperand(i))
       bound = q.node.getOperand(i);
     else if (attrs.count(i == 1 ? "min" : "max"))
-      bound = b.scalar(getFloatAttr(attrs, i == 1 ? "min" : "max", 0),
-                       dtypeOf(q));
+      bound =
+          b.scalar(getFloatAttr(attrs, i == 1 ? "min" : "max", 0), dtypeOf(q));
     if (!bound)
       continue;
     auto inside = b.emit(i == 1 ? OpCode::GreaterOrEqual : OpCode::LessOrEqual,
@@ -346,8 +348,7 @@ llvm::Expected<Value *> gaussian(GraphBuilder &b, const GradientQuery &q,
 const double pi = 3.14159265358979323846;
 
 llvm::Error erfRule(GraphBuilder &b, const GradientQuery &q) {
-  return unaryTimes(
-      b, q, [&] { return gaussian(b, q, 2 / std::sqrt(pi), 1); });
+  return unaryTimes(b, q, [&] { return gaussian(b, q, 2 / std::sqrt(pi), 1); });
 }
 
 // Exact Gelu, y = x Phi(x): y' = Phi(x) + x phi(x), Phi(x) = (1 + erf(x /
@@ -358,8 +359,8 @@ llvm::Error geluRule(GraphBuilder &b, const GradientQuery &q) {
                          "rule");
   return unaryTimes(b, q, [&]() -> llvm::Expected<Value *> {
     Value *x = operand(q, 0);
-    auto scaled = b.emit(OpCode::Mul, {x, b.scalar(1 / std::sqrt(2.0),
-                                                   dtypeOf(q))});
+    auto scaled =
+        b.emit(OpCode::Mul, {x, b.scalar(1 / std::sqrt(2.0), dtypeOf(q))});
     if (!scaled)
       return scaled.takeError();
     auto erf = b.emit(OpCode::Erf, {*scaled});
@@ -385,14 +386,22 @@ llvm::Error geluRule(GraphBuilder &b, const GradientQuery &q) {
 
 llvm::ArrayRef<GradientRuleEntry> getElementwiseGradientRules() {
   static const GradientRuleEntry rules[] = {
-      {OpCode::Exp, expRule},   {OpCode::Identity, identityRule},
-      {OpCode::Log, logRule},   {OpCode::Neg, negRule},
-      {OpCode::Relu, reluRule}, {OpCode::Sigmoid, sigmoidRule},
-      {OpCode::Sqrt, sqrtRule}, {OpCode::Tanh, tanhRule},
-      {OpCode::Add, addRule},   {OpCode::Div, divRule},
-      {OpCode::Mul, mulRule},   {OpCode::Sub, subRule},
-      {OpCode::Sum, addRule},   {OpCode::Clip, clipRule},
-      {OpCode::Erf, erfRule},   {OpCode::Gelu, geluRule},
+      {OpCode::Exp, expRule},
+      {OpCode::Identity, identityRule},
+      {OpCode::Log, logRule},
+      {OpCode::Neg, negRule},
+      {OpCode::Relu, reluRule},
+      {OpCode::Sigmoid, sigmoidRule},
+      {OpCode::Sqrt, sqrtRule},
+      {OpCode::Tanh, tanhRule},
+      {OpCode::Add, addRule},
+      {OpCode::Div, divRule},
+      {OpCode::Mul, mulRule},
+      {OpCode::Sub, subRule},
+      {OpCode::Sum, addRule},
+      {OpCode::Clip, clipRule},
+      {OpCode::Erf, erfRule},
+      {OpCode::Gelu, geluRule},
       {OpCode::LeakyRelu, leakyReluRule},
   };
   return rules;

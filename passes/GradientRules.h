@@ -25,6 +25,7 @@
 #include "ir/Module.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/Optional.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
@@ -72,12 +73,16 @@ public:
 
   /// The node errors are reported against (a rule's forward node).
   void setSubject(const ir::Node *node) { subject = node; }
+  /// New nodes go before schedule position `index` (and on after each
+  /// other) instead of at the end: what a rewrite in place builds with.
+  void setInsertionPoint(size_t index) { insertAt = index; }
 
 private:
   ir::Module &module;
   std::string constantPrefix;
   unsigned constantCount = 0;
   const ir::Node *subject = nullptr;
+  llvm::Optional<size_t> insertAt;
 };
 
 /// What a gradient rule sees and fills in.

@@ -57,7 +57,8 @@ struct Window {
 
   Window(const ir::AttributeMap &attrs, llvm::ArrayRef<int64_t> kernelDims) {
     size_t spatial = kernelDims.size();
-    kernel = getIntsAttr(attrs, "kernel_shape").getValueOr(Dims(kernelDims.begin(), kernelDims.end()));
+    kernel = getIntsAttr(attrs, "kernel_shape")
+                 .getValueOr(Dims(kernelDims.begin(), kernelDims.end()));
     strides = getIntsAttr(attrs, "strides").getValueOr(Dims(spatial, 1));
     dilations = getIntsAttr(attrs, "dilations").getValueOr(Dims(spatial, 1));
     pads = getIntsAttr(attrs, "pads").getValueOr(Dims(2 * spatial, 0));
@@ -172,10 +173,10 @@ llvm::Expected<Value *> convWeightGradient(GraphBuilder &b, const Window &w,
 
 /// `g` summed over every dim but the channels, as a [C] vector.
 llvm::Expected<Value *> sumPerChannel(GraphBuilder &b, Value *g) {
-  return b.emit(OpCode::ReduceSum, {g},
-                {{"axes", Attribute::getInts(
-                              allButChannels(g->getType().getRank()))},
-                 {"keepdims", Attribute::getInt(0)}});
+  return b.emit(
+      OpCode::ReduceSum, {g},
+      {{"axes", Attribute::getInts(allButChannels(g->getType().getRank()))},
+       {"keepdims", Attribute::getInt(0)}});
 }
 
 llvm::Error convRule(GraphBuilder &b, const GradientQuery &q) {
@@ -184,14 +185,12 @@ llvm::Error convRule(GraphBuilder &b, const GradientQuery &q) {
   Window w(q.node.getAttributes(), weight->getType().getDims().drop_front(2));
   int64_t group = getIntAttr(q.node.getAttributes(), "group", 1);
   if (q.wanted[0])
-    if (llvm::Error error =
-            setGradient(q, 0,
-                        w.transpose(b, g, weight, group,
-                                    x->getType().getDims())))
+    if (llvm::Error error = setGradient(
+            q, 0, w.transpose(b, g, weight, group, x->getType().getDims())))
       return error;
   if (q.wanted[1])
-    if (llvm::Error error = setGradient(
-            q, 1, convWeightGradient(b, w, x, g, weight, group)))
+    if (llvm::Error error =
+            setGradient(q, 1, convWeightGradient(b, w, x, g, weight, group)))
       return error;
   if (q.node.getNumOperands() > 2 && q.node.getOperand(2) && q.wanted[2])
     return setGradient(q, 2, sumPerChannel(b, g));
@@ -223,10 +222,10 @@ llvm::Error maxPoolRule(GraphBuilder &b, const GradientQuery &q) {
   for (auto *value : {&zeros, &flatIndices, &flatGradient})
     if (!*value)
       return value->takeError();
-  auto scattered = b.emit(OpCode::ScatterElements,
-                          {*zeros, *flatIndices, *flatGradient},
-                          {{"axis", Attribute::getInt(0)},
-                           {"reduction", Attribute::getString("add")}});
+  auto scattered =
+      b.emit(OpCode::ScatterElements, {*zeros, *flatIndices, *flatGradient},
+             {{"axis", Attribute::getInt(0)},
+              {"reduction", Attribute::getString("add")}});
   if (!scattered)
     return scattered.takeError();
   return setGradient(q, 0, b.reshape(*scattered, x->getType().getDims()));
@@ -285,10 +284,10 @@ llvm::Error globalPoolRule(GraphBuilder &b, const GradientQuery &q) {
     auto isMax = b.emit(OpCode::Equal, {x, q.node.getResult(0)});
     if (!isMax)
       return isMax.takeError();
-    spread = b.emit(OpCode::Where,
-                    {*isMax, g, b.scalar(0, xType.getDType())});
+    spread = b.emit(OpCode::Where, {*isMax, g, b.scalar(0, xType.getDType())});
   } else {
-    int64_t cells = xType.getNumElements() / (xType.getDims()[0] * xType.getDims()[1]);
+    int64_t cells =
+        xType.getNumElements() / (xType.getDims()[0] * xType.getDims()[1]);
     auto mean = b.emit(OpCode::Mul,
                        {g, b.scalar(1.0 / double(cells), xType.getDType())});
     if (!mean)
@@ -368,8 +367,7 @@ llvm::Error batchNormRule(GraphBuilder &b, const GradientQuery &q) {
     auto product = b.emit(OpCode::Mul, {*biasSum, *scaleR});
     if (!product)
       return product.takeError();
-    if (llvm::Error error =
-            setGradient(q, 3, b.emit(OpCode::Neg, {*product})))
+    if (llvm::Error error = setGradient(q, 3, b.emit(OpCode::Neg, {*product})))
       return error;
   }
   if (!q.wanted[4])

@@ -27,19 +27,13 @@ using ir::Value;
 
 namespace {
 
-llvm::Error set(const GradientQuery &q, llvm::Expected<Value *> gradient) {
-  if (!gradient)
-    return gradient.takeError();
-  q.operandGradients[0] = *gradient;
-  return llvm::Error::success();
-}
-
 llvm::Error reshapeBackRule(GraphBuilder &b, const GradientQuery &q) {
   if (!q.wanted[0])
     return llvm::Error::success();
   llvm::ArrayRef<int64_t> dims = q.node.getOperand(0)->getType().getDims();
-  return set(q, b.emit(OpCode::Reshape, {q.resultGradients[0]},
-                       {{"shape", Attribute::getInts(dims)}}));
+  return setGradient(q, 0,
+                     b.emit(OpCode::Reshape, {q.resultGradients[0]},
+                            {{"shape", Attribute::getInts(dims)}}));
 }
 
 llvm::Error transposeRule(GraphBuilder &b, const GradientQuery &q) {
@@ -55,13 +49,14 @@ llvm::Error transposeRule(GraphBuilder &b, const GradientQuery &q) {
   llvm::SmallVector<int64_t, 4> inverse(rank, 0);
   for (int64_t i = 0; i < rank; ++i)
     inverse[perm[i]] = i;
-  return set(q, b.emit(OpCode::Transpose, {q.resultGradients[0]},
-                       {{"perm", Attribute::getInts(inverse)}}));
+  return setGradient(q, 0,
+                     b.emit(OpCode::Transpose, {q.resultGradients[0]},
+                            {{"perm", Attribute::getInts(inverse)}}));
 }
 
 /// `value`'s elements [start, end) along `axis`.
-llvm::Expected<Value *> sliceAlong(GraphBuilder &b, Value *value,
-                                   int64_t axis, int64_t start, int64_t end) {
+llvm::Expected<Value *> sliceAlong(GraphBuilder &b, Value *value, int64_t axis,
+                                   int64_t start, int64_t end) {
   return b.emit(OpCode::Slice, {value},
                 {{"starts", Attribute::getInts({start})},
                  {"ends", Attribute::getInts({end})},
@@ -104,8 +99,8 @@ llvm::Error splitRule(GraphBuilder &b, const GradientQuery &q) {
     }
     parts.push_back(part);
   }
-  return setGradient(q, 0, b.emit(OpCode::Concat, parts,
-                                  {{"axis", Attribute::getInt(axis)}}));
+  return setGradient(
+      q, 0, b.emit(OpCode::Concat, parts, {{"axis", Attribute::getInt(axis)}}));
 }
 
 llvm::Error sliceRule(GraphBuilder &b, const GradientQuery &q) {
@@ -114,7 +109,8 @@ llvm::Error sliceRule(GraphBuilder &b, const GradientQuery &q) {
   const ir::AttributeMap &attrs = q.node.getAttributes();
   llvm::ArrayRef<int64_t> dims = q.node.getOperand(0)->getType().getDims();
   llvm::SmallVector<int64_t, 8> pads(2 * dims.size(), 0);
-  auto starts = *getIntsAttr(attrs, "starts"), axes = *getIntsAttr(attrs, "axes");
+  auto starts = *getIntsAttr(attrs, "starts"),
+       axes = *getIntsAttr(attrs, "axes");
   auto steps = *getIntsAttr(attrs, "steps");
   llvm::ArrayRef<int64_t> kept = q.node.getResult(0)->getType().getDims();
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -124,8 +120,9 @@ llvm::Error sliceRule(GraphBuilder &b, const GradientQuery &q) {
     pads[axes[i]] = kept[axes[i]] ? starts[i] : 0;
     pads[axes[i] + dims.size()] = dims[axes[i]] - kept[axes[i]] - pads[axes[i]];
   }
-  return setGradient(q, 0, b.emit(OpCode::Pad, {q.resultGradients[0]},
-                                  {{"pads", Attribute::getInts(pads)}}));
+  return setGradient(q, 0,
+                     b.emit(OpCode::Pad, {q.resultGradients[0]},
+                            {{"pads", Attribute::getInts(pads)}}));
 }
 
 llvm::Error padRule(GraphBuilder &b, const GradientQuery &q) {
@@ -145,11 +142,12 @@ llvm::Error padRule(GraphBuilder &b, const GradientQuery &q) {
     axes.push_back(int64_t(i));
     steps.push_back(1);
   }
-  return setGradient(q, 0, b.emit(OpCode::Slice, {q.resultGradients[0]},
-                                  {{"starts", Attribute::getInts(starts)},
-                                   {"ends", Attribute::getInts(ends)},
-                                   {"axes", Attribute::getInts(axes)},
-                                   {"steps", Attribute::getInts(steps)}}));
+  return setGradient(q, 0,
+                     b.emit(OpCode::Slice, {q.resultGradients[0]},
+                            {{"starts", Attribute::getInts(starts)},
+                             {"ends", Attribute::getInts(ends)},
+                             {"axes", Attribute::getInts(axes)},
+                             {"steps", Attribute::getInts(steps)}}));
 }
 
 llvm::Error gatherRule(GraphBuilder &b, const GradientQuery &q) {
@@ -162,9 +160,8 @@ llvm::Error gatherRule(GraphBuilder &b, const GradientQuery &q) {
   for (int64_t i = 0; i < int64_t(dims.size()); ++i)
     (i < axis ? outer : inner) *= i == axis ? 1 : dims[i];
   int64_t picks = indices->getType().getNumElements();
-  auto zeros =
-      b.fill(0, ir::TensorType(data->getType().getDType(),
-                               {outer, dims[axis], inner}));
+  auto zeros = b.fill(0, ir::TensorType(data->getType().getDType(),
+                                        {outer, dims[axis], inner}));
   auto column = b.reshape(indices, {1, picks, 1});
   auto rows = b.reshape(q.resultGradients[0], {outer, picks, inner});
   for (auto *value : {&zeros, &column, &rows})
@@ -192,11 +189,16 @@ llvm::Error dropoutRule(GraphBuilder &b, const GradientQuery &q) {
 
 llvm::ArrayRef<GradientRuleEntry> getDataMovementGradientRules() {
   static const GradientRuleEntry rules[] = {
-      {OpCode::Flatten, reshapeBackRule},   {OpCode::Reshape, reshapeBackRule},
-      {OpCode::Squeeze, reshapeBackRule},   {OpCode::Transpose, transposeRule},
-      {OpCode::Unsqueeze, reshapeBackRule}, {OpCode::Concat, concatRule},
-      {OpCode::Dropout, dropoutRule},       {OpCode::Gather, gatherRule},
-      {OpCode::Pad, padRule},               {OpCode::Slice, sliceRule},
+      {OpCode::Flatten, reshapeBackRule},
+      {OpCode::Reshape, reshapeBackRule},
+      {OpCode::Squeeze, reshapeBackRule},
+      {OpCode::Transpose, transposeRule},
+      {OpCode::Unsqueeze, reshapeBackRule},
+      {OpCode::Concat, concatRule},
+      {OpCode::Dropout, dropoutRule},
+      {OpCode::Gather, gatherRule},
+      {OpCode::Pad, padRule},
+      {OpCode::Slice, sliceRule},
       {OpCode::Split, splitRule},
   };
   return rules;

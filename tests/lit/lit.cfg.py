@@ -32,3 +32,25 @@ if os.environ.get("SNUG_HAVE_NVRTC") == "1":
     config.available_features.add("nvrtc")
 if shutil.which("chromium"):
     config.available_features.add("chromium")
+
+# Tests that compare with PyTorch (`REQUIRES: torch`) run their reference
+# script with %torch-python: the first of SNUG_TORCH_PYTHON, SNUG_PYTHON,
+# the checkout's .venv and the system python3 that has torch and numpy
+# (probed by find_spec, without importing torch).
+import subprocess  # noqa: E402
+
+_repo = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+for _candidate in [os.environ.get("SNUG_TORCH_PYTHON"),
+                   os.environ.get("SNUG_PYTHON"),
+                   os.path.join(_repo, ".venv", "bin", "python"),
+                   "/usr/bin/python3"]:
+    if not _candidate or not shutil.which(_candidate):
+        continue
+    _probe = subprocess.run(
+        [_candidate, "-c", "import importlib.util as u, sys; "
+         "sys.exit(not (u.find_spec('torch') and u.find_spec('numpy')))"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if _probe.returncode == 0:
+        config.available_features.add("torch")
+        config.substitutions.append(("%torch-python", _candidate))
+        break

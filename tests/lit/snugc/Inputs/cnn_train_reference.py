@@ -1,5 +1,6 @@
-"""A tiny CNN (Conv stride 2 with bias, inference BatchNormalization, Relu,
-MaxPool, Flatten, Gemm) written as an ONNX text model, and one SGD step of it
+"""A tiny CNN (Conv with bias, inference BatchNormalization, Relu, MaxPool,
+a grouped Conv of stride 2 whose stride leaves a remainder, GlobalAveragePool,
+Flatten, Gemm) written as an ONNX text model, and one SGD step of it
 under an MSE loss computed by PyTorch (float64, then stored as f32): the
 reference `snugc train` is checked against.
 
@@ -29,13 +30,14 @@ def values(shape, phase, scale=1.0, offset=0.0):
 
 
 weights = {
-    "conv_w": values((M, C, 3, 3), 0.3, 0.4),
+    "conv_w": values((M, C, 2, 2), 0.3, 0.4),
     "conv_b": values((M,), 1.1, 0.1),
     "bn_scale": values((M,), 2.0, 0.3, 1.0),
     "bn_bias": values((M,), 0.7, 0.2),
     "bn_mean": values((M,), 1.9, 0.1),
     "bn_var": values((M,), 0.4, 0.3, 1.0),
-    "fc_w": values((K, M * 2 * 2), 0.9, 0.3),
+    "conv2_w": values((M, M // 2, 3, 3), 1.4, 0.4),
+    "fc_w": values((K, M), 0.9, 0.6),
     "fc_b": values((K,), 2.5, 0.1),
 }
 x = values((N, C, H, H), 0.1)
@@ -64,16 +66,20 @@ model = [
     'graph {',
     '  name: "cnn_train"',
     '  node { name: "conv" op_type: "Conv" input: "x" input: "conv_w" '
-    'input: "conv_b" output: "c" %s %s %s }' % (
-        ints("kernel_shape", [3, 3]), ints("strides", [2, 2]),
-        ints("pads", [1, 1, 1, 1])),
+    'input: "conv_b" output: "c" %s }' % ints("kernel_shape", [2, 2]),
     '  node { name: "bn" op_type: "BatchNormalization" input: "c" '
     'input: "bn_scale" input: "bn_bias" input: "bn_mean" input: "bn_var" '
     'output: "b" }',
     '  node { name: "relu" op_type: "Relu" input: "b" output: "r" }',
     '  node { name: "pool" op_type: "MaxPool" input: "r" output: "p" %s %s }'
     % (ints("kernel_shape", [2, 2]), ints("strides", [1, 1])),
-    '  node { name: "flat" op_type: "Flatten" input: "p" output: "f" }',
+    '  node { name: "conv2" op_type: "Conv" input: "p" input: "conv2_w" '
+    'output: "c2" %s %s %s attribute { name: "group" i: 2 type: INT } }' % (
+        ints("kernel_shape", [3, 3]), ints("strides", [2, 2]),
+        ints("pads", [1, 1, 1, 1])),
+    '  node { name: "gap" op_type: "GlobalAveragePool" input: "c2" '
+    'output: "g" }',
+    '  node { name: "flat" op_type: "Flatten" input: "g" output: "f" }',
     '  node { name: "fc" op_type: "Gemm" input: "f" input: "fc_w" '
     'input: "fc_b" output: "y" attribute { name: "transB" i: 1 type: INT } }',
 ]
@@ -90,13 +96,16 @@ with open(os.path.join(out_dir, "cnn-train.onnxtxt"), "w") as f:
 
 # The same net in PyTorch, eval-mode BatchNorm (running statistics).
 torch.set_default_dtype(torch.float64)
-conv = torch.nn.Conv2d(C, M, 3, stride=2, padding=1)
+conv = torch.nn.Conv2d(C, M, 2)
 bn = torch.nn.BatchNorm2d(M, eps=1e-5)
-fc = torch.nn.Linear(M * 2 * 2, K)
+conv2 = torch.nn.Conv2d(M, M, 3, stride=2, padding=1, groups=2, bias=False)
+fc = torch.nn.Linear(M, K)
 net = torch.nn.Sequential(conv, bn, torch.nn.ReLU(), torch.nn.MaxPool2d(2, 1),
+                          conv2, torch.nn.AdaptiveAvgPool2d(1),
                           torch.nn.Flatten(), fc)
 params = {"conv_w": conv.weight, "conv_b": conv.bias, "bn_scale": bn.weight,
-          "bn_bias": bn.bias, "fc_w": fc.weight, "fc_b": fc.bias}
+          "bn_bias": bn.bias, "conv2_w": conv2.weight, "fc_w": fc.weight,
+          "fc_b": fc.bias}
 with torch.no_grad():
     for name, p in params.items():
         p.copy_(torch.from_numpy(weights[name].astype(np.float64)))
