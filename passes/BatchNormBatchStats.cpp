@@ -41,33 +41,15 @@ public:
 llvm::Expected<Value *> withBatchStats(GraphBuilder &b, const ir::Node &node) {
   Value *x = node.getOperand(0);
   llvm::ArrayRef<int64_t> dims = x->getType().getDims();
-  ir::DType dtype = x->getType().getDType();
   llvm::SmallVector<int64_t, 4> axes{0}, column(dims.size() - 1, 1);
   for (size_t i = 2; i < dims.size(); ++i)
     axes.push_back(int64_t(i));
   column[0] = dims[1];
-  ir::AttributeMap meanAttrs = {{"axes", Attribute::getInts(axes)},
-                                {"keepdims", Attribute::getInt(1)}};
-  auto mean = b.emit(OpCode::ReduceMean, {x}, meanAttrs);
-  if (!mean)
-    return mean.takeError();
-  auto centered = b.emit(OpCode::Sub, {x, *mean});
-  if (!centered)
-    return centered.takeError();
-  auto squared = b.emit(OpCode::Mul, {*centered, *centered});
-  if (!squared)
-    return squared.takeError();
-  auto variance = b.emit(OpCode::ReduceMean, {*squared}, meanAttrs);
-  if (!variance)
-    return variance.takeError();
-  float epsilon = getFloatAttr(node.getAttributes(), "epsilon", 1e-5f);
-  auto shifted = b.emit(OpCode::Add, {*variance, b.scalar(epsilon, dtype)});
-  if (!shifted)
-    return shifted.takeError();
-  auto deviation = b.emit(OpCode::Sqrt, {*shifted});
-  if (!deviation)
-    return deviation.takeError();
-  auto normalized = b.emit(OpCode::Div, {*centered, *deviation});
+  auto stats =
+      b.moments(x, axes, getFloatAttr(node.getAttributes(), "epsilon", 1e-5f));
+  if (!stats)
+    return stats.takeError();
+  auto normalized = b.emit(OpCode::Div, {stats->centered, stats->deviation});
   if (!normalized)
     return normalized.takeError();
   auto scale = b.reshape(node.getOperand(1), column);

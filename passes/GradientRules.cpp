@@ -118,6 +118,32 @@ llvm::Expected<Value *> GraphBuilder::reshape(Value *value,
               {{"shape", ir::Attribute::getInts(dims)}});
 }
 
+llvm::Expected<GraphBuilder::Moments>
+GraphBuilder::moments(Value *x, llvm::ArrayRef<int64_t> axes, float epsilon) {
+  ir::AttributeMap meanAttrs = {{"axes", ir::Attribute::getInts(axes)},
+                                {"keepdims", ir::Attribute::getInt(1)}};
+  auto mean = emit(OpCode::ReduceMean, {x}, meanAttrs);
+  if (!mean)
+    return mean.takeError();
+  auto centered = emit(OpCode::Sub, {x, *mean});
+  if (!centered)
+    return centered.takeError();
+  auto squared = emit(OpCode::Mul, {*centered, *centered});
+  if (!squared)
+    return squared.takeError();
+  auto variance = emit(OpCode::ReduceMean, {*squared}, meanAttrs);
+  if (!variance)
+    return variance.takeError();
+  auto shifted =
+      emit(OpCode::Add, {*variance, scalar(epsilon, x->getType().getDType())});
+  if (!shifted)
+    return shifted.takeError();
+  auto deviation = emit(OpCode::Sqrt, {*shifted});
+  if (!deviation)
+    return deviation.takeError();
+  return Moments{*centered, *deviation};
+}
+
 llvm::Expected<Value *> GraphBuilder::fill(double value,
                                            const ir::TensorType &type) {
   Value *one = scalar(value, type.getDType());

@@ -67,6 +67,14 @@ public:
   /// `value` reshaped to `dims`; `value` itself when it has them.
   llvm::Expected<ir::Value *> reshape(ir::Value *value,
                                       llvm::ArrayRef<int64_t> dims);
+  /// x - mean and sqrt(var + epsilon), the mean and (biased) variance of
+  /// `x` over `axes`, those kept as dims of 1: what the normalizations and
+  /// their gradients share.
+  struct Moments {
+    ir::Value *centered, *deviation;
+  };
+  llvm::Expected<Moments> moments(ir::Value *x, llvm::ArrayRef<int64_t> axes,
+                                  float epsilon);
   /// A tensor of `type` filled with `value`: a scalar weight expanded, so
   /// no weight of the full size is stored.
   llvm::Expected<ir::Value *> fill(double value, const ir::TensorType &type);

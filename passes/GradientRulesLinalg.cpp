@@ -222,30 +222,14 @@ llvm::Error layerNormRule(GraphBuilder &b, const GradientQuery &q) {
   llvm::ArrayRef<int64_t> inner = dims.drop_front(axis);
   ir::AttributeMap meanAttrs = {{"axes", Attribute::getInts(normalized)},
                                 {"keepdims", Attribute::getInt(1)}};
-  auto mean = b.emit(OpCode::ReduceMean, {x}, meanAttrs);
-  if (!mean)
-    return mean.takeError();
-  auto centered = b.emit(OpCode::Sub, {x, *mean});
-  if (!centered)
-    return centered.takeError();
-  auto squared = b.emit(OpCode::Mul, {*centered, *centered});
-  if (!squared)
-    return squared.takeError();
-  auto variance = b.emit(OpCode::ReduceMean, {*squared}, meanAttrs);
-  if (!variance)
-    return variance.takeError();
-  auto shifted = b.emit(
-      OpCode::Add,
-      {*variance, b.scalar(getFloatAttr(attrs, "epsilon", 1e-5f), dtype)});
-  if (!shifted)
-    return shifted.takeError();
-  auto deviation = b.emit(OpCode::Sqrt, {*shifted});
-  if (!deviation)
-    return deviation.takeError();
-  auto r = b.emit(OpCode::Div, {b.scalar(1, dtype), *deviation});
+  auto stats = b.moments(x, normalized, getFloatAttr(attrs, "epsilon", 1e-5f));
+  if (!stats)
+    return stats.takeError();
+  Value *centered = stats->centered;
+  auto r = b.emit(OpCode::Div, {b.scalar(1, dtype), stats->deviation});
   if (!r)
     return r.takeError();
-  auto xhat = b.emit(OpCode::Mul, {*centered, *r});
+  auto xhat = b.emit(OpCode::Mul, {centered, *r});
   if (!xhat)
     return xhat.takeError();
   if (q.wanted[0]) {
