@@ -153,11 +153,17 @@ llvm::Expected<Value *> GraphBuilder::fill(double value,
               {{"shape", ir::Attribute::getInts(type.getDims())}});
 }
 
+llvm::ArrayRef<llvm::ArrayRef<GradientRuleEntry>> getGradientRuleTables() {
+  static const llvm::ArrayRef<GradientRuleEntry> tables[] = {
+      getElementwiseGradientRules(), getLinalgGradientRules(),
+      getDataMovementGradientRules(), getConvGradientRules()};
+  return tables;
+}
+
 GradientRule findGradientRule(OpCode op) {
   static const llvm::DenseMap<unsigned, GradientRule> rules = [] {
     llvm::DenseMap<unsigned, GradientRule> map;
-    for (auto table : {getElementwiseGradientRules(), getLinalgGradientRules(),
-                       getDataMovementGradientRules(), getConvGradientRules()})
+    for (auto table : getGradientRuleTables())
       for (const GradientRuleEntry &entry : table)
         map[unsigned(entry.op)] = entry.rule;
     return map;

@@ -124,6 +124,9 @@ llvm::ArrayRef<GradientRuleEntry> getElementwiseGradientRules();
 llvm::ArrayRef<GradientRuleEntry> getLinalgGradientRules();
 llvm::ArrayRef<GradientRuleEntry> getDataMovementGradientRules();
 llvm::ArrayRef<GradientRuleEntry> getConvGradientRules();
+/// All of the above, the one list findGradientRule and the coverage test
+/// read.
+llvm::ArrayRef<llvm::ArrayRef<GradientRuleEntry>> getGradientRuleTables();
 
 /// The rule of `op`; nullptr when none is registered.
 GradientRule findGradientRule(ir::OpCode op);
