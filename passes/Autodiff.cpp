@@ -2,15 +2,19 @@
 //
 // `autodiff{loss=NAME wrt=weights|W1,W2,...}` appends the backward pass of a
 // scalar graph output: the gradient of `loss` with respect to each weight
-// in wrt (every floating-point weight by default) becomes a graph output
-// named `grad.<weight>`. Reverse mode after Griewank & Walther ("Evaluating
-// Derivatives", 2nd ed., ch. 3 and 4): the adjoint of the loss is seeded
-// with 1, then the forward schedule is walked in reverse and each node on a
-// path from wrt to the loss gets its vector-Jacobian product from its op's
-// gradient rule (passes/GradientRules.h). A value read by several nodes
-// accumulates one adjoint per reader, summed with Add as they arrive; since
-// every reader comes after its operand in the schedule, an adjoint is
-// complete before the walk reaches its producer.
+// in wrt (by default every floating-point weight but a BatchNormalization's
+// running statistics) becomes a graph output named `grad.<weight>`. Reverse
+// mode after Griewank & Walther ("Evaluating Derivatives", 2nd ed., ch. 3
+// and 4): the adjoint of the loss is seeded with 1, then the forward
+// schedule is walked in reverse and each node on a path from wrt to the
+// loss gets its vector-Jacobian product from its op's gradient rule
+// (passes/GradientRules.h). A value read by several nodes accumulates one
+// adjoint per reader, summed with Add as they arrive; since every reader
+// comes after its operand in the schedule, an adjoint is complete before
+// the walk reaches its producer.
+//
+// With batch-stats=1, each BatchNormalization is first rewritten into its
+// training-mode form (passes/BatchNormBatchStats.h), after wrt is chosen.
 //
 // Invariants: the forward nodes are left as they are (the backward nodes
 // read their operands and results: the saved activations); every gradient
@@ -26,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
+#include "passes/BatchNormBatchStats.h"
 #include "passes/GradientRules.h"
 #include "passes/Passes.h"
 
@@ -51,6 +56,8 @@ private:
   std::string lossName;
   /// Empty: every floating-point weight.
   llvm::SmallVector<std::string, 4> wrtNames;
+  /// Differentiate BatchNormalization in training mode (batch statistics).
+  bool batchStats = false;
 };
 
 llvm::Error passError(const llvm::Twine &message) {
@@ -74,6 +81,12 @@ llvm::Error Autodiff::setOption(llvm::StringRef key, llvm::StringRef value) {
       wrtNames.push_back(name.str());
     return llvm::Error::success();
   }
+  if (key == "batch-stats") {
+    if (value != "0" && value != "1")
+      return passError("batch-stats must be 0 or 1, got '" + value + "'");
+    batchStats = value == "1";
+    return llvm::Error::success();
+  }
   return Pass::setOption(key, value);
 }
 
@@ -95,11 +108,27 @@ static llvm::Expected<Value *> findLoss(const ir::Module &module,
                    "' is not a graph output (outputs: " + names + ")");
 }
 
+/// The weights read only as a BatchNormalization's mean or variance: running
+/// statistics, which training updates (if at all) from batch statistics,
+/// never by their gradient, so the default wrt leaves them out.
+static llvm::DenseSet<const Value *> findStatistics(const ir::Module &module) {
+  llvm::DenseSet<const Value *> statistics, otherwise;
+  for (const std::unique_ptr<Node> &node : module.getNodes())
+    for (unsigned i = 0; i < node->getNumOperands(); ++i)
+      (node->is(OpCode::BatchNormalization) && i >= 3 ? statistics : otherwise)
+          .insert(node->getOperand(i));
+  for (const Value *value : otherwise)
+    statistics.erase(value);
+  return statistics;
+}
+
 static llvm::Expected<llvm::SmallVector<Value *, 8>>
 findWrt(const ir::Module &module, llvm::ArrayRef<std::string> names) {
   llvm::SmallVector<Value *, 8> wrt;
+  llvm::DenseSet<const Value *> statistics = findStatistics(module);
   for (Value *weight : module.getWeights())
-    if (names.empty() && ir::isFloatDType(weight->getType().getDType()))
+    if (names.empty() && ir::isFloatDType(weight->getType().getDType()) &&
+        !statistics.count(weight))
       wrt.push_back(weight);
   for (const std::string &name : names) {
     Value *found = nullptr;
@@ -242,6 +271,10 @@ llvm::Expected<bool> Autodiff::run(ir::Module &module) {
   auto wrt = findWrt(module, wrtNames);
   if (!wrt)
     return wrt.takeError();
+  // After wrt is chosen: the rewrite's epsilon constants are no parameters.
+  if (batchStats)
+    if (auto rewritten = useBatchStatistics(module); !rewritten)
+      return rewritten.takeError();
 
   llvm::DenseSet<const Value *> dependent = findDependents(module, *wrt);
   llvm::DenseSet<const Value *> needed = findNeeded(module, *loss);

@@ -16,6 +16,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <cmath>
+
 namespace snug {
 
 using ir::OpCode;
@@ -23,6 +25,14 @@ using ir::Value;
 
 llvm::Error gradientError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+
+llvm::Error setGradient(const GradientQuery &q, unsigned index,
+                        llvm::Expected<Value *> gradient) {
+  if (!gradient)
+    return gradient.takeError();
+  q.operandGradients[index] = *gradient;
+  return llvm::Error::success();
 }
 
 GraphBuilder::GraphBuilder(ir::Module &module, llvm::StringRef constantPrefix)
@@ -42,6 +52,9 @@ GraphBuilder::emitNode(OpCode op, llvm::ArrayRef<Value *> operands,
     return gradientError(where + "cannot build " + ir::getOpInfo(op).name +
                          ": " + reason);
   }
+  if (insertAt)
+    return module.insertNode((*insertAt)++, op, operands, *resultTypes,
+                             std::move(attributes));
   return module.addNode(op, operands, *resultTypes, std::move(attributes));
 }
 
@@ -97,11 +110,60 @@ llvm::Expected<Value *> GraphBuilder::reduceTo(Value *gradient,
               {{"shape", ir::Attribute::getInts(to)}});
 }
 
+llvm::Expected<Value *> GraphBuilder::reshape(Value *value,
+                                              llvm::ArrayRef<int64_t> dims) {
+  if (value->getType().getDims() == dims)
+    return value;
+  return emit(OpCode::Reshape, {value},
+              {{"shape", ir::Attribute::getInts(dims)}});
+}
+
+llvm::Expected<GraphBuilder::Moments>
+GraphBuilder::moments(Value *x, llvm::ArrayRef<int64_t> axes, float epsilon) {
+  ir::AttributeMap meanAttrs = {{"axes", ir::Attribute::getInts(axes)},
+                                {"keepdims", ir::Attribute::getInt(1)}};
+  auto mean = emit(OpCode::ReduceMean, {x}, meanAttrs);
+  if (!mean)
+    return mean.takeError();
+  auto centered = emit(OpCode::Sub, {x, *mean});
+  if (!centered)
+    return centered.takeError();
+  auto squared = emit(OpCode::Mul, {*centered, *centered});
+  if (!squared)
+    return squared.takeError();
+  auto variance = emit(OpCode::ReduceMean, {*squared}, meanAttrs);
+  if (!variance)
+    return variance.takeError();
+  auto shifted =
+      emit(OpCode::Add, {*variance, scalar(epsilon, x->getType().getDType())});
+  if (!shifted)
+    return shifted.takeError();
+  auto deviation = emit(OpCode::Sqrt, {*shifted});
+  if (!deviation)
+    return deviation.takeError();
+  return Moments{*centered, *deviation};
+}
+
+llvm::Expected<Value *> GraphBuilder::fill(double value,
+                                           const ir::TensorType &type) {
+  Value *one = scalar(value, type.getDType());
+  if (type.getRank() == 0)
+    return one;
+  return emit(OpCode::Expand, {one},
+              {{"shape", ir::Attribute::getInts(type.getDims())}});
+}
+
+llvm::ArrayRef<llvm::ArrayRef<GradientRuleEntry>> getGradientRuleTables() {
+  static const llvm::ArrayRef<GradientRuleEntry> tables[] = {
+      getElementwiseGradientRules(), getLinalgGradientRules(),
+      getDataMovementGradientRules(), getConvGradientRules()};
+  return tables;
+}
+
 GradientRule findGradientRule(OpCode op) {
   static const llvm::DenseMap<unsigned, GradientRule> rules = [] {
     llvm::DenseMap<unsigned, GradientRule> map;
-    for (auto table : {getElementwiseGradientRules(), getLinalgGradientRules(),
-                       getDataMovementGradientRules()})
+    for (auto table : getGradientRuleTables())
       for (const GradientRuleEntry &entry : table)
         map[unsigned(entry.op)] = entry.rule;
     return map;
@@ -251,17 +313,128 @@ llvm::Error divRule(GraphBuilder &b, const GradientQuery &q) {
   return setReduced(b, q, 1, b.emit(OpCode::Neg, {*scaled}));
 }
 
+// Clip passes the gradient where min <= x <= max (PyTorch's clamp), the
+// bounds as attributes (canonical) or operands; bounds get no gradient.
+llvm::Error clipRule(GraphBuilder &b, const GradientQuery &q) {
+  for (unsigned i = 1; i < q.node.getNumOperands(); ++i)
+    if (q.node.getOperand(i) && q.wanted[i])
+      return gradientError("Clip's min and max operands have no gradient");
+  if (!q.wanted[0])
+    return llvm::Error::success();
+  const ir::AttributeMap &attrs = q.node.getAttributes();
+  Value *x = operand(q, 0);
+  Value *passed = seed(q), *zero = b.scalar(0, dtypeOf(q));
+  for (unsigned i = 1; i < 3; ++i) {
+    Value *bound = nullptr;
+    if (i < q.node.getNumOperands() && q.node.getOperand(i))
+      bound = q.node.getOperand(i);
+    else if (attrs.count(i == 1 ? "min" : "max"))
+      bound =
+          b.scalar(getFloatAttr(attrs, i == 1 ? "min" : "max", 0), dtypeOf(q));
+    if (!bound)
+      continue;
+    auto inside = b.emit(i == 1 ? OpCode::GreaterOrEqual : OpCode::LessOrEqual,
+                         {x, bound});
+    if (!inside)
+      return inside.takeError();
+    auto masked = b.emit(OpCode::Where, {*inside, passed, zero});
+    if (!masked)
+      return masked.takeError();
+    passed = *masked;
+  }
+  return setReduced(b, q, 0, passed);
+}
+
+llvm::Error leakyReluRule(GraphBuilder &b, const GradientQuery &q) {
+  if (!q.wanted[0])
+    return llvm::Error::success();
+  float alpha = getFloatAttr(q.node.getAttributes(), "alpha", 0.01f);
+  auto positive =
+      b.emit(OpCode::Greater, {operand(q, 0), b.scalar(0, dtypeOf(q))});
+  if (!positive)
+    return positive.takeError();
+  auto leaked = b.emit(OpCode::Mul, {seed(q), b.scalar(alpha, dtypeOf(q))});
+  if (!leaked)
+    return leaked.takeError();
+  return setReduced(b, q, 0,
+                    b.emit(OpCode::Where, {*positive, seed(q), *leaked}));
+}
+
+/// c exp(-x^2 / s): the Gaussian factor of erf' (c = 2/sqrt(pi), s = 1)
+/// and of the exact Gelu' (c = 1/sqrt(2 pi), s = 2).
+llvm::Expected<Value *> gaussian(GraphBuilder &b, const GradientQuery &q,
+                                 double c, double s) {
+  Value *x = operand(q, 0);
+  auto squared = b.emit(OpCode::Mul, {x, x});
+  if (!squared)
+    return squared.takeError();
+  auto exponent = b.emit(OpCode::Mul, {*squared, b.scalar(-1 / s, dtypeOf(q))});
+  if (!exponent)
+    return exponent.takeError();
+  auto e = b.emit(OpCode::Exp, {*exponent});
+  if (!e)
+    return e.takeError();
+  return b.emit(OpCode::Mul, {*e, b.scalar(c, dtypeOf(q))});
+}
+
+const double pi = 3.14159265358979323846;
+
+llvm::Error erfRule(GraphBuilder &b, const GradientQuery &q) {
+  return unaryTimes(b, q, [&] { return gaussian(b, q, 2 / std::sqrt(pi), 1); });
+}
+
+// Exact Gelu, y = x Phi(x): y' = Phi(x) + x phi(x), Phi(x) = (1 + erf(x /
+// sqrt 2)) / 2.
+llvm::Error geluRule(GraphBuilder &b, const GradientQuery &q) {
+  if (getStringAttr(q.node.getAttributes(), "approximate", "none") != "none")
+    return gradientError("the tanh approximation of Gelu has no gradient "
+                         "rule");
+  return unaryTimes(b, q, [&]() -> llvm::Expected<Value *> {
+    Value *x = operand(q, 0);
+    auto scaled =
+        b.emit(OpCode::Mul, {x, b.scalar(1 / std::sqrt(2.0), dtypeOf(q))});
+    if (!scaled)
+      return scaled.takeError();
+    auto erf = b.emit(OpCode::Erf, {*scaled});
+    if (!erf)
+      return erf.takeError();
+    auto onePlus = b.emit(OpCode::Add, {*erf, b.scalar(1, dtypeOf(q))});
+    if (!onePlus)
+      return onePlus.takeError();
+    auto cdf = b.emit(OpCode::Mul, {*onePlus, b.scalar(0.5, dtypeOf(q))});
+    if (!cdf)
+      return cdf.takeError();
+    auto density = gaussian(b, q, 1 / std::sqrt(2 * pi), 2);
+    if (!density)
+      return density.takeError();
+    auto xDensity = b.emit(OpCode::Mul, {x, *density});
+    if (!xDensity)
+      return xDensity.takeError();
+    return b.emit(OpCode::Add, {*cdf, *xDensity});
+  });
+}
+
 } // namespace
 
 llvm::ArrayRef<GradientRuleEntry> getElementwiseGradientRules() {
   static const GradientRuleEntry rules[] = {
-      {OpCode::Exp, expRule},   {OpCode::Identity, identityRule},
-      {OpCode::Log, logRule},   {OpCode::Neg, negRule},
-      {OpCode::Relu, reluRule}, {OpCode::Sigmoid, sigmoidRule},
-      {OpCode::Sqrt, sqrtRule}, {OpCode::Tanh, tanhRule},
-      {OpCode::Add, addRule},   {OpCode::Div, divRule},
-      {OpCode::Mul, mulRule},   {OpCode::Sub, subRule},
+      {OpCode::Exp, expRule},
+      {OpCode::Identity, identityRule},
+      {OpCode::Log, logRule},
+      {OpCode::Neg, negRule},
+      {OpCode::Relu, reluRule},
+      {OpCode::Sigmoid, sigmoidRule},
+      {OpCode::Sqrt, sqrtRule},
+      {OpCode::Tanh, tanhRule},
+      {OpCode::Add, addRule},
+      {OpCode::Div, divRule},
+      {OpCode::Mul, mulRule},
+      {OpCode::Sub, subRule},
       {OpCode::Sum, addRule},
+      {OpCode::Clip, clipRule},
+      {OpCode::Erf, erfRule},
+      {OpCode::Gelu, geluRule},
+      {OpCode::LeakyRelu, leakyReluRule},
   };
   return rules;
 }

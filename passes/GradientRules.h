@@ -25,6 +25,7 @@
 #include "ir/Module.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/Optional.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
@@ -63,15 +64,33 @@ public:
   /// broadcast operand. `gradient` itself when the dims already agree.
   llvm::Expected<ir::Value *> reduceTo(ir::Value *gradient,
                                        const ir::TensorType &type);
+  /// `value` reshaped to `dims`; `value` itself when it has them.
+  llvm::Expected<ir::Value *> reshape(ir::Value *value,
+                                      llvm::ArrayRef<int64_t> dims);
+  /// x - mean and sqrt(var + epsilon), the mean and (biased) variance of
+  /// `x` over `axes`, those kept as dims of 1: what the normalizations and
+  /// their gradients share.
+  struct Moments {
+    ir::Value *centered, *deviation;
+  };
+  llvm::Expected<Moments> moments(ir::Value *x, llvm::ArrayRef<int64_t> axes,
+                                  float epsilon);
+  /// A tensor of `type` filled with `value`: a scalar weight expanded, so
+  /// no weight of the full size is stored.
+  llvm::Expected<ir::Value *> fill(double value, const ir::TensorType &type);
 
   /// The node errors are reported against (a rule's forward node).
   void setSubject(const ir::Node *node) { subject = node; }
+  /// New nodes go before schedule position `index` (and on after each
+  /// other) instead of at the end: what a rewrite in place builds with.
+  void setInsertionPoint(size_t index) { insertAt = index; }
 
 private:
   ir::Module &module;
   std::string constantPrefix;
   unsigned constantCount = 0;
   const ir::Node *subject = nullptr;
+  llvm::Optional<size_t> insertAt;
 };
 
 /// What a gradient rule sees and fills in.
@@ -104,12 +123,21 @@ struct GradientRuleEntry {
 llvm::ArrayRef<GradientRuleEntry> getElementwiseGradientRules();
 llvm::ArrayRef<GradientRuleEntry> getLinalgGradientRules();
 llvm::ArrayRef<GradientRuleEntry> getDataMovementGradientRules();
+llvm::ArrayRef<GradientRuleEntry> getConvGradientRules();
+/// All of the above, the one list findGradientRule and the coverage test
+/// read.
+llvm::ArrayRef<llvm::ArrayRef<GradientRuleEntry>> getGradientRuleTables();
 
 /// The rule of `op`; nullptr when none is registered.
 GradientRule findGradientRule(ir::OpCode op);
 
 /// An error whose message is `message` (a rule's reason).
 llvm::Error gradientError(const llvm::Twine &message);
+
+/// Sets operand `index`'s gradient in `q` to `gradient`, or passes its
+/// error on.
+llvm::Error setGradient(const GradientQuery &q, unsigned index,
+                        llvm::Expected<ir::Value *> gradient);
 
 } // namespace snug
 

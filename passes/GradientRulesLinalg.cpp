@@ -28,14 +28,6 @@ using ir::Value;
 
 namespace {
 
-llvm::Error set(const GradientQuery &q, unsigned index,
-                llvm::Expected<Value *> gradient) {
-  if (!gradient)
-    return gradient.takeError();
-  q.operandGradients[index] = *gradient;
-  return llvm::Error::success();
-}
-
 /// `value` with its last two dims swapped.
 llvm::Expected<Value *> transposeLast(GraphBuilder &b, Value *value) {
   unsigned rank = value->getType().getRank();
@@ -63,8 +55,8 @@ llvm::Error matMulRule(GraphBuilder &b, const GradientQuery &q) {
                           : b.emit(OpCode::MatMul, {*other, g});
     if (!product)
       return product.takeError();
-    if (llvm::Error error =
-            set(q, i, b.reduceTo(*product, q.node.getOperand(i)->getType())))
+    if (llvm::Error error = setGradient(
+            q, i, b.reduceTo(*product, q.node.getOperand(i)->getType())))
       return error;
   }
   return llvm::Error::success();
@@ -93,14 +85,14 @@ llvm::Error gemmRule(GraphBuilder &b, const GradientQuery &q) {
         transA
             ? b.emit(OpCode::Gemm, {bv, g}, gemmAttrs(alpha, transB, true))
             : b.emit(OpCode::Gemm, {g, bv}, gemmAttrs(alpha, false, !transB));
-    if (llvm::Error error = set(q, 0, std::move(da)))
+    if (llvm::Error error = setGradient(q, 0, std::move(da)))
       return error;
   }
   if (q.wanted[1]) {
     auto db =
         transB ? b.emit(OpCode::Gemm, {g, a}, gemmAttrs(alpha, true, transA))
                : b.emit(OpCode::Gemm, {a, g}, gemmAttrs(alpha, !transA, false));
-    if (llvm::Error error = set(q, 1, std::move(db)))
+    if (llvm::Error error = setGradient(q, 1, std::move(db)))
       return error;
   }
   if (q.node.getNumOperands() < 3 || !q.node.getOperand(2) || !q.wanted[2])
@@ -113,7 +105,7 @@ llvm::Error gemmRule(GraphBuilder &b, const GradientQuery &q) {
       return product.takeError();
     scaled = *product;
   }
-  return set(q, 2, b.reduceTo(scaled, q.node.getOperand(2)->getType()));
+  return setGradient(q, 2, b.reduceTo(scaled, q.node.getOperand(2)->getType()));
 }
 
 /// ReduceSum of `value` along the node's `axis`, the dim kept.
@@ -138,7 +130,7 @@ llvm::Error softmaxRule(GraphBuilder &b, const GradientQuery &q) {
   auto centered = b.emit(OpCode::Sub, {g, *sum});
   if (!centered)
     return centered.takeError();
-  return set(q, 0, b.emit(OpCode::Mul, {y, *centered}));
+  return setGradient(q, 0, b.emit(OpCode::Mul, {y, *centered}));
 }
 
 llvm::Error logSoftmaxRule(GraphBuilder &b, const GradientQuery &q) {
@@ -154,7 +146,7 @@ llvm::Error logSoftmaxRule(GraphBuilder &b, const GradientQuery &q) {
   auto spread = b.emit(OpCode::Mul, {*softmax, *sum});
   if (!spread)
     return spread.takeError();
-  return set(q, 0, b.emit(OpCode::Sub, {g, *spread}));
+  return setGradient(q, 0, b.emit(OpCode::Sub, {g, *spread}));
 }
 
 /// ReduceSum and ReduceMean: the gradient reshaped to the kept dims and
@@ -199,19 +191,10 @@ llvm::Error reduceRule(GraphBuilder &b, const GradientQuery &q) {
     g = *scaled;
   }
   if (g->getType().getDims() == xDims)
-    return set(q, 0, g);
-  return set(
+    return setGradient(q, 0, g);
+  return setGradient(
       q, 0,
       b.emit(OpCode::Expand, {g}, {{"shape", Attribute::getInts(xDims)}}));
-}
-
-/// `value` reshaped to `dims` (itself when it has them).
-llvm::Expected<Value *> reshapeTo(GraphBuilder &b, Value *value,
-                                  llvm::ArrayRef<int64_t> dims) {
-  if (value->getType().getDims() == dims)
-    return value;
-  return b.emit(OpCode::Reshape, {value},
-                {{"shape", Attribute::getInts(dims)}});
 }
 
 // LayerNormalization over the dims from `axis` on: y = xhat * scale + bias,
@@ -239,34 +222,18 @@ llvm::Error layerNormRule(GraphBuilder &b, const GradientQuery &q) {
   llvm::ArrayRef<int64_t> inner = dims.drop_front(axis);
   ir::AttributeMap meanAttrs = {{"axes", Attribute::getInts(normalized)},
                                 {"keepdims", Attribute::getInt(1)}};
-  auto mean = b.emit(OpCode::ReduceMean, {x}, meanAttrs);
-  if (!mean)
-    return mean.takeError();
-  auto centered = b.emit(OpCode::Sub, {x, *mean});
-  if (!centered)
-    return centered.takeError();
-  auto squared = b.emit(OpCode::Mul, {*centered, *centered});
-  if (!squared)
-    return squared.takeError();
-  auto variance = b.emit(OpCode::ReduceMean, {*squared}, meanAttrs);
-  if (!variance)
-    return variance.takeError();
-  auto shifted = b.emit(
-      OpCode::Add,
-      {*variance, b.scalar(getFloatAttr(attrs, "epsilon", 1e-5f), dtype)});
-  if (!shifted)
-    return shifted.takeError();
-  auto deviation = b.emit(OpCode::Sqrt, {*shifted});
-  if (!deviation)
-    return deviation.takeError();
-  auto r = b.emit(OpCode::Div, {b.scalar(1, dtype), *deviation});
+  auto stats = b.moments(x, normalized, getFloatAttr(attrs, "epsilon", 1e-5f));
+  if (!stats)
+    return stats.takeError();
+  Value *centered = stats->centered;
+  auto r = b.emit(OpCode::Div, {b.scalar(1, dtype), stats->deviation});
   if (!r)
     return r.takeError();
-  auto xhat = b.emit(OpCode::Mul, {*centered, *r});
+  auto xhat = b.emit(OpCode::Mul, {centered, *r});
   if (!xhat)
     return xhat.takeError();
   if (q.wanted[0]) {
-    auto scaleInner = reshapeTo(b, scale, inner);
+    auto scaleInner = b.reshape(scale, inner);
     if (!scaleInner)
       return scaleInner.takeError();
     auto dxhat = b.emit(OpCode::Mul, {g, *scaleInner});
@@ -290,7 +257,8 @@ llvm::Error layerNormRule(GraphBuilder &b, const GradientQuery &q) {
     auto second = b.emit(OpCode::Sub, {*first, *projected});
     if (!second)
       return second.takeError();
-    if (llvm::Error error = set(q, 0, b.emit(OpCode::Mul, {*second, *r})))
+    if (llvm::Error error =
+            setGradient(q, 0, b.emit(OpCode::Mul, {*second, *r})))
       return error;
   }
   // dscale and dbias: dy (times xhat) summed over the leading dims, in the
@@ -313,9 +281,9 @@ llvm::Error layerNormRule(GraphBuilder &b, const GradientQuery &q) {
         return summed.takeError();
       summand = *summed;
     }
-    if (llvm::Error error = set(
+    if (llvm::Error error = setGradient(
             q, i,
-            reshapeTo(b, summand, q.node.getOperand(i)->getType().getDims())))
+            b.reshape(summand, q.node.getOperand(i)->getType().getDims())))
       return error;
   }
   return llvm::Error::success();

@@ -26,17 +26,32 @@ config.substitutions.append(("%tests", os.path.dirname(os.path.dirname(__file__)
 config.substitutions.append(("%expect-exit", os.environ.get("SNUG_PYTHON", "python3") + " " + os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools", "expect-exit.py")))
 config.substitutions.append(("%python", os.environ.get("SNUG_PYTHON", "python3")))
 
-# The PyTorch references (`%torch-python`, `REQUIRES: torch`): a Python
-# with torch, the project's .venv by default. Only its existence is checked
-# here: importing torch for every test file would cost seconds each.
-torch_python = os.environ.get("SNUG_TORCH_PYTHON", "")
-if torch_python and os.path.exists(torch_python):
-    config.available_features.add("torch")
-    config.substitutions.append(("%torch-python", torch_python))
-
 # Tests that drive a browser run where Chromium is installed
 # (tools/install-deps.sh installs it).
 if os.environ.get("SNUG_HAVE_NVRTC") == "1":
     config.available_features.add("nvrtc")
 if shutil.which("chromium"):
     config.available_features.add("chromium")
+
+# Tests that compare with PyTorch (`REQUIRES: torch`) run their reference
+# script with %torch-python: the first of SNUG_TORCH_PYTHON (CMake sets it
+# to the project's .venv), SNUG_PYTHON, the checkout's .venv and the system
+# python3 that has torch and numpy (probed by find_spec, without importing
+# torch: importing it would cost seconds).
+import subprocess  # noqa: E402
+
+_repo = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+for _candidate in [os.environ.get("SNUG_TORCH_PYTHON"),
+                   os.environ.get("SNUG_PYTHON"),
+                   os.path.join(_repo, ".venv", "bin", "python"),
+                   "/usr/bin/python3"]:
+    if not _candidate or not shutil.which(_candidate):
+        continue
+    _probe = subprocess.run(
+        [_candidate, "-c", "import importlib.util as u, sys; "
+         "sys.exit(not (u.find_spec('torch') and u.find_spec('numpy')))"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if _probe.returncode == 0:
+        config.available_features.add("torch")
+        config.substitutions.append(("%torch-python", _candidate))
+        break

@@ -12,12 +12,13 @@
 // Inputs stay off the kinks and poles of the ops (Relu's 0, Log's and
 // Sqrt's non-positive, Div's 0).
 //
-// MatMul and Gemm are the exception: their host kernels round operands and
-// results through f32 (FloatInput, runtime/host/Kernels.h), so an f64
-// difference quotient with h = 1e-6 would see only rounding. Their loss is
-// linear in each parameter, so a central difference is exact for any h: h =
-// 0.1 keeps the f32 rounding (~6e-8 |L| / h) near 1e-6, and the tolerance is
-// 1e-4.
+// MatMul, Gemm, Conv and AveragePool (whose gradient is a ConvTranspose) are
+// the exception: their host kernels round operands and results through f32
+// (FloatInput, runtime/host/Kernels.h), so an f64 difference quotient with
+// h = 1e-6 would see only rounding. Their loss is linear in each parameter,
+// so a central difference is exact for any h: h = 0.1 keeps the f32
+// rounding (~6e-8 |L| / h) near 1e-6, and the tolerance is 1e-4. MaxPool's
+// kinks (ties in a window) are avoided by the random inputs and h = 1e-6.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/GradientRules.h"
@@ -53,6 +54,9 @@ struct Case {
   Range range = Range::Any;
   /// The difference step and relative tolerance (see the banner).
   double step = 1e-6, tolerance = 1e-6;
+  /// A pass run on the built module before the loss is taken (a rewrite
+  /// whose result autodiff differentiates), or empty.
+  std::string before = {};
 };
 
 /// A case with one node of `op` on the parameters.
@@ -116,6 +120,13 @@ buildModule(const Case &c, llvm::ArrayRef<std::vector<double>> values,
   }
   (*loss)->setName("loss");
   module->setOutputs({*loss});
+  if (!c.before.empty()) {
+    auto changed = createPassByName(c.before)->run(*module);
+    if (!changed) {
+      ADD_FAILURE() << c.name << ": " << toString(changed.takeError());
+      return nullptr;
+    }
+  }
   return module;
 }
 
@@ -209,6 +220,40 @@ ir::AttributeMap gemm(bool transA, bool transB) {
           {"transB", Attribute::getInt(transB)}};
 }
 
+/// Conv-style window attributes: kernel `k`, strides `s`, pads `p` (begin
+/// and end values), dilations `d`, and `group` when given.
+ir::AttributeMap window(std::vector<int64_t> k, std::vector<int64_t> s,
+                        std::vector<int64_t> p, std::vector<int64_t> d,
+                        int64_t group = 0) {
+  ir::AttributeMap attrs = {{"kernel_shape", Attribute::getInts(k)},
+                            {"strides", Attribute::getInts(s)},
+                            {"pads", Attribute::getInts(p)},
+                            {"dilations", Attribute::getInts(d)}};
+  if (group)
+    attrs["group"] = Attribute::getInt(group);
+  return attrs;
+}
+
+ir::AttributeMap slice(std::vector<int64_t> starts, std::vector<int64_t> ends,
+                       std::vector<int64_t> axes) {
+  return {{"starts", Attribute::getInts(starts)},
+          {"ends", Attribute::getInts(ends)},
+          {"axes", Attribute::getInts(axes)},
+          {"steps", Attribute::getInts(std::vector<int64_t>(axes.size(), 1))}};
+}
+
+/// A Gather of the parameter by the constant i64 `indices` of `dims`.
+Case gather(std::string name, std::vector<int64_t> data,
+            std::vector<int64_t> dims, std::vector<double> indices,
+            int64_t axis) {
+  return {
+      std::move(name), {data}, [=](GraphBuilder &b, llvm::ArrayRef<Value *> p) {
+        Value *i = b.constant(TensorType(DType::I64, dims), indices);
+        return b.emit(OpCode::Gather, {p[0], i},
+                      {{"axis", Attribute::getInt(axis)}});
+      }};
+}
+
 /// A MatMul or Gemm case (f32 kernels, see the banner).
 Case linear(Case c) {
   c.step = 0.1;
@@ -282,6 +327,91 @@ std::vector<Case> getCases() {
   cases.push_back(single("Transpose", OpCode::Transpose, {{2, 3, 4}},
                          {{"perm", Attribute::getInts({2, 0, 1})}}));
   cases.push_back(single("TransposeDefault", OpCode::Transpose, {{2, 3}}));
+  cases.push_back(single("Clip", OpCode::Clip, x,
+                         {{"min", Attribute::getFloat(-0.5f)},
+                          {"max", Attribute::getFloat(0.4f)}}));
+  cases.push_back(single("LeakyRelu", OpCode::LeakyRelu, x,
+                         {{"alpha", Attribute::getFloat(0.2f)}},
+                         Range::AwayFromZero));
+  cases.push_back(single("Erf", OpCode::Erf, x));
+  cases.push_back(single("Gelu", OpCode::Gelu, x));
+  cases.push_back(single("Dropout", OpCode::Dropout, x));
+  // Conv, ConvTranspose and AveragePool's backward ConvTranspose round
+  // through f32 like MatMul; the loss is linear in each parameter.
+  std::vector<int64_t> one = {1, 1}, two = {2, 2}, none = {0, 0, 0, 0};
+  cases.push_back(
+      linear(single("Conv", OpCode::Conv, {{2, 3, 5, 5}, {4, 3, 3, 3}, {4}},
+                    window({3, 3}, one, none, one))));
+  cases.push_back(linear(single("ConvStride2Pad", OpCode::Conv,
+                                {{1, 2, 6, 5}, {3, 2, 3, 3}},
+                                window({3, 3}, two, {1, 0, 1, 1}, one))));
+  cases.push_back(linear(single("ConvDilated", OpCode::Conv,
+                                {{2, 2, 7, 6}, {2, 2, 2, 3}, {2}},
+                                window({2, 3}, {1, 2}, {0, 1, 1, 0}, two))));
+  cases.push_back(linear(single("ConvGrouped", OpCode::Conv,
+                                {{2, 4, 5, 5}, {6, 2, 3, 3}, {6}},
+                                window({3, 3}, two, {1, 1, 1, 1}, one, 2))));
+  cases.push_back(
+      linear(single("ConvDepthwise", OpCode::Conv, {{1, 3, 6, 6}, {3, 1, 3, 3}},
+                    window({3, 3}, two, {1, 1, 0, 0}, one, 3))));
+  cases.push_back(single("MaxPool", OpCode::MaxPool, {{2, 2, 5, 5}},
+                         window({3, 3}, two, {1, 1, 1, 1}, one)));
+  cases.push_back(single("MaxPoolDilated", OpCode::MaxPool, {{1, 2, 6, 6}},
+                         window({2, 2}, one, none, two)));
+  ir::AttributeMap average = window({3, 3}, two, {1, 1, 1, 1}, one);
+  cases.push_back(linear(single("AveragePoolExcludePad", OpCode::AveragePool,
+                                {{2, 2, 5, 6}}, average)));
+  average["count_include_pad"] = Attribute::getInt(1);
+  cases.push_back(linear(single("AveragePoolIncludePad", OpCode::AveragePool,
+                                {{2, 2, 5, 6}}, average)));
+  cases.push_back(
+      linear(single("AveragePoolOverlapping", OpCode::AveragePool,
+                    {{1, 1, 5, 5}}, window({2, 2}, one, {0, 0, 1, 1}, one))));
+  cases.push_back(
+      single("GlobalAveragePool", OpCode::GlobalAveragePool, {{2, 3, 2, 3}}));
+  cases.push_back(
+      single("GlobalMaxPool", OpCode::GlobalMaxPool, {{2, 3, 2, 3}}));
+  cases.push_back(single("BatchNorm", OpCode::BatchNormalization,
+                         {{2, 3, 2, 2}, {3}, {3}, {3}, {3}},
+                         {{"epsilon", Attribute::getFloat(1e-3f)}},
+                         Range::Positive));
+  // Training mode: the rewrite's ReduceMean/Sub/Mul/Sqrt/Div rules give
+  // the gradient through the batch statistics (scale and bias are the
+  // parameters; the running statistics go unread).
+  Case batchStats = {
+      "BatchNormBatchStats",
+      {{3, 2, 2, 2}, {2}, {2}},
+      [](GraphBuilder &b, llvm::ArrayRef<Value *> p) {
+        Value *mean = b.constant(TensorType(DType::F64, {2}), {0.3, -0.1});
+        Value *var = b.constant(TensorType(DType::F64, {2}), {2.0, 0.5});
+        return b.emit(OpCode::BatchNormalization, {p[0], p[1], p[2], mean, var},
+                      {{"epsilon", Attribute::getFloat(1e-3f)}});
+      }};
+  batchStats.before = "batchnorm-batch-stats";
+  cases.push_back(batchStats);
+  cases.push_back(single("Concat", OpCode::Concat, {{2, 1, 2}, {2, 3, 2}},
+                         {{"axis", Attribute::getInt(-2)}}));
+  cases.push_back(
+      single("Slice", OpCode::Slice, {{3, 4}}, slice({1, 0}, {3, 3}, {0, 1})));
+  cases.push_back(single("Pad", OpCode::Pad, {{2, 3}},
+                         {{"pads", Attribute::getInts({1, 0, 0, 2})}}));
+  // Result 0 is read (through Concat) and result 1 is not: its gradient is
+  // filled with zeros.
+  cases.push_back(
+      {"Split", {{2, 5}}, [](GraphBuilder &b, llvm::ArrayRef<Value *> p) {
+         auto parts = b.emitNode(OpCode::Split, {p[0]},
+                                 {{"axis", Attribute::getInt(1)},
+                                  {"split", Attribute::getInts({2, 3})}},
+                                 2);
+         if (!parts)
+           return llvm::Expected<Value *>(parts.takeError());
+         Value *first = (*parts)->getResult(0);
+         return b.emit(OpCode::Concat, {first, first},
+                       {{"axis", Attribute::getInt(0)}});
+       }});
+  // A repeated and a negative index: their rows add up.
+  cases.push_back(gather("Gather", {4, 3}, {2, 2}, {1, 3, 1, -4}, 0));
+  cases.push_back(gather("GatherAxis1", {2, 4, 2}, {3}, {2, 0, 2}, 1));
   return cases;
 }
 
