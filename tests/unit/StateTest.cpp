@@ -133,23 +133,6 @@ TEST(StateTest, ABundleWithoutStateHasNone) {
 }
 
 namespace {
-/// Where the State section of `bytes` starts (0 when it has none).
-uint64_t stateSectionOffset(const std::vector<uint8_t> &bytes) {
-  uint32_t count;
-  std::memcpy(&count, bytes.data() + 12, 4);
-  for (uint32_t i = 0; i < count; ++i) {
-    const uint8_t *entry =
-        bytes.data() + bundle::kHeaderSize + i * bundle::kSectionEntrySize;
-    uint32_t kind;
-    uint64_t offset;
-    std::memcpy(&kind, entry, 4);
-    std::memcpy(&offset, entry + 8, 8);
-    if (kind == bundle::SectionKind::State)
-      return offset;
-  }
-  return 0;
-}
-
 std::string loadError(std::vector<uint8_t> bytes) {
   fixUpHeader(bytes);
   std::unique_ptr<rt::Bundle> bundle;
@@ -165,7 +148,7 @@ std::string loadError(std::vector<uint8_t> bytes) {
 // 10), u64 bytes (at 18), u32 output (at 26).
 TEST(StateTest, ReaderRefusesStateOutsideItsBuffers) {
   std::vector<uint8_t> bytes = bundleOf(kCounterPlan);
-  uint64_t at = stateSectionOffset(bytes);
+  uint64_t at = findSection(bytes, bundle::SectionKind::State).first;
   ASSERT_NE(at, 0u);
   EXPECT_EQ(loadError(bytes), "");
   std::vector<uint8_t> badOutput = bytes;
