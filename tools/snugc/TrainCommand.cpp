@@ -17,7 +17,10 @@
 // state as persistent state (ir/State.h): a runtime writes the updated
 // values back, so running the bundle again runs the next step.
 // With --loss=OUTPUT the model's own scalar output is the loss and its other
-// outputs stay.
+// outputs stay. --batchnorm=batch passes batch-stats=1 to autodiff, which
+// rewrites each BatchNormalization to the batch's statistics first
+// (passes/BatchNormBatchStats.h); the default, running, keeps the model's
+// running statistics (PyTorch's eval mode).
 //
 // Flags that do not apply to the chosen optimizer (--momentum for adam,
 // --beta1 for sgd) are refused rather than ignored.
@@ -63,6 +66,15 @@ static cl::opt<std::string>
                        "adam or adamw (torch.optim's formulas)"),
               cl::init("sgd"), cl::sub(getTrainCommand()),
               cl::cat(getTrainCategory()));
+
+static cl::opt<std::string> batchnorm(
+    "batchnorm",
+    cl::desc("BatchNormalization in the step: running (the model's running "
+             "mean and variance, as PyTorch's eval mode; the default) or "
+             "batch (the batch's mean and biased variance, as in training "
+             "mode; the running statistics are not updated)"),
+    cl::init("running"), cl::sub(getTrainCommand()),
+    cl::cat(getTrainCategory()));
 
 /// The optimizer's number flags, each passed on as the pass option of its
 /// name when given (passes/Optimizer.h checks their ranges).
@@ -125,11 +137,17 @@ static llvm::Expected<std::string> getTrainingPasses() {
     update += " " + name.str() + "=" + flag;
   }
   update += "}";
+  llvm::StringRef statistics = batchnorm;
+  if (statistics != "running" && statistics != "batch")
+    return flagError("--batchnorm=" + statistics +
+                     ": BatchNormalization's statistics must be running or "
+                     "batch");
+  std::string autodiffOptions = statistics == "batch" ? " batch-stats=1" : "";
   std::string passes;
   llvm::StringRef spec = loss;
   auto [kind, operands] = spec.split(':');
   if (operands.empty() && !spec.contains(':')) {
-    passes = "autodiff{loss=" + spec.str() + "}";
+    passes = "autodiff{loss=" + spec.str() + autodiffOptions + "}";
   } else {
     auto [output, target] = operands.split(',');
     if (kind != "mse" && kind != "cross-entropy")
@@ -141,7 +159,8 @@ static llvm::Expected<std::string> getTrainingPasses() {
       return flagError("--loss=" + spec + ": expected " + kind +
                        ":OUTPUT,TARGET");
     passes = "add-loss{kind=" + kind.str() + " output=" + output.str() +
-             " target=" + target.str() + "},autodiff{loss=loss}";
+             " target=" + target.str() + "},autodiff{loss=loss" +
+             autodiffOptions + "}";
   }
   return passes + "," + update;
 }

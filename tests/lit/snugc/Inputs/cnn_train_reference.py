@@ -4,12 +4,15 @@ Flatten, Gemm) written as an ONNX text model, and one SGD step of it
 under an MSE loss computed by PyTorch (float64, then stored as f32): the
 reference `snugc train` is checked against.
 
-usage: cnn_train_reference.py OUT_DIR LR
+usage: cnn_train_reference.py OUT_DIR LR [eval|train]
 Writes OUT_DIR/cnn-train.onnxtxt and, for snug-run --check OUT_DIR, x.npy,
 target.npy, loss.npy and <weight>.updated.npy for every trained weight (the
 BatchNormalization's running mean and variance are not trained: eval mode in
 PyTorch, left out of snug's default wrt). Weights and data are fixed
-functions of their index, so the test needs no random state."""
+functions of their index, so the test needs no random state. With `train`
+the BatchNormalization uses the batch's statistics (PyTorch's training
+mode, `snugc train --batchnorm=batch`); the step's loss and updated weights
+do not depend on the running statistics PyTorch then also updates."""
 import math
 import os
 import sys
@@ -18,6 +21,9 @@ import numpy as np
 import torch
 
 out_dir, lr = sys.argv[1], float(sys.argv[2])
+mode = sys.argv[3] if len(sys.argv) > 3 else "eval"
+if mode not in ("eval", "train"):
+    sys.exit("the mode must be eval or train, not " + mode)
 os.makedirs(out_dir, exist_ok=True)
 
 N, C, H, M, K = 2, 2, 6, 4, 3  # batch, channels, size, filters, classes
@@ -94,7 +100,8 @@ model += [
 with open(os.path.join(out_dir, "cnn-train.onnxtxt"), "w") as f:
     f.write("\n".join(model) + "\n")
 
-# The same net in PyTorch, eval-mode BatchNorm (running statistics).
+# The same net in PyTorch, BatchNorm in eval mode (running statistics) or
+# train mode (batch statistics).
 torch.set_default_dtype(torch.float64)
 conv = torch.nn.Conv2d(C, M, 2)
 bn = torch.nn.BatchNorm2d(M, eps=1e-5)
@@ -111,7 +118,7 @@ with torch.no_grad():
         p.copy_(torch.from_numpy(weights[name].astype(np.float64)))
     bn.running_mean.copy_(torch.from_numpy(weights["bn_mean"]))
     bn.running_var.copy_(torch.from_numpy(weights["bn_var"]))
-net.eval()
+net.train(mode == "train")
 optimizer = torch.optim.SGD(net.parameters(), lr=lr)
 optimizer.zero_grad()
 loss = torch.nn.functional.mse_loss(
