@@ -605,6 +605,37 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   };
   bool planIsCurrent = true, changed = false;
   PlanScore score = scorePlan(*plan);
+  // After decision `index`'s copies `gone` were erased (and, when `remade`,
+  // made again as its copies now, in the same order), the other decisions
+  // must not hold them: a later decision can have pointed a read inside
+  // one of them at its own copy, or copied one of them along its chain.
+  // Such a read is gone with the copy, or moves to the copy made again; a
+  // copy of a copy copies what that copy computed.
+  auto forgetCopies = [&](size_t index, llvm::ArrayRef<ir::Node *> gone,
+                          bool remade) {
+    const Change &source = changes[index];
+    llvm::DenseMap<const ir::Node *, size_t> where;
+    for (size_t i = 0; i < gone.size(); ++i)
+      where[gone[i]] = i;
+    for (size_t other = 0; other < changes.size(); ++other) {
+      if (other == index)
+        continue;
+      Change &change = changes[other];
+      for (const ir::Node *&original : change.originals)
+        if (auto it = where.find(original); it != where.end())
+          original = remade ? source.copies[it->second]
+                            : source.originals[it->second];
+      if (!remade) {
+        llvm::erase_if(change.redirects, [&](const Change::Redirect &read) {
+          return where.count(read.user);
+        });
+        continue;
+      }
+      for (Change::Redirect &read : change.redirects)
+        if (auto it = where.find(read.user); it != where.end())
+          read.user = source.copies[it->second];
+    }
+  };
   // Undoes decision `index` for good when `accept` takes the plan without
   // it, else makes it again exactly as it was; true when it is gone.
   auto tryDrop =
@@ -622,11 +653,13 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
     Snapshot snapshot = takeSnapshot(module, change);
     for (const ir::Node *copy : change.copies)
       originOf.erase(copy);
+    std::vector<ir::Node *> gone = change.copies;
     undo(module, change);
     llvm::Expected<ModuleMemoryPlan> trial = planModuleMemory(module, options);
     if (!trial)
       return trial.takeError();
     if (accept(*trial)) {
+      forgetCopies(index, gone, /*remade=*/false);
       plan = std::move(trial);
       score = scorePlan(*plan);
       planIsCurrent = true;
@@ -636,6 +669,7 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
       return true;
     }
     redo(module, change, snapshot);
+    forgetCopies(index, gone, /*remade=*/true);
     recordOrigins(change);
     planIsCurrent = false;
     return false;
