@@ -84,6 +84,10 @@ class MemoryReport:
     the cost model's estimates (README, *The memory report*)."""
     model: str
     weights_bytes: int
+    # Inside weights_bytes: a training step's persistent state, its
+    # parameters and its optimizer state (0 for inference).
+    parameter_state_bytes: int
+    optimizer_state_bytes: int
     arena_bytes: int
     lower_bound_bytes: int
     lower_bound_unshared_bytes: int
