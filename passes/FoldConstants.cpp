@@ -68,6 +68,9 @@ private:
   /// Results folded by this run, not yet weights.
   llvm::DenseMap<const ir::Value *, std::vector<uint8_t>> held;
   llvm::SmallPtrSet<const ir::Node *, 16> folded;
+  /// The module's state weights (ir/State.h), found once per run: their
+  /// bytes are only a first value, never folded through.
+  llvm::SmallPtrSet<const ir::Value *, 8> stateWeights;
   uint64_t heldBytes = 0, peakHeldBytes = 0;
 };
 } // namespace
@@ -91,7 +94,7 @@ OperandData FoldConstants::getKnownData(const ir::Module &module,
                                         const ir::Value *value) const {
   // A state weight's bytes are only its first value (ir/State.h).
   if (value->isWeight())
-    return value->isWeightElided() || ir::isStateWeight(module, value)
+    return value->isWeightElided() || stateWeights.count(value)
                ? OperandData()
                : OperandData(module.getWeightData(value));
   auto it = held.find(value);
@@ -236,6 +239,10 @@ void FoldConstants::materialize(ir::Module &module) {
 llvm::Expected<bool> FoldConstants::run(ir::Module &module) {
   held.clear();
   folded.clear();
+  stateWeights.clear();
+  for (const ir::Value *weight : module.getWeights())
+    if (ir::isStateWeight(module, weight))
+      stateWeights.insert(weight);
   heldBytes = peakHeldBytes = 0;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
     if (node->is(ir::OpCode::Identity) || node->is(ir::OpCode::Dropout)) {
