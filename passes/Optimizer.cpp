@@ -1,6 +1,6 @@
 //===- Optimizer.cpp - The optimizer update as graph nodes ----------------===//
 //
-// `optimizer{kind=sgd|momentum|adam|adamw lr=X ...}` turns every graph
+// `optimizer{kind=sgd|momentum|adam|adamw|adafactor lr=X ...}` turns every graph
 // output `grad.<weight>` (the autodiff pass's) into `<weight>.updated`, the
 // parameter after one step of torch.optim's update rule, in the weight's
 // dtype, so a module that computed (loss, gradients) computes one training
@@ -13,13 +13,26 @@
 //             p -= lr/(1-b1^t) m / (sqrt(v)/sqrt(1-b2^t) + eps)
 //   adamw     as adam, but decoupled (Loshchilov & Hutter 2019): p *= 1 - lr
 //             wd before the update and g is not decayed (torch.optim.AdamW)
+//   adafactor Shazeer & Stern 2018 with a fixed step size (the formulas of
+//             fairseq's and HuggingFace's Adafactor with relative_step and
+//             scale_parameter off): b2t = 1 - t^decay (decay-rate, -0.8),
+//             s = g^2 + eps (eps 1e-30); for a parameter of rank >= 2 the
+//             second moment is factored over its last two dims: row R =
+//             b2t R + (1-b2t) mean_last(s), column C = b2t C + (1-b2t)
+//             mean_second_last(s), u = g / sqrt(R / mean(R)) / sqrt(C)
+//             (outer product); otherwise v = b2t v + (1-b2t) s, u = g /
+//             sqrt(v). Then u /= max(1, rms(u) / clip-threshold), u *= lr;
+//             with beta1 given u = m = b1 m + (1-b1) u; p -= wd lr p; p -= u.
+//             Its state for an r x c matrix is r + c numbers, not Adam's 2rc.
 // The operation order follows torch 1.13's single-tensor code so that f32
 // rounding matches it closely.
 //
 // Every parameter and optimizer state is persistent state (ir/State.h): the
 // parameter is paired with `<weight>.updated`; the momentum buffer
-// `<weight>.momentum`, Adam's `<weight>.exp_avg` and `<weight>.exp_avg_sq`
-// and the one step count `optimizer.step` (f32[], so bias correction is
+// `<weight>.momentum`, Adam's `<weight>.exp_avg` and `<weight>.exp_avg_sq`,
+// Adafactor's `<weight>.exp_avg_sq_row` and `.exp_avg_sq_col` (or
+// `.exp_avg_sq` below rank 2, and `.exp_avg` with beta1) and the one step
+// count `optimizer.step` (f32[], so bias correction is
 // computed in the graph with Pow) are new zero weights paired with their
 // `.updated` outputs. The runtime writes the outputs back after each step.
 //
@@ -42,7 +55,7 @@ using ir::OpCode;
 using ir::Value;
 
 namespace {
-enum class Kind { Sgd, Momentum, Adam, AdamW };
+enum class Kind { Sgd, Momentum, Adam, AdamW, Adafactor };
 
 class Optimizer : public Pass {
 public:
@@ -54,6 +67,10 @@ public:
 private:
   /// The new value of one parameter; appends its state pairs.
   llvm::Expected<Value *> update(Value *weight, Value *gradient);
+  /// Adafactor's new value of one parameter (`update` for that kind).
+  Value *adafactor(Value *weight, Value *gradient);
+  /// optimizer.step's next value t + 1, made once and shared.
+  Value *getStepCount(ir::DType dtype);
   /// A zero weight of `type` named `name`: optimizer state's first value.
   Value *zeroState(const ir::TensorType &type, llvm::StringRef name);
   Value *constant(double value, ir::DType dtype);
@@ -61,19 +78,32 @@ private:
   /// is (an earlier emit failed) or this one fails, its error kept in
   /// `pending`, so an update reads as nested formulas checked once.
   Value *emit(OpCode op, Value *lhs, Value *rhs = nullptr);
+  /// As emit, for any operands and attributes.
+  Value *emit(OpCode op, llvm::ArrayRef<Value *> operands,
+              ir::AttributeMap attributes);
+  /// ReduceMean or ReduceSum of `value` over `axes`.
+  Value *reduce(OpCode op, Value *value, llvm::ArrayRef<int64_t> axes,
+                bool keepDims);
+
   /// Names `next` `<state>.updated` and records the pair; returns `next`.
   Value *record(Value *state, Value *next);
 
   llvm::Optional<Kind> kind;
   llvm::Optional<double> learningRate;
-  double momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weightDecay = 0;
+  double momentum = 0.9, beta1 = 0.9, beta2 = 0.999;
+  /// Unset: Adam's 1e-8, Adafactor's 1e-30. Adafactor keeps a first moment
+  /// only when beta1 is given.
+  llvm::Optional<double> eps;
+  bool beta1Given = false;
+  double weightDecay = 0, clipThreshold = 1, decayRate = -0.8;
 
   GraphBuilder *builder = nullptr;
   /// Constants shared per (dtype, value).
   std::map<std::pair<unsigned, double>, Value *> constants;
   /// The step count t + 1 of this step and the state pairs to record.
   Value *stepCount = nullptr, *stepSize = nullptr, *correction2Root = nullptr;
+  /// Adafactor's b2t and 1 - b2t of this step.
+  Value *decay = nullptr, *decayComplement = nullptr;
   std::vector<std::pair<Value *, Value *>> newState;
   llvm::Error pending = llvm::Error::success();
 };
@@ -86,10 +116,11 @@ llvm::Error Optimizer::setOption(llvm::StringRef key, llvm::StringRef value) {
                .Case("momentum", Kind::Momentum)
                .Case("adam", Kind::Adam)
                .Case("adamw", Kind::AdamW)
+               .Case("adafactor", Kind::Adafactor)
                .Default(llvm::None);
     if (!kind)
-      return gradientError("option 'kind' must be sgd, momentum, adam or "
-                           "adamw, got '" +
+      return gradientError("option 'kind' must be sgd, momentum, adam, "
+                           "adamw or adafactor, got '" +
                            value + "'");
     return llvm::Error::success();
   }
@@ -103,11 +134,17 @@ llvm::Error Optimizer::setOption(llvm::StringRef key, llvm::StringRef value) {
     learningRate = *number;
     return llvm::Error::success();
   }
-  double *target = key == "momentum" ? &momentum
-                   : key == "beta1"  ? &beta1
-                   : key == "beta2"  ? &beta2
-                   : key == "eps"    ? &eps
-                                     : &weightDecay;
+  if (key == "eps") {
+    eps = *number;
+    return llvm::Error::success();
+  }
+  beta1Given |= key == "beta1";
+  double *target = key == "momentum"         ? &momentum
+                   : key == "beta1"          ? &beta1
+                   : key == "beta2"          ? &beta2
+                   : key == "clip-threshold" ? &clipThreshold
+                   : key == "decay-rate"     ? &decayRate
+                                             : &weightDecay;
   *target = *number;
   return llvm::Error::success();
 }
@@ -118,17 +155,24 @@ struct NumberOption {
   const char *key;
   bool positive; // 0 is not allowed either
   bool belowOne;
+  bool negative; // below 0 (and then `positive` is false)
   std::initializer_list<const char *> kinds;
 };
 } // namespace
 
 static const NumberOption kNumberOptions[] = {
-    {"lr", true, false, {"sgd", "momentum", "adam", "adamw"}},
-    {"momentum", false, true, {"momentum"}},
-    {"beta1", false, true, {"adam", "adamw"}},
-    {"beta2", false, true, {"adam", "adamw"}},
-    {"eps", true, false, {"adam", "adamw"}},
-    {"weight-decay", false, false, {"sgd", "momentum", "adam", "adamw"}},
+    {"lr", true, false, false, {"sgd", "momentum", "adam", "adamw", "adafactor"}},
+    {"momentum", false, true, false, {"momentum"}},
+    {"beta1", false, true, false, {"adam", "adamw", "adafactor"}},
+    {"beta2", false, true, false, {"adam", "adamw"}},
+    {"eps", true, false, false, {"adam", "adamw", "adafactor"}},
+    {"weight-decay",
+     false,
+     false,
+     false,
+     {"sgd", "momentum", "adam", "adamw", "adafactor"}},
+    {"clip-threshold", true, false, false, {"adafactor"}},
+    {"decay-rate", false, false, true, {"adafactor"}},
 };
 
 static const NumberOption *findNumberOption(llvm::StringRef key) {
@@ -152,12 +196,19 @@ llvm::Expected<double> parseOptimizerNumber(llvm::StringRef key,
   const NumberOption *option = findNumberOption(key);
   assert(option && "not a number option of the optimizer pass");
   double parsed = 0;
-  if (value.getAsDouble(parsed) || !std::isfinite(parsed) || parsed < 0 ||
-      (option->positive && parsed == 0) || (option->belowOne && parsed >= 1))
+  bool bad = value.getAsDouble(parsed) || !std::isfinite(parsed);
+  if (option->negative)
+    bad |= parsed >= 0;
+  else
+    bad |= parsed < 0 || (option->positive && parsed == 0) ||
+           (option->belowOne && parsed >= 1);
+  if (bad)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         llvm::Twine("must be a ") +
-            (option->positive ? "positive number" : "number >= 0") +
+            (option->negative   ? "negative number"
+             : option->positive ? "positive number"
+                                : "number >= 0") +
             (option->belowOne ? " below 1" : "") + ", got '" + value + "'");
   return parsed;
 }
@@ -176,7 +227,21 @@ Value *Optimizer::zeroState(const ir::TensorType &type, llvm::StringRef name) {
   return state;
 }
 
+Value *Optimizer::getStepCount(ir::DType dtype) {
+  if (!stepCount) {
+    Value *count = zeroState(ir::TensorType(dtype, {}), "optimizer.step");
+    stepCount = record(count, emit(OpCode::Add, count, constant(1, dtype)));
+  }
+  return stepCount;
+}
+
 llvm::Expected<Value *> Optimizer::update(Value *weight, Value *gradient) {
+  if (*kind == Kind::Adafactor) {
+    Value *next = adafactor(weight, gradient);
+    if (pending)
+      return std::move(pending);
+    return next;
+  }
   ir::DType dtype = weight->getType().getDType();
   auto c = [&](double value) { return constant(value, dtype); };
   Value *g = gradient;
@@ -196,11 +261,10 @@ llvm::Expected<Value *> Optimizer::update(Value *weight, Value *gradient) {
     Value *p = weight;
     if (weightDecay != 0 && decoupled)
       p = emit(OpCode::Mul, p, c(1 - *learningRate * weightDecay));
-    if (!stepCount) {
+    if (!stepSize) {
       // One step count and one set of bias corrections for all parameters:
       // 1 - b^t, the step size lr / (1 - b1^t) and sqrt(1 - b2^t).
-      Value *count = zeroState(ir::TensorType(dtype, {}), "optimizer.step");
-      stepCount = record(count, emit(OpCode::Add, count, c(1)));
+      getStepCount(dtype);
       auto correction = [&](double beta) {
         return emit(OpCode::Sub, c(1), emit(OpCode::Pow, c(beta), stepCount));
       };
@@ -219,7 +283,8 @@ llvm::Expected<Value *> Optimizer::update(Value *weight, Value *gradient) {
     // The denominator sqrt(v) / sqrt(1 - b2^t) + eps.
     Value *denominator = emit(
         OpCode::Add,
-        emit(OpCode::Div, emit(OpCode::Sqrt, vNext), correction2Root), c(eps));
+        emit(OpCode::Div, emit(OpCode::Sqrt, vNext), correction2Root),
+        c(eps.getValueOr(1e-8)));
     next = emit(
         OpCode::Sub, p,
         emit(OpCode::Mul, emit(OpCode::Div, mNext, denominator), stepSize));
@@ -229,13 +294,117 @@ llvm::Expected<Value *> Optimizer::update(Value *weight, Value *gradient) {
   return next;
 }
 
+Value *Optimizer::adafactor(Value *weight, Value *g) {
+  ir::DType dtype = weight->getType().getDType();
+  auto c = [&](double value) { return constant(value, dtype); };
+  llvm::ArrayRef<int64_t> dims = weight->getType().getDims();
+  int64_t rank = int64_t(dims.size());
+  std::string name = weight->getName().str();
+  if (!decay) {
+    // b2t = 1 - t^decay-rate: 0 at the first step, so the first second
+    // moment is that step's own.
+    Value *power = emit(OpCode::Pow, getStepCount(dtype), c(decayRate));
+    decay = emit(OpCode::Sub, c(1), power);
+    decayComplement = emit(OpCode::Sub, c(1), decay);
+  }
+  auto reciprocalRoot = [&](Value *value) {
+    return emit(OpCode::Div, c(1), emit(OpCode::Sqrt, value));
+  };
+  auto average = [&](Value *state, Value *sample) {
+    return record(state, emit(OpCode::Add, emit(OpCode::Mul, state, decay),
+                              emit(OpCode::Mul, sample, decayComplement)));
+  };
+  Value *squared =
+      emit(OpCode::Add, emit(OpCode::Mul, g, g), c(eps.getValueOr(1e-30)));
+  Value *u = nullptr;
+  if (rank >= 2) {
+    llvm::SmallVector<int64_t, 4> rowDims(dims.begin(), dims.end() - 1),
+        columnDims(dims.begin(), dims.end() - 2);
+    columnDims.push_back(dims.back());
+    Value *row =
+        zeroState(ir::TensorType(dtype, rowDims), name + ".exp_avg_sq_row");
+    Value *column = zeroState(ir::TensorType(dtype, columnDims),
+                              name + ".exp_avg_sq_col");
+    Value *rowNext =
+        average(row, reduce(OpCode::ReduceMean, squared, {rank - 1}, false));
+    Value *columnNext =
+        average(column, reduce(OpCode::ReduceMean, squared, {rank - 2}, false));
+    // The factored estimate R C / sum(R), as 1 / sqrt(R / mean(R)) times
+    // 1 / sqrt(C) in their own dims of the parameter.
+    Value *rowFactor = reciprocalRoot(
+        emit(OpCode::Div, rowNext,
+             reduce(OpCode::ReduceMean, rowNext, {rank - 2}, true)));
+    Value *columnFactor = reciprocalRoot(columnNext);
+    llvm::SmallVector<int64_t, 4> rowShape = rowDims, columnShape = columnDims;
+    rowShape.push_back(1);
+    columnShape.insert(columnShape.end() - 1, 1);
+    auto shaped = [&](Value *value, llvm::ArrayRef<int64_t> shape) -> Value * {
+      if (!value)
+        return nullptr;
+      auto result = builder->reshape(value, shape);
+      if (result)
+        return *result;
+      if (!pending)
+        pending = result.takeError();
+      else
+        llvm::consumeError(result.takeError());
+      return nullptr;
+    };
+    u = emit(OpCode::Mul,
+             emit(OpCode::Mul, shaped(rowFactor, rowShape),
+                  shaped(columnFactor, columnShape)),
+             g);
+  } else {
+    Value *v = zeroState(weight->getType(), name + ".exp_avg_sq");
+    u = emit(OpCode::Mul, reciprocalRoot(average(v, squared)), g);
+  }
+  // Update clipping: u / max(1, rms(u) / d), rms as torch's norm / sqrt(n).
+  llvm::SmallVector<int64_t, 4> all;
+  for (int64_t axis = 0; axis < rank; ++axis)
+    all.push_back(axis);
+  Value *rms = emit(OpCode::Div,
+                    emit(OpCode::Sqrt, reduce(OpCode::ReduceSum,
+                                              emit(OpCode::Mul, u, u), all,
+                                              false)),
+                    c(std::sqrt(double(weight->getType().getNumElements()))));
+  u = emit(OpCode::Div, u,
+           emit(OpCode::Max, emit(OpCode::Div, rms, c(clipThreshold)), c(1)));
+  u = emit(OpCode::Mul, u, c(*learningRate));
+  if (beta1Given) {
+    Value *m = zeroState(weight->getType(), name + ".exp_avg");
+    u = record(m, emit(OpCode::Add, emit(OpCode::Mul, m, c(beta1)),
+                       emit(OpCode::Mul, u, c(1 - beta1))));
+  }
+  Value *p = weight;
+  if (weightDecay != 0)
+    p = emit(OpCode::Add, p,
+             emit(OpCode::Mul, p, c(-weightDecay * *learningRate)));
+  return emit(OpCode::Sub, p, u);
+}
+
+Value *Optimizer::reduce(OpCode op, Value *value, llvm::ArrayRef<int64_t> axes,
+                         bool keepDims) {
+  if (axes.empty())
+    return value;
+  return emit(op, {value},
+              {{"axes", ir::Attribute::getInts(axes)},
+               {"keepdims", ir::Attribute::getInt(keepDims ? 1 : 0)}});
+}
+
 Value *Optimizer::emit(OpCode op, Value *lhs, Value *rhs) {
   if (!lhs || (op != OpCode::Sqrt && !rhs))
     return nullptr;
   llvm::SmallVector<Value *, 2> operands{lhs};
   if (rhs)
     operands.push_back(rhs);
-  auto result = builder->emit(op, operands);
+  return emit(op, operands, {});
+}
+
+Value *Optimizer::emit(OpCode op, llvm::ArrayRef<Value *> operands,
+                       ir::AttributeMap attributes) {
+  if (llvm::is_contained(operands, nullptr))
+    return nullptr;
+  auto result = builder->emit(op, operands, std::move(attributes));
   if (result)
     return *result;
   if (!pending)
@@ -255,7 +424,7 @@ Value *Optimizer::record(Value *state, Value *next) {
 
 llvm::Expected<bool> Optimizer::run(ir::Module &module) {
   if (!kind)
-    return gradientError("give kind=sgd|momentum|adam|adamw");
+    return gradientError("give kind=sgd|momentum|adam|adamw|adafactor");
   if (!learningRate)
     return gradientError("give lr=X, the learning rate");
   llvm::StringMap<Value *> weights;
@@ -264,7 +433,7 @@ llvm::Expected<bool> Optimizer::run(ir::Module &module) {
   GraphBuilder graphBuilder(module, "optimizer.c");
   builder = &graphBuilder;
   constants.clear();
-  stepCount = stepSize = correction2Root = nullptr;
+  stepCount = stepSize = correction2Root = decay = decayComplement = nullptr;
   newState.clear();
   llvm::SmallVector<Value *, 8> outputs;
   std::vector<std::pair<Value *, Value *>> parameters;

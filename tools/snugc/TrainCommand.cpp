@@ -10,7 +10,8 @@
 //                  labels become a graph input of that name)
 //   autodiff{loss=...}                        gradients of every f32 weight
 //   optimizer{kind=... lr=X ...}              torch.optim's update rule
-//                  (passes/Optimizer.cpp), each flag passed on as the
+//                  (passes/Optimizer.cpp; adafactor: Shazeer & Stern's,
+//                  with a fixed step size), each flag passed on as the
 //                  option of its name
 // The bundle computes (inputs, target) -> (loss, <weight>.updated ...,
 // optimizer state .updated ...), and records each parameter and optimizer
@@ -63,7 +64,8 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     optimizer("optimizer",
               cl::desc("The update rule: sgd, momentum (SGD with momentum), "
-                       "adam or adamw (torch.optim's formulas)"),
+                       "adam or adamw (torch.optim's formulas), or adafactor "
+                       "(factored second moments, a fixed --lr)"),
               cl::init("sgd"), cl::sub(getTrainCommand()),
               cl::cat(getTrainCategory()));
 
@@ -88,7 +90,9 @@ static cl::opt<std::string> numberFlags[] = {
         cl::value_desc("MU"), cl::sub(getTrainCommand()),
         cl::cat(getTrainCategory())),
     cl::opt<std::string>("beta1",
-                         cl::desc("Adam's first-moment decay (default 0.9)"),
+                         cl::desc("Adam's first-moment decay (default 0.9); "
+                                  "Adafactor keeps a first moment only when "
+                                  "it is given"),
                          cl::value_desc("B1"), cl::sub(getTrainCommand()),
                          cl::cat(getTrainCategory())),
     cl::opt<std::string>("beta2",
@@ -96,14 +100,28 @@ static cl::opt<std::string> numberFlags[] = {
                          cl::value_desc("B2"), cl::sub(getTrainCommand()),
                          cl::cat(getTrainCategory())),
     cl::opt<std::string>("eps",
-                         cl::desc("Adam's denominator term (default 1e-8)"),
+                         cl::desc("Adam's denominator term (default 1e-8); "
+                                  "Adafactor's regulariser of g^2 (default "
+                                  "1e-30)"),
                          cl::value_desc("E"), cl::sub(getTrainCommand()),
                          cl::cat(getTrainCategory())),
     cl::opt<std::string>(
         "weight-decay",
         cl::desc("L2 penalty added to the gradient (sgd, momentum, adam) or "
-                 "decoupled decay (adamw); default 0"),
+                 "decoupled decay (adamw, adafactor); default 0"),
         cl::value_desc("WD"), cl::sub(getTrainCommand()),
+        cl::cat(getTrainCategory())),
+    cl::opt<std::string>(
+        "clip-threshold",
+        cl::desc("Adafactor's update clipping: the update's RMS is cut to "
+                 "this (default 1)"),
+        cl::value_desc("D"), cl::sub(getTrainCommand()),
+        cl::cat(getTrainCategory())),
+    cl::opt<std::string>(
+        "decay-rate",
+        cl::desc("Adafactor's second-moment decay 1 - t^R at step t, R "
+                 "negative (default -0.8)"),
+        cl::value_desc("R"), cl::sub(getTrainCommand()),
         cl::cat(getTrainCategory())),
 };
 
@@ -119,9 +137,11 @@ static llvm::Expected<std::string> getTrainingPasses() {
                      "--loss=cross-entropy:LOGITS,LABELS");
   llvm::StringRef optimizerKind = optimizer;
   if (optimizerKind != "sgd" && optimizerKind != "momentum" &&
-      optimizerKind != "adam" && optimizerKind != "adamw")
+      optimizerKind != "adam" && optimizerKind != "adamw" &&
+      optimizerKind != "adafactor")
     return flagError("--optimizer=" + optimizerKind +
-                     ": the optimizer must be sgd, momentum, adam or adamw");
+                     ": the optimizer must be sgd, momentum, adam, adamw or "
+                     "adafactor");
   if (numberFlags[0].empty())
     return flagError("give --lr=X, the learning rate");
   std::string update = "optimizer{kind=" + optimizerKind.str();
