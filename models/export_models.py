@@ -28,7 +28,10 @@ Sizes are kept small where the architecture allows (time on a 2-core CI):
   gpt2_small a GPT-2 style decoder written out: token + position embedding,
              2 blocks of pre-LayerNorm causal attention (MatMul, masked
              Softmax) and GELU MLP, d_model 256, 4 heads, seq 128, vocab 1000
-The torchvision CNNs are the standard configurations.
+The torchvision CNNs are the standard configurations. The hf_* models are
+small configurations of HuggingFace transformers architectures
+(models/export_hf.py), exported at opset 17 only; without --opsets each
+model is exported at the opsets models/zoo.json lists for it.
 
     models/export_models.py --default   writes the tiny committed demo model
                                         to models/default/
@@ -240,18 +243,26 @@ def build_unet():
     return UNet(), [("input", x, {0: "batch"})], ["mask"]
 
 
+def zoo_manifest():
+    """models/zoo.json's entries."""
+    import json
+    with open(os.path.join(REPO, "models", "zoo.json")) as f:
+        return json.load(f)["models"]
+
+
 def all_models():
     """The zoo: names and builders, in the order of models/zoo.json."""
     import functools
-    import json
     models = dict(torchvision_models())
     models["bert_small"] = build_bert
     models["bert_small_s512"] = functools.partial(build_bert, SEQ=512)
     models["gpt2_small"] = build_gpt2
     models["gpt2_small_s1024"] = functools.partial(build_gpt2, SEQ=1024)
     models["unet"] = build_unet
-    with open(os.path.join(REPO, "models", "zoo.json")) as f:
-        manifest = [entry["name"] for entry in json.load(f)["models"]]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from export_hf import hf_models
+    models.update(hf_models())
+    manifest = [entry["name"] for entry in zoo_manifest()]
     if sorted(manifest) != sorted(models):
         raise SystemExit("models/zoo.json and export_models.py list different "
                          f"models: {sorted(manifest)} vs {sorted(models)}")
@@ -317,7 +328,9 @@ def main():
     parser.add_argument("--out", default=default_cache())
     parser.add_argument("--models", default="all",
                         help="comma-separated names, or 'all'")
-    parser.add_argument("--opsets", default="13,17")
+    parser.add_argument("--opsets", default="",
+                        help="comma-separated opsets (default: each "
+                        "model's own, from models/zoo.json)")
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--default", action="store_true",
                         help="write the demo model to models/default/")
@@ -342,8 +355,11 @@ def main():
               f"{', '.join(models)}", file=sys.stderr)
         return 1
     os.makedirs(args.out, exist_ok=True)
+    own_opsets = {entry["name"]: entry["opsets"] for entry in zoo_manifest()}
     for name in names:
-        for opset in (int(o) for o in args.opsets.split(",")):
+        opsets = ([int(o) for o in args.opsets.split(",")] if args.opsets
+                  else own_opsets[name])
+        for opset in opsets:
             out = os.path.join(args.out, f"{name}-opset{opset}")
             if os.path.exists(os.path.join(out, "model.onnx")) and not args.force:
                 print(f"{out}: present")
