@@ -11,9 +11,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 
-ZOO_MODELS = [m["name"] for m in
-              json.load(open(os.path.join(ROOT, "models", "zoo.json")))["models"]]
-ZOO = [f"{name}-opset{opset}" for name in ZOO_MODELS for opset in (13, 17)]
+ZOO_ENTRIES = json.load(open(os.path.join(ROOT, "models", "zoo.json")))["models"]
+ZOO_MODELS = [m["name"] for m in ZOO_ENTRIES]
+# Every model at the opsets the manifest exports it at.
+ZOO = [f"{m['name']}-opset{opset}" for m in ZOO_ENTRIES for opset in m["opsets"]]
 MODEL_CACHE = os.environ.get("SNUG_MODEL_CACHE",
                              os.path.join(ROOT, ".cache", "models"))
 
