@@ -30,9 +30,11 @@
 #include "llvm/Support/Path.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <cstring>
 #include <deque>
 #include <map>
 
@@ -458,14 +460,13 @@ static llvm::Error loadModel(llvm::StringRef path, onnx::ModelProto &model) {
   std::string why;
   if (!file.open(path.str(), why))
     return fail("cannot read the model: " + file.getFailureReason());
-  auto buffer = llvm::MemoryBuffer::getOpenFile(
-      file.getFd(), path, file.getSize(), /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return fail("cannot read the model: " + buffer.getError().message());
-  llvm::StringRef bytes = (*buffer)->getBuffer();
-  if (bytes.empty())
+  if (file.getSize() == 0)
     return fail("the model file is empty");
   if (isTextFormat(path)) {
+    auto buffer = llvm::MemoryBuffer::getOpenFile(
+        file.getFd(), path, file.getSize(), /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return fail("cannot read the model: " + buffer.getError().message());
     google::protobuf::TextFormat::Parser parser;
     // The default limit is INT_MAX: a hostile file nesting messages 20,000
     // deep would overflow the stack. Real models nest a few levels (graph,
@@ -473,20 +474,26 @@ static llvm::Error loadModel(llvm::StringRef path, onnx::ModelProto &model) {
     parser.SetRecursionLimit(kMaxTextNesting);
     TextErrorCollector errors;
     parser.RecordErrorsTo(&errors);
-    if (!parser.ParseFromString(bytes.str(), &model))
+    if (!parser.ParseFromString((*buffer)->getBuffer().str(), &model))
       return fail("not a text-format ONNX ModelProto: " + errors.first);
     return llvm::Error::success();
   }
-  if (bytes.size() > static_cast<size_t>(INT_MAX))
+  if (file.getSize() > static_cast<uint64_t>(INT_MAX))
     return fail("the model is larger than 2 GiB; keep weights in external "
                 "data files");
-  google::protobuf::io::CodedInputStream stream(
-      reinterpret_cast<const uint8_t *>(bytes.data()),
-      static_cast<int>(bytes.size()));
+  // Read through a small buffer rather than a mapping of the whole file:
+  // parsing copies every initializer's raw_data into the message anyway
+  // (the importer then moves it into the weights), so a mapping would hold
+  // the weights twice at the peak of compiling a large model.
+  google::protobuf::io::FileInputStream input(file.getFd());
+  google::protobuf::io::CodedInputStream stream(&input);
   stream.SetTotalBytesLimit(INT_MAX);
   if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
-    return fail("not a binary ONNX ModelProto (truncated or corrupt "
-                "protobuf)");
+    return fail(input.GetErrno()
+                    ? "cannot read the model: " +
+                          std::string(std::strerror(input.GetErrno()))
+                    : std::string("not a binary ONNX ModelProto (truncated or "
+                                  "corrupt protobuf)"));
   return llvm::Error::success();
 }
 
