@@ -35,6 +35,12 @@ def _mask():
     return mask
 
 
+def _masked_text(low=0):
+    """The inputs of an encoder or decoder fed a padded sequence: ids (all
+    at least `low`) and their attention mask."""
+    return [("input_ids", _ids(low=low), {}), ("attention_mask", _mask(), {})]
+
+
 def _field(model, names, field, **fixed):
     """`model` wrapped so its forward takes the tensors `names` in order
     (and the keyword arguments `fixed`) and returns one field of its output
@@ -60,7 +66,7 @@ def build_hf_bert():
                         max_position_embeddings=64)
     names = ["input_ids", "attention_mask"]
     return (_field(BertModel(config), names, "last_hidden_state"),
-            [("input_ids", _ids(), {}), ("attention_mask", _mask(), {})],
+            _masked_text(),
             ["last_hidden_state"])
 
 
@@ -74,7 +80,7 @@ def build_hf_roberta():
                            max_position_embeddings=SEQ + 8)
     names = ["input_ids", "attention_mask"]
     return (_field(RobertaModel(config), names, "last_hidden_state"),
-            [("input_ids", _ids(low=3), {}), ("attention_mask", _mask(), {})],
+            _masked_text(low=3),
             ["last_hidden_state"])
 
 
@@ -84,7 +90,7 @@ def build_hf_gpt2():
                         n_positions=64)
     names = ["input_ids", "attention_mask"]
     return (_field(GPT2LMHeadModel(config), names, "logits", use_cache=False),
-            [("input_ids", _ids(), {}), ("attention_mask", _mask(), {})],
+            _masked_text(),
             ["logits"])
 
 
@@ -102,7 +108,7 @@ def build_hf_deberta():
                              max_relative_positions=32)
     names = ["input_ids", "attention_mask"]
     return (_field(DebertaV2Model(config), names, "last_hidden_state"),
-            [("input_ids", _ids(), {}), ("attention_mask", _mask(), {})],
+            _masked_text(),
             ["last_hidden_state"])
 
 
@@ -113,8 +119,7 @@ def build_hf_t5():
     names = ["input_ids", "attention_mask", "decoder_input_ids"]
     return (_field(T5Model(config), names, "last_hidden_state",
                    use_cache=False),
-            [("input_ids", _ids(), {}), ("attention_mask", _mask(), {}),
-             ("decoder_input_ids", _ids(seq=8), {})],
+            _masked_text() + [("decoder_input_ids", _ids(seq=8), {})],
             ["last_hidden_state"])
 
 
@@ -142,7 +147,7 @@ def build_hf_llama():
     names = ["input_ids", "attention_mask"]
     return (_field(LlamaForCausalLM(config), names, "logits",
                    use_cache=False),
-            [("input_ids", _ids(), {}), ("attention_mask", _mask(), {})],
+            _masked_text(),
             ["logits"])
 
 

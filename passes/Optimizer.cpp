@@ -338,17 +338,9 @@ Value *Optimizer::adafactor(Value *weight, Value *g) {
     llvm::SmallVector<int64_t, 4> rowShape = rowDims, columnShape = columnDims;
     rowShape.push_back(1);
     columnShape.insert(columnShape.end() - 1, 1);
-    auto shaped = [&](Value *value, llvm::ArrayRef<int64_t> shape) -> Value * {
-      if (!value)
-        return nullptr;
-      auto result = builder->reshape(value, shape);
-      if (result)
-        return *result;
-      if (!pending)
-        pending = result.takeError();
-      else
-        llvm::consumeError(result.takeError());
-      return nullptr;
+    auto shaped = [&](Value *value, llvm::ArrayRef<int64_t> shape) {
+      return emit(OpCode::Reshape, {value},
+                  {{"shape", ir::Attribute::getInts(shape)}});
     };
     u = emit(OpCode::Mul,
              emit(OpCode::Mul, shaped(rowFactor, rowShape),
