@@ -336,6 +336,23 @@ std::vector<Case> getCases() {
   cases.push_back(single("Erf", OpCode::Erf, x));
   cases.push_back(single("Gelu", OpCode::Gelu, x));
   cases.push_back(single("Dropout", OpCode::Dropout, x));
+  // Pow's base positive (the exponent's gradient takes its log); the
+  // exponent broadcast, as LayerNorm's decomposed Pow(x, 2) has it.
+  cases.push_back(single("Pow", OpCode::Pow, {{2, 3}, {3}}, {},
+                         Range::Positive));
+  // Where's condition from a third parameter: the gradient of a and b
+  // follows it, p2 gets none (a step of h never crosses 0).
+  cases.push_back(
+      {"Where",
+       {{2, 3}, {3}, {2, 3}},
+       [](GraphBuilder &b, llvm::ArrayRef<Value *> p) -> llvm::Expected<Value *> {
+         auto positive =
+             b.emit(OpCode::Greater, {p[2], b.scalar(0, DType::F64)});
+         if (!positive)
+           return positive.takeError();
+         return b.emit(OpCode::Where, {*positive, p[0], p[1]});
+       },
+       Range::AwayFromZero});
   // Conv, ConvTranspose and AveragePool's backward ConvTranspose round
   // through f32 like MatMul; the loss is linear in each parameter.
   std::vector<int64_t> one = {1, 1}, two = {2, 2}, none = {0, 0, 0, 0};
