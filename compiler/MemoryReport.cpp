@@ -69,8 +69,9 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
   if (!state)
     return state.takeError();
   for (const ir::StateEntry &entry : *state)
-    (entry.role == ir::StateRole::Parameter ? report.parameterStateBytes
-                                            : report.optimizerStateBytes) +=
+    (entry.role == ir::StateRole::Parameter   ? report.parameterStateBytes
+     : entry.role == ir::StateRole::Optimizer ? report.optimizerStateBytes
+                                              : report.statisticStateBytes) +=
         entry.weight->getType().getByteSize();
   report.arenaBytes = plan->arenaBytes;
   report.lowerBoundBytes = plan->lowerBoundBytes;
@@ -261,11 +262,16 @@ void printMemoryReportPretty(const MemoryReport &report,
      << " nodes, planner " << report.planner << ", "
      << llvm::format("%.2f", report.planningMs) << " ms)\n";
   row("weights", report.weightsBytes, "");
-  if (report.parameterStateBytes + report.optimizerStateBytes) {
+  if (report.parameterStateBytes + report.optimizerStateBytes +
+      report.statisticStateBytes) {
     row("  parameters", report.parameterStateBytes,
         "inside the weights: persistent state, written back by each step");
     row("  optimizer", report.optimizerStateBytes,
         "inside the weights: optimizer state (persistent, from zero)");
+    if (report.statisticStateBytes)
+      row("  statistics", report.statisticStateBytes,
+          "inside the weights: BatchNorm running statistics, updated from "
+          "each batch");
   }
   row("arena", report.arenaBytes,
       "intermediates, io and scratch: the device arena");
@@ -381,6 +387,7 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
       {"weights_bytes", int64_t(report.weightsBytes)},
       {"parameter_state_bytes", int64_t(report.parameterStateBytes)},
       {"optimizer_state_bytes", int64_t(report.optimizerStateBytes)},
+      {"statistic_state_bytes", int64_t(report.statisticStateBytes)},
       {"arena_bytes", int64_t(report.arenaBytes)},
       {"lower_bound_bytes", int64_t(report.lowerBoundBytes)},
       {"lower_bound_unshared_bytes", int64_t(report.lowerBoundUnsharedBytes)},

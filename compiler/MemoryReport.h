@@ -73,6 +73,7 @@ struct MemoryReport {
   /// Persistent state inside the weights, by role (0 without state).
   uint64_t parameterStateBytes = 0;
   uint64_t optimizerStateBytes = 0;
+  uint64_t statisticStateBytes = 0;
   uint64_t arenaBytes = 0;
   uint64_t lowerBoundBytes = 0;
   /// The bound with no views, in-place or concat sharing.

@@ -15,7 +15,15 @@ namespace ir {
 static constexpr const char *kStateAttribute = "state";
 
 llvm::StringRef getStateRoleName(StateRole role) {
-  return role == StateRole::Parameter ? "parameter" : "optimizer";
+  switch (role) {
+  case StateRole::Parameter:
+    return "parameter";
+  case StateRole::Optimizer:
+    return "optimizer";
+  case StateRole::Statistic:
+    return "statistic";
+  }
+  llvm_unreachable("unknown state role");
 }
 
 static llvm::ArrayRef<std::string> getEntries(const Module &module) {
@@ -55,8 +63,10 @@ llvm::Expected<std::vector<StateEntry>> getState(const Module &module) {
       role = StateRole::Parameter;
     else if (roleName == "optimizer")
       role = StateRole::Optimizer;
+    else if (roleName == "statistic")
+      role = StateRole::Statistic;
     else
-      return fail("the role must be parameter or optimizer");
+      return fail("the role must be parameter, optimizer or statistic");
     Value *weight = weights.lookup(weightName);
     if (!weight)
       return fail("'" + weightName + "' is not a weight");

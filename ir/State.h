@@ -9,7 +9,7 @@
 // so the next step reads it. The pairing is the module attribute
 //   state = ["parameter:W1=W1.updated",
 //   "optimizer:W1.momentum=W1.momentum.updated"]
-// (role:weight=output, by name), so it prints, parses and survives every
+// (role:weight=output, by name; role parameter, optimizer or statistic), so it prints, parses and survives every
 // pass that keeps names, and a pass asks isStateWeight before treating a
 // weight as a constant (folding, deduplication). A module without the
 // attribute has no state: its step is a pure function of its inputs.
@@ -39,8 +39,10 @@
 namespace snug {
 namespace ir {
 
-/// What a state weight is, for the memory report.
-enum class StateRole { Parameter, Optimizer };
+/// What a state weight is, for the memory report: a trained parameter, an
+/// optimizer buffer, or a statistic updated from the batch (BatchNorm's
+/// running mean and variance in training mode).
+enum class StateRole { Parameter, Optimizer, Statistic };
 
 struct StateEntry {
   Value *weight;

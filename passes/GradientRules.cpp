@@ -141,7 +141,7 @@ GraphBuilder::moments(Value *x, llvm::ArrayRef<int64_t> axes, float epsilon) {
   auto deviation = emit(OpCode::Sqrt, {*shifted});
   if (!deviation)
     return deviation.takeError();
-  return Moments{*centered, *deviation};
+  return Moments{*centered, *deviation, *mean, *variance};
 }
 
 llvm::Expected<Value *> GraphBuilder::fill(double value,
@@ -313,6 +313,57 @@ llvm::Error divRule(GraphBuilder &b, const GradientQuery &q) {
   return setReduced(b, q, 1, b.emit(OpCode::Neg, {*scaled}));
 }
 
+// y = a^b: da = g b a^(b - 1), db = g y ln a (a > 0 where it is wanted,
+// as PyTorch's pow). LayerNorm and Gelu exported below opset 17 square with
+// Pow(x, 2).
+llvm::Error powRule(GraphBuilder &b, const GradientQuery &q) {
+  Value *base = operand(q, 0), *exponent = operand(q, 1);
+  if (exponent->getType().getDType() != dtypeOf(q))
+    return gradientError("Pow with an exponent of type " +
+                         exponent->getType().str() + " on " +
+                         base->getType().str() + " has no gradient rule");
+  if (q.wanted[0]) {
+    auto lowered =
+        b.emit(OpCode::Sub, {exponent, b.scalar(1, dtypeOf(q))});
+    if (!lowered)
+      return lowered.takeError();
+    auto power = b.emit(OpCode::Pow, {base, *lowered});
+    if (!power)
+      return power.takeError();
+    auto derivative = b.emit(OpCode::Mul, {*power, exponent});
+    if (!derivative)
+      return derivative.takeError();
+    if (llvm::Error error = setReduced(
+            b, q, 0, b.emit(OpCode::Mul, {seed(q), *derivative})))
+      return error;
+  }
+  if (!q.wanted[1])
+    return llvm::Error::success();
+  auto logBase = b.emit(OpCode::Log, {base});
+  if (!logBase)
+    return logBase.takeError();
+  auto derivative = b.emit(OpCode::Mul, {result(q), *logBase});
+  if (!derivative)
+    return derivative.takeError();
+  return setReduced(b, q, 1, b.emit(OpCode::Mul, {seed(q), *derivative}));
+}
+
+// y = where(c, a, b): the gradient goes to a where c holds, to b elsewhere
+// (masked_fill's path in attention); the condition has none.
+llvm::Error whereRule(GraphBuilder &b, const GradientQuery &q) {
+  Value *zero = b.scalar(0, dtypeOf(q));
+  for (unsigned i = 1; i < 3; ++i) {
+    if (!q.wanted[i])
+      continue;
+    Value *taken = i == 1 ? seed(q) : zero, *other = i == 1 ? zero : seed(q);
+    if (llvm::Error error = setReduced(
+            b, q, i,
+            b.emit(OpCode::Where, {operand(q, 0), taken, other})))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
 // Clip passes the gradient where min <= x <= max (PyTorch's clamp), the
 // bounds as attributes (canonical) or operands; bounds get no gradient.
 llvm::Error clipRule(GraphBuilder &b, const GradientQuery &q) {
@@ -435,6 +486,8 @@ llvm::ArrayRef<GradientRuleEntry> getElementwiseGradientRules() {
       {OpCode::Erf, erfRule},
       {OpCode::Gelu, geluRule},
       {OpCode::LeakyRelu, leakyReluRule},
+      {OpCode::Pow, powRule},
+      {OpCode::Where, whereRule},
   };
   return rules;
 }

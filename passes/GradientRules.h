@@ -72,6 +72,8 @@ public:
   /// their gradients share.
   struct Moments {
     ir::Value *centered, *deviation;
+    /// The mean and the biased variance themselves.
+    ir::Value *mean, *variance;
   };
   llvm::Expected<Moments> moments(ir::Value *x, llvm::ArrayRef<int64_t> axes,
                                   float epsilon);

@@ -129,7 +129,11 @@ enum SectionKind : uint32_t {
 };
 
 /// What a state weight is (the State section's role byte).
-enum StateRole : uint8_t { StateParameter = 0, StateOptimizer = 1 };
+enum StateRole : uint8_t {
+  StateParameter = 0,
+  StateOptimizer = 1,
+  StateStatistic = 2, // a BatchNorm running mean or variance
+};
 
 /// Host: the pinned host region (only snug.offload results and the
 /// snug.reload operands that read them).

@@ -326,7 +326,7 @@ bool readState(Cursor &cursor, Bundle &b) {
         !cursor.u32(entry.output))
       return false;
     std::string what = "state '" + entry.name + "'";
-    if (entry.role > StateOptimizer)
+    if (entry.role > StateStatistic)
       return cursor.fail(what + ": unknown role " + std::to_string(entry.role));
     if (entry.weightOffset > b.weightsSize ||
         entry.bytes > b.weightsSize - entry.weightOffset)

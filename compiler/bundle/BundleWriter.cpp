@@ -487,8 +487,9 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
                          ": its next value " + describeValue(entry.next) +
                          " is not an arena value");
       state.string(entry.weight->getName());
-      state.u8(entry.role == ir::StateRole::Parameter ? StateParameter
-                                                      : StateOptimizer);
+      state.u8(entry.role == ir::StateRole::Parameter   ? StateParameter
+               : entry.role == ir::StateRole::Optimizer ? StateOptimizer
+                                                        : StateStatistic);
       state.u64(weightOffsets.lookup(entry.weight));
       state.u64(entry.weight->getType().getByteSize());
       state.u32(uint32_t(next - outputs.begin()));

@@ -325,9 +325,16 @@ static llvm::Error importBatchNorm(Importer &importer, onnx::NodeProto &node) {
   if (!attrInt(node, "spatial", 1))
     return importer.error(node, "spatial 0 (per-element statistics) is not "
                                 "supported");
-  return importer.emitAndBind(
-      node, "BatchNormalization", *inputs,
-      {{"epsilon", Attribute::getFloat(attrFloat(node, "epsilon", 1e-5f))}});
+  ir::AttributeMap attributes = {
+      {"epsilon", Attribute::getFloat(attrFloat(node, "epsilon", 1e-5f))}};
+  // The running statistics' update rate, read by `snugc train
+  // --batchnorm=batch`; kept only when it is not the default, so models
+  // that never train print as before.
+  float momentum = attrFloat(node, "momentum", 0.9f);
+  if (momentum != 0.9f)
+    attributes["momentum"] = Attribute::getFloat(momentum);
+  return importer.emitAndBind(node, "BatchNormalization", *inputs,
+                              std::move(attributes));
 }
 
 static llvm::Error importLayerNorm(Importer &importer, onnx::NodeProto &node) {

@@ -85,9 +85,11 @@ class MemoryReport:
     model: str
     weights_bytes: int
     # Inside weights_bytes: a training step's persistent state, its
-    # parameters and its optimizer state (0 for inference).
+    # parameters, its optimizer state and the BatchNorm running statistics
+    # it updates (0 for inference).
     parameter_state_bytes: int
     optimizer_state_bytes: int
+    statistic_state_bytes: int
     arena_bytes: int
     lower_bound_bytes: int
     lower_bound_unshared_bytes: int

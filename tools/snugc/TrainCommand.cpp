@@ -19,7 +19,8 @@
 // values back, so running the bundle again runs the next step.
 // With --loss=OUTPUT the model's own scalar output is the loss and its other
 // outputs stay. --batchnorm=batch passes batch-stats=1 to autodiff, which
-// rewrites each BatchNormalization to the batch's statistics first
+// rewrites each BatchNormalization to the batch's statistics first and
+// updates its running statistics, recorded as state of role statistic
 // (passes/BatchNormBatchStats.h); the default, running, keeps the model's
 // running statistics (PyTorch's eval mode).
 //
@@ -74,7 +75,8 @@ static cl::opt<std::string> batchnorm(
     cl::desc("BatchNormalization in the step: running (the model's running "
              "mean and variance, as PyTorch's eval mode; the default) or "
              "batch (the batch's mean and biased variance, as in training "
-             "mode; the running statistics are not updated)"),
+             "mode; the running statistics are updated as PyTorch's are, "
+             "persistent state like the parameters)"),
     cl::init("running"), cl::sub(getTrainCommand()),
     cl::cat(getTrainCategory()));
 

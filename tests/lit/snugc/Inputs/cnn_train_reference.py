@@ -12,7 +12,9 @@ PyTorch, left out of snug's default wrt). Weights and data are fixed
 functions of their index, so the test needs no random state. With `train`
 the BatchNormalization uses the batch's statistics (PyTorch's training
 mode, `snugc train --batchnorm=batch`); the step's loss and updated weights
-do not depend on the running statistics PyTorch then also updates."""
+do not depend on the running statistics PyTorch then also updates, which
+snug updates too: bn_mean.updated.npy and bn_var.updated.npy hold them
+(momentum 0.1, the unbiased batch variance)."""
 import math
 import os
 import sys
@@ -133,4 +135,8 @@ np.save(os.path.join(out_dir, "loss.npy"), np.array(loss.item(), np.float32))
 for name, p in params.items():
     np.save(os.path.join(out_dir, name + ".updated.npy"),
             p.detach().numpy().astype(np.float32))
+if mode == "train":
+    for name, stat in (("bn_mean", bn.running_mean), ("bn_var", bn.running_var)):
+        np.save(os.path.join(out_dir, name + ".updated.npy"),
+                stat.numpy().astype(np.float32))
 print("loss %.6f" % loss.item())
