@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -52,7 +53,7 @@ public:
   }
 
 private:
-  template <class NameFn>
+  using NameFn = llvm::function_ref<std::string(const ir::Value *)>;
   void print(const ir::Node &node, llvm::raw_ostream &os, NameFn name) {
     os << node.getOpName() << '(';
     for (const ir::Value *operand : node.getOperands())
