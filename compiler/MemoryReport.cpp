@@ -266,7 +266,7 @@ static void printStepBreakdownPretty(const MemoryReport &report,
   row("optimizer state", step.optimizerStateBytes,
       "weights: optimizer state, written back");
   row("other weights", step.otherWeightsBytes,
-      "weights: constants (and alignment)");
+      "weights: constants, and each weight's alignment");
   row("gradients", step.gradientBytes,
       "arena: weight gradients live at the peak");
   row("saved activations", step.savedActivationBytes,
@@ -277,7 +277,7 @@ static void printStepBreakdownPretty(const MemoryReport &report,
   row("runtime", step.runtimeBytes, "");
   os << "    saved activations in all " << step.savedActivations
      << " values, " << step.savedActivationTotalBytes
-     << " B (each once, aligned; what the step keeps without recomputing)\n";
+     << " B (each once, aligned: what this step keeps for its backward)\n";
   uint64_t total = step.forwardFlops + step.backwardFlops +
                    step.optimizerFlops + step.recomputeFlops;
   os << "    FLOPs per step    forward " << step.forwardFlops << ", backward "
