@@ -46,7 +46,7 @@ private:
 
 llvm::Error passError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "sqrt-checkpoint: " + message.str());
+                                 message.str());
 }
 
 size_t indexOf(const ir::Module &module, const ir::Node *node) {
