@@ -58,7 +58,7 @@ private:
     os << node.getOpName() << '(';
     for (const ir::Value *operand : node.getOperands())
       os << name(operand) << ',';
-    os << "){";
+    os << ")->" << node.getNumResults() << '{';
     for (const auto &attribute : node.getAttributes()) {
       os << attribute.first << '=';
       attribute.second.print(os);
@@ -86,7 +86,10 @@ private:
         local.try_emplace(inner->getResult(i), local.size());
       os << ';';
     }
-    os << ']';
+    os << "yield(";
+    for (const ir::Value *value : body.getYield())
+      os << bodyName(value) << ',';
+    os << ")]";
   }
 
   llvm::DenseMap<const ir::Value *, const ir::Value *> original;
@@ -135,18 +138,27 @@ StepBreakdown buildStepBreakdown(const ir::Module &module,
     if (rematRan) {
       std::string signature = signatures.get(*node);
       auto found = computed.find(signature);
-      if (found != computed.end()) {
+      if (found != computed.end() &&
+          found->second->getNumResults() == node->getNumResults()) {
         phase = Phase::Recompute;
         for (unsigned i = 0; i < node->getNumResults(); ++i)
           signatures.setOriginal(node->getResult(i),
                                  found->second->getResult(i));
-      } else if (phase == Phase::Forward) {
+        // A copy on the gradients' path makes its original a backward
+        // node, even when what still reads the original is the optimizer.
+        auto original = phaseOf.find(found->second);
+        if (phases.backward.count(node.get()) &&
+            original->second == Phase::Optimizer)
+          original->second = Phase::Backward;
+      } else {
         computed.emplace(std::move(signature), node.get());
       }
     }
     phaseOf[node.get()] = phase;
+  }
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
     uint64_t flops = costOfNode(*node).getFlops();
-    switch (phase) {
+    switch (phaseOf.lookup(node.get())) {
     case Phase::Forward:
       step.forwardFlops += flops;
       break;

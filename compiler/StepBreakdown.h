@@ -5,8 +5,9 @@
 // step and the cost model's FLOPs into the step's phases.
 //
 // Phases (passes/StepPhases.h): forward, backward, optimizer, and
-// recompute: when remat ran, a node that computes what an earlier forward
-// node or an earlier copy computes (the same op, attributes, body and
+// recompute: when remat ran, a node that computes what an earlier node
+// (of any phase: remat also copies backward values) or an earlier copy
+// computes (the same op, attributes, body and
 // operands, copies standing for their originals: how passes/RematModule.cpp
 // recognises a copy). Saved activations are the results of forward nodes
 // that a backward or recompute node reads.

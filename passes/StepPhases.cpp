@@ -58,6 +58,14 @@ StepPhases classifyStepPhases(const ir::Module &module) {
   for (const ir::Node *node : getAncestors(gradients))
     if (!phases.forward.count(node))
       phases.backward.insert(node);
+  // A node nothing reads: the original of a backward value remat took every
+  // read of (it still runs); not the optimizer's.
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    if (!phases.forward.count(node.get()) &&
+        llvm::none_of(node->getResults(), [&](const ir::Value *value) {
+          return value->hasUses() || module.isOutput(value);
+        }))
+      phases.backward.insert(node.get());
   return phases;
 }
 

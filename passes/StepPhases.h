@@ -7,7 +7,9 @@
 //   forward   a graph output other than a state update or a gradient (the
 //             loss, the model's other outputs) depends on it;
 //   backward  not forward, and a weight gradient (a value autodiff named
-//             grad.<weight>, passes/Autodiff.cpp) depends on it;
+//             grad.<weight>, passes/Autodiff.cpp) depends on it, or nothing
+//             reads it (the original of a backward value remat recomputes
+//             for all its reads);
 //   the rest  the optimizer's update (it reads the gradients; a fused
 //             group holding a gradient's last node and its update is one of
 //             these).
