@@ -258,9 +258,11 @@ static void printStepBreakdownPretty(const MemoryReport &report,
   os << "  training step    the predicted peak in parts, at peak step "
      << report.peakStep << ":\n";
   auto row = [&](llvm::StringRef label, uint64_t bytes, llvm::StringRef note) {
-    os << llvm::format("    %-18s %12llu B  %12s  ", label.str().c_str(),
-                       (unsigned long long)bytes, formatBytes(bytes).c_str())
-       << note << '\n';
+    os << llvm::format("    %-18s %12llu B  %12s", label.str().c_str(),
+                       (unsigned long long)bytes, formatBytes(bytes).c_str());
+    if (!note.empty())
+      os << "  " << note;
+    os << '\n';
   };
   row("parameters", step.parameterBytes, "weights: trained, written back");
   row("optimizer state", step.optimizerStateBytes,
