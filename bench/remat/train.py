@@ -76,7 +76,7 @@ def main():
             subprocess.run([sys.executable, MODEL_SCRIPT, directory,
                             str(blocks), str(args.width), str(args.batch)],
                            check=True)
-            model = os.path.join(directory, "deep-mlp.onnx")
+            model = os.path.join(directory, "deep-mlp.onnxtxt")
             full, _ = train(args.build, model, args.target, [])
             sqrt, _ = train(args.build, model, args.target,
                             ["--passes=import,sqrt-checkpoint"])
