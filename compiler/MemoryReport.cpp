@@ -145,6 +145,8 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
   report.cost = std::move(*cost);
   report.remat = summarizeRemat(module, report.weightsBytes, report.cost.flops);
   report.offload = summarizeOffload(module);
+  report.step = buildStepBreakdown(module, *plan, report.weightsBytes,
+                                   report.runtimeBytes);
   report.precision = summarizePrecision(module);
   if (const ir::Attribute *split = module.getAttribute("split_batch"))
     if (split->getKind() == ir::Attribute::Kind::Int && split->getInt() > 1)
@@ -247,6 +249,49 @@ static void printCostEstimatePretty(const CostEstimate &cost,
         "bandwidth), summed ("
      << cost.computeBoundNodes << " nodes compute-bound, "
      << cost.memoryBoundNodes << " memory-bound)\n";
+}
+
+/// The training step's lines (compiler/StepBreakdown.h): the predicted
+/// peak in parts, then the FLOPs by phase.
+static void printStepBreakdownPretty(const MemoryReport &report,
+                                     llvm::raw_ostream &os) {
+  const StepBreakdown &step = report.step;
+  os << "  training step    the predicted peak in parts, at peak step "
+     << report.peakStep << ":\n";
+  auto row = [&](llvm::StringRef label, uint64_t bytes, llvm::StringRef note) {
+    os << llvm::format("    %-18s %12llu B  %12s", label.str().c_str(),
+                       (unsigned long long)bytes, formatBytes(bytes).c_str());
+    if (!note.empty())
+      os << "  " << note;
+    os << '\n';
+  };
+  row("parameters", step.parameterBytes, "weights: trained, written back");
+  row("optimizer state", step.optimizerStateBytes,
+      "weights: optimizer state, written back");
+  row("other weights", step.otherWeightsBytes,
+      "weights: constants, and each weight's alignment");
+  row("gradients", step.gradientBytes,
+      "arena: weight gradients live at the peak");
+  row("saved activations", step.savedActivationBytes,
+      "arena: forward values the backward reads, live at the peak");
+  row("workspace", step.workspaceBytes, "arena: scratch live at the peak");
+  row("other arena", step.otherArenaBytes,
+      "arena: io, other intermediates, space the packing leaves");
+  row("runtime", step.runtimeBytes, "");
+  os << "    saved activations in all " << step.savedActivations
+     << " values, " << step.savedActivationTotalBytes
+     << " B (each once, aligned: what this step keeps for its backward)\n";
+  uint64_t total = step.forwardFlops + step.backwardFlops +
+                   step.optimizerFlops + step.recomputeFlops;
+  os << "    FLOPs per step    forward " << step.forwardFlops << ", backward "
+     << step.backwardFlops << ", optimizer " << step.optimizerFlops
+     << ", recompute " << step.recomputeFlops << " (" << step.recomputeNodes
+     << " nodes";
+  if (total)
+    os << llvm::format(", %.2f%% of the step", 100.0 *
+                                                  double(step.recomputeFlops) /
+                                                  double(total));
+  os << ")\n";
 }
 
 void printMemoryReportPretty(const MemoryReport &report,
@@ -355,6 +400,8 @@ void printMemoryReportPretty(const MemoryReport &report,
        << formatBytes(offload.bytes) << ") parked in pinned host memory; "
        << "pinned host region " << formatBytes(offload.pinnedHostBytes)
        << " (host memory, not in the peak)\n";
+  if (report.step.applies)
+    printStepBreakdownPretty(report, os);
   printCostEstimatePretty(report.cost, os);
 }
 
@@ -441,6 +488,28 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
         {"values", int64_t(report.offload.values)},
         {"bytes", int64_t(report.offload.bytes)},
         {"pinned_host_bytes", int64_t(report.offload.pinnedHostBytes)}};
+  // As remat: always present, null for a module without state.
+  object["step"] = nullptr;
+  if (report.step.applies) {
+    const StepBreakdown &step = report.step;
+    object["step"] = llvm::json::Object{
+        {"parameter_bytes", int64_t(step.parameterBytes)},
+        {"optimizer_state_bytes", int64_t(step.optimizerStateBytes)},
+        {"other_weights_bytes", int64_t(step.otherWeightsBytes)},
+        {"gradient_bytes", int64_t(step.gradientBytes)},
+        {"saved_activation_bytes", int64_t(step.savedActivationBytes)},
+        {"workspace_bytes", int64_t(step.workspaceBytes)},
+        {"other_arena_bytes", int64_t(step.otherArenaBytes)},
+        {"runtime_bytes", int64_t(step.runtimeBytes)},
+        {"saved_activations", int64_t(step.savedActivations)},
+        {"saved_activation_total_bytes",
+         int64_t(step.savedActivationTotalBytes)},
+        {"forward_flops", int64_t(step.forwardFlops)},
+        {"backward_flops", int64_t(step.backwardFlops)},
+        {"optimizer_flops", int64_t(step.optimizerFlops)},
+        {"recompute_flops", int64_t(step.recomputeFlops)},
+        {"recompute_nodes", int64_t(step.recomputeNodes)}};
+  }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << '\n';
 }
 

@@ -32,6 +32,7 @@
 #include "compiler/FusionReport.h"
 #include "compiler/PrecisionReport.h"
 #include "compiler/RematReport.h"
+#include "compiler/StepBreakdown.h"
 #include "ir/Module.h"
 
 #include "llvm/Support/Error.h"
@@ -114,6 +115,9 @@ struct MemoryReport {
   /// What --precision lowered (compiler/PrecisionReport.h); the report
   /// shows the totals, --print-precision the per-op table.
   PrecisionSummary precision;
+  /// A training step's peak and FLOPs by phase (compiler/StepBreakdown.h);
+  /// `applies` is false for inference.
+  StepBreakdown step;
   /// Why the graph could not run in micro-batches when they were allowed
   /// and needed ("" otherwise).
   std::string microBatchRefusal;

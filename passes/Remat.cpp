@@ -612,11 +612,16 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   // Such a read is gone with the copy, or moves to the copy made again; a
   // copy of a copy copies what that copy computed.
   auto forgetCopies = [&](size_t index, llvm::ArrayRef<ir::Node *> gone,
-                          bool remade) {
+                          const Snapshot &snapshot, bool remade) {
     const Change &source = changes[index];
     llvm::DenseMap<const ir::Node *, size_t> where;
     for (size_t i = 0; i < gone.size(); ++i)
       where[gone[i]] = i;
+    // The gone copies' results (keys only: they are freed) -> (copy, result).
+    llvm::DenseMap<const ir::Value *, std::pair<size_t, unsigned>> resultOf;
+    for (size_t i = 0; i < snapshot.results.size(); ++i)
+      for (unsigned r = 0; r < snapshot.results[i].size(); ++r)
+        resultOf[snapshot.results[i][r]] = {i, r};
     for (size_t other = 0; other < changes.size(); ++other) {
       if (other == index)
         continue;
@@ -625,6 +630,14 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
         if (auto it = where.find(original); it != where.end())
           original = remade ? source.copies[it->second]
                             : source.originals[it->second];
+      // A read this change took over from a result of a gone copy goes
+      // back, on its undo, to what stands for that copy now (its original
+      // when dropped, its new copy when remade): the old value is freed.
+      for (Change::Redirect &read : change.redirects)
+        if (auto it = resultOf.find(read.original); it != resultOf.end())
+          read.original = (remade ? source.copies[it->second.first]
+                                  : source.originals[it->second.first])
+                              ->getResult(it->second.second);
       if (!remade) {
         llvm::erase_if(change.redirects, [&](const Change::Redirect &read) {
           return where.count(read.user);
@@ -659,7 +672,7 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
     if (!trial)
       return trial.takeError();
     if (accept(*trial)) {
-      forgetCopies(index, gone, /*remade=*/false);
+      forgetCopies(index, gone, snapshot, /*remade=*/false);
       plan = std::move(trial);
       score = scorePlan(*plan);
       planIsCurrent = true;
@@ -669,7 +682,7 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
       return true;
     }
     redo(module, change, snapshot);
-    forgetCopies(index, gone, /*remade=*/true);
+    forgetCopies(index, gone, snapshot, /*remade=*/true);
     recordOrigins(change);
     planIsCurrent = false;
     return false;

@@ -24,13 +24,13 @@ from ._errors import (BindingError, BudgetError, BundleError, DeviceError,
                       Error, OutOfMemoryError, UnsupportedOpError,
                       from_runtime_status, _RuntimeStatus)
 from ._report import (FusionSummary, LiveTensor, MemoryReport, RematSummary,
-                      OffloadSummary,
+                      OffloadSummary, StepBreakdown,
                       UnsupportedOp)
 
 __version__ = _snug.version
 __all__ = ["plan", "compile", "load", "Session", "Bundle", "TensorInfo",
            "Sizes", "MemoryReport", "LiveTensor", "FusionSummary", "RematSummary",
-           "OffloadSummary",
+           "OffloadSummary", "StepBreakdown",
            "UnsupportedOp", "Error",
            "UnsupportedOpError", "BindingError", "BudgetError",
            "OutOfMemoryError", "BundleError", "DeviceError", "parse_size"]

@@ -63,6 +63,31 @@ class OffloadSummary:
 
 
 @dataclass(frozen=True)
+class StepBreakdown:
+    """A training step's predicted peak in parts, at the peak step
+    (parameters + optimizer state + other weights + gradients + saved
+    activations + workspace + other arena + runtime = predicted peak),
+    every saved activation once, and the cost model's FLOPs by phase
+    (forward + backward + optimizer + recompute = flops). README, *The
+    memory report*."""
+    parameter_bytes: int
+    optimizer_state_bytes: int
+    other_weights_bytes: int
+    gradient_bytes: int
+    saved_activation_bytes: int
+    workspace_bytes: int
+    other_arena_bytes: int
+    runtime_bytes: int
+    saved_activations: int
+    saved_activation_total_bytes: int
+    forward_flops: int
+    backward_flops: int
+    optimizer_flops: int
+    recompute_flops: int
+    recompute_nodes: int
+
+
+@dataclass(frozen=True)
 class PrecisionSummary:
     """What precision lowering did: the lowered dtype, the nodes computing
     in it and in f32, the casts inserted, and the weights and arena the
@@ -128,6 +153,8 @@ class MemoryReport:
     precision: Optional[PrecisionSummary]
     # None when offload did not run (no allow_offload).
     offload: Optional[OffloadSummary]
+    # None for a model without persistent state (inference).
+    step: Optional[StepBreakdown]
     _pretty: str = field(default="", repr=False, compare=False)
     _planned: Any = field(default=None, repr=False, compare=False)
 
@@ -149,6 +176,8 @@ class MemoryReport:
             data["precision"] = PrecisionSummary(**data["precision"])
         if data["offload"] is not None:
             data["offload"] = OffloadSummary(**data["offload"])
+        if data["step"] is not None:
+            data["step"] = StepBreakdown(**data["step"])
         return cls(**data, _pretty=pretty, _planned=planned)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -157,7 +186,7 @@ class MemoryReport:
             value = getattr(self, name)
             if name == "live_at_peak":
                 return [dataclasses.asdict(t) for t in value]
-            if (name in ("fusion", "remat", "precision", "offload")
+            if (name in ("fusion", "remat", "precision", "offload", "step")
                     and value is not None):
                 return dataclasses.asdict(value)
             return value

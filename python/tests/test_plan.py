@@ -2,6 +2,7 @@
 model; the model as a path, bytes or ModelProto; the options."""
 import dataclasses
 import os
+import subprocess
 
 import onnx
 import pytest
@@ -125,3 +126,31 @@ def test_offload_parks_a_value_remat_cannot_recompute():
     with pytest.raises(snug.Error, match="offload-bandwidth"):
         snug.plan(model, target="host", memory_budget=1600,
                   allow_offload=True, offload_bandwidth=-1.0)
+
+
+def test_training_step_report_parses(snugc, tmp_path):
+    """A training step's JSON (its step breakdown) reads back as a
+    MemoryReport whose parts sum to the peak and phases to the FLOPs."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    model = os.path.join(root, "tests", "lit", "snugc", "Inputs",
+                         "mlp-train.onnxtxt")
+    result = subprocess.run(
+        [snugc, "train", model, "--loss=mse:y,target", "--optimizer=adam",
+         "--lr=0.01", "--target=host", "-o", str(tmp_path / "step.snug"),
+         "--memory-report=json", "--memory-report-file=-"],
+        capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    report = snug.MemoryReport._from_json(result.stdout)
+    step = report.step
+    assert isinstance(step, snug.StepBreakdown)
+    assert step.optimizer_state_bytes == report.optimizer_state_bytes > 0
+    assert (step.parameter_bytes + step.optimizer_state_bytes +
+            step.other_weights_bytes + step.gradient_bytes +
+            step.saved_activation_bytes + step.workspace_bytes +
+            step.other_arena_bytes + step.runtime_bytes
+            == report.predicted_peak_bytes)
+    assert (step.forward_flops + step.backward_flops + step.optimizer_flops +
+            step.recompute_flops == report.flops)
+    assert report.to_dict()["step"] == dataclasses.asdict(step)
+    assert snug.plan(tiny_mlp(), dims={"batch": 4}).step is None
