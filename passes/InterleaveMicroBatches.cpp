@@ -28,9 +28,12 @@
 //
 // A module without the split_batch attribute, or without such Slices, is
 // left alone. The schedule pass later keeps this order unless it finds one
-// with a strictly lower bound.
+// with a strictly lower bound; fuse keeps its groups within a phase
+// (MicroBatchPhases.h).
 //
 //===----------------------------------------------------------------------===//
+#include "passes/MicroBatchPhases.h"
+
 #include "ir/Module.h"
 #include "passes/Passes.h"
 
@@ -78,13 +81,13 @@ int64_t getSlicePart(const ir::Node &node, int64_t parts) {
 
 } // namespace
 
-llvm::Expected<bool> InterleaveMicroBatches::run(ir::Module &module) {
+std::vector<int64_t> findMicroBatchPhases(const ir::Module &module) {
   const ir::Attribute *split = module.getAttribute("split_batch");
   if (!split || split->getKind() != ir::Attribute::Kind::Int ||
       split->getInt() < 2)
-    return false;
+    return {};
   int64_t parts = split->getInt();
-  std::vector<ir::Node *> order;
+  std::vector<const ir::Node *> order;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes())
     order.push_back(node.get());
   // The lowest micro-batch each value depends on (none: absent).
@@ -109,7 +112,7 @@ llvm::Expected<bool> InterleaveMicroBatches::run(ir::Module &module) {
       lowest[node.getResult(r)] = part;
   }
   if (!anySlice)
-    return false;
+    return {};
   // Slice-free nodes, last to first: the phase of the earliest-run reader
   // (the highest phase, as phases run from parts-1 down), -1 for none.
   llvm::DenseMap<const ir::Node *, size_t> indexOf;
@@ -126,6 +129,17 @@ llvm::Expected<bool> InterleaveMicroBatches::run(ir::Module &module) {
           readerPhase[it->second] =
               std::max(readerPhase[it->second], phase[i]);
   }
+  return phase;
+}
+
+llvm::Expected<bool> InterleaveMicroBatches::run(ir::Module &module) {
+  std::vector<int64_t> phase = findMicroBatchPhases(module);
+  if (phase.empty())
+    return false;
+  std::vector<ir::Node *> order;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    order.push_back(node.get());
+  int64_t parts = module.getAttribute("split_batch")->getInt();
   std::vector<size_t> positions(order.size());
   for (size_t i = 0; i < order.size(); ++i)
     positions[i] = i;
