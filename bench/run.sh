@@ -25,6 +25,10 @@ echo "## Memory per zoo model"
 echo
 $python bench/memory/run.py --build "$build" | tee bench/results/memory.md
 echo
+echo "## Training step peaks with gradient accumulation (snugc train --accumulate)"
+echo
+$python bench/accumulate/run.py --build "$build" | tee bench/results/accumulate.md
+echo
 echo "## Cost per zoo model (cost model counts, H200 roofline estimate)"
 echo
 $python bench/cost/run.py --build "$build" | tee bench/results/cost.md

@@ -379,10 +379,14 @@ void printMemoryReportPretty(const MemoryReport &report,
                                           report.arenaBytes));
   }
   os << '\n';
+  // A training step's micro-batches (gradient accumulation) sum their
+  // gradients into one update; an inference graph's join their outputs.
   if (report.microBatches > 1)
     os << "  micro-batches    " << report.microBatches
        << " (the graph runs once per 1/" << report.microBatches
-       << " of the batch, outputs joined)\n";
+       << (report.parameterStateBytes
+               ? " of the batch, gradients summed into one update)\n"
+               : " of the batch, outputs joined)\n");
   const RematSummary &remat = report.remat;
   if (remat.applied) {
     os << "  remat            " << remat.nodesRecomputed

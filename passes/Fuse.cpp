@@ -36,6 +36,12 @@
 // weights, the others become a per-channel Mul and Add, and attention
 // becomes snug.attention (FusePatterns.h).
 //
+// Micro-batches (gradient accumulation, MicroBatchPhases.h): a producer
+// joins only a root of its own micro-batch's phase. Otherwise the running
+// sum of a weight's gradients over K micro-batches, a chain of Adds, would
+// become one node in the last phase, and every micro-batch's gradients
+// would stay live until then.
+//
 // After grouping, a Conv whose one reader is a group (or one elementwise
 // node) takes it as its epilogue (EpiloguePattern.cpp).
 //
@@ -46,6 +52,7 @@
 #include "ir/Module.h"
 #include "passes/CostModel.h"
 #include "passes/FusePatterns.h"
+#include "passes/MicroBatchPhases.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -126,6 +133,7 @@ public:
     unsigned index = 0;
     for (const std::unique_ptr<ir::Node> &node : module.getNodes())
       position[node.get()] = index++;
+    phases = findMicroBatchPhases(module);
   }
 
   /// The group rooted at `root`, grown over its producers; its members are
@@ -146,6 +154,8 @@ private:
   unsigned maxOps, maxOperands;
   const DeviceSpec &device;
   llvm::DenseMap<const ir::Node *, unsigned> position;
+  /// Each node's micro-batch phase by position; empty when not split.
+  std::vector<int64_t> phases;
   llvm::DenseSet<const ir::Node *> taken;
 };
 
@@ -217,6 +227,9 @@ Group GroupBuilder::grow(ir::Node &root) {
   while (!candidates.empty() && group.members.size() < maxOps) {
     ir::Node *producer = candidates.top();
     candidates.pop();
+    if (!phases.empty() &&
+        phases[getPosition(producer)] != phases[getPosition(&root)])
+      continue;
     Role role = roleOf(group, *producer);
     if (role == Role::None ||
         countOperandsWith(group, *producer) > maxOperands)

@@ -31,10 +31,27 @@
 // along dim 0 (concat in place lets each copy write its slice of the output
 // directly). The module records split_batch = K for the report.
 //
+// Option loss=NAME (gradient accumulation, `snugc train --accumulate=K`):
+// the graph output NAME is a loss that is a mean over the batch, a scalar
+// without dim 0. Each copy computes it over its micro-batch and the joined
+// loss is the mean of the K copies' losses, which equals the whole batch's
+// since every micro-batch holds as many samples. The loss may be any
+// affine function of ReduceMeans over dim 0 (a mean squared error, minus
+// the mean log-likelihood); the nodes after those means (the loss tail)
+// may only be linear (Neg, Add, Sub, Mul or Div by a value the batch does
+// not reach, reductions and reshapes), since only then does the mean of
+// the copies' values equal the value over the whole batch. autodiff, run
+// after this, then adds every copy's weight gradients into one adjoint,
+// and interleave-micro-batches (InterleaveMicroBatches.cpp) orders each
+// micro-batch's backward right after its forward. Option micro-batch=N
+// checks that N * parts is the batch, or gives parts = batch / N when
+// parts is not set.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/SplitBatch.h"
 
 #include "ir/Module.h"
+#include "passes/GradientRules.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -324,6 +341,101 @@ Region findRegion(const ir::Module &module) {
   return region;
 }
 
+/// The nodes of the loss tail and the values they compute: a ReduceMean
+/// over dim 0 of per-sample values, and the linear nodes on such means.
+struct LossTail {
+  llvm::DenseSet<const ir::Node *> nodes;
+  llvm::DenseSet<const ir::Value *> values;
+};
+
+bool reducesDimZero(const ir::Node &node) {
+  const ir::Attribute *axes = node.getAttribute("axes");
+  return !axes || axes->getInts().empty() ||
+         intsContain(node, "axes", 0, node.getOperand(0)->getType().getRank());
+}
+
+/// Why `node`, reading the mean of some micro-batch quantity, would not
+/// give the whole batch's value as the mean of the copies' values ("" when
+/// it would): only linear ops keep that.
+std::string whyNotLinear(const ir::Node &node,
+                         const llvm::DenseSet<const ir::Value *> &tailValues) {
+  using ir::OpCode;
+  auto inTail = [&](unsigned i) {
+    return i < node.getNumOperands() && node.getOperand(i) &&
+           tailValues.count(node.getOperand(i));
+  };
+  switch (node.getOpCode()) {
+  case OpCode::Neg:
+  case OpCode::Identity:
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::ReduceMean:
+  case OpCode::ReduceSum:
+  case OpCode::Reshape:
+  case OpCode::Squeeze:
+  case OpCode::Unsqueeze:
+  case OpCode::Flatten:
+    return "";
+  case OpCode::Mul:
+    return inTail(0) && inTail(1) ? "it multiplies two means" : "";
+  case OpCode::Div:
+    return inTail(1) ? "it divides by a mean" : "";
+  default:
+    return "it is not linear";
+  }
+}
+
+/// The loss tail of `loss` in `region` (loss=NAME): an error when a node
+/// mixes the batch's means with per-sample values in a way the copies
+/// cannot reproduce, or when the loss is no mean over the batch.
+llvm::Expected<LossTail> findLossTail(const ir::Module &module,
+                                      const Region &region,
+                                      llvm::StringRef lossName) {
+  const ir::Value *loss = nullptr;
+  for (const ir::Value *output : module.getOutputs())
+    if (output->getName() == lossName)
+      loss = output;
+  if (!loss)
+    return splitError("loss '" + lossName + "' is not a graph output");
+  LossTail tail;
+  for (const ir::Node *node : region.nodes) {
+    bool readsTail = false, readsBatch = false;
+    for (const ir::Value *operand : node->getOperands())
+      if (operand && region.values.count(operand))
+        (tail.values.count(operand) ? readsTail : readsBatch) = true;
+    if (readsTail && readsBatch)
+      return splitError(node->describe() +
+                        " mixes samples: it reads a mean over the batch and "
+                        "per-sample values");
+    bool mean = !readsTail && node->is(ir::OpCode::ReduceMean) &&
+                reducesDimZero(*node);
+    if (readsTail) {
+      std::string why = whyNotLinear(*node, tail.values);
+      if (!why.empty())
+        return splitError(node->describe() + " on the way to loss '" +
+                          lossName +
+                          "' keeps the mean of the micro-batches' losses "
+                          "from being the batch's: " + why);
+    }
+    if (!readsTail && !mean)
+      continue;
+    tail.nodes.insert(node);
+    for (unsigned i = 0; i < node->getNumResults(); ++i)
+      tail.values.insert(node->getResult(i));
+  }
+  if (!tail.values.count(loss))
+    return splitError("loss " + loss->describe() +
+                      " is not a mean over the batch (dim 0): no ReduceMean "
+                      "over dim 0 leads to it, so the micro-batches' losses "
+                      "do not average to the batch's");
+  for (const ir::Value *output : module.getOutputs())
+    if (output != loss && tail.values.count(output))
+      return splitError("output " + output->describe() +
+                        " is computed from a mean over the batch but is not "
+                        "the loss");
+  return tail;
+}
+
 ir::TensorType withBatch(const ir::TensorType &type, int64_t batch) {
   llvm::SmallVector<int64_t, 4> dims(type.getDims().begin(),
                                      type.getDims().end());
@@ -372,16 +484,53 @@ void retypeBody(ir::Node &copy) {
   }
 }
 
+/// The batch when every node of `region` but the loss tail computes each
+/// sample alone; an error naming the first that does not otherwise.
+llvm::Expected<int64_t> checkSplittable(const ir::Module &module,
+                                        const Region &region,
+                                        const LossTail &tail) {
+  if (region.batch < 2)
+    return splitError("no graph input has a batch (dim 0) above 1");
+  for (const ir::Value *output : module.getOutputs())
+    if (region.values.count(output) && !tail.values.count(output) &&
+        (output->getType().getRank() == 0 ||
+         output->getType().getDims()[0] != region.batch))
+      return splitError("output " + output->describe() +
+                        " does not have the batch as dim 0");
+  for (const ir::Node *node : region.nodes) {
+    if (tail.nodes.count(node))
+      continue;
+    std::string why = whyNotSeparable(module, *node, region.batch,
+                                      region.values);
+    if (!why.empty())
+      return splitError(node->describe() + " mixes samples: " + why);
+  }
+  return region.batch;
+}
+
 class SplitBatch : public Pass {
 public:
   llvm::StringRef getName() const override { return "split-batch"; }
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
     if (key == "parts") {
-      if (value.getAsInteger(10, parts) || parts < 1 || parts > (1 << 20))
+      if (value.getAsInteger(10, partsOption) || partsOption < 1 ||
+          partsOption > (1 << 20))
         return llvm::createStringError(
             llvm::inconvertibleErrorCode(),
             "pass 'split-batch': option 'parts' must be a whole number from "
             "1 to 1048576, got '" + value.str() + "'");
+      return llvm::Error::success();
+    }
+    if (key == "micro-batch") {
+      if (value.getAsInteger(10, microBatch) || microBatch < 1)
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "pass 'split-batch': option 'micro-batch' must be a whole number "
+            "of at least 1, got '" + value.str() + "'");
+      return llvm::Error::success();
+    }
+    if (key == "loss") {
+      lossName = value.str();
       return llvm::Error::success();
     }
     return Pass::setOption(key, value);
@@ -389,19 +538,84 @@ public:
   llvm::Expected<bool> run(ir::Module &module) override;
 
 private:
-  int64_t parts = 1;
+  /// The number of copies (0 until set: from micro-batch, else 1).
+  int64_t partsOption = 0;
+  /// Samples per copy; 0: the batch / parts.
+  int64_t microBatch = 0;
+  /// The scalar output joined by the mean of the copies' values.
+  std::string lossName;
 };
 
+/// `parts` and `microBatch` (either may be 0: not given) checked against
+/// `batch`: the number of copies.
+llvm::Expected<int64_t> countParts(int64_t batch, int64_t parts,
+                                   int64_t microBatch,
+                                   const ir::Value &input) {
+  std::string where = "the batch (dim 0 of input " + input.describe() +
+                      ") is " + std::to_string(batch);
+  if (parts && microBatch && parts * microBatch != batch)
+    return splitError(std::to_string(parts) + " micro-batches of " +
+                      std::to_string(microBatch) + " make " +
+                      std::to_string(parts * microBatch) + " samples, but " +
+                      where);
+  if (!parts && batch % microBatch != 0)
+    return splitError("micro-batches of " + std::to_string(microBatch) +
+                      " do not divide the batch: " + where);
+  if (!parts)
+    parts = batch / microBatch;
+  if (batch % parts != 0)
+    return splitError("the batch " + std::to_string(batch) +
+                      " is not a multiple of " + std::to_string(parts));
+  return parts;
+}
+
+/// The mean of `pieces` (one single-element loss per copy) as `type`:
+/// Concat of the pieces as [1] each, ReduceMean. No constant: autodiff,
+/// run next, would take a new float weight for a parameter to train.
+llvm::Expected<ir::Value *> joinByMean(ir::Module &module,
+                                       llvm::ArrayRef<ir::Value *> pieces,
+                                       const ir::TensorType &type) {
+  GraphBuilder builder(module, "split.c");
+  llvm::SmallVector<ir::Value *, 8> rows;
+  for (ir::Value *piece : pieces) {
+    auto row = builder.reshape(piece, {1});
+    if (!row)
+      return row.takeError();
+    rows.push_back(*row);
+  }
+  auto joined =
+      builder.emit(ir::OpCode::Concat, rows, {{"axis", ir::Attribute::getInt(0)}});
+  if (!joined)
+    return joined.takeError();
+  auto mean = builder.emit(ir::OpCode::ReduceMean, {*joined},
+                           {{"axes", ir::Attribute::getInts({0})},
+                            {"keepdims", ir::Attribute::getInt(0)}});
+  if (!mean)
+    return mean.takeError();
+  return builder.reshape(*mean, type.getDims());
+}
+
 llvm::Expected<bool> SplitBatch::run(ir::Module &module) {
-  if (parts == 1)
+  if (partsOption <= 1 && !microBatch)
     return false;
-  llvm::Expected<int64_t> batch = findSplittableBatch(module);
+  Region region = findRegion(module);
+  LossTail tail;
+  if (!lossName.empty()) {
+    llvm::Expected<LossTail> found = findLossTail(module, region, lossName);
+    if (!found)
+      return found.takeError();
+    tail = std::move(*found);
+  }
+  llvm::Expected<int64_t> batch = checkSplittable(module, region, tail);
   if (!batch)
     return batch.takeError();
-  if (*batch % parts != 0)
-    return splitError("the batch " + std::to_string(*batch) +
-                      " is not a multiple of " + std::to_string(parts));
-  Region region = findRegion(module);
+  llvm::Expected<int64_t> counted =
+      countParts(*batch, partsOption, microBatch, *region.inputs.front());
+  if (!counted)
+    return counted.takeError();
+  int64_t parts = *counted;
+  if (parts == 1)
+    return false;
   int64_t each = *batch / parts;
   size_t index = module.getNodes().size();
   // The outputs the copies produce, per output, in part order.
@@ -432,11 +646,16 @@ llvm::Expected<bool> SplitBatch::run(ir::Module &module) {
         operands.push_back(mapped ? mapped : operand);
       }
       ir::Node *copy = module.insertCopy(index++, *original, operands);
+      // The loss tail's means keep their types: they have no batch.
+      bool perSample = !tail.nodes.count(original);
       for (unsigned i = 0; i < copy->getNumResults(); ++i) {
-        copy->getResult(i)->setType(
-            withBatch(original->getResult(i)->getType(), each));
+        if (perSample)
+          copy->getResult(i)->setType(
+              withBatch(original->getResult(i)->getType(), each));
         copyOf[original->getResult(i)] = copy->getResult(i);
       }
+      if (!perSample)
+        continue;
       // Shapes that name the batch name the copy's.
       for (llvm::StringRef name : {"shape", "sizes"})
         if (const ir::Attribute *attr = copy->getAttribute(name)) {
@@ -459,6 +678,18 @@ llvm::Expected<bool> SplitBatch::run(ir::Module &module) {
     if (pieces[o].empty())
       continue;
     ir::Value *output = module.getOutputs()[o];
+    if (tail.values.count(output)) {
+      llvm::Expected<ir::Value *> mean =
+          joinByMean(module, pieces[o], output->getType());
+      if (!mean)
+        return mean.takeError();
+      std::string name = output->getName().str();
+      module.replaceValue(output, *mean);
+      output->setName("");
+      (*mean)->setName(name);
+      index = module.getNodes().size();
+      continue;
+    }
     ir::Node *join =
         module.insertNode(index++, ir::OpCode::Concat, pieces[o],
                           {output->getType()},
@@ -481,23 +712,17 @@ llvm::Expected<bool> SplitBatch::run(ir::Module &module) {
 
 } // namespace
 
-llvm::Expected<int64_t> findSplittableBatch(const ir::Module &module) {
+llvm::Expected<int64_t> findSplittableBatch(const ir::Module &module,
+                                            llvm::StringRef loss) {
   Region region = findRegion(module);
-  if (region.batch < 2)
-    return splitError("no graph input has a batch (dim 0) above 1");
-  for (const ir::Value *output : module.getOutputs())
-    if (region.values.count(output) &&
-        (output->getType().getRank() == 0 ||
-         output->getType().getDims()[0] != region.batch))
-      return splitError("output " + output->describe() +
-                        " does not have the batch as dim 0");
-  for (const ir::Node *node : region.nodes) {
-    std::string why = whyNotSeparable(module, *node, region.batch,
-                                      region.values);
-    if (!why.empty())
-      return splitError(node->describe() + " mixes samples: " + why);
+  LossTail tail;
+  if (!loss.empty()) {
+    llvm::Expected<LossTail> found = findLossTail(module, region, loss);
+    if (!found)
+      return found.takeError();
+    tail = std::move(*found);
   }
-  return region.batch;
+  return checkSplittable(module, region, tail);
 }
 
 std::unique_ptr<Pass> createSplitBatchPass() {

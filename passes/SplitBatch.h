@@ -17,8 +17,10 @@ namespace snug {
 /// that depends on the inputs carrying it computes each sample alone, so
 /// that split-batch{parts=K} may run the graph on 1/K of it at a time; an
 /// error naming the first node that mixes samples (or the output without
-/// the batch) otherwise.
-llvm::Expected<int64_t> findSplittableBatch(const ir::Module &module);
+/// the batch) otherwise. With `loss`, the output of that name may be a mean
+/// over the batch (split-batch{loss=NAME}, gradient accumulation).
+llvm::Expected<int64_t> findSplittableBatch(const ir::Module &module,
+                                            llvm::StringRef loss = "");
 
 } // namespace snug
 

@@ -24,6 +24,14 @@
 // (passes/BatchNormBatchStats.h); the default, running, keeps the model's
 // running statistics (PyTorch's eval mode).
 //
+// --accumulate=K [--micro-batch=N] (gradient accumulation) puts
+// split-batch{parts=K micro-batch=N loss=loss} between add-loss and autodiff
+// and interleave-micro-batches after it: one run is still one update over
+// the whole batch, computed as K micro-batches of N samples, each one's
+// forward and backward run before the next's, their gradients summed (the
+// loss is the mean of theirs, the batch's). --micro-batch=N alone takes
+// K = batch / N.
+//
 // Flags that do not apply to the chosen optimizer (--momentum for adam,
 // --beta1 for sgd) are refused rather than ignored.
 //
@@ -79,6 +87,52 @@ static cl::opt<std::string> batchnorm(
              "persistent state like the parameters)"),
     cl::init("running"), cl::sub(getTrainCommand()),
     cl::cat(getTrainCategory()));
+
+static cl::opt<int64_t> accumulate(
+    "accumulate",
+    cl::desc("Gradient accumulation: run the step as K micro-batches (dim "
+             "0 slices of the batch), each one's backward right after its "
+             "forward, and update once with their summed gradients: the "
+             "same update as the whole batch at a smaller peak"),
+    cl::value_desc("K"), cl::init(0), cl::sub(getTrainCommand()),
+    cl::cat(getTrainCategory()));
+static cl::opt<int64_t> microBatch(
+    "micro-batch",
+    cl::desc("Samples per micro-batch of --accumulate (N * K must be the "
+             "batch); alone, K = batch / N"),
+    cl::value_desc("N"), cl::init(0), cl::sub(getTrainCommand()),
+    cl::cat(getTrainCategory()));
+
+/// The split-batch pass --accumulate and --micro-batch ask for ("" for
+/// neither), and the loss it averages.
+static llvm::Expected<std::string> getAccumulationPass(llvm::StringRef loss) {
+  bool hasK = accumulate.getNumOccurrences() != 0;
+  bool hasN = microBatch.getNumOccurrences() != 0;
+  if (!hasK && !hasN)
+    return "";
+  if (hasK && accumulate < 1)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--accumulate=" + std::to_string(accumulate) +
+            ": the number of micro-batches must be at least 1");
+  if (hasN && microBatch < 1)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--micro-batch=" + std::to_string(microBatch) +
+            ": a micro-batch must hold at least 1 sample");
+  if (batchnorm == "batch")
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--accumulate and --micro-batch cannot be combined with "
+        "--batchnorm=batch: each micro-batch would normalize by its own "
+        "statistics, so the update would not be the whole batch's");
+  std::string pass = "split-batch{loss=" + loss.str();
+  if (hasK)
+    pass += " parts=" + std::to_string(accumulate);
+  if (hasN)
+    pass += " micro-batch=" + std::to_string(microBatch);
+  return pass + "}";
+}
 
 /// The optimizer's number flags, each passed on as the pass option of its
 /// name when given (passes/Optimizer.h checks their ranges).
@@ -168,8 +222,17 @@ static llvm::Expected<std::string> getTrainingPasses() {
   std::string passes;
   llvm::StringRef spec = loss;
   auto [kind, operands] = spec.split(':');
-  if (operands.empty() && !spec.contains(':')) {
-    passes = "autodiff{loss=" + spec.str() + autodiffOptions + "}";
+  bool namedLoss = operands.empty() && !spec.contains(':');
+  auto split = getAccumulationPass(namedLoss ? spec : "loss");
+  if (!split)
+    return split.takeError();
+  // Between the loss and autodiff: the copies' gradients are then summed
+  // by autodiff itself, and interleaving orders them.
+  std::string interleave = split->empty() ? "" : ",interleave-micro-batches";
+  std::string splitPrefix = split->empty() ? "" : *split + ",";
+  if (namedLoss) {
+    passes = splitPrefix + "autodiff{loss=" + spec.str() + autodiffOptions +
+             "}" + interleave;
   } else {
     auto [output, target] = operands.split(',');
     if (kind != "mse" && kind != "cross-entropy")
@@ -181,8 +244,8 @@ static llvm::Expected<std::string> getTrainingPasses() {
       return flagError("--loss=" + spec + ": expected " + kind +
                        ":OUTPUT,TARGET");
     passes = "add-loss{kind=" + kind.str() + " output=" + output.str() +
-             " target=" + target.str() + "},autodiff{loss=loss" +
-             autodiffOptions + "}";
+             " target=" + target.str() + "}," + splitPrefix +
+             "autodiff{loss=loss" + autodiffOptions + "}" + interleave;
   }
   return passes + "," + update;
 }

@@ -4,7 +4,7 @@ Flatten, Gemm) written as an ONNX text model, and one SGD step of it
 under an MSE loss computed by PyTorch (float64, then stored as f32): the
 reference `snugc train` is checked against.
 
-usage: cnn_train_reference.py OUT_DIR LR [eval|train]
+usage: cnn_train_reference.py OUT_DIR LR [eval|train] [BATCH]
 Writes OUT_DIR/cnn-train.onnxtxt and, for snug-run --check OUT_DIR, x.npy,
 target.npy, loss.npy and <weight>.updated.npy for every trained weight (the
 BatchNormalization's running mean and variance are not trained: eval mode in
@@ -29,6 +29,8 @@ if mode not in ("eval", "train"):
 os.makedirs(out_dir, exist_ok=True)
 
 N, C, H, M, K = 2, 2, 6, 4, 3  # batch, channels, size, filters, classes
+if len(sys.argv) > 4:  # a larger batch, for gradient accumulation's tests
+    N = int(sys.argv[4])
 
 
 def values(shape, phase, scale=1.0, offset=0.0):
