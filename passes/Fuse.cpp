@@ -42,6 +42,13 @@
 // become one node in the last phase, and every micro-batch's gradients
 // would stay live until then.
 //
+// A weight's gradient (grad.<weight>, passes/Autodiff.cpp) is never taken
+// into its reader's group: it stays a value, so a training step's phases
+// (StepPhases.h) still find the backward behind it. Under accumulation the
+// gradient is the last Add of the running sum; taken into the update, it
+// hid the whole backward (the report counted it as the optimizer's). The
+// planner runs that Add in place, so the cost is a kernel, not bytes.
+//
 // After grouping, a Conv whose one reader is a group (or one elementwise
 // node) takes it as its epilogue (EpiloguePattern.cpp).
 //
@@ -53,6 +60,7 @@
 #include "passes/CostModel.h"
 #include "passes/FusePatterns.h"
 #include "passes/MicroBatchPhases.h"
+#include "passes/StepPhases.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -229,6 +237,8 @@ Group GroupBuilder::grow(ir::Node &root) {
     candidates.pop();
     if (!phases.empty() &&
         phases[getPosition(producer)] != phases[getPosition(&root)])
+      continue;
+    if (isWeightGradient(producer->getResult(0)))
       continue;
     Role role = roleOf(group, *producer);
     if (role == Role::None ||
