@@ -379,6 +379,16 @@ void printMemoryReportPretty(const MemoryReport &report,
                                           report.arenaBytes));
   }
   os << '\n';
+  if (!report.precision.stateDType.empty()) {
+    // A mixed-precision training step: what stays f32 and what is lowered.
+    const PrecisionSummary &p = report.precision;
+    os << "  master weights   " << p.stateDType
+       << ": parameters and optimizer state, updated in "
+       << p.stateDType << "; activations and gradients "
+       << p.precision << " (values computed: "
+       << formatBytes(p.loweredValueBytes) << " " << p.precision << ", "
+       << formatBytes(p.f32ValueBytes) << " f32)\n";
+  }
   // A training step's micro-batches (gradient accumulation) sum their
   // gradients into one update; an inference graph's join their outputs.
   if (report.microBatches > 1)
@@ -473,7 +483,12 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
         {"nodes_kept_f32", int64_t(report.precision.keptF32)},
         {"casts", int64_t(report.precision.casts)},
         {"weights_before_bytes", int64_t(report.precision.weightsBeforeBytes)},
-        {"arena_before_bytes", int64_t(report.precision.arenaBeforeBytes)}};
+        {"arena_before_bytes", int64_t(report.precision.arenaBeforeBytes)},
+        {"state_dtype", report.precision.stateDType.empty()
+                            ? llvm::json::Value(nullptr)
+                            : llvm::json::Value(report.precision.stateDType)},
+        {"lowered_value_bytes", int64_t(report.precision.loweredValueBytes)},
+        {"f32_value_bytes", int64_t(report.precision.f32ValueBytes)}};
   // Always present, null when remat did not run, so that readers see one
   // set of keys.
   object["remat"] = nullptr;

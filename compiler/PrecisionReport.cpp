@@ -1,5 +1,6 @@
 //===- PrecisionReport.cpp - What precision each op runs in ---------------===//
 #include "compiler/PrecisionReport.h"
+#include "ir/State.h"
 
 #include "llvm/Support/Format.h"
 
@@ -41,8 +42,30 @@ PrecisionSummary summarizePrecision(const ir::Module &module) {
   llvm::Optional<ir::DType> low = ir::parseDType(summary.precision);
   if (!low)
     return summary;
-  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
     count(*node, *low, summary);
+    for (unsigned i = 0; i < node->getNumResults(); ++i) {
+      const ir::TensorType &type = node->getResult(i)->getType();
+      if (type.getDType() == *low)
+        summary.loweredValueBytes += type.getByteSize();
+      else if (type.getDType() == ir::DType::F32)
+        summary.f32ValueBytes += type.getByteSize();
+    }
+  }
+  // A module whose state attribute does not resolve has no state to show
+  // here; the memory report fails on it before this is read.
+  if (llvm::Expected<std::vector<ir::StateEntry>> state = ir::getState(module)) {
+    for (const ir::StateEntry &entry : *state) {
+      std::string dtype =
+          ir::getDTypeName(entry.weight->getType().getDType()).str();
+      if (summary.stateDType.empty())
+        summary.stateDType = dtype;
+      else if (summary.stateDType != dtype)
+        summary.stateDType = "mixed";
+    }
+  } else {
+    llvm::consumeError(state.takeError());
+  }
   auto bytes = [&](llvm::StringRef name) -> uint64_t {
     const ir::Attribute *attr = module.getAttribute(name);
     return attr && attr->getKind() == ir::Attribute::Kind::Int &&

@@ -27,6 +27,12 @@ struct PrecisionSummary {
   /// Python package record it: recordFp32Baseline in compiler/Driver.h);
   /// 0 when not recorded (a module lowered by --passes alone).
   uint64_t weightsBeforeBytes = 0, arenaBeforeBytes = 0;
+  /// A training step's master weights and optimizer state (ir/State.h):
+  /// their dtype ("f32"; "mixed" when they differ), "" without state.
+  std::string stateDType;
+  /// The bytes of the values the nodes compute (activations, gradients,
+  /// the update's temporaries) in the lowered dtype and in f32.
+  uint64_t loweredValueBytes = 0, f32ValueBytes = 0;
   /// op type -> (lowered, kept in f32)
   std::map<std::string, std::pair<unsigned, unsigned>> byOp;
 };

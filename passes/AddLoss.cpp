@@ -12,10 +12,16 @@
 //                  CrossEntropyLoss). The indices are turned into one-hot
 //                  rows by comparing them with a constant 0..C-1, so the
 //                  gradient needs no scatter.
+// The loss's nodes are listed in keep_f32 (passes/KeepF32.h): under
+// --precision they compute in f32 on the output cast back, as torch's
+// autocast computes mse_loss and cross_entropy, so the loss and the first
+// gradients of its backward (the seed, or the loss scale, over N) keep f32's
+// range.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
 #include "passes/GradientRules.h"
+#include "passes/KeepF32.h"
 #include "passes/Passes.h"
 
 namespace snug {
@@ -137,6 +143,7 @@ llvm::Expected<bool> AddLoss::run(ir::Module &module) {
   Value *targetValue = module.addInput(
       target,
       crossEntropy ? TensorType(ir::DType::I64, {type.getDims()[0]}) : type);
+  size_t firstNew = module.getNodes().size(); // the builder appends
   GraphBuilder builder(module, "loss.c");
   auto loss = crossEntropy ? addCrossEntropy(builder, output, targetValue)
                            : addMse(builder, output, targetValue);
@@ -144,6 +151,7 @@ llvm::Expected<bool> AddLoss::run(ir::Module &module) {
     return loss.takeError();
   (*loss)->setName("loss");
   module.setOutputs({*loss});
+  markKeepF32From(module, firstNew, "loss");
   return true;
 }
 

@@ -13,6 +13,15 @@
 // comes after its operand in the schedule, an adjoint is complete before
 // the walk reaches its producer.
 //
+// With loss-scale=S the adjoint of the loss is seeded with S instead of 1,
+// held in a new f32 weight `loss_scale` (passes/LossScale.h; not in wrt):
+// every gradient comes out multiplied by S, for the optimizer's dynamic
+// loss scaling to unscale, check and adjust (its dynamic-loss-scale=1).
+//
+// The backward of a node the module's keep_f32 attribute lists (the loss
+// add-loss appended; passes/KeepF32.h) is listed too: a node kept in f32
+// has its gradient computed in f32.
+//
 // With batch-stats=1, each BatchNormalization is first rewritten into its
 // training-mode form (passes/BatchNormBatchStats.h), after wrt is chosen.
 //
@@ -32,11 +41,15 @@
 #include "ir/Module.h"
 #include "passes/BatchNormBatchStats.h"
 #include "passes/GradientRules.h"
+#include "passes/KeepF32.h"
+#include "passes/LossScale.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <cmath>
 
 namespace snug {
 
@@ -58,6 +71,8 @@ private:
   llvm::SmallVector<std::string, 4> wrtNames;
   /// Differentiate BatchNormalization in training mode (batch statistics).
   bool batchStats = false;
+  /// loss-scale=S: the seed's value (1 without).
+  llvm::Optional<double> lossScale;
 };
 
 llvm::Error passError(const llvm::Twine &message) {
@@ -79,6 +94,14 @@ llvm::Error Autodiff::setOption(llvm::StringRef key, llvm::StringRef value) {
     value.split(names, ',', -1, false);
     for (llvm::StringRef name : names)
       wrtNames.push_back(name.str());
+    return llvm::Error::success();
+  }
+  if (key == "loss-scale") {
+    double scale = 0;
+    if (value.getAsDouble(scale) || !std::isfinite(scale) || scale <= 0)
+      return passError("loss-scale must be a positive number, got '" + value +
+                       "'");
+    lossScale = scale;
     return llvm::Error::success();
   }
   if (key == "batch-stats") {
@@ -286,7 +309,20 @@ llvm::Expected<bool> Autodiff::run(ir::Module &module) {
 
   GraphBuilder builder(module, "autodiff.c");
   llvm::DenseMap<const Value *, Value *> adjoints;
-  adjoints[*loss] = builder.constant(lossType, {1.0});
+  Value *seed = builder.constant(lossType, {lossScale.getValueOr(1.0)});
+  if (lossScale) {
+    if (lossType.getDType() != ir::DType::F32)
+      return passError("loss-scale needs an f32 loss; loss " +
+                       (*loss)->describe() + " is " + lossType.str());
+    for (Value *weight : module.getWeights())
+      if (weight != seed && weight->getName() == kLossScaleWeight)
+        return passError(llvm::Twine("loss-scale: the graph has a weight "
+                                     "named '") +
+                         kLossScaleWeight + "' already");
+    seed->setName(kLossScaleWeight);
+  }
+  adjoints[*loss] = seed;
+  llvm::StringSet<> keptF32 = getKeepF32Names(module);
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Node &node = **it;
     bool onPath = false;
@@ -295,9 +331,12 @@ llvm::Expected<bool> Autodiff::run(ir::Module &module) {
           dependent.count(node.getResult(i)) && needed.count(node.getResult(i));
     if (!onPath)
       continue;
+    size_t firstNew = module.getNodes().size(); // the builder appends
     if (llvm::Error error = differentiateNode(builder, node, dependent,
                                               adjoints, (*loss)->getName()))
       return error;
+    if (!node.getName().empty() && keptF32.count(node.getName()))
+      markKeepF32From(module, firstNew, "autodiff.f32");
   }
 
   llvm::SmallVector<Value *, 8> outputs(module.getOutputs().begin(),

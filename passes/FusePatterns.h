@@ -11,6 +11,7 @@
 
 #include "ir/Float16.h"
 #include "ir/Module.h"
+#include "ir/State.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -22,11 +23,13 @@
 namespace snug {
 
 /// The values of an f32 weight that holds `count` of them (false for
-/// anything else: a graph input, an elided weight, another type or size):
+/// anything else: a graph input, an elided weight, a training step's state
+/// weight, whose bytes are only its first value, another type or size):
 /// how the patterns read the constants they fold.
 inline bool readF32Weight(const ir::Module &module, const ir::Value *value,
                           int64_t count, std::vector<float> &into) {
   if (!value || !value->isWeight() || value->isWeightElided() ||
+      ir::isStateWeight(module, value) ||
       value->getType().getDType() != ir::DType::F32 ||
       value->getType().getNumElements() != count)
     return false;
@@ -47,6 +50,7 @@ inline llvm::Optional<float> readScalarWeight(const ir::Module &module,
   if (readF32Weight(module, value, 1, values))
     return values[0];
   if (!value || !value->isWeight() || value->isWeightElided() ||
+      ir::isStateWeight(module, value) ||
       value->getType().getNumElements() != 1)
     return llvm::None;
   ir::DType type = value->getType().getDType();

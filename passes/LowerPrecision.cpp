@@ -25,6 +25,15 @@
 //    model's Cast to f16 of what is now f16), and round trips that lose
 //    nothing (f16 -> f32 -> f16, likewise bf16).
 //
+// Training steps (ir/State.h): a state weight (master weight, optimizer
+// state) is never converted at compile time, since its bytes are only its
+// first value: its lowered readers read a snug.cast of it inserted before
+// the first of them, run every step. The nodes the module's keep_f32
+// attribute lists (passes/KeepF32.h: the optimizer's update) are kept, so
+// the update reads f32 gradients and writes f32 state; a state's next value
+// computed lowered all the same is cast back to f32 like an output, io=
+// lowered or not, since it is written back over its f32 weight.
+//
 // Keep rules: the op types Exp, Pow, Log, ReduceSumSquare, ReduceProd and
 // ReduceL2 (results that overflow or lose all precision in 16 bits on
 // ordinary ranges; default-keep=0 drops them), plus option keep=A,B,...,
@@ -38,6 +47,8 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Float16.h"
 #include "ir/Module.h"
+#include "ir/State.h"
+#include "passes/KeepF32.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -58,6 +69,9 @@ public:
 
 private:
   bool isKept(const ir::Node &node) const;
+
+  /// The module's keep_f32 list, for the run.
+  llvm::StringSet<> marked;
 
   llvm::Optional<ir::DType> to;
   bool defaultKeep = true;
@@ -123,7 +137,8 @@ llvm::Error LowerPrecision::setOption(llvm::StringRef key,
 
 bool LowerPrecision::isKept(const ir::Node &node) const {
   using ir::OpCode;
-  if (keep.count(node.getName()) || keep.count(node.getOpName()))
+  if (keep.count(node.getName()) || keep.count(node.getOpName()) ||
+      (!node.getName().empty() && marked.count(node.getName())))
     return true;
   if (!defaultKeep)
     return false;
@@ -146,6 +161,15 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
         llvm::inconvertibleErrorCode(),
         "pass 'lower-precision' needs option to=f16 or to=bf16");
   const ir::DType low = *to;
+  marked = getKeepF32Names(module);
+  llvm::Expected<std::vector<ir::StateEntry>> state = ir::getState(module);
+  if (!state)
+    return state.takeError();
+  llvm::DenseSet<const ir::Value *> stateWeights, stateNext;
+  for (const ir::StateEntry &entry : *state) {
+    stateWeights.insert(entry.weight);
+    stateNext.insert(entry.next);
+  }
   llvm::StringRef lowName = ir::getDTypeName(low);
   // Per f32 value: its lowered twin, and per lowered value its f32 twin
   // (created on demand).
@@ -167,7 +191,11 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
                                             : floatToBf16(value);
       std::memcpy(bytes.data() + 2 * i, &bits, 2);
     }
-    std::string name = weight->getName().str() + "." + lowName.str();
+    // An unnamed weight (a folded constant) gets an unnamed twin: two of
+    // them must not both be called ".bf16".
+    std::string name = weight->getName().empty()
+                           ? std::string()
+                           : weight->getName().str() + "." + lowName.str();
     ir::Value *copy = module.addWeight(
         name, withDType(weight->getType(), low), bytes);
     lowered[weight] = copy;
@@ -223,9 +251,10 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
         continue;
       if (lower && isF32(operand)) {
         ir::Value *twin = lowered.lookup(operand);
-        if (!twin && operand->isWeight())
+        bool constant = operand->isWeight() && !stateWeights.count(operand);
+        if (!twin && constant)
           twin = lowerWeight(operand);
-        if (!twin && !operand->isWeight()) {
+        if (!twin && !constant) {
           twin = castBefore(node, operand, low);
           lowered[operand] = twin;
           ours.insert(twin);
@@ -258,11 +287,13 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
         node->setAttribute("to", ir::Attribute::getString(lowName));
     }
   }
-  // Outputs the model gives as f32 stay f32.
+  // Outputs the model gives as f32 stay f32; so does a state's next value
+  // with io=lowered, as it is written back over its f32 weight.
   llvm::SmallVector<ir::Value *, 4> outputs(module.getOutputs().begin(),
                                             module.getOutputs().end());
   for (ir::Value *output : outputs) {
-    if (lowerIO || !output->isResult() || !ours.count(output))
+    if ((lowerIO && !stateNext.count(output)) || !output->isResult() ||
+        !ours.count(output))
       continue;
     ir::Node *cast = module.addNode(
         ir::OpCode::SnugCast, {output},

@@ -36,11 +36,23 @@
 // computed in the graph with Pow) are new zero weights paired with their
 // `.updated` outputs. The runtime writes the outputs back after each step.
 //
+// With dynamic-loss-scale=1 [growth-interval=G] the gradients are S times
+// their value (autodiff's loss-scale=S): the update reads them unscaled and
+// is skipped on Inf or NaN, and S moves by GradScaler's rules
+// (passes/LossScale.h).
+//
+// Every node the update adds is listed in the module's keep_f32 attribute
+// (passes/KeepF32.h): under --precision=bf16 or fp16 the forward and
+// backward are lowered but the update stays f32, on f32 master weights and
+// state, reading each lowered gradient cast back to f32.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/Optimizer.h"
 #include "ir/Module.h"
 #include "ir/State.h"
 #include "passes/GradientRules.h"
+#include "passes/KeepF32.h"
+#include "passes/LossScale.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -96,6 +108,9 @@ private:
   llvm::Optional<double> eps;
   bool beta1Given = false;
   double weightDecay = 0, clipThreshold = 1, decayRate = -0.8;
+  /// dynamic-loss-scale=1 (passes/LossScale.h) and its growth-interval.
+  bool dynamicLossScale = false;
+  LossScaleRules rules;
 
   GraphBuilder *builder = nullptr;
   /// Constants shared per (dtype, value).
@@ -121,6 +136,21 @@ llvm::Error Optimizer::setOption(llvm::StringRef key, llvm::StringRef value) {
     if (!kind)
       return gradientError("option 'kind' must be sgd, momentum, adam, "
                            "adamw or adafactor, got '" +
+                           value + "'");
+    return llvm::Error::success();
+  }
+  if (key == "dynamic-loss-scale") {
+    if (value != "0" && value != "1")
+      return gradientError("option 'dynamic-loss-scale' must be 0 or 1, got '" +
+                           value + "'");
+    dynamicLossScale = value == "1";
+    return llvm::Error::success();
+  }
+  if (key == "growth-interval") {
+    if (value.getAsInteger(10, rules.growthInterval) ||
+        rules.growthInterval < 1)
+      return gradientError("option 'growth-interval' must be a whole number "
+                           ">= 1, got '" +
                            value + "'");
     return llvm::Error::success();
   }
@@ -422,31 +452,68 @@ llvm::Expected<bool> Optimizer::run(ir::Module &module) {
   llvm::StringMap<Value *> weights;
   for (Value *weight : module.getWeights())
     weights[weight->getName()] = weight;
+  size_t firstNew = module.getNodes().size(); // the builder appends
   GraphBuilder graphBuilder(module, "optimizer.c");
   builder = &graphBuilder;
   constants.clear();
   stepCount = stepSize = correction2Root = decay = decayComplement = nullptr;
   newState.clear();
-  llvm::SmallVector<Value *, 8> outputs;
-  std::vector<std::pair<Value *, Value *>> parameters;
+  // The gradient outputs and their weights, in output order.
+  llvm::SmallVector<Value *, 8> gradients;
+  llvm::DenseMap<Value *, Value *> weightOf;
   for (Value *output : module.getOutputs()) {
     llvm::StringRef name = output->getName();
-    Value *weight =
-        name.consume_front("grad.") ? weights.lookup(name) : nullptr;
-    if (!weight) {
-      outputs.push_back(output);
-      continue;
+    if (Value *weight =
+            name.consume_front("grad.") ? weights.lookup(name) : nullptr) {
+      gradients.push_back(output);
+      weightOf[output] = weight;
     }
-    auto next = update(weight, output);
-    if (!next)
-      return next.takeError();
-    (*next)->setName((name + ".updated").str());
-    outputs.push_back(*next);
-    parameters.push_back({weight, *next});
   }
-  if (parameters.empty())
+  if (gradients.empty())
     return gradientError("no output is the gradient of a weight "
                          "(grad.<weight>): run autodiff first");
+  // With loss scaling the update reads the unscaled gradients.
+  llvm::SmallVector<Value *, 8> unscaled(gradients.begin(), gradients.end());
+  Value *finite = nullptr, *scale = nullptr;
+  if (dynamicLossScale) {
+    scale = weights.lookup(kLossScaleWeight);
+    if (!scale)
+      return gradientError(llvm::Twine("dynamic-loss-scale=1 needs the "
+                                       "weight '") +
+                           kLossScaleWeight +
+                           "': run autodiff with loss-scale=S first");
+    auto flag = unscaleGradients(graphBuilder, scale, unscaled);
+    if (!flag)
+      return flag.takeError();
+    finite = *flag;
+  }
+  llvm::DenseMap<Value *, Value *> updateOf;
+  std::vector<std::pair<Value *, Value *>> parameters;
+  for (size_t i = 0; i < gradients.size(); ++i) {
+    Value *weight = weightOf.lookup(gradients[i]);
+    auto next = update(weight, unscaled[i]);
+    if (!next)
+      return next.takeError();
+    (*next)->setName((weight->getName() + ".updated").str());
+    parameters.push_back({weight, *next});
+  }
+  if (finite) {
+    // Skipped on overflow: parameters and optimizer state alike; the scale
+    // and its count are the one state that moves then.
+    if (llvm::Error error = guardStep(graphBuilder, finite, parameters))
+      return error;
+    if (llvm::Error error = guardStep(graphBuilder, finite, newState))
+      return error;
+    if (llvm::Error error =
+            updateLossScale(graphBuilder, finite, scale, rules, newState))
+      return error;
+  }
+  for (size_t i = 0; i < gradients.size(); ++i)
+    updateOf[gradients[i]] = parameters[i].second;
+  llvm::SmallVector<Value *, 8> outputs;
+  for (Value *output : module.getOutputs())
+    outputs.push_back(updateOf.count(output) ? updateOf.lookup(output)
+                                             : output);
   for (const auto &[state, next] : newState)
     outputs.push_back(next);
   module.setOutputs(outputs);
@@ -454,6 +521,7 @@ llvm::Expected<bool> Optimizer::run(ir::Module &module) {
     ir::addState(module, *weight, *next, ir::StateRole::Parameter);
   for (const auto &[state, next] : newState)
     ir::addState(module, *state, *next, ir::StateRole::Optimizer);
+  markKeepF32From(module, firstNew, "optimizer.update");
   addStatistic("parameters-updated", parameters.size());
   addStatistic("optimizer-state-tensors", newState.size());
   return true;

@@ -98,6 +98,12 @@ class PrecisionSummary:
     casts: int
     weights_before_bytes: int
     arena_before_bytes: int
+    # A training step's master weights and optimizer state dtype ("f32";
+    # "mixed" when they differ), None for inference; the bytes of the values
+    # the nodes compute in the lowered dtype and in f32.
+    state_dtype: Optional[str]
+    lowered_value_bytes: int
+    f32_value_bytes: int
 
 
 @dataclass(eq=True)

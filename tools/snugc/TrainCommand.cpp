@@ -32,11 +32,20 @@
 // loss is the mean of theirs, the batch's). --micro-batch=N alone takes
 // K = batch / N.
 //
+// --precision=bf16|fp16 (the compile flag) trains in mixed precision: the
+// forward and backward compute in 16 bits, the parameters (master weights),
+// optimizer state, update and loss stay f32 (passes/KeepF32.h). fp16 adds
+// dynamic loss scaling (passes/LossScale.h): autodiff{loss-scale=S} and
+// optimizer{dynamic-loss-scale=1 growth-interval=G}, S and G from
+// --loss-scale (default 65536) and --loss-scale-interval (default 2000),
+// torch.cuda.amp.GradScaler's defaults.
+//
 // Flags that do not apply to the chosen optimizer (--momentum for adam,
 // --beta1 for sgd) are refused rather than ignored.
 //
 //===----------------------------------------------------------------------===//
 #include "tools/snugc/SnugcCommands.h"
+#include "tools/snugc/PlanSupport.h"
 #include "tools/snugc/SnugcCommon.h"
 
 #include "passes/Optimizer.h"
@@ -134,6 +143,21 @@ static llvm::Expected<std::string> getAccumulationPass(llvm::StringRef loss) {
   return pass + "}";
 }
 
+static cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("With --precision=fp16: the dynamic loss scale's first value "
+             "(default 65536); it halves on a step whose gradients overflow "
+             "(the step is skipped) and doubles after --loss-scale-interval "
+             "good steps"),
+    cl::value_desc("S"), cl::init("65536"), cl::sub(getTrainCommand()),
+    cl::cat(getTrainCategory()));
+static cl::opt<std::string> lossScaleInterval(
+    "loss-scale-interval",
+    cl::desc("With --precision=fp16: good steps before the loss scale "
+             "doubles (default 2000)"),
+    cl::value_desc("G"), cl::init("2000"), cl::sub(getTrainCommand()),
+    cl::cat(getTrainCategory()));
+
 /// The optimizer's number flags, each passed on as the pass option of its
 /// name when given (passes/Optimizer.h checks their ranges).
 static cl::opt<std::string> numberFlags[] = {
@@ -219,6 +243,29 @@ static llvm::Expected<std::string> getTrainingPasses() {
                      ": BatchNormalization's statistics must be running or "
                      "batch");
   std::string autodiffOptions = statistics == "batch" ? " batch-stats=1" : "";
+  if (getPlanningOptions().precision == "fp16") {
+    double scale = 0;
+    llvm::StringRef scaleText = lossScale;
+    if (scaleText.getAsDouble(scale) || !std::isfinite(scale) || scale <= 0)
+      return flagError("--loss-scale must be a positive number, got '" +
+                       scaleText + "'");
+    int64_t interval = 0;
+    if (llvm::StringRef(lossScaleInterval).getAsInteger(10, interval) ||
+        interval < 1)
+      return flagError("--loss-scale-interval must be a whole number >= 1, "
+                       "got '" +
+                       lossScaleInterval + "'");
+    autodiffOptions += " loss-scale=" + scaleText.str();
+    update.insert(update.size() - 1, " dynamic-loss-scale=1 growth-interval=" +
+                                         std::to_string(interval));
+  } else if (lossScale.getNumOccurrences() ||
+             lossScaleInterval.getNumOccurrences()) {
+    return flagError(llvm::Twine(lossScale.getNumOccurrences()
+                                     ? "--loss-scale"
+                                     : "--loss-scale-interval") +
+                     " applies with --precision=fp16 only (bf16 has f32's "
+                     "range and needs no loss scaling)");
+  }
   std::string passes;
   llvm::StringRef spec = loss;
   auto [kind, operands] = spec.split(':');
