@@ -20,7 +20,19 @@
 // Gemm's C is broadcast into Y first (a copy when it already is [M,N], a
 // small kernel otherwise) and cuBLAS adds the product with Gemm's beta.
 //
+// A product with an epilogue (the bias Add, the activation and the
+// residual Add the fuse pass moved into it, passes/EpiloguePattern.cpp)
+// runs as the tiled kernel, whose store applies the epilogue per element
+// (EpilogueStore.h) and Gemm's beta * C in the same expression: one launch
+// where cuBLAS and the elementwise kernel after it were two (three with a
+// broadcast C). cuBLASLt's epilogues would keep cuBLAS's speed but cover
+// only bias, ReLU and the tanh GELU, not the Erf Gelu of BERT and ViT, the
+// residual Add or SiLU, so they would leave a kernel after most products;
+// the tiled kernel covers every epilogue the fuse pass builds, at the
+// price of a plain 16x16 tiling (slower than cuBLAS on large products).
+//
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/EpilogueStore.h"
 #include "compiler/cuda/KernelEmitter.h"
 
 #include "runtime/BundleFormat.h"
@@ -179,10 +191,18 @@ std::string batchOffset(llvm::ArrayRef<BatchAxis> batch,
 /// tiled kernel: 16x16 tiles through shared memory, one result per thread.
 /// Sums as the host: in double over float-converted operands for integers
 /// (the result rounded to float before it is stored), in the compute type
-/// for the floats.
+/// for the floats. Each result goes out through the node's epilogue when it
+/// has one (EpilogueStore.h), so bias, activation and residual cost no
+/// launch of their own.
 llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
                               float alpha, float beta) {
+  auto epilogue = EpilogueStore::create(context);
+  if (!epilogue)
+    return epilogue.takeError();
   const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
+  // Gemm's own C; a MatMul's operand 2 is its epilogue's first extra.
+  bool withC = context.node.is(ir::OpCode::Gemm) && context.hasIn(2) &&
+               beta != 0;
   bool isFloat = cublasDType(y.dtype) != 0;
   std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
   std::string operand =
@@ -200,7 +220,7 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   std::string result = "sum";
   if (alpha != 1)
     result = "(" + acc + ")" + cudaFloatLiteral(alpha) + " * sum";
-  if (context.hasIn(2) && beta != 0)
+  if (withC)
     result += " + (" + acc + ")" + cudaFloatLiteral(beta) +
               " * snug_load(c + " + offsetInC(context.in(2), "i", "j") + ")";
   if (!isFloat) // the host rounds its double result to float first
@@ -239,8 +259,9 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
      << "    }\n"
      << "    if (i < " << lit(product.m) << " && j < " << lit(product.n)
      << ")\n"
-     << "      snug_store(y + z * " << lit(product.m * product.n) << " + i * "
-     << lit(product.n) << " + j, " << result << ");\n"
+     << epilogue->store("z * " + lit(product.m * product.n) + " + i * " +
+                            lit(product.n) + " + j",
+                        result, "      ", idx)
      << "  }\n";
   Kernel kernel;
   kernel.tag = context.node.getOpName().lower();
@@ -249,10 +270,11 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
                  1};
   kernel.addTensor("a", a, true);
   kernel.addTensor("b", b, true);
-  if (context.hasIn(2) && beta != 0)
+  if (withC)
     kernel.addTensor("c", context.in(2), true);
   kernel.addTensor("y", y, false);
-  kernel.body = os.str();
+  epilogue->addParams(kernel, context);
+  kernel.body = epilogue->getSetup() + os.str();
   context.launch(std::move(kernel));
   return llvm::Error::success();
 }
@@ -309,7 +331,8 @@ llvm::Error emitMatMul(EmitContext &context) {
     product.m *= product.batchCount();
     product.batch.clear();
   }
-  if (cublasTakes(y.dtype, product)) {
+  // cuBLAS stores the raw product; an epilogue needs the kernel's store.
+  if (!context.node.hasEpilogue() && cublasTakes(y.dtype, product)) {
     std::vector<bundle::DeviceGemm> steps = planGemms(context, product);
     for (const bundle::DeviceGemm &step : steps)
       context.gemm(step);
@@ -369,7 +392,7 @@ llvm::Error emitGemm(EmitContext &context) {
   }
   if (!y.numElements)
     return llvm::Error::success();
-  if (!cublasTakes(y.dtype, product))
+  if (context.node.hasEpilogue() || !cublasTakes(y.dtype, product))
     return launchTiledKernel(context, product, alpha, beta);
   // beta scales what Y holds when cuBLAS runs: C, or nothing.
   bool withC = context.hasIn(2) && beta != 0;
