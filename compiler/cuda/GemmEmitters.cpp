@@ -52,8 +52,9 @@ std::string lit(int64_t value) { return cudaIntLiteral(value); }
 
 /// More GEMM steps than this for one MatMul run as one kernel instead.
 constexpr int64_t kMaxGemmSteps = 64;
-/// The tiled kernel's square tile.
-constexpr int64_t kTile = 16;
+/// The tiled kernel: kTile x kTile threads, each computing kReg x kReg
+/// results of a kBlockTile square tile of Y, kTile deep per step.
+constexpr int64_t kTile = 16, kReg = 4, kBlockTile = kTile * kReg;
 
 /// cuBLAS's element type for `type`, or 0 when cuBLAS does not take it.
 uint8_t cublasDType(DType type) {
@@ -188,12 +189,14 @@ std::string batchOffset(llvm::ArrayRef<BatchAxis> batch,
 }
 
 /// Y[b] = alpha * op(A[b]) op(B[b]) (+ beta * C broadcast, for Gemm) as a
-/// tiled kernel: 16x16 tiles through shared memory, one result per thread.
-/// Sums as the host: in double over float-converted operands for integers
-/// (the result rounded to float before it is stored), in the compute type
-/// for the floats. Each result goes out through the node's epilogue when it
-/// has one (EpilogueStore.h), so bias, activation and residual cost no
-/// launch of their own.
+/// tiled kernel: 64x64 tiles of Y through shared memory, 16 deep, each of
+/// the 16x16 threads accumulating a 4x4 register tile (rows ty + 16 rr,
+/// columns tx + 16 cc, so that loads and stores of neighbouring threads are
+/// neighbours). Sums as the host: in double over float-converted operands
+/// for integers (the result rounded to float before it is stored), in the
+/// compute type for the floats, each in k order. Each result goes out
+/// through the node's epilogue when it has one (EpilogueStore.h), so bias,
+/// activation and residual cost no launch of their own.
 llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
                               float alpha, float beta) {
   auto epilogue = EpilogueStore::create(context);
@@ -207,8 +210,8 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
   std::string operand =
       isFloat ? "(" + acc + ")snug_load" : "(double)(float)snug_load";
-  int64_t rowTiles = (product.m + kTile - 1) / kTile;
-  int64_t colTiles = (product.n + kTile - 1) / kTile;
+  int64_t rowTiles = (product.m + kBlockTile - 1) / kBlockTile;
+  int64_t colTiles = (product.n + kBlockTile - 1) / kBlockTile;
   if (colTiles > INT32_MAX)
     return context.unsupported("the product is too large for the kernel");
   int64_t largest = std::max({a.numElements, b.numElements, y.numElements});
@@ -217,9 +220,9 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
                                    : "i * " + lit(product.k) + " + p";
   std::string bAt = product.transB ? "j * " + lit(product.k) + " + p"
                                    : "p * " + lit(product.n) + " + j";
-  std::string result = "sum";
+  std::string result = "sum[rr][cc]";
   if (alpha != 1)
-    result = "(" + acc + ")" + cudaFloatLiteral(alpha) + " * sum";
+    result = "(" + acc + ")" + cudaFloatLiteral(alpha) + " * " + result;
   if (withC)
     result += " + (" + acc + ")" + cudaFloatLiteral(beta) +
               " * snug_load(c + " + offsetInC(context.in(2), "i", "j") + ")";
@@ -230,38 +233,62 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   llvm::raw_string_ostream os(body);
   // blockIdx.y walks (batch item, row tile) pairs, blockIdx.x column tiles.
   int64_t tiles = product.batchCount() * rowTiles;
-  os << "  __shared__ " << acc << " As[" << kTile << "][" << kTile << "];\n"
-     << "  __shared__ " << acc << " Bs[" << kTile << "][" << kTile + 1 << "];\n"
+  std::string m = lit(product.m), n = lit(product.n), k = lit(product.k);
+  os << "  __shared__ " << acc << " As[" << kTile << "][" << kBlockTile + 1
+     << "];\n"
+     << "  __shared__ " << acc << " Bs[" << kTile << "][" << kBlockTile + 1
+     << "];\n"
      << "  const int tx = threadIdx.x, ty = threadIdx.y;\n"
-     << "  const " << idx << " j = (" << idx << ")blockIdx.x * " << kTile
-     << " + tx;\n"
+     << "  const " << idx << " j0 = (" << idx << ")blockIdx.x * " << kBlockTile
+     << ";\n"
      << "  for (" << idx << " t = blockIdx.y; t < " << lit(tiles)
      << "; t += gridDim.y) {\n"
-     << "    const " << idx << " z = t / " << lit(rowTiles) << ", i = t % "
-     << lit(rowTiles) << " * " << kTile << " + ty;\n"
+     << "    const " << idx << " z = t / " << lit(rowTiles) << ", i0 = t % "
+     << lit(rowTiles) << " * " << kBlockTile << ";\n"
      << "    const " << cudaTypeName(a.dtype) << " *az = a + "
      << batchOffset(product.batch, &BatchAxis::strideA) << ";\n"
      << "    const " << cudaTypeName(b.dtype) << " *bz = b + "
      << batchOffset(product.batch, &BatchAxis::strideB) << ";\n"
-     << "    " << acc << " sum = 0;\n"
-     << "    for (" << idx << " k0 = 0; k0 < " << lit(product.k)
-     << "; k0 += " << kTile << ") {\n"
-     << "      " << idx << " p = k0 + tx;\n"
-     << "      As[ty][tx] = i < " << lit(product.m) << " && p < "
-     << lit(product.k) << " ? " << operand << "(az + " << aAt << ") : 0;\n"
-     << "      p = k0 + ty;\n"
-     << "      Bs[ty][tx] = p < " << lit(product.k) << " && j < "
-     << lit(product.n) << " ? " << operand << "(bz + " << bAt << ") : 0;\n"
+     << "    " << acc << " sum[" << kReg << "][" << kReg << "];\n"
+     << "    for (int rr = 0; rr < " << kReg << "; ++rr)\n"
+     << "      for (int cc = 0; cc < " << kReg << "; ++cc)\n"
+     << "        sum[rr][cc] = 0;\n"
+     << "    for (" << idx << " k0 = 0; k0 < " << k << "; k0 += " << kTile
+     << ") {\n"
+     << "      for (int l = 0; l < " << kReg << "; ++l) {\n"
+     << "        const " << idx << " i = i0 + ty + " << kTile
+     << " * l, p = k0 + tx;\n"
+     << "        As[tx][ty + " << kTile << " * l] = i < " << m << " && p < "
+     << k << " ? " << operand << "(az + " << aAt << ") : 0;\n"
+     << "      }\n"
+     << "      for (int l = 0; l < " << kReg << "; ++l) {\n"
+     << "        const " << idx << " p = k0 + ty, j = j0 + tx + " << kTile
+     << " * l;\n"
+     << "        Bs[ty][tx + " << kTile << " * l] = p < " << k << " && j < "
+     << n << " ? " << operand << "(bz + " << bAt << ") : 0;\n"
+     << "      }\n"
      << "      __syncthreads();\n"
-     << "      for (int q = 0; q < " << kTile << "; ++q)\n"
-     << "        sum += As[ty][q] * Bs[q][tx];\n"
+     << "      for (int q = 0; q < " << kTile << "; ++q) {\n"
+     << "        " << acc << " ra[" << kReg << "], rb[" << kReg << "];\n"
+     << "        for (int rr = 0; rr < " << kReg << "; ++rr)\n"
+     << "          ra[rr] = As[q][ty + " << kTile << " * rr];\n"
+     << "        for (int cc = 0; cc < " << kReg << "; ++cc)\n"
+     << "          rb[cc] = Bs[q][tx + " << kTile << " * cc];\n"
+     << "        for (int rr = 0; rr < " << kReg << "; ++rr)\n"
+     << "          for (int cc = 0; cc < " << kReg << "; ++cc)\n"
+     << "            sum[rr][cc] += ra[rr] * rb[cc];\n"
+     << "      }\n"
      << "      __syncthreads();\n"
      << "    }\n"
-     << "    if (i < " << lit(product.m) << " && j < " << lit(product.n)
-     << ")\n"
-     << epilogue->store("z * " + lit(product.m * product.n) + " + i * " +
-                            lit(product.n) + " + j",
-                        result, "      ", idx)
+     << "    for (int rr = 0; rr < " << kReg << "; ++rr)\n"
+     << "      for (int cc = 0; cc < " << kReg << "; ++cc) {\n"
+     << "        const " << idx << " i = i0 + ty + " << kTile
+     << " * rr, j = j0 + tx + " << kTile << " * cc;\n"
+     << "        if (i < " << m << " && j < " << n << ")\n"
+     << epilogue->store("z * " + lit(product.m * product.n) + " + i * " + n +
+                            " + j",
+                        result, "          ", idx)
+     << "      }\n"
      << "  }\n";
   Kernel kernel;
   kernel.tag = context.node.getOpName().lower();
