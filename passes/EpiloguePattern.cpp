@@ -1,12 +1,13 @@
 //===- EpiloguePattern.cpp - Elementwise consumers into their producer's store ===//
 //
-// After the fuse pass has grouped elementwise nodes, a Conv (an op of the
-// op table's Epilogue trait) whose only reader is one elementwise node or
-// snug.fused group takes that consumer as its epilogue (ir/Module.h): the
-// kernel applies it to each result element as it stores it, so the
-// convolution's raw result is never written to the arena and read back,
-// and one launch goes. This is the ResNet shape: Conv (BatchNorm folded
-// in), Add of the residual, Relu; and MobileNet's Conv, Clip / HardSwish.
+// After the fuse pass has grouped elementwise nodes, a Conv, MatMul or Gemm
+// (the ops of the op table's Epilogue trait) whose only reader is one
+// elementwise node or snug.fused group takes that consumer as its epilogue
+// (ir/Module.h): the kernel applies it to each result element as it stores
+// it, so the raw result is never written to the arena and read back, and
+// one launch goes. This is the ResNet shape: Conv (BatchNorm folded in),
+// Add of the residual, Relu; MobileNet's Conv, Clip / HardSwish; and the
+// transformer's MatMul, bias Add, Gelu (either form) or residual Add.
 //
 // Conditions, each because without it the rewrite would be wrong:
 //  - the producer's result has no other reader and is no graph output

@@ -145,8 +145,8 @@ unsigned foldBatchNormsIntoConvs(ir::Module &module);
 /// neighbours (BatchNormPattern.cpp). Returns how many were rewritten.
 unsigned rewriteBatchNormsAsAffine(ir::Module &module);
 
-/// A Conv (an op that takes an epilogue) whose one reader is an
-/// elementwise node or snug.fused group takes it as its epilogue
+/// A Conv, MatMul or Gemm (an op that takes an epilogue) whose one reader
+/// is an elementwise node or snug.fused group takes it as its epilogue
 /// (EpiloguePattern.cpp). Runs after grouping. Returns how many were fused.
 unsigned fuseEpilogues(ir::Module &module);
 

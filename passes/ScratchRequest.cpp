@@ -163,7 +163,9 @@ ScratchRequest getScratchRequest(const ir::Node &node,
     request.purpose = "attention row block";
     return request;
   }
-  if (!options.cuda || node.getNumResults() != 1)
+  // A product with an epilogue runs as snug's tiled kernel, not cuBLAS
+  // (compiler/cuda/GemmEmitters.cpp), and needs no workspace.
+  if (!options.cuda || node.getNumResults() != 1 || node.hasEpilogue())
     return request;
   GemmShape shape;
   if (node.is(ir::OpCode::MatMul))

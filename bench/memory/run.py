@@ -18,8 +18,10 @@ Columns (bytes unless noted):
   ms           planning time of the default strategy (best)
 A second table: fusion on (the default) against --disable-pass=fuse, per
 model: kernels launched (every node that is not a view; a fused group is
-one), the arena, the cost model's bytes moved, and the intermediate bytes
-the fused groups keep in registers.
+one), the device plan's steps (`snugc compile --dump-cuda`: kernel
+launches + cuBLAS GEMM calls, and the copies apart), the arena, the cost
+model's bytes moved, and the intermediate bytes the fused groups keep in
+registers.
 Peer: onnxruntime CPU (memory pattern and CPU arena on, one thread): the
 resident memory its first run adds to the process after session creation
 (what its arena keeps for activations), in a fresh process. It is a
@@ -28,8 +30,10 @@ not as like for like.
 A markdown table goes to stdout, JSON to OUT/memory.json.
 """
 import os
+import re
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from zoo import bench_arguments, snugc_plan, write_results, zoo_rows  # noqa: E402
@@ -75,6 +79,27 @@ def peer_rss(model_dir, bindings):
     if result.returncode != 0:
         return None
     return int(result.stdout.strip())
+
+
+def device_steps(build, model_dir, bindings, extra=()):
+    """(kernel launches, GEMM calls, copies) of the device plan `snugc
+    compile` emits for model_dir/model.onnx, from its --dump-cuda listing."""
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [os.path.join(build, "bin", "snugc"), "compile",
+                   os.path.join(model_dir, "model.onnx"), "--target=cuda",
+                   "--dump-cuda=" + tmp, "-o", os.path.join(tmp, "m.snug")]
+        command += list(bindings) + list(extra)
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr}")
+        counts = {"launch": 0, "gemm": 0, "copy": 0}
+        with open(os.path.join(tmp, "model.cu")) as listing:
+            for line in listing:
+                match = re.match(r"// step [0-9]+ op [0-9]+: (launch|gemm|copy) ",
+                                 line)
+                if match:
+                    counts[match.group(1)] += 1
+        return counts["launch"], counts["gemm"], counts["copy"]
 
 
 def mib(value):
@@ -123,6 +148,11 @@ def main():
             bytes_moved_unfused=unfused["bytes_moved"],
             fused_groups=fusion["fusion"]["groups"],
             intermediate_bytes_removed=fusion["fusion"]["intermediate_bytes_removed"])
+        for key, extra in (("fused", []), ("unfused", ["--disable-pass=fuse"])):
+            launches, gemms, copies = device_steps(args.build, model_dir,
+                                                   bindings, extra)
+            row.update({"launches_" + key: launches, "gemms_" + key: gemms,
+                        "copies_" + key: copies})
         unscheduled = snugc_plan(args.build, model_dir, bindings,
                                  ["--no-schedule"])
         row["lb_imported"] = unscheduled["lower_bound_bytes"]
@@ -152,15 +182,23 @@ def main():
 
     print("\nFusion on (default) and off (--disable-pass=fuse); sizes in MiB, "
           "bytes moved in MB (the cost model's, 10^6 bytes).\n")
-    header = ("| model | groups | kernels off | kernels on | ratio | arena off | "
+    header = ("| model | groups | kernels off | kernels on | ratio | "
+              "launches+GEMMs off | launches+GEMMs on | ratio | copies off | "
+              "copies on | arena off | "
               "arena on | bytes moved off | bytes moved on | intermediates removed |")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for row in rows:
         cells = [row["model"], str(row["fused_groups"]),
                  str(row["kernels_unfused"]), str(row["kernels_fused"]),
-                 f"{row['kernels_unfused'] / max(1, row['kernels_fused']):.2f}",
-                 mib(row["arena_unfused"]), mib(row["arena_fused"]),
+                 f"{row['kernels_unfused'] / max(1, row['kernels_fused']):.2f}"]
+        steps_off = row["launches_unfused"] + row["gemms_unfused"]
+        steps_on = row["launches_fused"] + row["gemms_fused"]
+        cells += [f"{row['launches_unfused']}+{row['gemms_unfused']}",
+                  f"{row['launches_fused']}+{row['gemms_fused']}",
+                  f"{steps_off / max(1, steps_on):.2f}",
+                  str(row["copies_unfused"]), str(row["copies_fused"]),
+                  mib(row["arena_unfused"]), mib(row["arena_fused"]),
                  f"{row['bytes_moved_unfused'] / 1e6:.1f}",
                  f"{row['bytes_moved_fused'] / 1e6:.1f}",
                  mib(row["intermediate_bytes_removed"])]

@@ -20,7 +20,19 @@
 // Gemm's C is broadcast into Y first (a copy when it already is [M,N], a
 // small kernel otherwise) and cuBLAS adds the product with Gemm's beta.
 //
+// A product with an epilogue (the bias Add, the activation and the
+// residual Add the fuse pass moved into it, passes/EpiloguePattern.cpp)
+// runs as the tiled kernel, whose store applies the epilogue per element
+// (EpilogueStore.h) and Gemm's beta * C in the same expression: one launch
+// where cuBLAS and the elementwise kernel after it were two (three with a
+// broadcast C). cuBLASLt's epilogues would keep cuBLAS's speed but cover
+// only bias, ReLU and the tanh GELU, not the Erf Gelu of BERT and ViT, the
+// residual Add or SiLU, so they would leave a kernel after most products;
+// the tiled kernel covers every epilogue the fuse pass builds, at the
+// price of a plain 16x16 tiling (slower than cuBLAS on large products).
+//
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/EpilogueStore.h"
 #include "compiler/cuda/KernelEmitter.h"
 
 #include "runtime/BundleFormat.h"
@@ -40,8 +52,9 @@ std::string lit(int64_t value) { return cudaIntLiteral(value); }
 
 /// More GEMM steps than this for one MatMul run as one kernel instead.
 constexpr int64_t kMaxGemmSteps = 64;
-/// The tiled kernel's square tile.
-constexpr int64_t kTile = 16;
+/// The tiled kernel: kTile x kTile threads, each computing kReg x kReg
+/// results of a kBlockTile square tile of Y, kTile deep per step.
+constexpr int64_t kTile = 16, kReg = 4, kBlockTile = kTile * kReg;
 
 /// cuBLAS's element type for `type`, or 0 when cuBLAS does not take it.
 uint8_t cublasDType(DType type) {
@@ -176,19 +189,29 @@ std::string batchOffset(llvm::ArrayRef<BatchAxis> batch,
 }
 
 /// Y[b] = alpha * op(A[b]) op(B[b]) (+ beta * C broadcast, for Gemm) as a
-/// tiled kernel: 16x16 tiles through shared memory, one result per thread.
-/// Sums as the host: in double over float-converted operands for integers
-/// (the result rounded to float before it is stored), in the compute type
-/// for the floats.
+/// tiled kernel: 64x64 tiles of Y through shared memory, 16 deep, each of
+/// the 16x16 threads accumulating a 4x4 register tile (rows ty + 16 rr,
+/// columns tx + 16 cc, so that loads and stores of neighbouring threads are
+/// neighbours). Sums as the host: in double over float-converted operands
+/// for integers (the result rounded to float before it is stored), in the
+/// compute type for the floats, each in k order. Each result goes out
+/// through the node's epilogue when it has one (EpilogueStore.h), so bias,
+/// activation and residual cost no launch of their own.
 llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
                               float alpha, float beta) {
+  auto epilogue = EpilogueStore::create(context);
+  if (!epilogue)
+    return epilogue.takeError();
   const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
+  // Gemm's own C; a MatMul's operand 2 is its epilogue's first extra.
+  bool withC = context.node.is(ir::OpCode::Gemm) && context.hasIn(2) &&
+               beta != 0;
   bool isFloat = cublasDType(y.dtype) != 0;
   std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
   std::string operand =
       isFloat ? "(" + acc + ")snug_load" : "(double)(float)snug_load";
-  int64_t rowTiles = (product.m + kTile - 1) / kTile;
-  int64_t colTiles = (product.n + kTile - 1) / kTile;
+  int64_t rowTiles = (product.m + kBlockTile - 1) / kBlockTile;
+  int64_t colTiles = (product.n + kBlockTile - 1) / kBlockTile;
   if (colTiles > INT32_MAX)
     return context.unsupported("the product is too large for the kernel");
   int64_t largest = std::max({a.numElements, b.numElements, y.numElements});
@@ -197,10 +220,10 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
                                    : "i * " + lit(product.k) + " + p";
   std::string bAt = product.transB ? "j * " + lit(product.k) + " + p"
                                    : "p * " + lit(product.n) + " + j";
-  std::string result = "sum";
+  std::string result = "sum[rr][cc]";
   if (alpha != 1)
-    result = "(" + acc + ")" + cudaFloatLiteral(alpha) + " * sum";
-  if (context.hasIn(2) && beta != 0)
+    result = "(" + acc + ")" + cudaFloatLiteral(alpha) + " * " + result;
+  if (withC)
     result += " + (" + acc + ")" + cudaFloatLiteral(beta) +
               " * snug_load(c + " + offsetInC(context.in(2), "i", "j") + ")";
   if (!isFloat) // the host rounds its double result to float first
@@ -210,37 +233,62 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   llvm::raw_string_ostream os(body);
   // blockIdx.y walks (batch item, row tile) pairs, blockIdx.x column tiles.
   int64_t tiles = product.batchCount() * rowTiles;
-  os << "  __shared__ " << acc << " As[" << kTile << "][" << kTile << "];\n"
-     << "  __shared__ " << acc << " Bs[" << kTile << "][" << kTile + 1 << "];\n"
+  std::string m = lit(product.m), n = lit(product.n), k = lit(product.k);
+  os << "  __shared__ " << acc << " As[" << kTile << "][" << kBlockTile + 1
+     << "];\n"
+     << "  __shared__ " << acc << " Bs[" << kTile << "][" << kBlockTile + 1
+     << "];\n"
      << "  const int tx = threadIdx.x, ty = threadIdx.y;\n"
-     << "  const " << idx << " j = (" << idx << ")blockIdx.x * " << kTile
-     << " + tx;\n"
+     << "  const " << idx << " j0 = (" << idx << ")blockIdx.x * " << kBlockTile
+     << ";\n"
      << "  for (" << idx << " t = blockIdx.y; t < " << lit(tiles)
      << "; t += gridDim.y) {\n"
-     << "    const " << idx << " z = t / " << lit(rowTiles) << ", i = t % "
-     << lit(rowTiles) << " * " << kTile << " + ty;\n"
+     << "    const " << idx << " z = t / " << lit(rowTiles) << ", i0 = t % "
+     << lit(rowTiles) << " * " << kBlockTile << ";\n"
      << "    const " << cudaTypeName(a.dtype) << " *az = a + "
      << batchOffset(product.batch, &BatchAxis::strideA) << ";\n"
      << "    const " << cudaTypeName(b.dtype) << " *bz = b + "
      << batchOffset(product.batch, &BatchAxis::strideB) << ";\n"
-     << "    " << acc << " sum = 0;\n"
-     << "    for (" << idx << " k0 = 0; k0 < " << lit(product.k)
-     << "; k0 += " << kTile << ") {\n"
-     << "      " << idx << " p = k0 + tx;\n"
-     << "      As[ty][tx] = i < " << lit(product.m) << " && p < "
-     << lit(product.k) << " ? " << operand << "(az + " << aAt << ") : 0;\n"
-     << "      p = k0 + ty;\n"
-     << "      Bs[ty][tx] = p < " << lit(product.k) << " && j < "
-     << lit(product.n) << " ? " << operand << "(bz + " << bAt << ") : 0;\n"
+     << "    " << acc << " sum[" << kReg << "][" << kReg << "];\n"
+     << "    for (int rr = 0; rr < " << kReg << "; ++rr)\n"
+     << "      for (int cc = 0; cc < " << kReg << "; ++cc)\n"
+     << "        sum[rr][cc] = 0;\n"
+     << "    for (" << idx << " k0 = 0; k0 < " << k << "; k0 += " << kTile
+     << ") {\n"
+     << "      for (int l = 0; l < " << kReg << "; ++l) {\n"
+     << "        const " << idx << " i = i0 + ty + " << kTile
+     << " * l, p = k0 + tx;\n"
+     << "        As[tx][ty + " << kTile << " * l] = i < " << m << " && p < "
+     << k << " ? " << operand << "(az + " << aAt << ") : 0;\n"
+     << "      }\n"
+     << "      for (int l = 0; l < " << kReg << "; ++l) {\n"
+     << "        const " << idx << " p = k0 + ty, j = j0 + tx + " << kTile
+     << " * l;\n"
+     << "        Bs[ty][tx + " << kTile << " * l] = p < " << k << " && j < "
+     << n << " ? " << operand << "(bz + " << bAt << ") : 0;\n"
+     << "      }\n"
      << "      __syncthreads();\n"
-     << "      for (int q = 0; q < " << kTile << "; ++q)\n"
-     << "        sum += As[ty][q] * Bs[q][tx];\n"
+     << "      for (int q = 0; q < " << kTile << "; ++q) {\n"
+     << "        " << acc << " ra[" << kReg << "], rb[" << kReg << "];\n"
+     << "        for (int rr = 0; rr < " << kReg << "; ++rr)\n"
+     << "          ra[rr] = As[q][ty + " << kTile << " * rr];\n"
+     << "        for (int cc = 0; cc < " << kReg << "; ++cc)\n"
+     << "          rb[cc] = Bs[q][tx + " << kTile << " * cc];\n"
+     << "        for (int rr = 0; rr < " << kReg << "; ++rr)\n"
+     << "          for (int cc = 0; cc < " << kReg << "; ++cc)\n"
+     << "            sum[rr][cc] += ra[rr] * rb[cc];\n"
+     << "      }\n"
      << "      __syncthreads();\n"
      << "    }\n"
-     << "    if (i < " << lit(product.m) << " && j < " << lit(product.n)
-     << ")\n"
-     << "      snug_store(y + z * " << lit(product.m * product.n) << " + i * "
-     << lit(product.n) << " + j, " << result << ");\n"
+     << "    for (int rr = 0; rr < " << kReg << "; ++rr)\n"
+     << "      for (int cc = 0; cc < " << kReg << "; ++cc) {\n"
+     << "        const " << idx << " i = i0 + ty + " << kTile
+     << " * rr, j = j0 + tx + " << kTile << " * cc;\n"
+     << "        if (i < " << m << " && j < " << n << ")\n"
+     << epilogue->store("z * " + lit(product.m * product.n) + " + i * " + n +
+                            " + j",
+                        result, "          ", idx)
+     << "      }\n"
      << "  }\n";
   Kernel kernel;
   kernel.tag = context.node.getOpName().lower();
@@ -249,10 +297,11 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
                  1};
   kernel.addTensor("a", a, true);
   kernel.addTensor("b", b, true);
-  if (context.hasIn(2) && beta != 0)
+  if (withC)
     kernel.addTensor("c", context.in(2), true);
   kernel.addTensor("y", y, false);
-  kernel.body = os.str();
+  epilogue->addParams(kernel, context);
+  kernel.body = epilogue->getSetup() + os.str();
   context.launch(std::move(kernel));
   return llvm::Error::success();
 }
@@ -309,7 +358,8 @@ llvm::Error emitMatMul(EmitContext &context) {
     product.m *= product.batchCount();
     product.batch.clear();
   }
-  if (cublasTakes(y.dtype, product)) {
+  // cuBLAS stores the raw product; an epilogue needs the kernel's store.
+  if (!context.node.hasEpilogue() && cublasTakes(y.dtype, product)) {
     std::vector<bundle::DeviceGemm> steps = planGemms(context, product);
     for (const bundle::DeviceGemm &step : steps)
       context.gemm(step);
@@ -369,7 +419,7 @@ llvm::Error emitGemm(EmitContext &context) {
   }
   if (!y.numElements)
     return llvm::Error::success();
-  if (!cublasTakes(y.dtype, product))
+  if (context.node.hasEpilogue() || !cublasTakes(y.dtype, product))
     return launchTiledKernel(context, product, alpha, beta);
   // beta scales what Y holds when cuBLAS runs: C, or nothing.
   bool withC = context.hasIn(2) && beta != 0;

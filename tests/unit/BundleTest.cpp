@@ -313,11 +313,51 @@ TEST(BundleTest, ConvEpilogueKeepsItsOwnOperandsApart) {
   EXPECT_EQ(op.body.arguments.size(), 2u);
   EXPECT_EQ(runBundle(*bundle, {-3, -1, 1, 2}),
             (std::vector<float>{0, 0, 3.5f, 6.5f}));
-  // Gemm takes no epilogue: the same bytes under its name are refused.
-  auto renamed = parse(renameOp(bytes, "Conv", "Gemm"), &error);
+  // Relu takes no epilogue: the same bytes under its name are refused.
+  auto renamed = parse(renameOp(bytes, "Conv", "Relu"), &error);
   EXPECT_FALSE(renamed);
-  EXPECT_NE(error.find("node 'c' (Gemm): only snug.fused and ops that take "
+  EXPECT_NE(error.find("node 'c' (Relu): only snug.fused and ops that take "
                        "an epilogue have a body"),
+            std::string::npos)
+      << error;
+}
+
+/// A MatMul carrying an epilogue: its own operands are its two, the bias
+/// and the residual are the extras, and the host runs the epilogue over the
+/// product: x * w + b + x, then Relu. A body whose arguments do not match
+/// the extras (the bias typed as the residual) is refused, naming the node.
+TEST(BundleTest, MatMulEpilogueKeepsItsOwnOperandsApart) {
+  auto text = [](const std::string &biasType) {
+    return "func @ep(%x: f32[1,4] {offset = 0}, %w: f32[4,4] weight = [2.0, "
+           "0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, "
+           "0.0, 2.0], %b: f32[4] weight = [0.5, 0.5, -0.5, -0.5]) -> f32[1,4] "
+           "attributes {arena = 128} {\n"
+           "  %y = MatMul(%x, %w, %b, %x) : f32[1,4] {offset = 64} "
+           "loc(\"fc\") {\n"
+           "  ^bb(%a0: f32[1,4], %a1: " + biasType + ", %a2: f32[1,4]):\n"
+           "    %t = Add(%a0, %a1) : f32[1,4]\n"
+           "    %u = Add(%a2, %t) : f32[1,4]\n"
+           "    %v = Relu(%u) : f32[1,4]\n"
+           "    yield %v\n"
+           "  }\n"
+           "  return %y\n"
+           "}\n";
+  };
+  std::string error;
+  auto bundle = parse(bundleOf(text("f32[4]")), &error);
+  ASSERT_TRUE(bundle) << error;
+  const rt::PlanOp &op = bundle->ops[0];
+  ASSERT_TRUE(op.hasBody);
+  EXPECT_EQ(op.operands.size(), 4u);
+  EXPECT_EQ(op.getNumOwnOperands(), 2u);
+  EXPECT_EQ(op.body.arguments.size(), 3u);
+  EXPECT_EQ(runBundle(*bundle, {-3, -1, 1, 2}),
+            (std::vector<float>{0, 0, 2.5f, 5.5f}));
+  // The writer writes what it is given; the reader checks the body against
+  // the op's operands.
+  std::vector<uint8_t> bad = bundleOf(text("f32[1,4]"));
+  EXPECT_FALSE(parse(bad, &error));
+  EXPECT_NE(error.find("block argument 1 does not match operand 2"),
             std::string::npos)
       << error;
 }
