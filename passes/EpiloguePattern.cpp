@@ -12,6 +12,10 @@
 // Conditions, each because without it the rewrite would be wrong:
 //  - the producer's result has no other reader and is no graph output
 //    (another reader needs the raw values);
+//  - the producer's result is no weight gradient (grad.<weight>): as in
+//    the fuse pass, it stays a value, so that a training step's phases
+//    (StepPhases.h) still find the backward behind it (the update that
+//    reads it would otherwise be the product's epilogue);
 //  - the consumer has one result, of the producer's result type (an
 //    epilogue computes one element per result element; a consumer that
 //    broadcasts the result to a larger shape, or changes its dtype, is
@@ -32,6 +36,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/CostModel.h"
 #include "passes/FusePatterns.h"
+#include "passes/StepPhases.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -66,7 +71,7 @@ ir::Node *findProducer(const ir::Module &module, const ir::Node &consumer,
         producer->hasBody() || producer->getNumResults() != 1 ||
         producer->getOpInfo().maxOperands < 0 ||
         producer->getResult(0)->getType() != type ||
-        module.isOutput(operand))
+        module.isOutput(operand) || isWeightGradient(operand))
       continue;
     bool onlyConsumer = true;
     for (const ir::Value::Use &use : operand->getUses())
