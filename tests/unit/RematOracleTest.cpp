@@ -6,7 +6,10 @@
 // the remat pass and the oracle: wherever the pass meets a budget, its
 // extra FLOPs must be the optimum's. Small random DAGs check the weaker
 // property: the pass never beats the oracle, and both schedules replay
-// within the budget at the cost claimed.
+// within the budget at the cost claimed. Wherever the oracle runs, the
+// step-by-step lower bound (boundRematExtraCost) must stay at or below its
+// optimum. Two random DAGs of 60 nodes check the pass alone against the
+// figures remat-oracle-bench measured on them.
 //
 // Budgets are comparable because the pass's budget bounds the packed arena
 // and the oracle's the live bytes of the same schedule model (no in-place
