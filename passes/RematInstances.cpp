@@ -162,9 +162,8 @@ getRematComparisonPassOptions() {
 }
 
 llvm::Expected<RematComparison>
-compareRemat(llvm::function_ref<std::unique_ptr<ir::Module>()> make,
-             uint64_t budget, RematOracleOptions oracleOptions,
-             bool seedOracle) {
+runRematHeuristic(llvm::function_ref<std::unique_ptr<ir::Module>()> make,
+                  uint64_t budget) {
   RematComparison comparison;
   comparison.budget = budget;
   PlanMemoryOptions planOptions = getRematComparisonPlanOptions();
@@ -219,13 +218,23 @@ compareRemat(llvm::function_ref<std::unique_ptr<ir::Module>()> make,
             std::to_string(plan->lowerBoundBytes) + " B and the module " +
             std::to_string(flops) + " FLOPs");
 
-  if (seedOracle && comparison.heuristicMet)
-    oracleOptions.start = *schedule;
+  return comparison;
+}
+
+llvm::Expected<RematComparison>
+compareRemat(llvm::function_ref<std::unique_ptr<ir::Module>()> make,
+             uint64_t budget, RematOracleOptions oracleOptions,
+             bool seedOracle) {
+  llvm::Expected<RematComparison> comparison = runRematHeuristic(make, budget);
+  if (!comparison)
+    return comparison.takeError();
+  if (seedOracle && comparison->heuristicMet)
+    oracleOptions.start = comparison->heuristicSchedule;
   llvm::Expected<RematOracleResult> oracle =
-      solveRematOracle(graph->graph, budget, oracleOptions);
+      solveRematOracle(comparison->graph, budget, oracleOptions);
   if (!oracle)
     return oracle.takeError();
-  comparison.oracle = std::move(*oracle);
+  comparison->oracle = std::move(*oracle);
   return comparison;
 }
 

@@ -56,6 +56,11 @@ struct RematComparison {
   RematOracleResult oracle;
 };
 
+/// The heuristic's half of compareRemat: everything but `oracle`.
+llvm::Expected<RematComparison>
+runRematHeuristic(llvm::function_ref<std::unique_ptr<ir::Module>()> make,
+                  uint64_t budget);
+
 /// Runs the remat pass with arena-budget=`budget` on a module `make`
 /// returns and the oracle on that module's graph with `budget` live bytes
 /// (seeded with the heuristic's schedule when `seedOracle`). Fails when a

@@ -332,6 +332,131 @@ llvm::StringRef getRematOracleStatusName(RematOracleResult::Status status) {
   llvm_unreachable("unknown status");
 }
 
+llvm::Expected<RematLowerBound>
+boundRematExtraCost(const RematGraph &graph, uint64_t budget,
+                    double timeLimitSeconds) {
+  if (llvm::Error error = replayRematSchedule(graph, getInOrderSchedule(graph))
+                              .takeError())
+    return error;
+  auto start = std::chrono::steady_clock::now();
+  const unsigned n = graph.nodes.size(), m = graph.getNumInputs();
+  std::vector<unsigned> lastReader(n, 0);
+  for (unsigned j = 0; j < n; ++j)
+    for (unsigned i : graph.nodes[j].operands)
+      lastReader[i] = std::max(lastReader[i], j);
+  uint64_t unit = 0;
+  for (const RematNode &node : graph.nodes)
+    unit = std::gcd(unit, node.bytes);
+  unit = std::max<uint64_t>(unit, 1);
+  RematLowerBound bound;
+  for (unsigned k = m; k < n; ++k) {
+    const RematNode &node = graph.nodes[k];
+    // Live whatever is recomputed: k, its operands, outputs before it,
+    // inputs read at or after it.
+    std::vector<bool> forced(n, false);
+    forced[k] = true;
+    for (unsigned i : node.operands)
+      forced[i] = true;
+    for (unsigned i = 0; i < k; ++i)
+      if (graph.nodes[i].isOutput || (i < m && lastReader[i] >= k))
+        forced[i] = true;
+    uint64_t forcedBytes = 0, optionalBytes = 0;
+    // Needed after the step: computed before k, read by a node after it.
+    std::vector<bool> needed(n, false);
+    for (unsigned i = 0; i < k; ++i) {
+      if (forced[i])
+        forcedBytes += graph.nodes[i].bytes;
+      else if (lastReader[i] > k) {
+        needed[i] = true;
+        optionalBytes += graph.nodes[i].bytes;
+      }
+    }
+    forcedBytes += node.bytes;
+    if (forcedBytes > budget) {
+      bound.infeasible = true;
+      break;
+    }
+    if (forcedBytes + optionalBytes <= budget)
+      continue;
+    // Columns: per earlier value not forced, L (live across the step) and,
+    // for a computed one, D (computed again after it).
+    Cbc_Model *model = Cbc_newModel();
+    int columns = 0;
+    auto addColumn = [&](double objective) {
+      std::string name = "c" + std::to_string(columns);
+      Cbc_addCol(model, name.c_str(), 0, 1, objective, 1, 0, nullptr,
+                 nullptr);
+      return columns++;
+    };
+    std::vector<int> live(n, -1), again(n, -1);
+    for (unsigned i = 0; i < k; ++i) {
+      if (forced[i])
+        continue;
+      live[i] = addColumn(0);
+      if (i >= m && !graph.nodes[i].isOutput)
+        again[i] = addColumn(double(graph.nodes[i].cost));
+    }
+    auto addRow = [&](std::vector<std::pair<int, double>> terms, char sense,
+                      double rhs) {
+      std::vector<int> index;
+      std::vector<double> value;
+      for (const auto &[column, coefficient] : terms) {
+        index.push_back(column);
+        value.push_back(coefficient);
+      }
+      Cbc_addRow(model, "", int(index.size()), index.data(), value.data(),
+                 sense, rhs);
+    };
+    std::vector<std::pair<int, double>> memory;
+    for (unsigned i = 0; i < k; ++i) {
+      if (forced[i])
+        continue;
+      memory.push_back({live[i], double(graph.nodes[i].bytes / unit)});
+      if (needed[i]) {
+        std::vector<std::pair<int, double>> terms{{live[i], 1}};
+        if (again[i] >= 0)
+          terms.push_back({again[i], 1});
+        addRow(terms, 'G', 1);
+      }
+      if (again[i] < 0)
+        continue;
+      // What a computation after the step reads exists after it.
+      for (unsigned operand : graph.nodes[i].operands) {
+        if (forced[operand])
+          continue;
+        std::vector<std::pair<int, double>> terms{{live[operand], 1},
+                                                  {again[i], -1}};
+        if (again[operand] >= 0)
+          terms.push_back({again[operand], 1});
+        addRow(terms, 'G', 0);
+      }
+    }
+    addRow(memory, 'L', double((budget - forcedBytes) / unit));
+    Cbc_setLogLevel(model, 0);
+    Cbc_setParameter(model, "timeMode", "elapsed");
+    Cbc_setMaximumSeconds(model, timeLimitSeconds);
+    Cbc_setAllowableGap(model, 0.5);
+    Cbc_solve(model);
+    if (Cbc_isProvenInfeasible(model)) {
+      Cbc_deleteModel(model);
+      bound.infeasible = true;
+      break;
+    }
+    double value = Cbc_isProvenOptimal(model)
+                       ? Cbc_getObjValue(model)
+                       : Cbc_getBestPossibleObjValue(model);
+    bound.exact &= bool(Cbc_isProvenOptimal(model));
+    Cbc_deleteModel(model);
+    // Costs are whole FLOPs.
+    bound.extraCost = std::max(
+        bound.extraCost, uint64_t(std::max(0.0, std::ceil(value - 1e-6))));
+  }
+  bound.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return bound;
+}
+
 llvm::Expected<RematOracleResult>
 solveRematOracle(const RematGraph &graph, uint64_t budget,
                  const RematOracleOptions &options) {
