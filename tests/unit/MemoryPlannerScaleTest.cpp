@@ -392,3 +392,31 @@ TEST(MemoryPlannerScaleTest, ReorderingNeverWorsensAPacking) {
   }
   EXPECT_GT(improved, 10);
 }
+
+// A tiling the search cannot pack at its bound on a small budget (the
+// bench's tiling-750): the bisection stops early, its failed attempts
+// meeting the arena they shrank, and what it leaves goes to short polishing
+// attempts with fresh seeds, so at most the order search's eighth (plus a
+// rounding share) is left unspent; the packing stays valid and no worse
+// than the greedy it started from, and the same budget gives the same
+// offsets.
+TEST(MemoryPlannerScaleTest, SearchSpendsItsBudgetOnTilingsAboveTheBound) {
+  std::vector<PlanBuffer> tiling =
+      makeGuillotineTiling(1 << 20, 1000, 750, 1011);
+  Problem problem = makeProblem(tiling);
+  auto never = Clock::time_point::max();
+  Packing greedy;
+  ASSERT_TRUE(runGreedy(problem, makeGreedyOrder(problem, GreedyOrder::Size),
+                        GreedyFit::Best, never, greedy));
+  constexpr uint64_t kWork = 300'000'000;
+  Packing searched = greedy, again = greedy;
+  WorkBudget budget(kWork, never), same(kWork, never);
+  improveBySearch(problem, searched, budget, 0);
+  improveBySearch(problem, again, same, 0);
+  ASSERT_GT(searched.arena, problem.lowerBound)
+      << "solved at the bound: the test no longer exercises polishing";
+  EXPECT_LE(budget.remaining(), kWork / 8 + kWork / 100);
+  EXPECT_LE(searched.arena, greedy.arena);
+  EXPECT_EQ(searched.offsets, again.offsets);
+  EXPECT_EQ(check(tiling, toPlan(problem, searched, tiling.size())), "");
+}
