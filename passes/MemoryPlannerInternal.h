@@ -2,8 +2,7 @@
 //
 // Shared between MemoryPlanner.cpp (validation, sweep, greedies, driver),
 // MemoryPlannerSearch.cpp (the canonical search), MemoryPlannerSkyline.cpp
-// (the skyline search), MemoryPlannerTimeSweep.cpp (the time-major search at
-// zero slack) and MemoryPlannerRepair.cpp (the order search). Not
+// (the skyline search) and MemoryPlannerRepair.cpp (the order search). Not
 // part of the public API.
 //
 // A Problem holds only the buffers that occupy bytes ("items"), with sizes
@@ -195,27 +194,6 @@ bool packBySkylineSearch(const Problem &problem, uint32_t part,
                          uint64_t capacity, WorkBudget &budget, uint64_t seed,
                          std::vector<uint64_t> &localOffsets,
                          std::vector<uint64_t> *bestEffort = nullptr);
-
-/// Finishes a partial packing of one partition (offsets parallel to its
-/// item list, unplaced items at UINT64_MAX): the unplaced items go, largest
-/// first, at the lowest offset free of every conflicting item placed so far.
-/// O(n^2 log n); only used up to kMaxSearchItems items.
-void completeGreedily(const Problem &problem, uint32_t part,
-                      std::vector<uint64_t> &offsets);
-
-/// Looks for a packing of one partition into capacity bytes with the
-/// time-major exact search (MemoryPlannerTimeSweep.cpp), spending at most
-/// budget. Only applies when every section of the partition is exactly full
-/// at capacity and the partition has at most kMaxSearchItems items (returns
-/// false at once otherwise). On success stores the offsets, parallel to the
-/// partition's item list, in localOffsets. On failure, if bestEffort is
-/// given, stores there the most complete state reached (a prefix of the
-/// step axis packed exactly), finished by completeGreedily (a valid
-/// packing, possibly above capacity; empty if nothing was placed).
-bool packByTimeSweep(const Problem &problem, uint32_t part, uint64_t capacity,
-                     WorkBudget &budget, uint64_t seed,
-                     std::vector<uint64_t> &localOffsets,
-                     std::vector<uint64_t> *bestEffort = nullptr);
 
 } // namespace planner
 } // namespace snug

@@ -727,8 +727,11 @@ static uint64_t luby(uint64_t k) {
   }
 }
 
-void planner::completeGreedily(const Problem &problem, uint32_t part,
-                               std::vector<uint64_t> &offsets) {
+/// Finishes a partial packing of the partition: the unplaced items (kNone)
+/// go, largest first, at the lowest offset free of every conflicting item
+/// placed so far. O(n^2 log n); only used up to kMaxSearchItems items.
+static void completeGreedily(const Problem &problem, uint32_t part,
+                             std::vector<uint64_t> &offsets) {
   const std::vector<uint32_t> &items = problem.partItems[part];
   std::vector<uint32_t> order, placed;
   for (uint32_t k = 0; k < items.size(); ++k)
