@@ -393,14 +393,14 @@ TEST(MemoryPlannerScaleTest, ReorderingNeverWorsensAPacking) {
   EXPECT_GT(improved, 10);
 }
 
-// A tiling the search cannot pack at its bound on a small budget (the
-// bench's tiling-750): the bisection stops early, its failed attempts
-// meeting the arena they shrank, and what it leaves goes to short polishing
-// attempts with fresh seeds, so at most the order search's eighth (plus a
-// rounding share) is left unspent; the packing stays valid and no worse
-// than the greedy it started from, and the same budget gives the same
-// offsets.
-TEST(MemoryPlannerScaleTest, SearchSpendsItsBudgetOnTilingsAboveTheBound) {
+// A tiling the search cannot pack at its bound (the bench's tiling-750) on a
+// small work budget, no clock: the finished partial states of the failed
+// skyline attempts set the arena. Finishing every restart's deepest state
+// and keeping the lowest, then polishing with what the bisection leaves,
+// gets it to 1.0652 x the bound; finishing only the deepest state overall
+// (the old rule) gave 1.0713. The packing stays valid and the same budget
+// gives the same offsets.
+TEST(MemoryPlannerScaleTest, TilingAboveItsBoundKeepsTheBestFinishedRestart) {
   std::vector<PlanBuffer> tiling =
       makeGuillotineTiling(1 << 20, 1000, 750, 1011);
   Problem problem = makeProblem(tiling);
@@ -413,10 +413,7 @@ TEST(MemoryPlannerScaleTest, SearchSpendsItsBudgetOnTilingsAboveTheBound) {
   WorkBudget budget(kWork, never), same(kWork, never);
   improveBySearch(problem, searched, budget, 0);
   improveBySearch(problem, again, same, 0);
-  ASSERT_GT(searched.arena, problem.lowerBound)
-      << "solved at the bound: the test no longer exercises polishing";
-  EXPECT_LE(budget.remaining(), kWork / 8 + kWork / 100);
-  EXPECT_LE(searched.arena, greedy.arena);
+  EXPECT_LE(double(searched.arena), 1.068 * double(problem.lowerBound));
   EXPECT_EQ(searched.offsets, again.offsets);
   EXPECT_EQ(check(tiling, toPlan(problem, searched, tiling.size())), "");
 }
