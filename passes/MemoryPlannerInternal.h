@@ -187,9 +187,9 @@ void improveByReordering(const Problem &problem, Packing &best,
 /// budget. On success stores the offsets, parallel to the partition's item
 /// list, in localOffsets. Failure proves nothing unless the capacity leaves
 /// no slack. On failure, if bestEffort is given and the partition has at
-/// most kMaxSearchItems items, stores there the most complete state the
-/// search reached, finished by first fit (a valid packing, possibly above
-/// capacity; empty if nothing was placed).
+/// most kMaxSearchItems items, stores there the lowest of the restarts'
+/// most complete states, each finished by first fit (a valid packing,
+/// possibly above capacity; empty if nothing was placed).
 bool packBySkylineSearch(const Problem &problem, uint32_t part,
                          uint64_t capacity, WorkBudget &budget, uint64_t seed,
                          std::vector<uint64_t> &localOffsets,

@@ -31,8 +31,8 @@
 // failed are remembered by a hash of the placed set and the skyline, which
 // catches the many orders that reach the same state. Restarts (Luby
 // limits, the step axis mirrored every other one, branch orders perturbed)
-// undo early mistakes; the most complete state reached is finished by
-// first fit when nothing fits the capacity.
+// undo early mistakes; when nothing fits the capacity, each restart's most
+// complete state is finished by first fit and the lowest result is kept.
 //
 // Completeness: at zero slack the branching is complete, so a packing at
 // capacity is found whenever the budget lets the search finish. With slack,
@@ -87,10 +87,13 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-/// The most complete packing seen by any restart (by placed area), kept so
-/// that a failed search still leaves something to finish greedily.
+/// The most complete packing seen by one restart (by placed area), kept so
+/// that a failed search still leaves something to finish greedily. States
+/// below floor (a share of the best area of earlier restarts) are not
+/// copied: the first descent of every restart would otherwise copy its
+/// whole path.
 struct BestPartial {
-  double area = 0;
+  double area = 0, floor = 0;
   std::vector<uint64_t> offsets;
 };
 
@@ -678,7 +681,8 @@ int SkylineSearch::run(uint64_t nodeLimit, unsigned newVariant,
       offset[i] = at;
       ++placed;
       placedArea += double(size[i]) * double(secHi[i] - secLo[i]);
-      if (partial && placedArea > partial->area) {
+      if (partial && placedArea > partial->area &&
+          placedArea >= partial->floor) {
         partial->area = placedArea;
         partial->offsets = offset;
         pendingWork += numItems;
@@ -774,10 +778,17 @@ bool planner::packBySkylineSearch(const Problem &problem, uint32_t part,
   if (forward.isHopeless())
     return false;
   SkylineSearch backward(problem, part, capacity, seed, true);
-  BestPartial best;
-  if (bestEffort && problem.partItems[part].size() <= kMaxSearchItems) {
-    forward.trackPartial(&best);
-    backward.trackPartial(&best);
+  // Each restart's most complete state is finished greedily and the lowest
+  // result kept: how well a state finishes varies far more between
+  // restarts than its placed area says.
+  const std::vector<uint32_t> &items = problem.partItems[part];
+  BestPartial run;
+  std::vector<uint64_t> finished;
+  uint64_t finishedTop = kNone;
+  double bestArea = 0;
+  if (bestEffort && items.size() <= kMaxSearchItems) {
+    forward.trackPartial(&run);
+    backward.trackPartial(&run);
   }
   // Restarts with Luby node limits (base 4 nodes per buffer), each pair
   // forward and mirrored, with varied and (from the second pair) perturbed
@@ -788,6 +799,9 @@ bool planner::packBySkylineSearch(const Problem &problem, uint32_t part,
   bool found = false;
   for (unsigned variant = 0; !budget.checkDeadline(); ++variant) {
     SkylineSearch &search = variant % 2 ? backward : forward;
+    run.area = 0;
+    run.floor = 0.95 * bestArea;
+    run.offsets.clear();
     int outcome = search.run(nodeLimit * luby(variant / 2 + 1), variant,
                              budget);
     if (outcome == 1) {
@@ -795,13 +809,26 @@ bool planner::packBySkylineSearch(const Problem &problem, uint32_t part,
       found = true;
       break;
     }
+    if (!run.offsets.empty()) {
+      bestArea = std::max(bestArea, run.area);
+      size_t unplaced = 0;
+      for (uint64_t at : run.offsets)
+        unplaced += at == kNone;
+      completeGreedily(problem, part, run.offsets);
+      budget.charge(unplaced * items.size() + items.size());
+      uint64_t top = 0;
+      for (uint32_t k = 0; k < items.size(); ++k)
+        top = std::max(top, run.offsets[k] + problem.items[items[k]].size);
+      if (top < finishedTop) {
+        finishedTop = top;
+        finished.swap(run.offsets);
+      }
+    }
     // The whole tree was searched: another order searches the same one.
     if (outcome == 0)
       break;
   }
-  if (!found && bestEffort && !best.offsets.empty()) {
-    completeGreedily(problem, part, best.offsets);
-    *bestEffort = std::move(best.offsets);
-  }
+  if (!found && bestEffort && !finished.empty())
+    *bestEffort = std::move(finished);
   return found;
 }
