@@ -9,10 +9,13 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <algorithm>
+
 namespace snug {
 namespace ir {
 
 static constexpr const char *kStateAttribute = "state";
+static constexpr const char *kConstantsAttribute = "constants";
 
 llvm::StringRef getStateRoleName(StateRole role) {
   switch (role) {
@@ -98,6 +101,22 @@ bool isStateWeight(const Module &module, const Value *value) {
     if (getWeightName(entry) == value->getName())
       return true;
   return false;
+}
+
+llvm::StringSet<> getConstantWeightNames(const Module &module) {
+  llvm::StringSet<> names;
+  if (const Attribute *attr = module.getAttribute(kConstantsAttribute))
+    if (attr->getKind() == Attribute::Kind::Strings)
+      for (const std::string &name : attr->getStrings())
+        names.insert(name);
+  return names;
+}
+
+void setConstantWeightNames(Module &module, std::vector<std::string> names) {
+  if (names.empty())
+    return;
+  std::sort(names.begin(), names.end());
+  module.setAttribute(kConstantsAttribute, Attribute::getStrings(names));
 }
 
 } // namespace ir

@@ -32,6 +32,7 @@
 
 #include "ir/Module.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 
 #include <vector>
@@ -62,6 +63,19 @@ void addState(Module &module, const Value &weight, const Value &next,
 /// bytes are only its initial value, never a constant to fold.
 bool isStateWeight(const Module &module, const Value *value);
 llvm::StringRef getStateRoleName(StateRole role);
+
+/// The names of the weights a model holds as constants rather than as
+/// parameters: what the importer made that no initializer gave (ONNX
+/// Constant nodes' values, frozen inputs, the masks and zeros an op's
+/// import adds), listed by the module attribute
+///   constants = ["/ln1/Constant_output_0", ...]
+/// autodiff differentiates a step by a model's floating-point weights but
+/// these: in an exported model the parameters are the initializers (ONNX's
+/// training convention, and onnxruntime-training's), while a LayerNorm's
+/// epsilon or a Pow's exponent is a Constant that must stay what it is.
+llvm::StringSet<> getConstantWeightNames(const Module &module);
+/// Sets the module's `constants` attribute (none when `names` is empty).
+void setConstantWeightNames(Module &module, std::vector<std::string> names);
 
 } // namespace ir
 } // namespace snug

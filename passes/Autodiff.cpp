@@ -3,7 +3,7 @@
 // `autodiff{loss=NAME wrt=weights|W1,W2,...}` appends the backward pass of a
 // scalar graph output: the gradient of `loss` with respect to each weight
 // in wrt (by default every floating-point weight but a BatchNormalization's
-// running statistics) becomes a graph output named `grad.<weight>`. Reverse
+// running statistics and the model's constants, ir/State.h) becomes a graph output named `grad.<weight>`. Reverse
 // mode after Griewank & Walther ("Evaluating Derivatives", 2nd ed., ch. 3
 // and 4): the adjoint of the loss is seeded with 1, then the forward
 // schedule is walked in reverse and each node on a path from wrt to the
@@ -39,6 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
+#include "ir/State.h"
 #include "passes/BatchNormBatchStats.h"
 #include "passes/GradientRules.h"
 #include "passes/KeepF32.h"
@@ -149,9 +150,10 @@ static llvm::Expected<llvm::SmallVector<Value *, 8>>
 findWrt(const ir::Module &module, llvm::ArrayRef<std::string> names) {
   llvm::SmallVector<Value *, 8> wrt;
   llvm::DenseSet<const Value *> statistics = findStatistics(module);
+  llvm::StringSet<> constants = ir::getConstantWeightNames(module);
   for (Value *weight : module.getWeights())
     if (names.empty() && ir::isFloatDType(weight->getType().getDType()) &&
-        !statistics.count(weight))
+        !statistics.count(weight) && !constants.count(weight->getName()))
       wrt.push_back(weight);
   for (const std::string &name : names) {
     Value *found = nullptr;

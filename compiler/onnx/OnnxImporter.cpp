@@ -18,6 +18,7 @@
 #include "compiler/onnx/OnnxInternal.h"
 #include "compiler/onnx/OnnxSchema.h"
 
+#include "ir/State.h"
 #include "ir/Verifier.h"
 #include "passes/ConstantEval.h"
 #include "passes/ShapeFunctions.h"
@@ -896,6 +897,18 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     if (llvm::Error error = importOp(importer, node))
       return error;
   }
+
+  // The floating-point weights no initializer gave are the model's
+  // constants (ir/State.h): a training step leaves them as they are.
+  llvm::StringSet<> fromInitializers;
+  for (const onnx::TensorProto &initializer : graph.initializer())
+    fromInitializers.insert(initializer.name());
+  std::vector<std::string> constants;
+  for (const ir::Value *weight : module.getWeights())
+    if (ir::isFloatDType(weight->getType().getDType()) &&
+        !fromInitializers.count(weight->getName()))
+      constants.push_back(weight->getName().str());
+  ir::setConstantWeightNames(module, std::move(constants));
 
   llvm::SmallVector<ir::Value *, 4> outputs;
   for (const onnx::ValueInfoProto &output : graph.output()) {

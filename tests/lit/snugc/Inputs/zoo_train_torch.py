@@ -189,6 +189,17 @@ def check(name, out_dir, optimizer_kind, lr, steps, runs):
                        "tolerance)" % (run, tensor, error))
         report(not missing, "%s: snug wrote every tensor torch has%s" %
                (run, ": missing " + " ".join(missing[:5]) if missing else ""))
+        # What else snug keeps across steps is a parameter's optimizer
+        # buffers (<parameter>.momentum, ...) or the optimizer's own
+        # (optimizer.step): never a tensor torch does not train, such as
+        # a LayerNorm's epsilon held in an ONNX Constant.
+        extra = sorted(
+            f[:-len(".npy")] for f in os.listdir(state_dir)
+            if f.endswith(".npy") and f[:-len(".npy")] not in tensors and
+            not f.startswith("optimizer.") and
+            not any(f.startswith(t + ".") for t in tensors))
+        report(not extra, "%s: snug keeps no state torch does not train%s" %
+               (run, ": " + " ".join(extra[:5]) if extra else ""))
         for role, (largest, count) in kinds.items():
             if count:
                 report(largest <= 1, "%s: %d %ss match torch after %d steps "
