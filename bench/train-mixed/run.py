@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """bench/train-mixed: ten SGD steps of resnet18 (torchvision, random
-weights, seed 0, 10 classes, input 2x3x64x64, MSE loss against a random
-target) compiled by `snugc train` at fp32 and --precision=bf16 and run on
+weights, seed 0, 10 classes, input Nx3x64x64 (N = --batch, 2), MSE loss
+against a random target or, with --loss=cross-entropy, cross-entropy on
+random class labels) compiled by `snugc train` at fp32 and --precision=bf16 and run on
 the host executor (`snug-run --steps=10`), beside PyTorch's own ten steps
 of the same net in fp32 and under CPU bf16 autocast (each Conv+BN fused as
 the ONNX export in eval mode does, so both train the same parameters).
 
     .venv/bin/python bench/train-mixed/run.py [--build build] [--lr 0.0005]
-        [--work DIR]
+        [--batch 2] [--loss mse|cross-entropy] [--work DIR]
 
 Prints each run's ten losses and, per run, the largest relative difference
 from fp32's losses (snug's and torch's); the figures of README.md came from
@@ -42,7 +43,7 @@ def fuse_bn(module):
         module.downsample = torch.nn.Sequential(fuse_conv_bn_eval(d[0], d[1]))
 
 
-def torch_losses(net, x, target, lr, bf16):
+def torch_losses(net, x, target, lr, bf16, loss_kind):
     net = copy.deepcopy(net)
     optimizer = torch.optim.SGD(net.parameters(), lr=lr)
     losses = []
@@ -50,17 +51,20 @@ def torch_losses(net, x, target, lr, bf16):
         optimizer.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             y = net(x)
-        loss = torch.nn.functional.mse_loss(y.float(), target)
+        loss = (torch.nn.functional.mse_loss(y.float(), target)
+                if loss_kind == "mse" else
+                torch.nn.functional.cross_entropy(y.float(), target))
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
     return losses
 
 
-def snug_losses(build, work, precision, lr):
+def snug_losses(build, work, precision, lr, loss_kind):
+    target_name = "target" if loss_kind == "mse" else "labels"
     bundle = os.path.join(work, "resnet18-%s.snug" % precision)
     subprocess.run([os.path.join(build, "bin", "snugc"), "train",
-                    os.path.join(work, "resnet18.onnx"), "--loss=mse:y,target",
+                    os.path.join(work, "resnet18.onnx"), "--loss=%s:y,%s" % (loss_kind, target_name),
                     "--optimizer=sgd", "--lr=%g" % lr,
                     "--precision=" + precision, "--target=host", "-o", bundle,
                     "--memory-report=none"], check=True,
@@ -68,7 +72,8 @@ def snug_losses(build, work, precision, lr):
     out = subprocess.run([os.path.join(build, "bin", "snug-run"), bundle,
                           "--input", "x=@" + os.path.join(work, "x.npy"),
                           "--input",
-                          "target=@" + os.path.join(work, "target.npy"),
+                          "%s=@%s" % (target_name,
+                                      os.path.join(work, target_name + ".npy")),
                           "--steps=10"], check=True, capture_output=True,
                          text=True).stdout
     return [float(v) for v in re.findall(r"step \d+: loss (\S+)", out)]
@@ -78,28 +83,40 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", default="build")
     parser.add_argument("--lr", type=float, default=0.0005)
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--loss", choices=("mse", "cross-entropy"),
+                        default="mse")
     parser.add_argument("--work", default=None)
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="train-mixed-")
     os.makedirs(work, exist_ok=True)
     torch.manual_seed(0)
     net = torchvision.models.resnet18(num_classes=10).eval()
-    x = torch.randn(2, 3, 64, 64)
+    x = torch.randn(args.batch, 3, 64, 64)
     torch.onnx.export(net, x, os.path.join(work, "resnet18.onnx"),
                       opset_version=13, input_names=["x"],
                       output_names=["y"])
-    target = 0.1 * torch.randn(2, 10)
+    if args.loss == "mse":
+        target = 0.1 * torch.randn(args.batch, 10)
+        np.save(os.path.join(work, "target.npy"), target.numpy())
+    else:
+        target = torch.randint(0, 10, (args.batch,))
+        np.save(os.path.join(work, "labels.npy"), target.numpy())
     np.save(os.path.join(work, "x.npy"), x.numpy())
-    np.save(os.path.join(work, "target.npy"), target.numpy())
     fuse_bn(net)
     rows = [
-        ("snug fp32", snug_losses(args.build, work, "fp32", args.lr)),
-        ("snug bf16", snug_losses(args.build, work, "bf16", args.lr)),
-        ("torch fp32", torch_losses(net, x, target, args.lr, False)),
-        ("torch bf16 autocast", torch_losses(net, x, target, args.lr, True)),
+        ("snug fp32", snug_losses(args.build, work, "fp32", args.lr,
+                                  args.loss)),
+        ("snug bf16", snug_losses(args.build, work, "bf16", args.lr,
+                                  args.loss)),
+        ("torch fp32", torch_losses(net, x, target, args.lr, False,
+                                    args.loss)),
+        ("torch bf16 autocast", torch_losses(net, x, target, args.lr, True,
+                                             args.loss)),
     ]
     worst = lambda a, b: max(abs(p - q) / abs(p) for p, q in zip(a, b))
-    print("resnet18, SGD lr %g, ten steps (losses):" % args.lr)
+    print("resnet18, batch %d, %s, SGD lr %g, ten steps (losses):"
+          % (args.batch, args.loss, args.lr))
     for name, losses in rows:
         print("  %-20s %s" % (name, " ".join("%.5g" % v for v in losses)))
     snug32, torch32 = rows[0][1], rows[2][1]
