@@ -36,6 +36,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/CostModel.h"
 #include "passes/FusePatterns.h"
+#include "passes/ScratchRequest.h"
 #include "passes/StepPhases.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -83,10 +84,29 @@ ir::Node *findProducer(const ir::Module &module, const ir::Node &consumer,
 }
 
 /// Whether the roofline says the merged node is no slower than the two.
+/// A MatMul or Gemm with an epilogue runs as snug's tiled kernel on the
+/// CUDA cores (compiler/cuda/GemmEmitters.cpp), not as cuBLAS on the
+/// tensor cores: merged, its f16/bf16 contraction is estimated at the
+/// vector peak, so a large lowered product stays on cuBLAS with its
+/// elementwise kernel after it (on the H200 the tensor cores are ~15x the
+/// CUDA cores), and only a product small enough for the saved traffic to
+/// outweigh that takes the epilogue. Conv's implicit-GEMM kernel keeps its
+/// mma.sync tensor cores with an epilogue.
+///
+/// A product cuBLAS would split along K (a long K over too few output
+/// tiles to fill the GPU, passes/ScratchRequest.h) never pays: the tiled
+/// kernel has no split-K and would run that K on a handful of blocks
+/// (32x4096 by 4096x64: one block of 132 SMs).
 bool pays(const ir::Node &producer, const ir::Node &consumer) {
+  if (!producer.is(ir::OpCode::Conv) &&
+      getScratchRequest(producer, ScratchOptions()).bytes != 0)
+    return false;
   const DeviceSpec &device = getDefaultDevice();
+  DeviceSpec merged = device;
+  if (!producer.is(ir::OpCode::Conv))
+    merged.tensorFlopsPerSecond = merged.vectorFlopsPerSecond;
   const ir::Node *pair[] = {&producer, &consumer};
-  double fused = estimateSeconds(costOfGroup(pair), device);
+  double fused = estimateSeconds(costOfGroup(pair), merged);
   double apart = estimateSeconds(costOfNode(producer), device) +
                  estimateSeconds(costOfNode(consumer), device);
   return fused <= apart;
