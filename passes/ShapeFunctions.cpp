@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace snug {
@@ -837,9 +838,11 @@ static llvm::Expected<ResultTypes> inferDropoutMask(const ShapeQuery &query) {
   if (!getCheckedByteSize(TensorType(DType::F32, *shape)))
     return overflowError("the mask's size");
   float ratio = getFloatAttr(query.attributes, "ratio", 0.5f);
-  if (!(ratio >= 0.0f && ratio < 1.0f))
-    return shapeError("ratio " + std::to_string(double(ratio)) +
-                      " is not in [0, 1)");
+  if (!(ratio >= 0.0f && ratio < 1.0f)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", double(ratio));
+    return shapeError(llvm::Twine("ratio ") + text + " is not in [0, 1)");
+  }
   return ResultTypes{TensorType(DType::F32, *shape)};
 }
 

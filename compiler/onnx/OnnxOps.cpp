@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace snug {
@@ -286,10 +287,13 @@ static llvm::Error importTrainingDropout(Importer &importer,
   } else {
     ratio = attrFloat(node, "ratio", 0.5f);
   }
-  if (!(ratio >= 0 && ratio < 1))
-    return importer.error(node, "ratio " + std::to_string(ratio) +
+  if (!(ratio >= 0 && ratio < 1)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", ratio);
+    return importer.error(node, llvm::Twine("ratio ") + text +
                                     " is not in [0, 1) (training-mode "
                                     "Dropout divides by 1 - ratio)");
+  }
   unsigned numResults = countNamedOutputs(node, 2);
   if (ratio == 0)
     return importer.emitAndBind(node, "Dropout", {input}, {}, numResults);
