@@ -37,8 +37,7 @@ static llvm::Error seedError(const llvm::Twine &message) {
                                  "dropout-seed: " + message.str());
 }
 
-llvm::Error DropoutSeed::setOption(llvm::StringRef key,
-                                   llvm::StringRef value) {
+llvm::Error DropoutSeed::setOption(llvm::StringRef key, llvm::StringRef value) {
   if (key != "seed")
     return Pass::setOption(key, value);
   if (value.getAsInteger(10, seed))

@@ -848,8 +848,7 @@ SNUG_HD uint32_t dropoutHash(uint64_t seed, uint32_t salt, uint64_t index) {
 /// (the product by 2^32 is exact in double).
 SNUG_HD bool dropoutKeeps(uint64_t seed, uint32_t salt, uint64_t index,
                           float ratio) {
-  return double(dropoutHash(seed, salt, index)) >=
-         double(ratio) * 4294967296.0;
+  return double(dropoutHash(seed, salt, index)) >= double(ratio) * 4294967296.0;
 }
 
 /// The value of a kept element, 1 / (1 - ratio) rounded to f32 (every

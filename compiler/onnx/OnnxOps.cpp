@@ -301,12 +301,12 @@ static llvm::Error importTrainingDropout(Importer &importer,
   if (!seed)
     return seed.takeError();
   const TensorType &type = input->getType();
-  auto mask = importer.emit(
-      node, "snug.dropout_mask", {*seed},
-      {{"shape", Attribute::getInts(type.getDims())},
-       {"ratio", Attribute::getFloat(float(ratio))},
-       {"salt", Attribute::getInt(importer.dropoutCount++)}},
-      1, ".mask");
+  auto mask =
+      importer.emit(node, "snug.dropout_mask", {*seed},
+                    {{"shape", Attribute::getInts(type.getDims())},
+                     {"ratio", Attribute::getFloat(float(ratio))},
+                     {"salt", Attribute::getInt(importer.dropoutCount++)}},
+                    1, ".mask");
   if (!mask)
     return mask.takeError();
   ir::Value *scale = (*mask)[0];
@@ -324,9 +324,9 @@ static llvm::Error importTrainingDropout(Importer &importer,
     return product.takeError();
   llvm::SmallVector<ir::Value *, 2> results{(*product)[0]};
   if (numResults > 1) {
-    auto kept = importer.emit(node, "Cast", {(*mask)[0]},
-                              {{"to", Attribute::getString("bool")}}, 1,
-                              ".kept");
+    auto kept =
+        importer.emit(node, "Cast", {(*mask)[0]},
+                      {{"to", Attribute::getString("bool")}}, 1, ".kept");
     if (!kept)
       return kept.takeError();
     results.push_back((*kept)[0]);

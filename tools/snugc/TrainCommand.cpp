@@ -311,8 +311,8 @@ static llvm::Expected<std::string> getTrainingPasses() {
   // After the optimizer: add-loss replaces the outputs, and the seed's next
   // value is one more output. A model without training Dropout has no seed
   // weight and the pass does nothing.
-  return passes + "," + update + ",dropout-seed{seed=" +
-         std::to_string(int64_t(dropoutSeed)) + "}";
+  return passes + "," + update +
+         ",dropout-seed{seed=" + std::to_string(int64_t(dropoutSeed)) + "}";
 }
 
 int runTrain() {

@@ -1,7 +1,9 @@
 //===- DataMovementKernels.cpp - Views, copies, gathers, resizes, casts ---===//
 //
 // Byte-level kernels: they move elements of any dtype without looking at
-// them (except Cast, Pad's constant and Resize's interpolation). View ops
+// them (except Cast, Pad's constant and Resize's interpolation), and the
+// fills: Constant, ConstantOfShape, Range and training Dropout's mask
+// (snug.dropout_mask, its hash in runtime/ScalarOps.h). View ops
 // (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) copy bytes and
 // skip the copy when the planner put the result on the operand; the host
 // offload copies (snug.offload, snug.reload) are the same byte copy between
