@@ -40,9 +40,16 @@
 namespace snug {
 namespace ir {
 
+/// The i64 scalar weight every training-mode Dropout mask of a model is
+/// drawn from (ir/Ops.def: snug.dropout_mask): the importer makes it,
+/// snugc train's dropout-seed pass seeds it and makes it state (role
+/// statistic), advanced by one each step.
+inline constexpr const char kDropoutSeedWeight[] = "dropout.seed";
+
 /// What a state weight is, for the memory report: a trained parameter, an
-/// optimizer buffer, or a statistic updated from the batch (BatchNorm's
-/// running mean and variance in training mode).
+/// optimizer buffer, or a statistic updated by the step's own rule
+/// (BatchNorm's running mean and variance in training mode, the dropout
+/// seed).
 enum class StateRole { Parameter, Optimizer, Statistic };
 
 struct StateEntry {

@@ -138,6 +138,7 @@ CostRule getCostRule(OpCode op) {
   case OpCode::ScatterND:
   case OpCode::Pad:
   case OpCode::Range:
+  case OpCode::SnugDropoutMask:
   case OpCode::Shape:
   case OpCode::Size:
   case OpCode::Slice:

@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace snug {
@@ -820,6 +821,31 @@ static llvm::Expected<ResultTypes> inferDropout(const ShapeQuery &query) {
   return results;
 }
 
+/// snug.dropout_mask(seed): f32[shape] from an i64 scalar seed, ratio in
+/// [0, 1) (the kernels divide by 1 - ratio).
+static llvm::Expected<ResultTypes> inferDropoutMask(const ShapeQuery &query) {
+  auto seed = requireOperand(query, 0);
+  if (!seed)
+    return seed.takeError();
+  if ((*seed)->getDType() != DType::I64 || (*seed)->getNumElements() != 1)
+    return shapeError("the seed must be an i64 scalar, got " + (*seed)->str());
+  auto shape = requireInts(query, "shape");
+  if (!shape)
+    return shape.takeError();
+  for (int64_t dim : *shape)
+    if (dim < 0)
+      return shapeError("shape " + dimsString(*shape) + " has a negative dim");
+  if (!getCheckedByteSize(TensorType(DType::F32, *shape)))
+    return overflowError("the mask's size");
+  float ratio = getFloatAttr(query.attributes, "ratio", 0.5f);
+  if (!(ratio >= 0.0f && ratio < 1.0f)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", double(ratio));
+    return shapeError(llvm::Twine("ratio ") + text + " is not in [0, 1)");
+  }
+  return ResultTypes{TensorType(DType::F32, *shape)};
+}
+
 /// snug.fused: the yield's types. The body's nodes are checked against
 /// their own shape functions here, so that infer-shapes covers bodies (the
 /// verifier checks only the families' rules).
@@ -922,6 +948,7 @@ static const ShapeFunctionTable &getShapeFunctions() {
     set(OpCode::ConstantOfShape, inferConstantOfShape);
     set(OpCode::Range, inferRange);
     set(OpCode::Dropout, inferDropout);
+    set(OpCode::SnugDropoutMask, inferDropoutMask);
     set(OpCode::SnugFused, inferFused);
     registerNNShapeFunctions(map);
     registerIndexingShapeFunctions(map);

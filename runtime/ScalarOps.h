@@ -813,6 +813,47 @@ ComputeKind computeKind(const ElementClass *classes, int count) {
   return anyF64 || anyInteger ? ComputeKind::Double : ComputeKind::Float;
 }
 
+//===----------------------------------------------------------------------===//
+// snug.dropout_mask: the counter-based hash of training-mode Dropout
+//===----------------------------------------------------------------------===//
+//
+// Element i of a mask keeps its value where dropoutHash(seed, salt, i) /
+// 2^32 >= ratio. A pure function of (seed, salt, i), so any element can be
+// computed alone (one thread each on the device, in any order) and a
+// recomputed mask (remat) is the same mask. 32-bit unsigned words only:
+// the host, the simulator and NVRTC agree bit for bit, and so does the
+// Python port the tests recompute masks with
+// (tests/lit/snugc/Inputs/dropout_mask.py). Each word is folded in by
+// murmur3's 32-bit finalizer (fmix32, a bijection with full avalanche), so
+// distinct indices under one seed and salt give distinct hashes.
+
+SNUG_HD uint32_t dropoutMix(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
+SNUG_HD uint32_t dropoutHash(uint64_t seed, uint32_t salt, uint64_t index) {
+  uint32_t h = dropoutMix(uint32_t(seed) ^ 0x9e3779b9u);
+  h = dropoutMix(h ^ uint32_t(seed >> 32));
+  h = dropoutMix(h ^ salt);
+  h = dropoutMix(h ^ uint32_t(index));
+  return dropoutMix(h ^ uint32_t(index >> 32));
+}
+
+/// Whether element `index` is kept: hash / 2^32 >= ratio, compared exactly
+/// (the product by 2^32 is exact in double).
+SNUG_HD bool dropoutKeeps(uint64_t seed, uint32_t salt, uint64_t index,
+                          float ratio) {
+  return double(dropoutHash(seed, salt, index)) >= double(ratio) * 4294967296.0;
+}
+
+/// The value of a kept element, 1 / (1 - ratio) rounded to f32 (every
+/// user divides in f32, correctly rounded on the host and the device).
+SNUG_HD float dropoutScale(float ratio) { return 1.0f / (1.0f - ratio); }
 
 } // namespace scalar
 } // namespace snug

@@ -3,7 +3,8 @@
 // Ops that move elements without looking at them (Transpose, Concat, Split,
 // Slice, Expand, Tile, DepthToSpace, SpaceToDepth), plus the gathers and
 // fills whose element choice depends on data or coordinates (Gather, Pad,
-// Resize, Dropout, Range, Shape, Size, Constant, ConstantOfShape).
+// Resize, Dropout, Range, Shape, Size, Constant, ConstantOfShape), and
+// training Dropout's generated mask (snug.dropout_mask).
 //
 // The pure moves are all one strided copy: an iteration space whose every
 // dim has a source and a destination stride. It is canonicalized (unit dims
@@ -1083,6 +1084,40 @@ llvm::Error emitRange(EmitContext &context) {
   return llvm::Error::success();
 }
 
+/// snug.dropout_mask(seed): one thread per element runs ScalarOps.h's
+/// dropoutKeeps (the prelude embeds it), so the device mask is the host's
+/// bit for bit.
+llvm::Error emitDropoutMask(EmitContext &context) {
+  const TensorRef &seed = context.in(0), &y = context.out();
+  if (seed.numElements != 1 || seed.dtype != ir::DType::I64)
+    return context.unsupported("the seed must be an i64 scalar");
+  if (y.dtype != ir::DType::F32)
+    return context.unsupported("the mask must be f32");
+  float ratio = context.floatAttr("ratio", 0.5f);
+  int64_t salt = context.intAttr("salt", 0);
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return context.unsupported("ratio must be in [0, 1)");
+  if (y.numElements == 0)
+    return llvm::Error::success();
+  Kernel kernel;
+  kernel.tag = "dropout_mask";
+  kernel.addTensor("seed", seed, true);
+  kernel.addTensor("out", y, false);
+  const char *index = indexTypeFor(y.numElements, y.numElements);
+  std::string ratioText = "(float)" + cudaFloatLiteral(ratio);
+  kernel.body = "  const uint64_t key = (uint64_t)snug_load(seed);\n"
+                "  const float ratio = " +
+                ratioText +
+                ";\n"
+                "  const float scale = snug::scalar::dropoutScale(ratio);\n";
+  kernel.body += gridStrideLoop(index, y.numElements);
+  kernel.body += "    out[i] = snug::scalar::dropoutKeeps(key, " +
+                 std::to_string(uint32_t(salt)) +
+                 "u, (uint64_t)i, ratio) ? scale : 0.0f;\n  }\n";
+  launchGridStride(context, std::move(kernel), y.numElements);
+  return llvm::Error::success();
+}
+
 /// snug.offload / snug.reload: one copy step between the arena and the
 /// pinned host region (the operand's and result's places say which way).
 llvm::Error emitHostCopy(EmitContext &context) {
@@ -1110,6 +1145,7 @@ const EmitterEntry kDataMovementEmitters[] = {
     {ir::OpCode::Constant, emitConstant},
     {ir::OpCode::ConstantOfShape, emitConstant},
     {ir::OpCode::Range, emitRange},
+    {ir::OpCode::SnugDropoutMask, emitDropoutMask},
 };
 
 } // namespace

@@ -939,6 +939,7 @@ importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
       options.allowExternalDataOutsideModelDir;
   importer.externalFilesRead = options.externalFilesRead;
   importer.boundDims = options.dims;
+  importer.trainingDropout = options.trainingDropout;
   if (llvm::Error error = importGraph(importer, model, *scan, options))
     return error;
   if (llvm::Error error = ir::verifyModule(*module))

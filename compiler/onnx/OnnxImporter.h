@@ -61,7 +61,11 @@
 //   LeakyRelu {alpha}, HardSigmoid {alpha, beta}, Elu {alpha}, Gelu
 //   {approximate}, LRN {size, alpha, beta, bias}: defaults made explicit.
 //   Dropout(x): one operand; a second result (the mask, all true) only when
-//   the model names it; training mode must be a constant false.
+//   the model names it; training mode must be a constant false, unless
+//   ImportOptions::trainingDropout: then Mul(x, snug.dropout_mask(seed)
+//   {shape, ratio, salt}) (+ Cast(mask, bool) for the mask output), seed
+//   the one weight ir::kDropoutSeedWeight (ir/State.h), ratio a constant
+//   in [0, 1).
 //   fold-constants removes a mask-less Dropout like Identity.
 //   LayerNormalization {axis, epsilon}: Mean and InvStdDev results only when
 //   the model names them.
@@ -113,6 +117,10 @@ struct ImportOptions {
   /// When set, receives the path of every external data file read, so a
   /// tool can refuse to overwrite one.
   std::vector<std::string> *externalFilesRead = nullptr;
+  /// Import training-mode Dropout (snugc train) as x * snug.dropout_mask
+  /// of the weight ir::kDropoutSeedWeight; without it such a Dropout is
+  /// refused (an inference compile cannot mean it).
+  bool trainingDropout = false;
 };
 
 /// Parses `NAME:DIMS[xDTYPE]`; the error says what is wrong.

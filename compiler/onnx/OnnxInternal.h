@@ -53,6 +53,12 @@ public:
   std::vector<std::string> *externalFilesRead = nullptr;
   /// ImportOptions::dims, for shape errors that a binding explains.
   llvm::StringMap<int64_t> boundDims;
+  /// ImportOptions::trainingDropout; the seed weight training Dropouts
+  /// share (made at the first) and how many have been imported (each
+  /// one's salt).
+  bool trainingDropout = false;
+  ir::Value *dropoutSeed = nullptr;
+  int64_t dropoutCount = 0;
 
   /// `path: error: message`.
   llvm::Error error(const llvm::Twine &message) const;

@@ -14,11 +14,13 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 
+#include "ir/State.h"
 #include "ir/Verifier.h"
 #include "passes/ShapeFunctions.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace snug {
@@ -241,6 +243,98 @@ static llvm::Error importCast(Importer &importer, onnx::NodeProto &node) {
       {{"to", Attribute::getString(ir::getDTypeName(*dtype))}});
 }
 
+/// The model's one dropout seed (ir/Ops.def: snug.dropout_mask), made at
+/// the first training-mode Dropout: an i64 scalar weight, 0 until snugc
+/// train's dropout-seed pass gives it --seed and makes it state.
+static llvm::Expected<ir::Value *> getDropoutSeed(Importer &importer,
+                                                  const onnx::NodeProto &node) {
+  if (importer.dropoutSeed)
+    return importer.dropoutSeed;
+  if (importer.values.count(ir::kDropoutSeedWeight))
+    return importer.error(node, llvm::Twine("the model already names a value "
+                                            "'") +
+                                    ir::kDropoutSeedWeight +
+                                    "', the weight training-mode Dropout "
+                                    "draws its masks from");
+  uint8_t zero[8] = {};
+  importer.dropoutSeed = importer.module.addWeight(
+      ir::kDropoutSeedWeight, TensorType(ir::DType::I64, {}), zero);
+  importer.values[ir::kDropoutSeedWeight] = importer.dropoutSeed;
+  return importer.dropoutSeed;
+}
+
+/// Training-mode Dropout (snugc train): y = x * mask, the mask
+/// snug.dropout_mask(seed) with this node's ratio and a salt of its own
+/// (its index among the model's training Dropouts, in import order), so
+/// two Dropouts of one step draw different masks. The optional mask
+/// output is the mask != 0. Ratio 0 keeps everything: the identity.
+static llvm::Error importTrainingDropout(Importer &importer,
+                                         onnx::NodeProto &node,
+                                         ir::Value *input) {
+  double ratio = 0.5;
+  if (importer.opset >= 12) {
+    auto given = importer.getInput(node, 1);
+    if (!given)
+      return given.takeError();
+    if (*given) {
+      auto values = importer.getConstantFloats(node, 1, "ratio");
+      if (!values)
+        return values.takeError();
+      if (values->size() != 1)
+        return importer.error(node, "ratio must be a scalar");
+      ratio = (*values)[0];
+    }
+  } else {
+    ratio = attrFloat(node, "ratio", 0.5f);
+  }
+  if (!(ratio >= 0 && ratio < 1)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", ratio);
+    return importer.error(node, llvm::Twine("ratio ") + text +
+                                    " is not in [0, 1) (training-mode "
+                                    "Dropout divides by 1 - ratio)");
+  }
+  unsigned numResults = countNamedOutputs(node, 2);
+  if (ratio == 0)
+    return importer.emitAndBind(node, "Dropout", {input}, {}, numResults);
+  auto seed = getDropoutSeed(importer, node);
+  if (!seed)
+    return seed.takeError();
+  const TensorType &type = input->getType();
+  auto mask =
+      importer.emit(node, "snug.dropout_mask", {*seed},
+                    {{"shape", Attribute::getInts(type.getDims())},
+                     {"ratio", Attribute::getFloat(float(ratio))},
+                     {"salt", Attribute::getInt(importer.dropoutCount++)}},
+                    1, ".mask");
+  if (!mask)
+    return mask.takeError();
+  ir::Value *scale = (*mask)[0];
+  if (type.getDType() != ir::DType::F32) {
+    auto cast = importer.emit(
+        node, "Cast", {scale},
+        {{"to", Attribute::getString(ir::getDTypeName(type.getDType()))}}, 1,
+        ".mask_cast");
+    if (!cast)
+      return cast.takeError();
+    scale = (*cast)[0];
+  }
+  auto product = importer.emit(node, "Mul", {input, scale}, {}, 1);
+  if (!product)
+    return product.takeError();
+  llvm::SmallVector<ir::Value *, 2> results{(*product)[0]};
+  if (numResults > 1) {
+    auto kept =
+        importer.emit(node, "Cast", {(*mask)[0]},
+                      {{"to", Attribute::getString("bool")}}, 1, ".kept");
+    if (!kept)
+      return kept.takeError();
+    results.push_back((*kept)[0]);
+  }
+  importer.bindOutputs(node, results);
+  return llvm::Error::success();
+}
+
 static llvm::Error importDropout(Importer &importer, onnx::NodeProto &node) {
   auto input = requireInput(importer, node, 0);
   if (!input)
@@ -259,9 +353,11 @@ static llvm::Error importDropout(Importer &importer, onnx::NodeProto &node) {
   } else if (importer.opset < 7 && !attrInt(node, "is_test", 0)) {
     training = true;
   }
-  if (training)
+  if (training && !importer.trainingDropout)
     return importer.error(node, "training-mode Dropout is not supported "
                                 "(export the model in eval mode)");
+  if (training)
+    return importTrainingDropout(importer, node, *input);
   return importer.emitAndBind(node, "Dropout", {*input}, {},
                               countNamedOutputs(node, 2));
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "RuntimeTestUtil.h"
 
+#include "runtime/ScalarOps.h"
 #include "runtime/host/Kernels.h"
 
 #include <cmath>
@@ -445,6 +446,42 @@ TEST(HostKernelsTest, ShapeOpsAndConstants) {
   EXPECT_EQ(fromBytes<int64_t>(out[1]), (std::vector<int64_t>{6}));
   EXPECT_EQ(fromBytes<float>(out[2]), (std::vector<float>{7, 7, 7, 7}));
   EXPECT_EQ(fromBytes<int64_t>(out[3]), (std::vector<int64_t>{1, 3, 5}));
+}
+
+// The hash of snug.dropout_mask (runtime/ScalarOps.h) against values from
+// outside snug: murmur3's published fmix32(1), and hashes and masks from
+// the Python port (tests/lit/snugc/Inputs/dropout_mask.py hash S T I).
+TEST(HostKernelsTest, DropoutMaskHashFixedValues) {
+  EXPECT_EQ(scalar::dropoutMix(0), 0u);
+  EXPECT_EQ(scalar::dropoutMix(1), 0x514e28b7u);
+  EXPECT_EQ(scalar::dropoutHash(0, 0, 0), 1608878740u);
+  EXPECT_EQ(scalar::dropoutHash(1, 0, 0), 4228506846u);
+  EXPECT_EQ(scalar::dropoutHash(0, 1, 0), 2438189228u);
+  EXPECT_EQ(scalar::dropoutHash(0, 0, 1), 1654878407u);
+  EXPECT_EQ(scalar::dropoutHash(uint64_t(-1), 3, 5), 54270597u);
+  EXPECT_EQ(scalar::dropoutHash(123456789012u, 7, uint64_t(1) << 33),
+            2066091761u);
+  // Ratio 0 keeps everything (every hash >= 0).
+  EXPECT_TRUE(scalar::dropoutKeeps(0, 0, 0, 0.0f));
+  EXPECT_EQ(scalar::dropoutScale(0.5f), 2.0f);
+}
+
+TEST(HostKernelsTest, DropoutMaskKernel) {
+  const float k = 1.0f / (1.0f - 0.3f);
+  std::string text =
+      "func @t(%s: i64[] weight = [7], %n: i64[] weight = [-3]) -> (f32[8], "
+      "f32[8]) attributes {arena = 128} {\n"
+      "  %m = snug.dropout_mask(%s) {ratio = 0.3, salt = 2, shape = [8]} : "
+      "f32[8] {offset = 0}\n"
+      "  %h = snug.dropout_mask(%n) {ratio = 0.5, salt = 9, shape = [8]} : "
+      "f32[8] {offset = 64}\n"
+      "  return %m, %h\n}\n";
+  auto out = runOnHost(text, {});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(fromBytes<float>(out[0]),
+            (std::vector<float>{k, 0, k, k, k, k, k, k}));
+  EXPECT_EQ(fromBytes<float>(out[1]),
+            (std::vector<float>{0, 0, 0, 0, 0, 0, 0, 2}));
 }
 
 TEST(HostKernelsTest, KernelErrorsNameTheNode) {

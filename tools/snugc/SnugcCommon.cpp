@@ -141,6 +141,13 @@ void setPipelinePrefix(llvm::StringRef prefix) {
   getPipelinePrefix() = prefix.str();
 }
 
+static bool &getTrainingImport() {
+  static bool training = false;
+  return training;
+}
+
+void setTrainingImport(bool training) { getTrainingImport() = training; }
+
 std::string getPipelineOption() {
   return getPipelineOptionFor(getPlanningOptions());
 }
@@ -173,6 +180,7 @@ loadModule(llvm::StringRef path, int &exitCode,
   ImportOptions options;
   options.allowExternalDataOutsideModelDir = allowOutsideModelDir;
   options.externalFilesRead = externalFiles;
+  options.trainingDropout = getTrainingImport();
   for (const std::string &text : inputBindings) {
     auto binding = parseInputBinding(text);
     if (!binding) {

@@ -65,6 +65,10 @@ std::string getPipelineOptionFor(const PlanningOptions &planning);
 /// train's loss, autodiff and optimizer (they must see the model as
 /// imported, before folding and fusion). Empty by default.
 void setPipelinePrefix(llvm::StringRef prefix);
+/// Whether the import is a training step's (snugc train): training-mode
+/// Dropout imports as a seeded mask (ImportOptions::trainingDropout)
+/// rather than being refused. False by default.
+void setTrainingImport(bool training);
 
 /// Prints `error` to stderr; returns ExitInternalError for internal errors
 /// (a module that does not verify), ExitUserError otherwise.

@@ -40,6 +40,12 @@
 // --loss-scale (default 65536) and --loss-scale-interval (default 2000),
 // torch.cuda.amp.GradScaler's defaults.
 //
+// Training-mode Dropout imports as x * snug.dropout_mask(dropout.seed)
+// (ImportOptions::trainingDropout; snugc compile refuses it), and the last
+// prefix pass, dropout-seed{seed=N} (--seed, default 0), makes the seed
+// state advanced by one each step: fresh masks every step, the same ones
+// for the same seed.
+//
 // Flags that do not apply to the chosen optimizer (--momentum for adam,
 // --beta1 for sgd) are refused rather than ignored.
 //
@@ -209,6 +215,14 @@ static llvm::Error flagError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
 }
 
+static cl::opt<int64_t> dropoutSeed(
+    "seed",
+    cl::desc("The seed of training-mode Dropout's masks: step k of a run "
+             "draws them from seed + k (the seed is state, advanced each "
+             "step), so the same seed repeats a run's masks (default 0)"),
+    cl::value_desc("N"), cl::init(0), cl::sub(getTrainCommand()),
+    cl::cat(getTrainCategory()));
+
 /// The passes before the pipeline that --loss, --optimizer and --lr ask
 /// for.
 static llvm::Expected<std::string> getTrainingPasses() {
@@ -294,7 +308,11 @@ static llvm::Expected<std::string> getTrainingPasses() {
              " target=" + target.str() + "}," + splitPrefix +
              "autodiff{loss=loss" + autodiffOptions + "}" + interleave;
   }
-  return passes + "," + update;
+  // After the optimizer: add-loss replaces the outputs, and the seed's next
+  // value is one more output. A model without training Dropout has no seed
+  // weight and the pass does nothing.
+  return passes + "," + update +
+         ",dropout-seed{seed=" + std::to_string(int64_t(dropoutSeed)) + "}";
 }
 
 int runTrain() {
@@ -302,6 +320,7 @@ int runTrain() {
   if (!passes)
     return reportError(passes.takeError());
   setPipelinePrefix(*passes);
+  setTrainingImport(true);
   return runCompile();
 }
 

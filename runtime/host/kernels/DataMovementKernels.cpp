@@ -1,7 +1,9 @@
 //===- DataMovementKernels.cpp - Views, copies, gathers, resizes, casts ---===//
 //
 // Byte-level kernels: they move elements of any dtype without looking at
-// them (except Cast, Pad's constant and Resize's interpolation). View ops
+// them (except Cast, Pad's constant and Resize's interpolation), and the
+// fills: Constant, ConstantOfShape, Range and training Dropout's mask
+// (snug.dropout_mask, its hash in runtime/ScalarOps.h). View ops
 // (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) copy bytes and
 // skip the copy when the planner put the result on the operand; the host
 // offload copies (snug.offload, snug.reload) are the same byte copy between
@@ -16,6 +18,7 @@
 #include "runtime/host/Kernels.h"
 #include "runtime/CheckedArithmetic.h"
 #include "runtime/ResizeCoordinates.h"
+#include "runtime/ScalarOps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -559,6 +562,30 @@ Status rangeKernel(KernelContext &ctx) {
   return Status::ok();
 }
 
+/// snug.dropout_mask(seed): 1 / (1 - ratio) where ScalarOps.h's hash of
+/// (seed, salt, i) keeps element i, 0 elsewhere.
+Status dropoutMaskKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &seed = ctx.in(0), &y = ctx.out(0);
+  if (seed.numElements != 1)
+    return ctx.error("the seed must be a scalar");
+  if (y.dtype != DTypeF32)
+    return ctx.error("the mask must be f32");
+  float ratio = ctx.getFloat("ratio", 0.5f);
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return ctx.error("ratio must be in [0, 1)");
+  uint64_t key = uint64_t(loadInt(seed.data, seed.dtype, 0));
+  uint32_t salt = uint32_t(ctx.getInt("salt", 0));
+  float scale = scalar::dropoutScale(ratio);
+  for (int64_t i = 0; i < y.numElements; ++i) {
+    float value =
+        scalar::dropoutKeeps(key, salt, uint64_t(i), ratio) ? scale : 0.0f;
+    std::memcpy(y.data + 4 * i, &value, 4);
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 void registerDataMovementKernels(KernelTable &t) {
@@ -586,6 +613,7 @@ void registerDataMovementKernels(KernelTable &t) {
   t["Constant"] = constantKernel;
   t["ConstantOfShape"] = constantOfShapeKernel;
   t["Range"] = rangeKernel;
+  t["snug.dropout_mask"] = dropoutMaskKernel;
 }
 
 } // namespace rt
