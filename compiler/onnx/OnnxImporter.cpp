@@ -25,6 +25,7 @@
 #include "runtime/BundleFormat.h"
 #include "runtime/FileAccess.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -875,12 +876,16 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     importer.values[input.name()] = module.addInput(input.name(), *type);
   }
 
+  // The weights the initializers give; the rest are the model's constants
+  // (below).
+  llvm::DenseSet<const ir::Value *> fromInitializers;
   for (onnx::TensorProto &initializer : *graph.mutable_initializer()) {
     auto weight =
         importer.importTensor(initializer, initializer.name(),
                               "initializer '" + initializer.name() + "'");
     if (!weight)
       return weight.takeError();
+    fromInitializers.insert(*weight);
     if (llvm::Error error = checkRank(
             importer, "initializer '" + initializer.name() + "'",
             (*weight)->getType()))
@@ -900,13 +905,10 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
 
   // The floating-point weights no initializer gave are the model's
   // constants (ir/State.h): a training step leaves them as they are.
-  llvm::StringSet<> fromInitializers;
-  for (const onnx::TensorProto &initializer : graph.initializer())
-    fromInitializers.insert(initializer.name());
   std::vector<std::string> constants;
   for (const ir::Value *weight : module.getWeights())
     if (ir::isFloatDType(weight->getType().getDType()) &&
-        !fromInitializers.count(weight->getName()))
+        !fromInitializers.count(weight))
       constants.push_back(weight->getName().str());
   ir::setConstantWeightNames(module, std::move(constants));
 
