@@ -17,16 +17,17 @@
 // way out, so the raw result never reaches memory).
 //
 // f16 and bf16 convolutions (both operands of the type) run the same tiles
-// on the tensor cores: the raw 16-bit elements are packed two consecutive k
-// to a 32-bit word in shared memory (As [m][k/2] row-major, Bs [pixel][k/2],
-// i.e. B column-major), and each of the 8 warps computes a 32x16 warp tile
-// as 2x2 mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} products with f32
-// accumulators, through the prelude's snug_mma_m16n8k16 (CudaPrelude.cpp:
-// the fragment layout of the PTX ISA's "Matrix Fragments for mma.m16n8k16
-// with floating point type", emulated on sm_75 and on the simulator). The
-// products of two 16-bit elements are exact in f32, so the sums are float
-// sums as the host's, in another order. f32, f64 and integer convolutions
-// keep the scalar kernel.
+// on the tensor cores (the tile code is MmaTile.h's, which the tiled
+// MatMul/Gemm kernel shares): the raw 16-bit elements are packed two
+// consecutive k to a 32-bit word in shared memory (As [m][k/2] row-major, Bs
+// [pixel][k/2], i.e. B column-major), and each of the 8 warps computes a 32x16
+// warp tile as 2x2 mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} products
+// with f32 accumulators, through the prelude's snug_mma_m16n8k16
+// (CudaPrelude.cpp: the fragment layout of the PTX ISA's "Matrix Fragments for
+// mma.m16n8k16 with floating point type", emulated on sm_75 and on the
+// simulator). The products of two 16-bit elements are exact in f32, so the sums
+// are float sums as the host's, in another order. f32, f64 and integer
+// convolutions keep the scalar kernel.
 //
 // Convolutions with few output channels per group (depthwise, or grouped
 // ones with MG < 16) waste most of a 64-row tile: a direct kernel, one
@@ -350,8 +351,8 @@ std::string convMmaStore(const EmitContext &context, const ConvShape &shape,
   where.row = "m", where.rowOrigin = "m0", where.rows = shape.mg;
   where.column = "q", where.colOrigin = "p0";
   where.columns = shape.batch * shape.outSize;
-  where.rowSetup = "      const " + shape.index + " oc = g * " +
-                   lit(shape.mg) + " + m;\n      const float shift = " +
+  where.rowSetup = "      const " + shape.index + " oc = g * " + lit(shape.mg) +
+                   " + m;\n      const float shift = " +
                    (context.hasIn(2) ? "snug_load(bias + oc)" : "0") + ";\n";
   where.store = epilogue.store(
       "((q / " + lit(shape.outSize) + ") * " + lit(shape.m) + " + oc) * " +
@@ -437,11 +438,11 @@ Kernel implicitGemmKernel(EmitContext &context, const ConvShape &shape,
   grid.x = uint32_t((shape.batch * shape.outSize + kTileN - 1) / kTileN);
   grid.y = uint32_t((shape.mg + kTileM - 1) / kTileM);
   grid.z = uint32_t(shape.group);
-  std::string body =
-      mma ? mmaTiles() + gemmPrologue(context, shape) + convMmaLoads(shape) +
-                mmaDepthLoop(shape.index, shape.cg * shape.taps,
-                             cudaTypeName(context.in(0).dtype)) +
-                convMmaStore(context, shape, epilogue)
+  std::string body = mma ? mmaTiles() + gemmPrologue(context, shape) +
+                               convMmaLoads(shape) +
+                               mmaDepthLoop(shape.index, shape.cg * shape.taps,
+                                            cudaTypeName(context.in(0).dtype)) +
+                               convMmaStore(context, shape, epilogue)
                          : scalarTiles(shape) + gemmPrologue(context, shape) +
                                gemmLoads(shape) + gemmDepthLoop(shape) +
                                gemmStore(context, shape, epilogue);

@@ -14,8 +14,9 @@
 // operand) over the batch dims one call covers: the longest run of trailing
 // batch dims where that holds is one strided call, and the dims before it
 // become separate calls. When that would take too many calls, or for
-// integer dtypes, a tiled kernel computes the product instead, as the host
-// does (operands converted to float, sums in double, rounded to float).
+// integer dtypes, the tiled kernel below computes the product instead
+// (integers as the host does: operands converted to float, sums in
+// double, rounded to float).
 //
 // Gemm's C is broadcast into Y first (a copy when it already is [M,N], a
 // small kernel otherwise) and cuBLAS adds the product with Gemm's beta.
@@ -28,8 +29,20 @@
 // broadcast C). cuBLASLt's epilogues would keep cuBLAS's speed but cover
 // only bias, ReLU and the tanh GELU, not the Erf Gelu of BERT and ViT, the
 // residual Add or SiLU, so they would leave a kernel after most products;
-// the tiled kernel covers every epilogue the fuse pass builds, at the
-// price of a plain 16x16 tiling (slower than cuBLAS on large products).
+// the tiled kernel covers every epilogue the fuse pass builds.
+//
+// The tiled kernel has two bodies. When A and B are both f16 or both bf16
+// it runs on the tensor cores with the implicit-GEMM convolution's tile
+// (MmaTile.h): 64x64 tiles of Y, 16 deep, the raw 16-bit elements packed
+// two consecutive k to a word in shared memory (zero past M, N and K), 8
+// warps of mma.sync.m16n8k16 products with f32 accumulators through the
+// prelude's snug_mma_m16n8k16, and the store guarded by M and N. The
+// products of two 16-bit elements are exact in f32, so the sums are float
+// sums in another order than the host's. Otherwise (f32, f64, integers) it
+// runs on the CUDA cores: 16x16 threads, each a 4x4 register tile of the
+// same 64x64 tile. Either is plainer than cuBLAS (no multi-stage copy
+// pipeline, no split-K), so slower on large products; EpiloguePattern.cpp
+// keeps the long-K products cuBLAS would split on cuBLAS.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/EpilogueStore.h"
@@ -241,8 +254,8 @@ std::string simtBody(const EmitContext &context, const Product &product,
      << "  __shared__ " << acc << " Bs[" << kTile << "][" << kBlockTile + 1
      << "];\n"
      << "  const int tx = threadIdx.x, ty = threadIdx.y;\n"
-     << batchLoopHead(context, product, idx, kBlockTile, kBlockTile)
-     << "    " << acc << " sum[" << kReg << "][" << kReg << "];\n"
+     << batchLoopHead(context, product, idx, kBlockTile, kBlockTile) << "    "
+     << acc << " sum[" << kReg << "][" << kReg << "];\n"
      << "    for (int rr = 0; rr < " << kReg << "; ++rr)\n"
      << "      for (int cc = 0; cc < " << kReg << "; ++cc)\n"
      << "        sum[rr][cc] = 0;\n"
@@ -342,11 +355,11 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
     return epilogue.takeError();
   const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
   // Gemm's own C; a MatMul's operand 2 is its epilogue's first extra.
-  bool withC = context.node.is(ir::OpCode::Gemm) && context.hasIn(2) &&
-               beta != 0;
+  bool withC =
+      context.node.is(ir::OpCode::Gemm) && context.hasIn(2) && beta != 0;
   bool isFloat = cublasDType(y.dtype) != 0;
-  bool mma = (a.dtype == DType::F16 || a.dtype == DType::BF16) &&
-             b.dtype == a.dtype;
+  bool mma =
+      (a.dtype == DType::F16 || a.dtype == DType::BF16) && b.dtype == a.dtype;
   std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
   if (mma)
     acc = "float";

@@ -1,4 +1,4 @@
-//===- MmaTile.cpp - The tensor-core block tile the GEMM kernels share ----===//
+//===- MmaTile.cpp - The tensor-core tile the GEMM kernels share ---------===//
 //
 // The pieces MmaTile.h describes. The fragment layout is the PTX ISA's
 // "Matrix Fragments for mma.m16n8k16 with floating point type", as the
@@ -36,10 +36,10 @@ std::string mmaTiles() {
      << " * j at words ka (k = 2 ka, 2 ka + 1),\n"
      << "  // and B words kb + " << kThreads / kThreadsPerColumnB
      << " * j of column pb.\n"
-     << "  const int ka = tid % " << kThreadsPerRowA
-     << ", ma = tid / " << kThreadsPerRowA << ";\n"
-     << "  const int pb = tid % " << kThreadsPerColumnB
-     << ", kb = tid / " << kThreadsPerColumnB << ";\n";
+     << "  const int ka = tid % " << kThreadsPerRowA << ", ma = tid / "
+     << kThreadsPerRowA << ";\n"
+     << "  const int pb = tid % " << kThreadsPerColumnB << ", kb = tid / "
+     << kThreadsPerColumnB << ";\n";
   return os.str();
 }
 

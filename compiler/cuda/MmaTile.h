@@ -1,4 +1,4 @@
-//===- MmaTile.h - The tensor-core block tile the GEMM kernels share -*- C++ -*-===//
+//===- MmaTile.h - The tensor-core tile the GEMM kernels share --*- C++ -*-===//
 //
 // The f16/bf16 tensor-core code of the implicit-GEMM convolution
 // (ConvEmitters.cpp) and of the tiled MatMul/Gemm kernel (GemmEmitters.cpp):
