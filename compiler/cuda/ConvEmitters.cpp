@@ -338,7 +338,8 @@ std::string convMmaLoads(const ConvShape &shape) {
      << lit(shape.inSize) << " + " << rowMajor(inNames, inExtents(shape))
      << "].bits : 0u;\n"
      << "  };\n"
-     << mmaLoads(idx, "m0", "weightAt", "patchAt");
+     << mmaLoads(idx, {MmaLoad::AlongK, "weightAt", "m0"},
+                 {MmaLoad::AlongRows, "patchAt", ""});
   return os.str();
 }
 
@@ -438,14 +439,15 @@ Kernel implicitGemmKernel(EmitContext &context, const ConvShape &shape,
   grid.x = uint32_t((shape.batch * shape.outSize + kTileN - 1) / kTileN);
   grid.y = uint32_t((shape.mg + kTileM - 1) / kTileM);
   grid.z = uint32_t(shape.group);
-  std::string body = mma ? mmaTiles() + gemmPrologue(context, shape) +
-                               convMmaLoads(shape) +
-                               mmaDepthLoop(shape.index, shape.cg * shape.taps,
-                                            cudaTypeName(context.in(0).dtype)) +
-                               convMmaStore(context, shape, epilogue)
-                         : scalarTiles(shape) + gemmPrologue(context, shape) +
-                               gemmLoads(shape) + gemmDepthLoop(shape) +
-                               gemmStore(context, shape, epilogue);
+  std::string body =
+      mma ? mmaTiles() + gemmPrologue(context, shape) + convMmaLoads(shape) +
+                mmaDepthLoop(shape.index, shape.cg * shape.taps,
+                             cudaTypeName(context.in(0).dtype), MmaLoad::AlongK,
+                             MmaLoad::AlongRows) +
+                convMmaStore(context, shape, epilogue)
+          : scalarTiles(shape) + gemmPrologue(context, shape) +
+                gemmLoads(shape) + gemmDepthLoop(shape) +
+                gemmStore(context, shape, epilogue);
   return convKernel(context, epilogue, "conv", grid,
                     {uint32_t(kThreads), 1, 1}, std::move(body));
 }

@@ -301,27 +301,47 @@ std::string simtBody(const EmitContext &context, const Product &product,
   return os.str();
 }
 
+/// The lambda `name` giving the raw bits of an operand's element at depth k
+/// in row `row` (A's row, B's column; fewer than `rows`) as its load role
+/// `load` asks (MmaTile.h): a parameter along k; along the rows, this
+/// thread's row `origin` + pb, named `row`. `at` is the element's offset in
+/// the batch item `base`. Zero past the rows and past K.
+std::string wordLambda(const Product &product, llvm::StringRef idx,
+                       llvm::StringRef name, MmaLoad load, llvm::StringRef row,
+                       llvm::StringRef origin, int64_t rows,
+                       llvm::StringRef base, const std::string &at) {
+  std::string text;
+  if (load == MmaLoad::AlongRows)
+    text += ("const " + idx + " " + row + " = " + origin + " + pb;\n").str();
+  text += ("auto " + name + " = [&](").str();
+  if (load == MmaLoad::AlongK)
+    text += (idx + " " + row + ", ").str();
+  text += (idx + " k) -> uint32_t {\n  return " + row + " < ").str() +
+          lit(rows) + " && k < " + lit(product.k) + " ? (uint32_t)" +
+          base.str() + "[" + at + "].bits : 0u;\n};\n";
+  return text;
+}
+
 /// The tensor-core kernel's body (f16 or bf16 A and B; MmaTile.h): the
 /// same loop over (batch item, row tile) pairs, each a kTileM x kTileN tile
 /// of m16n8k16 products from A's and B's raw 16-bit elements (zero past M,
 /// N and K), f32 accumulators, each result, `result` of the accumulator
-/// (kMmaAccumulator), stored through the epilogue.
+/// (kMmaAccumulator), stored through the epilogue. Each operand's tile is
+/// loaded along its contiguous dim: A along k, B along its columns, and the
+/// other way round when Gemm transposes them.
 std::string mmaBody(const EmitContext &context, const Product &product,
                     const EpilogueStore &epilogue, llvm::StringRef idx,
                     llvm::StringRef result) {
-  std::string m = lit(product.m), n = lit(product.n), k = lit(product.k);
-  std::string tile;
-  llvm::raw_string_ostream os(tile);
-  // This thread's column of B's tile is jb; the lambdas give the raw bits.
-  os << "const " << idx << " jb = j0 + pb;\n"
-     << "auto aWord = [&](" << idx << " m, " << idx << " k) -> uint32_t {\n"
-     << "  return m < " << m << " && k < " << k << " ? (uint32_t)az["
-     << offsetInA(product, "m", "k") << "].bits : 0u;\n"
-     << "};\n"
-     << "auto bWord = [&](" << idx << " k) -> uint32_t {\n"
-     << "  return k < " << k << " && jb < " << n << " ? (uint32_t)bz["
-     << offsetInB(product, "k", "jb") << "].bits : 0u;\n"
-     << "};\n";
+  std::string n = lit(product.n);
+  MmaLoad loadA = product.transA ? MmaLoad::AlongRows : MmaLoad::AlongK;
+  MmaLoad loadB = product.transB ? MmaLoad::AlongK : MmaLoad::AlongRows;
+  llvm::StringRef rowA = product.transA ? "ia" : "m";
+  llvm::StringRef colB = product.transB ? "n" : "jb";
+  std::string words =
+      wordLambda(product, idx, "aWord", loadA, rowA, "i0", product.m, "az",
+                 offsetInA(product, rowA, "k")) +
+      wordLambda(product, idx, "bWord", loadB, colB, "j0", product.n, "bz",
+                 offsetInB(product, "k", colB));
   MmaStore where;
   where.index = idx.str();
   where.row = "row", where.rowOrigin = "i0", where.rows = product.m;
@@ -330,12 +350,13 @@ std::string mmaBody(const EmitContext &context, const Product &product,
                                    " + row * " + n + " + col",
                                result, "            ", idx);
   return mmaTiles() + batchLoopHead(context, product, idx, kTileM, kTileN) +
-         indentBy(os.str(), "    ") +
-         indentBy(mmaLoads(idx, "i0", "aWord", "bWord") +
-                      mmaDepthLoop(idx, product.k,
-                                   cudaTypeName(context.in(0).dtype)) +
-                      mmaStoreLoop(where),
-                  "  ") +
+         indentBy(words, "    ") +
+         indentBy(
+             mmaLoads(idx, {loadA, "aWord", "i0"}, {loadB, "bWord", "j0"}) +
+                 mmaDepthLoop(idx, product.k, cudaTypeName(context.in(0).dtype),
+                              loadA, loadB) +
+                 mmaStoreLoop(where),
+             "  ") +
          "  }\n";
 }
 

@@ -16,10 +16,11 @@
 namespace snug {
 namespace cuda {
 
-/// Words of A and of B each thread loads per step.
-constexpr int64_t kWordsA = kTileM * kTileK / 2 / kThreads,
-                  kWordsB = kTileN * kTileK / 2 / kThreads;
-/// Threads per row of A's tile (one word each), and per column of B's.
+/// Words of each operand's tile a thread loads per step (either role).
+constexpr int64_t kWords = kTileM * kTileK / 2 / kThreads;
+static_assert(kTileM == kTileN, "both roles fit both tiles");
+/// Threads per row of a tile loaded along k (one word each), and per word
+/// column of one loaded along its rows.
 constexpr int64_t kThreadsPerRowA = kTileK / 2, kThreadsPerColumnB = kTileN;
 
 std::string mmaTiles() {
@@ -32,10 +33,10 @@ std::string mmaTiles() {
      << "  __shared__ __align__(16) uint32_t Bs[" << kTileN << "]["
      << kMmaRowWords << "];\n"
      << "  const int tid = threadIdx.x;\n"
-     << "  // This thread loads A rows ma + " << kThreads / kThreadsPerRowA
-     << " * j at words ka (k = 2 ka, 2 ka + 1),\n"
-     << "  // and B words kb + " << kThreads / kThreadsPerColumnB
-     << " * j of column pb.\n"
+     << "  // Along k, this thread loads rows ma + "
+     << kThreads / kThreadsPerRowA << " * j at words ka (k = 2 ka, 2 ka + 1);\n"
+     << "  // along the rows, words kb + " << kThreads / kThreadsPerColumnB
+     << " * j of row pb.\n"
      << "  const int ka = tid % " << kThreadsPerRowA << ", ma = tid / "
      << kThreadsPerRowA << ";\n"
      << "  const int pb = tid % " << kThreadsPerColumnB << ", kb = tid / "
@@ -43,29 +44,52 @@ std::string mmaTiles() {
   return os.str();
 }
 
-std::string mmaLoads(llvm::StringRef index, llvm::StringRef rowOrigin,
-                     llvm::StringRef aWord, llvm::StringRef bWord) {
+/// The loop filling registers `regs` with this thread's words of
+/// `operand`'s tile (MmaLoad).
+static std::string loadWords(llvm::StringRef index, const MmaOperand &operand,
+                             llvm::StringRef regs) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "  uint32_t a[" << kWordsA << "], b[" << kWordsB << "];\n"
-     << "  auto load = [&](" << index << " k0) {\n"
-     << "    for (int j = 0; j < " << kWordsA << "; ++j) {\n"
-     << "      const " << index << " m = " << rowOrigin << " + ma + "
-     << kThreads / kThreadsPerRowA << " * j, k = k0 + 2 * ka;\n"
-     << "      a[j] = " << aWord << "(m, k) | " << aWord
-     << "(m, k + 1) << 16;\n"
-     << "    }\n"
-     << "    for (int j = 0; j < " << kWordsB << "; ++j) {\n"
-     << "      const " << index << " k = k0 + 2 * (kb + "
-     << kThreads / kThreadsPerColumnB << " * j);\n"
-     << "      b[j] = " << bWord << "(k) | " << bWord << "(k + 1) << 16;\n"
-     << "    }\n"
-     << "  };\n";
+  os << "    for (int j = 0; j < " << kWords << "; ++j) {\n";
+  if (operand.load == MmaLoad::AlongK)
+    os << "      const " << index << " m = " << operand.origin << " + ma + "
+       << kThreads / kThreadsPerRowA << " * j, k = k0 + 2 * ka;\n"
+       << "      " << regs << "[j] = " << operand.word << "(m, k) | "
+       << operand.word << "(m, k + 1) << 16;\n";
+  else
+    os << "      const " << index << " k = k0 + 2 * (kb + "
+       << kThreads / kThreadsPerColumnB << " * j);\n"
+       << "      " << regs << "[j] = " << operand.word << "(k) | "
+       << operand.word << "(k + 1) << 16;\n";
+  os << "    }\n";
+  return os.str();
+}
+
+std::string mmaLoads(llvm::StringRef index, const MmaOperand &a,
+                     const MmaOperand &b) {
+  return "  uint32_t a[" + std::to_string(kWords) + "], b[" +
+         std::to_string(kWords) + "];\n  auto load = [&](" + index.str() +
+         " k0) {\n" + loadWords(index, a, "a") + loadWords(index, b, "b") +
+         "  };\n";
+}
+
+/// The statements storing registers `regs` into shared tile `tile` (MmaLoad).
+static std::string stageWords(MmaLoad load, llvm::StringRef tile,
+                              llvm::StringRef regs) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "    for (int j = 0; j < " << kWords << "; ++j)\n";
+  if (load == MmaLoad::AlongK)
+    os << "      " << tile << "[ma + " << kThreads / kThreadsPerRowA
+       << " * j][ka] = " << regs << "[j];\n";
+  else
+    os << "      " << tile << "[pb][kb + " << kThreads / kThreadsPerColumnB
+       << " * j] = " << regs << "[j];\n";
   return os.str();
 }
 
 std::string mmaDepthLoop(llvm::StringRef index, int64_t depth,
-                         llvm::StringRef element) {
+                         llvm::StringRef element, MmaLoad a, MmaLoad b) {
   int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -83,11 +107,7 @@ std::string mmaDepthLoop(llvm::StringRef index, int64_t depth,
      << "  load(0);\n"
      << "  for (" << index << " k0 = 0; k0 < " << cudaIntLiteral(depth)
      << "; k0 += " << kTileK << ") {\n"
-     << "    for (int j = 0; j < " << kWordsA << "; ++j)\n"
-     << "      As[ma + " << kThreads / kThreadsPerRowA << " * j][ka] = a[j];\n"
-     << "    for (int j = 0; j < " << kWordsB << "; ++j)\n"
-     << "      Bs[pb][kb + " << kThreads / kThreadsPerColumnB
-     << " * j] = b[j];\n"
+     << stageWords(a, "As", "a") << stageWords(b, "Bs", "b")
      << "    __syncthreads();\n"
      << "    if (k0 + " << kTileK << " < " << cudaIntLiteral(depth) << ")\n"
      << "      load(k0 + " << kTileK << ");\n"

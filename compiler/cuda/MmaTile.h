@@ -50,23 +50,40 @@ static_assert(kTileM * kTileK / 2 % kThreads == 0 &&
 /// The expression of the accumulator mmaStoreLoop() stores (a float).
 constexpr const char kMmaAccumulator[] = "acc[i][j][2 * h + e]";
 
-/// The shared tiles As and Bs and this thread's load roles: it loads A
-/// rows ma + 32 * j at word ka, and B words kb + 4 * j of column pb.
+/// The shared tiles As and Bs and this thread's load roles (MmaLoad).
 std::string mmaTiles();
 
+/// How the threads load an operand's tile (64 rows of A, or columns of B,
+/// by 8 words of k), chosen so that neighbouring threads read neighbouring
+/// elements of global memory:
+///  - AlongK, for an operand whose rows run along k in memory (row-major
+///    A, the conv's weights, Gemm's transposed B): this thread loads rows
+///    ma + 32 * j at word ka; the caller's `word(row, k)` gives the bits of
+///    element (row, k), row counted from the tile's first row `origin`;
+///  - AlongRows, for one whose k steps are rows of memory (row-major B, the
+///    conv's patches, Gemm's transposed A): this thread loads words kb +
+///    4 * j of row pb; `word(k)` gives the bits of that row's element at
+///    depth k (the caller fixes the row, origin + pb).
+/// Either gives 0 outside the operand (past M, N or K, or in the padding).
+enum class MmaLoad { AlongK, AlongRows };
+struct MmaOperand {
+  MmaLoad load;
+  std::string word;   ///< the caller's lambda
+  std::string origin; ///< the tile's first row (AlongK only)
+};
+
 /// The registers a[] and b[] and `load(k0)`, which fills them with this
-/// thread's words of the tiles at depth k0 from the caller's lambdas:
-/// `aWord(row, k)` gives the bits of A's element (0 outside A), row counted
-/// from the block's first row `rowOrigin`; `bWord(k)` those of B's element
-/// at depth k in this thread's column (rowOrigin + ..., p0 + pb for Conv).
-std::string mmaLoads(llvm::StringRef index, llvm::StringRef rowOrigin,
-                     llvm::StringRef aWord, llvm::StringRef bWord);
+/// thread's words of the tiles at depth k0, each two elements at
+/// consecutive k (the lower in the low half).
+std::string mmaLoads(llvm::StringRef index, const MmaOperand &a,
+                     const MmaOperand &b);
 
 /// The depth loop over `depth` (k0 from 0, kTileK a step): words to shared
-/// memory, the next step's loads, this warp's fragments and products into
-/// the f32 accumulators acc[][][]. `element` is snug_half or snug_bfloat.
+/// memory (each operand by its load role), the next step's loads, this
+/// warp's fragments and products into the f32 accumulators acc[][][].
+/// `element` is snug_half or snug_bfloat.
 std::string mmaDepthLoop(llvm::StringRef index, int64_t depth,
-                         llvm::StringRef element);
+                         llvm::StringRef element, MmaLoad a, MmaLoad b);
 
 /// Where mmaStoreLoop() stores this thread's accumulators: accumulator r of
 /// MMA tile (i, j) is row gq + 8 * (r / 2), column 2 * tq + r % 2 of it.
