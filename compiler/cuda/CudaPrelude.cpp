@@ -9,9 +9,9 @@
 // SNUG_CUDA_SIM the same text compiles as host C++ for the simulator
 // (tests/cudasim), which provides the CUDA built-ins; ScalarOps.h then takes
 // its host branch, so simulated kernels compute what the host kernels do.
-// Last, the tensor-core product of the f16/bf16 convolutions (kMma): inline
-// PTX on sm_80 and newer, a scalar emulation of the same fragments on sm_75
-// and under SNUG_CUDA_SIM.
+// Last, the tensor-core product of the f16/bf16 convolutions and products
+// (kMma): inline PTX on sm_80 and newer, a scalar emulation of the same
+// fragments on sm_75 and under SNUG_CUDA_SIM.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CudaEmitter.h"
@@ -92,13 +92,14 @@ template <class T, class Op> SNUG_DEVICE T snug_block_reduce(T v, Op op, T *scra
 }
 )cuda";
 
-/// The warp-level tensor-core product the f16/bf16 implicit-GEMM
-/// convolution uses (ConvEmitters.cpp). PTX ISA, "Warp Level Matrix Multiply-
-/// Accumulate Instructions": mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}
-/// .{f16,bf16}.f32, and the fragment layout of "Matrix Fragments for
-/// mma.m16n8k16 with floating point type". On sm_80 and newer it is the
-/// instruction; on sm_75 (no m16n8k16) and on the simulator a scalar
-/// emulation gives each lane the same four results.
+/// The warp-level tensor-core product of the f16/bf16 implicit-GEMM
+/// convolution and tiled MatMul/Gemm kernels (MmaTile.h). PTX ISA, "Warp
+/// Level Matrix Multiply-Accumulate Instructions":
+/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32, and the
+/// fragment layout of "Matrix Fragments for mma.m16n8k16 with floating point
+/// type". On sm_80 and newer it is the instruction; on sm_75 (no m16n8k16)
+/// and on the simulator a scalar emulation gives each lane the same four
+/// results.
 static const char kMma[] = R"cuda(
 // d += A * B on the tensor cores for one 16x16 (A, row-major) by 16x8 (B,
 // column-major) tile of the warp, f32 accumulators; T is snug_half or
