@@ -183,6 +183,11 @@ llvm::Expected<Ints> axesFor(Importer &importer, const onnx::NodeProto &node,
 /// optional input from it on. None when the model gives none.
 llvm::Expected<llvm::Optional<Ints>>
 readAxes(Importer &importer, onnx::NodeProto &node, int64_t inputOpset);
+/// A scalar weight `value` of `dtype`, named after the node's output 0
+/// plus `suffix` (the constants of a composition: an epsilon, a zero).
+ir::Value *addScalarWeight(Importer &importer, const onnx::NodeProto &node,
+                           llvm::StringRef suffix, ir::DType dtype,
+                           double value);
 /// Refuses constants too large to hold at import (Trilu's mask; Range and
 /// ConstantOfShape import as ops).
 llvm::Error checkMaterialized(Importer &importer, const onnx::NodeProto &node,

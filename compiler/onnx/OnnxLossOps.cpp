@@ -1,4 +1,5 @@
-//===- OnnxLossOps.cpp - NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss -===//
+//===- OnnxLossOps.cpp - NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+//-===//
 //
 // The two losses, imported as compositions of ops the table already has
 // (their ONNX function bodies do the same), so that folding, the host
@@ -20,9 +21,6 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 
-#include "passes/HostAttributes.h"
-#include "runtime/host/Kernels.h"
-
 namespace snug {
 namespace onnx_import {
 
@@ -31,15 +29,6 @@ using ir::DType;
 using ir::TensorType;
 
 namespace {
-
-/// A scalar weight `value` of `dtype`, named after the node's output.
-ir::Value *scalar(Importer &importer, const onnx::NodeProto &node,
-                  llvm::StringRef suffix, DType dtype, double value) {
-  TensorType type(dtype, {});
-  std::vector<uint8_t> bytes(type.getByteSize());
-  rt::storeDouble(bytes.data(), getHostDTypeCode(dtype), 0, value);
-  return importer.module.addWeight(node.output(0) + suffix.str(), type, bytes);
-}
 
 /// Every axis of a value of `rank`.
 Attribute allAxes(int64_t rank) {
@@ -59,20 +48,23 @@ llvm::Expected<ir::Value *> emitNllLoss(Importer &importer,
   if (!ir::isFloatDType(in.getDType()))
     return importer.error(node, "input " + in.str() + " is not a float tensor");
   if (tt.getDType() != DType::I64 && tt.getDType() != DType::I32)
-    return importer.error(node, "target " + tt.str() + " is not int64 or int32");
+    return importer.error(node,
+                          "target " + tt.str() + " is not int64 or int32");
   int64_t rank = in.getRank();
   bool shapesMatch = rank >= 2 && tt.getRank() == rank - 1 &&
                      tt.getDims()[0] == in.getDims()[0];
   for (int64_t i = 2; shapesMatch && i < rank; ++i)
     shapesMatch = tt.getDims()[i - 1] == in.getDims()[i];
   if (!shapesMatch)
-    return importer.error(node, "target " + tt.str() + " does not match input " +
-                                    in.str() + " ([N,C,d...] and [N,d...])");
+    return importer.error(node, "target " + tt.str() +
+                                    " does not match input " + in.str() +
+                                    " ([N,C,d...] and [N,d...])");
   if (weight && (weight->getType().getRank() != 1 ||
                  weight->getType().getDims()[0] != in.getDims()[1] ||
                  weight->getType().getDType() != in.getDType()))
     return importer.error(node, "weight " + weight->getType().str() +
-                                    " is not one " + ir::getDTypeName(in.getDType()) +
+                                    " is not one " +
+                                    ir::getDTypeName(in.getDType()) +
                                     " per class of input " + in.str());
   std::string reduction = attrString(node, "reduction", "mean");
   if (reduction != "none" && reduction != "sum" && reduction != "mean")
@@ -87,34 +79,36 @@ llvm::Expected<ir::Value *> emitNllLoss(Importer &importer,
   DType dtype = in.getDType();
   ir::Value *safe = target, *ignored = nullptr;
   if (findAttr(node, "ignore_index")) {
-    ir::Value *index = scalar(importer, node, ".ignore_index", tt.getDType(),
-                              double(attrInt(node, "ignore_index", 0)));
-    auto equal = one(importer.emit(node, "Equal", {target, index}, {}, 1,
-                                   ".ignored"));
+    ir::Value *index =
+        addScalarWeight(importer, node, ".ignore_index", tt.getDType(),
+                        double(attrInt(node, "ignore_index", 0)));
+    auto equal =
+        one(importer.emit(node, "Equal", {target, index}, {}, 1, ".ignored"));
     if (!equal)
       return equal.takeError();
     ignored = *equal;
     auto where = one(importer.emit(
         node, "Where",
-        {ignored, scalar(importer, node, ".class0", tt.getDType(), 0), target},
+        {ignored, addScalarWeight(importer, node, ".class0", tt.getDType(), 0),
+         target},
         {}, 1, ".target"));
     if (!where)
       return where.takeError();
     safe = *where;
   }
-  auto index = one(importer.emit(node, "Unsqueeze", {safe},
-                                 {{"axes", Attribute::getInts({1})}}, 1,
-                                 ".index"));
+  auto index =
+      one(importer.emit(node, "Unsqueeze", {safe},
+                        {{"axes", Attribute::getInts({1})}}, 1, ".index"));
   if (!index)
     return index.takeError();
-  auto gathered = one(importer.emit(node, "GatherElements", {input, *index},
-                                    {{"axis", Attribute::getInt(1)}}, 1,
-                                    ".picked"));
+  auto gathered =
+      one(importer.emit(node, "GatherElements", {input, *index},
+                        {{"axis", Attribute::getInt(1)}}, 1, ".picked"));
   if (!gathered)
     return gathered.takeError();
-  auto picked = one(importer.emit(node, "Squeeze", {*gathered},
-                                  {{"axes", Attribute::getInts({1})}}, 1,
-                                  ".squeezed"));
+  auto picked =
+      one(importer.emit(node, "Squeeze", {*gathered},
+                        {{"axes", Attribute::getInts({1})}}, 1, ".squeezed"));
   if (!picked)
     return picked.takeError();
   auto negated = one(importer.emit(node, "Neg", {*picked}, {}, 1, ".neg"));
@@ -132,19 +126,20 @@ llvm::Expected<ir::Value *> emitNllLoss(Importer &importer,
     perElement = *classWeight;
   }
   if (ignored) {
-    ir::Value *kept = perElement ? perElement
-                                 : scalar(importer, node, ".one", dtype, 1);
+    ir::Value *kept = perElement
+                          ? perElement
+                          : addScalarWeight(importer, node, ".one", dtype, 1);
     auto masked = one(importer.emit(
         node, "Where",
-        {ignored, scalar(importer, node, ".zero", dtype, 0), kept}, {}, 1,
-        ".weight"));
+        {ignored, addScalarWeight(importer, node, ".zero", dtype, 0), kept}, {},
+        1, ".weight"));
     if (!masked)
       return masked.takeError();
     perElement = *masked;
   }
   if (perElement) {
-    auto weighted = one(importer.emit(node, "Mul", {loss, perElement}, {}, 1,
-                                      ".weighted"));
+    auto weighted =
+        one(importer.emit(node, "Mul", {loss, perElement}, {}, 1, ".weighted"));
     if (!weighted)
       return weighted.takeError();
     loss = *weighted;
@@ -158,8 +153,8 @@ llvm::Expected<ir::Value *> emitNllLoss(Importer &importer,
   auto sum = one(importer.emit(node, "ReduceSum", {loss}, all, 1, ".sum"));
   if (!sum || reduction == "sum")
     return sum;
-  auto total = one(importer.emit(node, "ReduceSum", {perElement}, all, 1,
-                                 ".weight_sum"));
+  auto total = one(
+      importer.emit(node, "ReduceSum", {perElement}, all, 1, ".weight_sum"));
   if (!total)
     return total.takeError();
   return one(importer.emit(node, "Div", {*sum, *total}, {}, 1, ".mean"));
@@ -189,14 +184,13 @@ llvm::Error importSoftmaxCrossEntropy(Importer &importer,
   if ((*inputs)[0]->getType().getRank() < 2)
     return importer.error(node, "scores " + (*inputs)[0]->getType().str() +
                                     " have no class axis ([N,C,d...])");
-  auto logProb = importer.emit(node, "LogSoftmax", {(*inputs)[0]},
-                               {{"axis", Attribute::getInt(1)}}, 1,
-                               ".log_prob");
+  auto logProb =
+      importer.emit(node, "LogSoftmax", {(*inputs)[0]},
+                    {{"axis", Attribute::getInt(1)}}, 1, ".log_prob");
   if (!logProb)
     return logProb.takeError();
   ir::Value *weight = inputs->size() > 2 ? (*inputs)[2] : nullptr;
-  auto loss =
-      emitNllLoss(importer, node, (*logProb)[0], (*inputs)[1], weight);
+  auto loss = emitNllLoss(importer, node, (*logProb)[0], (*inputs)[1], weight);
   if (!loss)
     return loss.takeError();
   importer.bindOutputs(node, {*loss, (*logProb)[0]});

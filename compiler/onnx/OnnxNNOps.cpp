@@ -11,9 +11,7 @@
 #include "compiler/onnx/OnnxInternal.h"
 
 #include "ir/Verifier.h"
-#include "passes/HostAttributes.h"
 #include "passes/ShapeFunctions.h"
-#include "runtime/host/Kernels.h"
 #include "runtime/CheckedArithmetic.h"
 
 #include <algorithm>
@@ -115,9 +113,8 @@ static llvm::Error importTrilu(Importer &importer, onnx::NodeProto &node) {
   std::string base = node.output(0);
   ir::Value *maskWeight =
       importer.module.addWeight(base + ".mask", maskType, mask);
-  std::vector<uint8_t> zero(ir::getDTypeSize(type.getDType()), 0);
-  ir::Value *zeroWeight = importer.module.addWeight(
-      base + ".zero", TensorType(type.getDType(), {}), zero);
+  ir::Value *zeroWeight =
+      addScalarWeight(importer, node, ".zero", type.getDType(), 0);
   return importer.emitAndBind(node, "Where", {maskWeight, *input, zeroWeight},
                               {});
 }
@@ -415,12 +412,8 @@ static llvm::Error importRmsNorm(Importer &importer, onnx::NodeProto &node) {
                   ".mean_square");
   if (!mean)
     return mean.takeError();
-  TensorType epsilonType(compute, {});
-  std::vector<uint8_t> epsilon(epsilonType.getByteSize());
-  rt::storeDouble(epsilon.data(), getHostDTypeCode(compute), 0,
-                  attrFloat(node, "epsilon", 1e-5f));
-  ir::Value *epsilonWeight = importer.module.addWeight(
-      node.output(0) + ".epsilon", epsilonType, epsilon);
+  ir::Value *epsilonWeight = addScalarWeight(
+      importer, node, ".epsilon", compute, attrFloat(node, "epsilon", 1e-5f));
   auto shifted = one("Add", {*mean, epsilonWeight}, {}, ".shifted");
   if (!shifted)
     return shifted.takeError();

@@ -16,7 +16,9 @@
 
 #include "ir/State.h"
 #include "ir/Verifier.h"
+#include "passes/HostAttributes.h"
 #include "passes/ShapeFunctions.h"
+#include "runtime/host/Kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -372,6 +374,15 @@ llvm::Error checkMaterialized(Importer &importer, const onnx::NodeProto &node,
     return importer.error(node, "result " + type.str() +
                                     " is too large to hold as a constant");
   return llvm::Error::success();
+}
+
+ir::Value *addScalarWeight(Importer &importer, const onnx::NodeProto &node,
+                           llvm::StringRef suffix, ir::DType dtype,
+                           double value) {
+  TensorType type(dtype, {});
+  std::vector<uint8_t> bytes(type.getByteSize());
+  rt::storeDouble(bytes.data(), getHostDTypeCode(dtype), 0, value);
+  return importer.module.addWeight(node.output(0) + suffix.str(), type, bytes);
 }
 
 //===----------------------------------------------------------------------===//
