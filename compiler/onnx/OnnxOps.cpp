@@ -572,6 +572,7 @@ static const llvm::StringMap<OpImporter> &getOpImporters() {
     registerShapeOpImporters(map);
     registerNNOpImporters(map);
     registerLossOpImporters(map);
+    registerCompositeOpImporters(map);
     return map;
   }();
   return table;

@@ -1,0 +1,214 @@
+//===- OnnxCompositeOps.cpp - Small ONNX ops as compositions --------------===//
+//
+// ONNX ops that are a few table ops each, imported as those (their ONNX
+// function bodies, where they have one, say the same), so folding, the host
+// executor, the CUDA kernels and autodiff need nothing new:
+//   IsInf(x)            Equal(Abs(x), +inf), Equal(x, +inf) or Equal(x, -inf)
+//                       by detect_positive/detect_negative (neither: false)
+//   Shrink(x)           Where(x < -lambd, x + bias,
+//                             Where(x > lambd, x - bias, 0))
+//   Swish(x)            x * Sigmoid(alpha * x)
+//   LpNormalization(x)  x / ReduceL1|ReduceL2(x, axis, keepdims), 0 where
+//                       that norm is 0
+//   EyeLike(x)          a constant: ones on diagonal k of x's 2-d shape
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/onnx/OnnxInternal.h"
+
+#include "passes/HostAttributes.h"
+#include "runtime/host/Kernels.h"
+
+#include <cmath>
+#include <limits>
+
+namespace snug {
+namespace onnx_import {
+
+using ir::Attribute;
+using ir::DType;
+using ir::TensorType;
+
+namespace {
+
+/// One result of emit.
+llvm::Expected<ir::Value *>
+first(llvm::Expected<llvm::SmallVector<ir::Value *, 2>> results) {
+  if (!results)
+    return results.takeError();
+  return (*results)[0];
+}
+
+/// Input 0, which must be a float tensor.
+llvm::Expected<ir::Value *> floatInput(Importer &importer,
+                                       const onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  if (!ir::isFloatDType((*input)->getType().getDType()))
+    return importer.error(node, "input " + (*input)->getType().str() +
+                                    " is not a float tensor");
+  return *input;
+}
+
+llvm::Error importIsInf(Importer &importer, onnx::NodeProto &node) {
+  auto x = floatInput(importer, node);
+  if (!x)
+    return x.takeError();
+  bool positive = attrInt(node, "detect_positive", 1);
+  bool negative = attrInt(node, "detect_negative", 1);
+  const TensorType &type = (*x)->getType();
+  if (!positive && !negative) {
+    TensorType result(DType::Bool, type.getDims());
+    if (llvm::Error error = checkMaterialized(importer, node, result))
+      return error;
+    importer.bindConstant(node, result,
+                          std::vector<uint8_t>(result.getByteSize(), 0));
+    return llvm::Error::success();
+  }
+  double inf = std::numeric_limits<double>::infinity();
+  ir::Value *compared = *x;
+  if (positive && negative) {
+    auto magnitude = first(importer.emit(node, "Abs", {*x}, {}, 1, ".abs"));
+    if (!magnitude)
+      return magnitude.takeError();
+    compared = *magnitude;
+  }
+  ir::Value *limit = addScalarWeight(importer, node, ".inf", type.getDType(),
+                                     negative && !positive ? -inf : inf);
+  return importer.emitAndBind(node, "Equal", {compared, limit}, {});
+}
+
+llvm::Error importShrink(Importer &importer, onnx::NodeProto &node) {
+  auto x = requireInput(importer, node, 0);
+  if (!x)
+    return x.takeError();
+  DType dtype = (*x)->getType().getDType();
+  if (dtype == DType::Bool)
+    return importer.error(node, "input " + (*x)->getType().str() +
+                                    " is not a numeric tensor");
+  double lambd = attrFloat(node, "lambd", 0.5f);
+  double bias = attrFloat(node, "bias", 0.0f);
+  auto weight = [&](llvm::StringRef suffix, double value) {
+    return addScalarWeight(importer, node, suffix, dtype, value);
+  };
+  auto low = first(importer.emit(node, "Less", {*x, weight(".low", -lambd)}, {},
+                                 1, ".below"));
+  if (!low)
+    return low.takeError();
+  auto high = first(importer.emit(node, "Greater", {*x, weight(".high", lambd)},
+                                  {}, 1, ".above"));
+  if (!high)
+    return high.takeError();
+  ir::Value *biasWeight = weight(".bias", bias);
+  auto raised =
+      first(importer.emit(node, "Add", {*x, biasWeight}, {}, 1, ".raised"));
+  if (!raised)
+    return raised.takeError();
+  auto lowered =
+      first(importer.emit(node, "Sub", {*x, biasWeight}, {}, 1, ".lowered"));
+  if (!lowered)
+    return lowered.takeError();
+  auto upper = first(importer.emit(
+      node, "Where", {*high, *lowered, weight(".zero", 0)}, {}, 1, ".upper"));
+  if (!upper)
+    return upper.takeError();
+  return importer.emitAndBind(node, "Where", {*low, *raised, *upper}, {});
+}
+
+llvm::Error importSwish(Importer &importer, onnx::NodeProto &node) {
+  auto x = floatInput(importer, node);
+  if (!x)
+    return x.takeError();
+  double alpha = attrFloat(node, "alpha", 1.0f);
+  ir::Value *gateInput = *x;
+  if (alpha != 1.0) {
+    auto scaled = first(
+        importer.emit(node, "Mul",
+                      {*x, addScalarWeight(importer, node, ".alpha",
+                                           (*x)->getType().getDType(), alpha)},
+                      {}, 1, ".scaled"));
+    if (!scaled)
+      return scaled.takeError();
+    gateInput = *scaled;
+  }
+  auto gate =
+      first(importer.emit(node, "Sigmoid", {gateInput}, {}, 1, ".gate"));
+  if (!gate)
+    return gate.takeError();
+  return importer.emitAndBind(node, "Mul", {*x, *gate}, {});
+}
+
+llvm::Error importLpNormalization(Importer &importer, onnx::NodeProto &node) {
+  auto x = floatInput(importer, node);
+  if (!x)
+    return x.takeError();
+  int64_t p = attrInt(node, "p", 2);
+  if (p != 1 && p != 2)
+    return importer.error(node, "p " + std::to_string(p) + " is not 1 or 2");
+  auto axis = axisFor(importer, node, attrInt(node, "axis", -1),
+                      (*x)->getType().getRank());
+  if (!axis)
+    return axis.takeError();
+  auto norm = first(importer.emit(node, p == 1 ? "ReduceL1" : "ReduceL2", {*x},
+                                  {{"axes", Attribute::getInts({*axis})},
+                                   {"keepdims", Attribute::getInt(1)}},
+                                  1, ".norm"));
+  if (!norm)
+    return norm.takeError();
+  // A zero norm gives 0, not 0/0 (onnx's reference: its node tests hold a
+  // vector of zeros).
+  DType dtype = (*x)->getType().getDType();
+  ir::Value *zero = addScalarWeight(importer, node, ".zero", dtype, 0);
+  auto isZero =
+      first(importer.emit(node, "Equal", {*norm, zero}, {}, 1, ".zero_norm"));
+  if (!isZero)
+    return isZero.takeError();
+  auto divided =
+      first(importer.emit(node, "Div", {*x, *norm}, {}, 1, ".divided"));
+  if (!divided)
+    return divided.takeError();
+  return importer.emitAndBind(node, "Where", {*isZero, zero, *divided}, {});
+}
+
+llvm::Error importEyeLike(Importer &importer, onnx::NodeProto &node) {
+  auto x = requireInput(importer, node, 0);
+  if (!x)
+    return x.takeError();
+  const TensorType &type = (*x)->getType();
+  if (type.getRank() != 2)
+    return importer.error(node, "input " + type.str() + " is not 2-d");
+  DType dtype = type.getDType();
+  if (findAttr(node, "dtype")) {
+    int64_t code = attrInt(node, "dtype", 0);
+    auto converted = convertDType(int(code));
+    if (!converted)
+      return importer.error(node, "dtype " + onnxDTypeName(int(code)) +
+                                      " is not supported");
+    dtype = *converted;
+  }
+  TensorType result(dtype, type.getDims());
+  if (llvm::Error error = checkMaterialized(importer, node, result))
+    return error;
+  int64_t rows = type.getDims()[0], cols = type.getDims()[1];
+  int64_t k = attrInt(node, "k", 0);
+  std::vector<uint8_t> bytes(result.getByteSize(), 0);
+  uint8_t code = getHostDTypeCode(dtype);
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols)
+      rt::storeDouble(bytes.data(), code, i * cols + i + k, 1.0);
+  importer.bindConstant(node, result, bytes);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map) {
+  map["IsInf"] = importIsInf;
+  map["Shrink"] = importShrink;
+  map["Swish"] = importSwish;
+  map["LpNormalization"] = importLpNormalization;
+  map["EyeLike"] = importEyeLike;
+}
+
+} // namespace onnx_import
+} // namespace snug
