@@ -25,8 +25,20 @@
 // the fragment layout of the PTX ISA's "Matrix Fragments for mma.m16n8k16
 // with floating point type", emulated on sm_75 and on the simulator). The
 // products of two 16-bit elements are exact in f32, so the sums are float
-// sums as the host's, in another order. f32, f64 and integer convolutions
-// keep the scalar kernel.
+// sums as the host's, in another order.
+//
+// f32 convolutions under --precision=tf32 (the node's math = "tf32", set by
+// passes/Tf32Math.cpp) run the same MMA kernel over the element width: one
+// f32 element per word, rounded to tf32 on load (the prelude's snug_tf32,
+// cvt.rna.tf32.f32), the tile 8 k deep per step, and each product an
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (snug_mma_m16n8k8_tf32).
+// The PTX ISA puts m16n8k8's tf32 words where m16n8k16 puts its words of two
+// 16-bit elements, so the shared tiles, the fragment reads and the stores
+// are the f16 kernel's. Products of two tf32 values are exact in f32, so the
+// result is the host's tf32 result (operands rounded the same way, sums in
+// float) in another summation order. The direct kernel rounds its operands
+// the same way. Other f32, f64 and integer convolutions keep the scalar
+// kernel.
 //
 // Convolutions with few output channels per group (depthwise, or grouped
 // ones with MG < 16) waste most of a 64-row tile: a direct kernel, one
@@ -44,6 +56,7 @@
 #include "compiler/cuda/EpilogueStore.h"
 #include "compiler/cuda/KernelEmitter.h"
 
+#include "llvm/ADT/Optional.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -67,20 +80,31 @@ static_assert(kTileM * kTileK % kThreads == 0 &&
                   kTileN * kTileK % kThreads == 0,
               "every thread loads the same number of elements");
 
-/// The MMA kernel (f16 and bf16): the same 64x64x16 block tile, its 8 warps
-/// as kWarpsM x kWarpsN, each computing a (kTileM / kWarpsM) x (kTileN /
-/// kWarpsN) warp tile from m16n8k16 products; shared rows of kMmaRowWords
-/// words (kTileK / 2 used).
+/// The MMA kernel (f16 and bf16; f32 under tf32): the same 64x64 block
+/// tile, kMmaWords words deep per step (16 k of 16-bit elements, 8 of
+/// tf32), its 8 warps as kWarpsM x kWarpsN, each computing a (kTileM /
+/// kWarpsM) x (kTileN / kWarpsN) warp tile from m16n8k16 (m16n8k8) products;
+/// shared rows of kMmaRowWords words (kMmaWords used).
 constexpr int64_t kWarpsM = 2, kWarpsN = 4, kMmaM = 16, kMmaN = 8;
-constexpr int64_t kMmaRowWords = kTileK / 2 + 4;
+constexpr int64_t kMmaWords = kTileK / 2, kMmaRowWords = kMmaWords + 4;
 constexpr int64_t kWarpTileM = kTileM / kWarpsM, kWarpTileN = kTileN / kWarpsN;
 static_assert(kWarpsM * kWarpsN * 32 == kThreads, "one warp per warp tile");
 static_assert(kTileK == 16, "one m16n8k16 product deep per k step");
 static_assert(kWarpTileM % kMmaM == 0 && kWarpTileN % kMmaN == 0,
               "warp tiles are whole MMA tiles");
-static_assert(kTileM * kTileK / 2 % kThreads == 0 &&
-                  kTileN * kTileK / 2 % kThreads == 0,
+static_assert(kTileM * kMmaWords % kThreads == 0 &&
+                  kTileN * kMmaWords % kThreads == 0,
               "every thread loads the same number of words");
+
+/// The element width of an MMA kernel: two 16-bit elements per word
+/// (m16n8k16, f16 or bf16), or one tf32 (m16n8k8).
+struct MmaElement {
+  bool tf32 = false;
+  const char *type = nullptr; // the 16-bit element's CUDA type
+  int64_t perWord() const { return tf32 ? 1 : 2; }
+  /// The depth one step (one MMA deep) covers.
+  int64_t stepK() const { return kMmaWords * perWord(); }
+};
 
 /// One spatial axis of a convolution.
 struct ConvAxis {
@@ -253,9 +277,10 @@ std::string scalarTiles(const ConvShape &shape) {
 }
 
 /// The MMA kernel's shared tiles: 16-bit elements packed two consecutive k
-/// to a word, As [m][k / 2] and Bs [pixel][k / 2] (the row-major A and
-/// column-major B the fragments read), and each thread's load roles.
-std::string mmaTiles() {
+/// to a word (tf32: one per word), As [m][word] and Bs [pixel][word] (the
+/// row-major A and column-major B the fragments read), and each thread's
+/// load roles.
+std::string mmaTiles(const MmaElement &element) {
   std::string text;
   llvm::raw_string_ostream os(text);
   // Rows of kMmaRowWords words (a multiple of 8 plus 4): the fragment reads
@@ -265,11 +290,12 @@ std::string mmaTiles() {
      << "  __shared__ __align__(16) uint32_t Bs[" << kTileN << "]["
      << kMmaRowWords << "];\n"
      << "  const int tid = threadIdx.x;\n"
-     << "  // This thread loads weight rows ma + " << kThreads / (kTileK / 2)
-     << " * j at depth words ka (k = 2 ka, 2 ka + 1),\n"
+     << "  // This thread loads weight rows ma + " << kThreads / kMmaWords
+     << " * j at depth words ka ("
+     << (element.tf32 ? "k = ka" : "k = 2 ka, 2 ka + 1") << "),\n"
      << "  // and patch words kb + " << kThreads / kTileN
      << " * j at pixel column pb.\n"
-     << "  const int ka = tid % " << kTileK / 2 << ", ma = tid / " << kTileK / 2
+     << "  const int ka = tid % " << kMmaWords << ", ma = tid / " << kMmaWords
      << ";\n"
      << "  const int pb = tid % " << kTileN << ", kb = tid / " << kTileN
      << ";\n";
@@ -349,9 +375,10 @@ std::string gemmLoads(const ConvShape &shape) {
 
 /// `load(k0)` for the MMA kernel: this thread's words of the weight and
 /// patch tiles at depth k0, each two 16-bit elements at consecutive k (the
-/// lower in the low half), zero outside the tile's bounds and in the
-/// padding. The raw bits go to the tensor cores unconverted.
-std::string mmaLoads(const ConvShape &shape) {
+/// lower in the low half) or one f32 rounded to tf32, zero outside the
+/// tile's bounds and in the padding. 16-bit elements go to the tensor cores
+/// as their raw bits.
+std::string mmaLoads(const ConvShape &shape, const MmaElement &element) {
   const std::string &idx = shape.index;
   int64_t depth = shape.cg * shape.taps;
   std::vector<std::string> tapNames = axisNames("t", shape.axes.size()),
@@ -360,14 +387,19 @@ std::string mmaLoads(const ConvShape &shape) {
   depthNames.insert(depthNames.begin(), "c");
   std::vector<int64_t> depthExtents = kernelExtents(shape);
   depthExtents.insert(depthExtents.begin(), shape.cg);
-  int64_t wordsA = kTileM * kTileK / 2 / kThreads,
-          wordsB = kTileN * kTileK / 2 / kThreads;
+  int64_t wordsA = kTileM * kMmaWords / kThreads,
+          wordsB = kTileN * kMmaWords / kThreads;
+  // An element as the word (or half word) the tensor cores take.
+  auto word = [&](llvm::StringRef value) {
+    return element.tf32 ? "snug_tf32(" + value.str() + ")"
+                        : "(uint32_t)" + value.str() + ".bits";
+  };
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "  auto weightAt = [&](" << idx << " m, " << idx
      << " k) -> uint32_t {\n"
      << "    return m < " << lit(shape.mg) << " && k < " << lit(depth)
-     << " ? (uint32_t)wg[(m - m0) * " << lit(depth) << " + k].bits : 0u;\n"
+     << " ? " << word("wg[(m - m0) * " + lit(depth) + " + k]") << " : 0u;\n"
      << "  };\n"
      << "  auto patchAt = [&](" << idx << " k) -> uint32_t {\n"
      << coordinates("    ", idx, "k", depthNames, depthExtents);
@@ -375,34 +407,40 @@ std::string mmaLoads(const ConvShape &shape) {
     os << "    const " << idx << " " << inNames[a] << " = s" << a << " + "
        << tapNames[a] << " * " << lit(shape.axes[a].dilation) << ";\n";
   os << "    return pixelInside && k < " << lit(depth) << " && "
-     << insideInput(shape, inNames) << " ? (uint32_t)xg[c * "
-     << lit(shape.inSize) << " + " << rowMajor(inNames, inExtents(shape))
-     << "].bits : 0u;\n"
+     << insideInput(shape, inNames) << " ? "
+     << word("xg[c * " + lit(shape.inSize) + " + " +
+             rowMajor(inNames, inExtents(shape)) + "]")
+     << " : 0u;\n"
      << "  };\n"
      << "  uint32_t a[" << wordsA << "], b[" << wordsB << "];\n"
      << "  auto load = [&](" << idx << " k0) {\n"
      << "    for (int j = 0; j < " << wordsA << "; ++j) {\n"
-     << "      const " << idx << " m = m0 + ma + " << kThreads / (kTileK / 2)
-     << " * j, k = k0 + 2 * ka;\n"
-     << "      a[j] = weightAt(m, k) | weightAt(m, k + 1) << 16;\n"
+     << "      const " << idx << " m = m0 + ma + " << kThreads / kMmaWords
+     << " * j, k = k0 + " << (element.tf32 ? "ka" : "2 * ka") << ";\n"
+     << (element.tf32 ? "      a[j] = weightAt(m, k);\n"
+                      : "      a[j] = weightAt(m, k) | weightAt(m, k + 1) << "
+                        "16;\n")
      << "    }\n"
      << "    for (int j = 0; j < " << wordsB << "; ++j) {\n"
-     << "      const " << idx << " k = k0 + 2 * (kb + " << kThreads / kTileN
-     << " * j);\n"
-     << "      b[j] = patchAt(k) | patchAt(k + 1) << 16;\n"
+     << "      const " << idx << " k = k0 + " << (element.tf32 ? "" : "2 * ")
+     << "(kb + " << kThreads / kTileN << " * j);\n"
+     << (element.tf32 ? "      b[j] = patchAt(k);\n"
+                      : "      b[j] = patchAt(k) | patchAt(k + 1) << 16;\n")
      << "    }\n"
      << "  };\n";
   return os.str();
 }
 
 /// The MMA kernel's depth loop: words to shared memory, the next step's
-/// loads, then this warp's fragments (the layout of snug_mma_m16n8k16 in
-/// CudaPrelude.cpp) and its (kWarpTileM / 16) x (kWarpTileN / 8) products
-/// into f32 accumulators.
-std::string mmaDepthLoop(const EmitContext &context, const ConvShape &shape) {
-  int64_t depth = shape.cg * shape.taps;
+/// loads, then this warp's fragments (the layout of snug_mma_m16n8k16 and
+/// snug_mma_m16n8k8_tf32 in CudaPrelude.cpp, the same by word) and its
+/// (kWarpTileM / 16) x (kWarpTileN / 8) products into f32 accumulators.
+std::string mmaDepthLoop(const ConvShape &shape, const MmaElement &element) {
+  int64_t depth = shape.cg * shape.taps, stepK = element.stepK();
   int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
-  const char *element = cudaTypeName(context.in(0).dtype);
+  std::string product = element.tf32 ? std::string("snug_mma_m16n8k8_tf32")
+                                      : "snug_mma_m16n8k16<" +
+                                            std::string(element.type) + ">";
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "  float acc[" << tilesM << "][" << tilesN << "][4];\n"
@@ -418,16 +456,16 @@ std::string mmaDepthLoop(const EmitContext &context, const ConvShape &shape) {
      << ";\n"
      << "  load(0);\n"
      << "  for (" << shape.index << " k0 = 0; k0 < " << lit(depth)
-     << "; k0 += " << kTileK << ") {\n"
-     << "    for (int j = 0; j < " << kTileM * kTileK / 2 / kThreads
+     << "; k0 += " << stepK << ") {\n"
+     << "    for (int j = 0; j < " << kTileM * kMmaWords / kThreads
      << "; ++j)\n"
-     << "      As[ma + " << kThreads / (kTileK / 2) << " * j][ka] = a[j];\n"
-     << "    for (int j = 0; j < " << kTileN * kTileK / 2 / kThreads
+     << "      As[ma + " << kThreads / kMmaWords << " * j][ka] = a[j];\n"
+     << "    for (int j = 0; j < " << kTileN * kMmaWords / kThreads
      << "; ++j)\n"
      << "      Bs[pb][kb + " << kThreads / kTileN << " * j] = b[j];\n"
      << "    __syncthreads();\n"
-     << "    if (k0 + " << kTileK << " < " << lit(depth) << ")\n"
-     << "      load(k0 + " << kTileK << ");\n"
+     << "    if (k0 + " << stepK << " < " << lit(depth) << ")\n"
+     << "      load(k0 + " << stepK << ");\n"
      << "    uint32_t fa[" << tilesM << "][4], fb[" << tilesN << "][2];\n"
      << "    for (int i = 0; i < " << tilesM << "; ++i) {\n"
      << "      const int r = wm * " << kWarpTileM << " + i * " << kMmaM
@@ -442,8 +480,7 @@ std::string mmaDepthLoop(const EmitContext &context, const ConvShape &shape) {
      << "    }\n"
      << "    for (int i = 0; i < " << tilesM << "; ++i)\n"
      << "      for (int j = 0; j < " << tilesN << "; ++j)\n"
-     << "        snug_mma_m16n8k16<" << element
-     << ">(acc[i][j], fa[i], fb[j]);\n"
+     << "        " << product << "(acc[i][j], fa[i], fb[j]);\n"
      << "    __syncthreads();\n"
      << "  }\n";
   return os.str();
@@ -551,15 +588,17 @@ std::string gemmStore(const EmitContext &context, const ConvShape &shape,
 
 /// The implicit-GEMM kernel (see the file comment). Grid: x over pixel
 /// tiles, y over channel tiles of a group, z over groups.
-/// With `mma` (f16 and bf16 operands), on the tensor cores.
+/// With `mma` (f16 and bf16 operands; f32 under tf32), on the tensor cores.
 Kernel implicitGemmKernel(EmitContext &context, const ConvShape &shape,
-                          bool mma, const EpilogueStore &epilogue) {
+                          const llvm::Optional<MmaElement> &mma,
+                          const EpilogueStore &epilogue) {
   Dim3 grid;
   grid.x = uint32_t((shape.batch * shape.outSize + kTileN - 1) / kTileN);
   grid.y = uint32_t((shape.mg + kTileM - 1) / kTileM);
   grid.z = uint32_t(shape.group);
-  std::string body = mma ? mmaTiles() + gemmPrologue(context, shape) +
-                               mmaLoads(shape) + mmaDepthLoop(context, shape) +
+  std::string body = mma ? mmaTiles(*mma) + gemmPrologue(context, shape) +
+                               mmaLoads(shape, *mma) +
+                               mmaDepthLoop(shape, *mma) +
                                mmaStore(context, shape, epilogue)
                          : scalarTiles(shape) + gemmPrologue(context, shape) +
                                gemmLoads(shape) + gemmDepthLoop(shape) +
@@ -584,7 +623,8 @@ std::string overOutputs(const TensorRef &y, const ConvShape &shape,
 }
 
 /// One thread per output element, summing its CG input channels' taps.
-Kernel directKernel(EmitContext &context, const ConvShape &shape,
+/// Under tf32 (`tf32`) each operand is rounded as the MMA kernel's are.
+Kernel directKernel(EmitContext &context, const ConvShape &shape, bool tf32,
                     const EpilogueStore &epilogue) {
   const std::string &acc = shape.acc, &idx = shape.index;
   size_t spatial = shape.axes.size();
@@ -616,10 +656,16 @@ Kernel directKernel(EmitContext &context, const ConvShape &shape,
        << indent << "    continue;\n";
     indent += "  ";
   }
-  os << indent << "sum += (" << acc << ")snug_load(xc + "
-     << rowMajor(inNames, inExtents(shape)) << ") * (" << acc
-     << ")snug_load(wc + " << rowMajor(tapNames, kernelExtents(shape))
-     << ");\n";
+  auto operand = [&](const std::string &load) {
+    return tf32 ? "snug::scalar::roundToTf32(" + load + ")"
+                : "(" + acc + ")" + load;
+  };
+  os << indent << "sum += "
+     << operand("snug_load(xc + " + rowMajor(inNames, inExtents(shape)) + ")")
+     << " * "
+     << operand("snug_load(wc + " + rowMajor(tapNames, kernelExtents(shape)) +
+                ")")
+     << ";\n";
   for (size_t a = spatial; a-- > 0;) {
     indent.resize(indent.size() - 2);
     os << indent << "}\n";
@@ -644,12 +690,18 @@ llvm::Error emitConv(EmitContext &context) {
       (shape->mg + kTileM - 1) / kTileM <= 65535 &&
       (shape->batch * shape->outSize + kTileN - 1) / kTileN <= INT32_MAX;
   DType x = context.in(0).dtype;
-  bool mma = (x == DType::F16 || x == DType::BF16) && context.in(1).dtype == x;
+  bool tf32 = x == DType::F32 && context.in(1).dtype == x &&
+              context.stringAttr("math", "") == "tf32";
+  llvm::Optional<MmaElement> mma;
+  if ((x == DType::F16 || x == DType::BF16) && context.in(1).dtype == x)
+    mma = MmaElement{false, cudaTypeName(x)};
+  else if (tf32)
+    mma = MmaElement{true, nullptr};
   auto epilogue = EpilogueStore::create(context);
   if (!epilogue)
     return epilogue.takeError();
   context.launch(tiled ? implicitGemmKernel(context, *shape, mma, *epilogue)
-                       : directKernel(context, *shape, *epilogue));
+                       : directKernel(context, *shape, tf32, *epilogue));
   return llvm::Error::success();
 }
 
