@@ -105,8 +105,8 @@ struct DTypeCost {
 
   bool operator==(const DTypeCost &other) const {
     return flops == other.flops && contractionFlops == other.contractionFlops &&
-           tf32Flops == other.tf32Flops && macs == other.macs && bytesRead == other.bytesRead &&
-           bytesWritten == other.bytesWritten;
+           tf32Flops == other.tf32Flops && macs == other.macs &&
+           bytesRead == other.bytesRead && bytesWritten == other.bytesWritten;
   }
 };
 

@@ -268,9 +268,8 @@ SNUG_HD uint16_t floatToBfloat(float f) {
 SNUG_HD float roundToTf32(float f) {
   uint32_t x = floatBits(f);
   if ((x & 0x7f800000u) == 0x7f800000u) // Inf, NaN: no rounding
-    return floatFromBits((x & 0x7fffffffu) > 0x7f800000u
-                             ? (x | 0x00400000u) & 0xffffe000u
-                             : x);
+    return floatFromBits(
+        (x & 0x7fffffffu) > 0x7f800000u ? (x | 0x00400000u) & 0xffffe000u : x);
   return floatFromBits((x + 0x1000u) & 0xffffe000u);
 }
 

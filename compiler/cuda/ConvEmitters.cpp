@@ -398,8 +398,8 @@ std::string mmaLoads(const ConvShape &shape, const MmaElement &element) {
   llvm::raw_string_ostream os(text);
   os << "  auto weightAt = [&](" << idx << " m, " << idx
      << " k) -> uint32_t {\n"
-     << "    return m < " << lit(shape.mg) << " && k < " << lit(depth)
-     << " ? " << word("wg[(m - m0) * " + lit(depth) + " + k]") << " : 0u;\n"
+     << "    return m < " << lit(shape.mg) << " && k < " << lit(depth) << " ? "
+     << word("wg[(m - m0) * " + lit(depth) + " + k]") << " : 0u;\n"
      << "  };\n"
      << "  auto patchAt = [&](" << idx << " k) -> uint32_t {\n"
      << coordinates("    ", idx, "k", depthNames, depthExtents);
@@ -438,9 +438,9 @@ std::string mmaLoads(const ConvShape &shape, const MmaElement &element) {
 std::string mmaDepthLoop(const ConvShape &shape, const MmaElement &element) {
   int64_t depth = shape.cg * shape.taps, stepK = element.stepK();
   int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
-  std::string product = element.tf32 ? std::string("snug_mma_m16n8k8_tf32")
-                                      : "snug_mma_m16n8k16<" +
-                                            std::string(element.type) + ">";
+  std::string product =
+      element.tf32 ? std::string("snug_mma_m16n8k8_tf32")
+                   : "snug_mma_m16n8k16<" + std::string(element.type) + ">";
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "  float acc[" << tilesM << "][" << tilesN << "][4];\n"

@@ -88,8 +88,8 @@ uint8_t *devicePlanEntry(std::vector<uint8_t> &bytes) {
 /// shared, u32 count, 3 args of 9), then the GEMM: u8 kind, u32 op, 3 x u8,
 /// 4 x u32, 6 x i64, 2 x f32, 3 args, u64 workspace offset and bytes.
 constexpr size_t kLaunchBytes = 1 + 4 + 4 + 24 + 4 + 4 + 27;
-constexpr size_t kGemmEnd = 8 + 19 + 4 + kLaunchBytes + 5 + 3 + 16 + 48 + 8 +
-                            27 + 16;
+constexpr size_t kGemmEnd =
+    8 + 19 + 4 + kLaunchBytes + 5 + 3 + 16 + 48 + 8 + 27 + 16;
 
 /// Drops the GEMM's math byte from a bundle of makePlan (the section one
 /// byte shorter, the byte left as padding so that every offset stays), for

@@ -670,10 +670,10 @@ TEST(HostKernelsTest, Tf32ContractionsRoundTheirOperands) {
              "f32[1,1]", {{a}, {a}});
     ASSERT_EQ(matmul.size(), 1u);
     EXPECT_EQ(matmul[0], float(on ? tf32 : f32)) << math;
-    std::vector<float> gemm = run1(
-        {"f32[1,1]", "f32[1,1]", "f32[1,1]"},
-        std::string("Gemm(%a, %b, %c) {beta = 1.0") + math + "}", "f32[1,1]",
-        {{a}, {a}, {c}});
+    std::vector<float> gemm =
+        run1({"f32[1,1]", "f32[1,1]", "f32[1,1]"},
+             std::string("Gemm(%a, %b, %c) {beta = 1.0") + math + "}",
+             "f32[1,1]", {{a}, {a}, {c}});
     ASSERT_EQ(gemm.size(), 1u);
     EXPECT_EQ(gemm[0], float((on ? tf32 : f32) + c)) << math;
   }
