@@ -121,7 +121,7 @@ def build_bert(SEQ=SEQ):
                        ("attention_mask", mask, {0: "batch"})], ["hidden"]
 
 
-def build_gpt2(SEQ=SEQ):
+def build_gpt2(SEQ=SEQ, vocab=1000, d_model=256, heads=4, layers=2):
     import math
     import torch
     import torch.nn as nn
@@ -169,8 +169,9 @@ def build_gpt2(SEQ=SEQ):
                 x = block(x)
             return self.head(self.ln(x))
 
-    ids = torch.randint(0, 1000, (1, SEQ))
-    return Decoder(), [("input_ids", ids, {0: "batch"})], ["logits"]
+    ids = torch.randint(0, vocab, (1, SEQ))
+    return (Decoder(vocab, d_model, heads, layers),
+            [("input_ids", ids, {0: "batch"})], ["logits"])
 
 
 def build_default():

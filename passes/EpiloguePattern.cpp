@@ -84,14 +84,17 @@ ir::Node *findProducer(const ir::Module &module, const ir::Node &consumer,
 }
 
 /// Whether the roofline says the merged node is no slower than the two.
-/// A MatMul or Gemm with an epilogue runs as snug's tiled kernel on the
-/// CUDA cores (compiler/cuda/GemmEmitters.cpp), not as cuBLAS on the
-/// tensor cores: merged, its f16/bf16 contraction is estimated at the
-/// vector peak, so a large lowered product stays on cuBLAS with its
-/// elementwise kernel after it (on the H200 the tensor cores are ~15x the
-/// CUDA cores), and only a product small enough for the saved traffic to
-/// outweigh that takes the epilogue. Conv's implicit-GEMM kernel keeps its
-/// mma.sync tensor cores with an epilogue.
+/// A MatMul or Gemm with an epilogue runs as snug's tiled kernel
+/// (compiler/cuda/GemmEmitters.cpp), not as cuBLAS; with f16 or bf16
+/// operands that kernel multiplies on the tensor cores (mma.sync, f32
+/// accumulators), as Conv's implicit-GEMM kernel does, so the merged
+/// product is estimated at the tensor peak, as the unfused cuBLAS one is,
+/// and the epilogue pays when the traffic it saves (the raw result written
+/// and read back) outweighs what merging costs; f32, f64 and integer
+/// products are on the CUDA cores either way (CostModel's vector peak).
+/// The roofline takes both kernels at the peak: it does not see that the
+/// tiled kernel's plain 64x64 tiles (no multi-stage copy pipeline, no
+/// ldmatrix, no split-K) reach less of it than cuBLAS on large products.
 ///
 /// A product cuBLAS would split along K (a long K over too few output
 /// tiles to fill the GPU, passes/ScratchRequest.h) never pays: the tiled
@@ -102,11 +105,8 @@ bool pays(const ir::Node &producer, const ir::Node &consumer) {
       getScratchRequest(producer, ScratchOptions()).bytes != 0)
     return false;
   const DeviceSpec &device = getDefaultDevice();
-  DeviceSpec merged = device;
-  if (!producer.is(ir::OpCode::Conv))
-    merged.tensorFlopsPerSecond = merged.vectorFlopsPerSecond;
   const ir::Node *pair[] = {&producer, &consumer};
-  double fused = estimateSeconds(costOfGroup(pair), merged);
+  double fused = estimateSeconds(costOfGroup(pair), device);
   double apart = estimateSeconds(costOfNode(producer), device) +
                  estimateSeconds(costOfNode(consumer), device);
   return fused <= apart;

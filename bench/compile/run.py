@@ -20,8 +20,14 @@ plan-memory, verify-plan; --time-limit's default): wall time, arena bytes,
 peak RSS. None should take over 10 s (issue 12 item 7).
 CUDA compiles (unless --skip-cuda): `snugc compile --target=cuda` per zoo
 model with an empty kernel cache (cold: NVRTC compiles every image) and
-again with it filled (warm: the images come from the cache), wall time of
-each, and whether the two bundles are byte-identical (they must be).
+again with it filled (warm: the images come from the cache), wall time and
+peak RSS of each, the model's weight bytes (the memory report's), whether
+each peak is within 1.5x the weights plus 100 MiB (a cold compile holds
+NVRTC's own memory, 60-190 MiB more than a warm one), and whether the
+two bundles are byte-identical (they must be). --large adds a decoder of
+GPT-2 medium's size (24 blocks, d 1024, 16 heads, vocab 32000, sequence
+128: about 1.47 GB of f32 weights, random), exported into the cache on
+first use (a few minutes), never into git.
 A markdown table goes to stdout, JSON to OUT/compile.json.
 """
 import json
@@ -129,23 +135,58 @@ def shape_rows(snug_opt, scratch, chain_sizes, fanout_sizes):
     return rows
 
 
-def cuda_compile_rows(snugc, cache, scratch):
-    """Cold and warm `snugc compile --target=cuda` per zoo model."""
+LARGE_DECODER = "gpt2_medium_size"
+
+
+def export_large_decoder(cache):
+    """The GPT-2-medium-sized decoder's directory, exported if missing."""
+    out = os.path.join(cache, f"{LARGE_DECODER}-opset17")
+    if not os.path.exists(os.path.join(out, "model.onnx")):
+        import functools
+        sys.path.insert(0, os.path.join(REPO, "models"))
+        import export_models
+        print(f"exporting {LARGE_DECODER} into {out} (a few minutes)", file=sys.stderr)
+        export_models.export(LARGE_DECODER, functools.partial(
+            export_models.build_gpt2, SEQ=128, vocab=32000, d_model=1024, heads=16,
+            layers=24), 17, out)
+    return out
+
+
+def bindings(model):
+    """The model's export-time bindings (its inputs.txt: `--dim batch=1`, or
+    nothing for a model without symbolic dims)."""
+    path = os.path.join(os.path.dirname(model), "inputs.txt")
+    return open(path).read().split() if os.path.exists(path) else []
+
+
+def same_file(a, b):
+    with open(a, "rb") as x, open(b, "rb") as y:
+        while True:
+            left, right = x.read(1 << 24), y.read(1 << 24)
+            if left != right:
+                return False
+            if not left:
+                return True
+
+
+def cuda_compile_rows(snugc, models, scratch):
+    """Cold and warm `snugc compile --target=cuda` per (name, model path)."""
     rows = []
-    for name in MODELS:
-        model = os.path.join(cache, f"{name}-opset17", "model.onnx")
-        if not os.path.exists(model):
-            continue
+    for name, model in models:
         xdg = os.path.join(scratch, f"xdg-{name}")
-        env_command = ["env", f"XDG_CACHE_HOME={xdg}", snugc, "compile", model,
-                       "--dim", "batch=1", "--target=cuda", "--memory-report=none"]
-        cold, _, _ = timed(env_command + ["-o", os.path.join(scratch, "cold.snug")])
-        warm, _, stderr = timed(env_command + ["-o", os.path.join(scratch, "warm.snug")])
-        with open(os.path.join(scratch, "cold.snug"), "rb") as a, \
-                open(os.path.join(scratch, "warm.snug"), "rb") as b:
-            identical = a.read() == b.read()
+        env_command = (["env", f"XDG_CACHE_HOME={xdg}", snugc, "compile", model]
+                       + bindings(model) + ["--target=cuda"])
+        cold, cold_kib, stderr = timed(env_command + ["-o", os.path.join(scratch, "cold.snug")])
+        weights = re.search(r"^\s+weights\s+([0-9]+) B", stderr, re.M)
+        warm, warm_kib, stderr = timed(env_command + ["-o", os.path.join(scratch, "warm.snug")])
+        identical = same_file(os.path.join(scratch, "cold.snug"),
+                              os.path.join(scratch, "warm.snug"))
+        for product in ("cold.snug", "warm.snug"):
+            os.unlink(os.path.join(scratch, product))
         reused = re.search(r"kernels: ([0-9]+) images compiled by NVRTC, ([0-9]+) from", stderr)
         rows.append({"model": name, "cold_seconds": cold, "warm_seconds": warm,
+                     "cold_peak_rss_kib": cold_kib, "warm_peak_rss_kib": warm_kib,
+                     "weight_bytes": int(weights.group(1)) if weights else None,
                      "identical": identical,
                      "warm_images_from_cache": int(reused.group(2)) if reused else None})
     return rows
@@ -157,6 +198,8 @@ def main():
     parser.add_argument("--chain-sizes", default="1000,10000,100000")
     parser.add_argument("--fanout-sizes", default="1000,10000,20000,100000")
     parser.add_argument("--skip-cuda", action="store_true")
+    parser.add_argument("--large", action="store_true",
+                        help="also compile a GPT-2-medium-sized decoder (exported on first use)")
     args = parser.parse_args()
     snugc = os.path.join(args.build, "bin", "snugc")
     snug_opt = os.path.join(args.build, "bin", "snug-opt")
@@ -167,8 +210,8 @@ def main():
         if not os.path.exists(model):
             print(f"skipped {name}: {model} missing (run `make zoo`)", file=sys.stderr)
             continue
-        seconds, kib, stderr = timed([snugc, "plan", model, "--dim", "batch=1",
-                                      "--memory-report=none", "--time-passes"])
+        seconds, kib, stderr = timed([snugc, "plan", model] + bindings(model)
+                                     + ["--memory-report=none", "--time-passes"])
         model_rows.append({"model": name, "seconds": seconds, "peak_rss_kib": kib,
                            "passes": pass_times(stderr)})
 
@@ -190,7 +233,13 @@ def main():
         shapes = shape_rows(snug_opt, scratch,
                             [int(s) for s in args.chain_sizes.split(",") if s],
                             [int(s) for s in args.fanout_sizes.split(",") if s])
-        cuda_rows = [] if args.skip_cuda else cuda_compile_rows(snugc, args.cache, scratch)
+        compiled = [(name, os.path.join(args.cache, f"{name}-opset17", "model.onnx"))
+                    for name in MODELS]
+        compiled = [(name, path) for name, path in compiled if os.path.exists(path)]
+        if args.large:
+            compiled.append((LARGE_DECODER,
+                             os.path.join(export_large_decoder(args.cache), "model.onnx")))
+        cuda_rows = [] if args.skip_cuda else cuda_compile_rows(snugc, compiled, scratch)
 
     print("### Compile time per model (`snugc plan`, 1 core)\n")
     print("| model | total s | peak RSS MiB | import+fold+dce s | schedule s | plan-memory s |")
@@ -203,11 +252,20 @@ def main():
               f"{passes.get('plan-memory', 0):.3f} |")
     if cuda_rows:
         print("\n### CUDA compile, cold and warm kernel cache (`snugc compile --target=cuda`)\n")
-        print("| model | cold s | warm s | images from cache (warm) | bundles identical |")
-        print("|---|---|---|---|---|")
+        print("| model | cold s | warm s | images from cache (warm) | bundles identical | "
+              "weights MiB | peak RSS MiB cold, warm | within 1.5x weights + 100 MiB, "
+              "cold, warm |")
+        print("|---|---|---|---|---|---|---|---|")
         for row in cuda_rows:
+            weights = row["weight_bytes"] or 0
+
+            def within(kib):
+                return "yes" if kib * 1024 <= 1.5 * weights + 100 * 2**20 else "NO"
             print(f"| {row['model']} | {row['cold_seconds']:.2f} | {row['warm_seconds']:.2f} | "
-                  f"{row['warm_images_from_cache']} | {'yes' if row['identical'] else 'NO'} |")
+                  f"{row['warm_images_from_cache']} | {'yes' if row['identical'] else 'NO'} | "
+                  f"{weights / 2**20:.1f} | {row['cold_peak_rss_kib'] / 1024:.0f}, "
+                  f"{row['warm_peak_rss_kib'] / 1024:.0f} | "
+                  f"{within(row['cold_peak_rss_kib'])}, {within(row['warm_peak_rss_kib'])} |")
     print("\n### Synthetic graphs (`snug-opt --passes=dce,schedule,plan-memory`)\n")
     print("| nodes | total s | peak RSS MiB | schedule s | plan-memory s | planner ms |")
     print("|---|---|---|---|---|---|")

@@ -1,13 +1,18 @@
 //===- BundleWriter.cpp - Writing a planned module as a .snug bundle ------===//
 //
-// Builds each section in memory with a little-endian byte sink, lays the
-// sections out on 64-byte boundaries after the header and section table, and
-// seals it (bundle::sealBundle: SHA-256 of the whole file except the digest
-// field). Writing goes through runtime/FileAccess.h: a temporary file, every
-// write checked (a full disk is an error, not a SIGBUS), renamed over the
-// target on success. Writes format version 4 (the current one): every host
-// plan op ends with a has-body byte, and a node with a body (snug.fused)
-// writes it after that byte.
+// Builds each section but the weights in memory with a little-endian byte
+// sink and lays the sections out on 64-byte boundaries after the header and
+// section table. The file is then a list of pieces: the header, the small
+// sections, padding, and the weights section as the module's own weight
+// data, never copied (compiling a model with gigabytes of weights would
+// otherwise hold them two or three times over). The digest (SHA-256 of the
+// whole file except the digest field, as bundle::sealBundle computes it) is
+// one pass over the pieces; writing is a second. Writing goes through
+// runtime/FileAccess.h: a temporary file, every write checked (a full disk
+// is an error, not a SIGBUS), renamed over the target on success. Writes
+// format version 4 (the current one): every host plan op ends with a
+// has-body byte, and a node with a body (snug.fused) writes it after that
+// byte.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
@@ -22,9 +27,14 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
+#include <deque>
 
 namespace snug {
 
@@ -76,11 +86,46 @@ std::string describeValue(const ir::Value *value) {
   return "an unnamed value";
 }
 
+/// A run of the file's bytes: memory the writer or the module owns.
+struct Piece {
+  const uint8_t *data;
+  size_t size;
+};
+
+/// Zeros for the padding pieces (every gap is below the 64-byte alignment).
+constexpr uint8_t kZeros[std::max(kSectionAlignment, kWeightAlignment)] = {};
+
+uint64_t sizeOf(llvm::ArrayRef<Piece> pieces) {
+  uint64_t size = 0;
+  for (const Piece &piece : pieces)
+    size += piece.size;
+  return size;
+}
+
+/// Appends `count` zero bytes (count below the alignment) as one piece.
+void pad(std::vector<Piece> &pieces, uint64_t count) {
+  assert(count <= sizeof kZeros && "padding past one alignment");
+  if (count)
+    pieces.push_back({kZeros, size_t(count)});
+}
+
+Sha256::Digest digestOf(llvm::ArrayRef<Piece> pieces) {
+  Sha256 hasher;
+  for (const Piece &piece : pieces)
+    hasher.update(piece.data, piece.size);
+  return hasher.finish();
+}
+
 class Writer {
 public:
   Writer(const ir::Module &module, const BundleOptions &options)
       : module(module), options(options) {}
-  llvm::Expected<std::vector<uint8_t>> run();
+  /// Lays the bundle out: its pieces, in file order, with the header's
+  /// size and digest filled in. They point into this writer and into the
+  /// module's weights, so both must outlive them.
+  llvm::Expected<std::vector<Piece>> run();
+  /// The weights section's pieces (or the external weights file's).
+  llvm::ArrayRef<Piece> getWeightPieces() const { return weightPieces; }
 
 private:
   llvm::Error layOutWeights();
@@ -95,7 +140,13 @@ private:
   /// The pinned host region (the module's host_arena; 0 without offload).
   uint64_t hostSize = 0;
   llvm::DenseMap<const ir::Value *, uint64_t> weightOffsets;
-  Sink weights;
+  std::vector<Piece> weightPieces;
+  uint64_t weightBytes = 0;
+  /// The header and section table.
+  Sink file;
+  /// The other sections the pieces point into (a deque: its elements stay
+  /// where they are as it grows).
+  std::deque<Sink> sinks;
 };
 
 void writeArg(Sink &sink, const DeviceArg &arg) {
@@ -194,15 +245,23 @@ namespace {
 
 llvm::Error Writer::layOutWeights() {
   WeightsLayout layout = computeWeightsLayout(module);
-  weights.bytes.assign(layout.bytes, 0);
+  uint64_t at = 0;
   for (const auto &[weight, offset] : layout.offsets) {
     if (weight->isWeightElided())
       return makeError("weight " + describeValue(weight) +
                        " has no data (elided); a bundle needs every weight");
     llvm::ArrayRef<uint8_t> data = module.getWeightData(weight);
-    std::copy(data.begin(), data.end(), weights.bytes.begin() + offset);
+    if (data.size() != weight->getType().getByteSize())
+      return makeError("weight " + describeValue(weight) + " holds " +
+                       std::to_string(data.size()) + " bytes, its type " +
+                       std::to_string(weight->getType().getByteSize()));
+    pad(weightPieces, offset - at);
+    weightPieces.push_back({data.data(), data.size()});
+    at = offset + data.size();
     weightOffsets[weight] = offset;
   }
+  pad(weightPieces, layout.bytes - at);
+  weightBytes = layout.bytes;
   return llvm::Error::success();
 }
 
@@ -355,7 +414,7 @@ llvm::Error Writer::writeBody(Sink &sink, const ir::Node &node) {
   return llvm::Error::success();
 }
 
-llvm::Expected<std::vector<uint8_t>> Writer::run() {
+llvm::Expected<std::vector<Piece>> Writer::run() {
   const ir::Attribute *arena = module.getAttribute("arena");
   if (!arena || arena->getKind() != ir::Attribute::Kind::Int ||
       arena->getInt() < 0)
@@ -376,13 +435,13 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   if (llvm::Error error = layOutWeights())
     return llvm::Error(std::move(error));
 
-  Sink manifest;
+  Sink &manifest = sinks.emplace_back();
   manifest.string(options.compilerVersion);
   manifest.string(options.pipeline);
   manifest.string(module.getName());
   manifest.u64(arenaSize);
   manifest.u64(intAttr("alignment", 64));
-  manifest.u64(weights.bytes.size());
+  manifest.u64(weightBytes);
   manifest.u64(intAttr("lower_bound", 0));
   auto inputs = module.getInputs();
   manifest.u32(inputs.size());
@@ -412,7 +471,7 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
   auto nextScratch = scratch->begin();
   ScratchOptions host;
   host.cuda = false;
-  Sink plan;
+  Sink &plan = sinks.emplace_back();
   plan.u32(module.getNodes().size());
   int64_t step = 0;
   for (const auto &node : module.getNodes()) {
@@ -446,34 +505,35 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
 
   struct Entry {
     uint32_t kind;
-    const std::vector<uint8_t> *bytes;
+    std::vector<Piece> pieces;
   };
-  // External weights: the section names the file and its digest, and the
-  // bytes go to the caller, who writes the file beside the bundle.
-  Sink external;
-  std::vector<Entry> sections = {{Manifest, &manifest.bytes}};
-  if (options.externalWeights) {
+  auto whole = [](const Sink &sink) {
+    return std::vector<Piece>{{sink.bytes.data(), sink.bytes.size()}};
+  };
+  // External weights: the section names the file and its digest, and
+  // writeBundle writes the file beside the bundle from getWeightPieces().
+  Sink &external = sinks.emplace_back();
+  std::vector<Entry> sections = {{Manifest, whole(manifest)}};
+  if (!options.externalWeightsName.empty()) {
     llvm::StringRef name = options.externalWeightsName;
     if (name.empty() || name == "." || name == ".." || name.contains('/'))
       return makeError("external weights file name '" + name.str() +
                        "' is not a plain file name");
     external.string(name);
-    external.u64(weights.bytes.size());
-    Sha256::Digest digest =
-        Sha256::of(weights.bytes.data(), weights.bytes.size());
+    external.u64(weightBytes);
+    Sha256::Digest digest = digestOf(weightPieces);
     external.raw(llvm::ArrayRef<uint8_t>(digest.data(), digest.size()));
-    sections.push_back({ExternalWeights, &external.bytes});
-    *options.externalWeights = std::move(weights.bytes);
+    sections.push_back({ExternalWeights, whole(external)});
   } else {
-    sections.push_back({Weights, &weights.bytes});
+    sections.push_back({Weights, weightPieces});
   }
-  sections.push_back({HostPlan, &plan.bytes});
-  Sink pinned;
+  sections.push_back({HostPlan, whole(plan)});
+  Sink &pinned = sinks.emplace_back();
   if (hostSize) {
     pinned.u64(hostSize);
-    sections.push_back({PinnedHost, &pinned.bytes});
+    sections.push_back({PinnedHost, whole(pinned)});
   }
-  Sink state;
+  Sink &state = sinks.emplace_back();
   llvm::Expected<std::vector<ir::StateEntry>> stateEntries =
       ir::getState(module);
   if (!stateEntries)
@@ -495,9 +555,9 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
       state.u64(entry.weight->getType().getByteSize());
       state.u32(uint32_t(next - outputs.begin()));
     }
-    sections.push_back({SectionKind::State, &state.bytes});
+    sections.push_back({SectionKind::State, whole(state)});
   }
-  Sink device, images;
+  Sink &device = sinks.emplace_back(), &images = sinks.emplace_back();
   if (options.devicePlan && options.kernelImages) {
     writeDevicePlan(device, *options.devicePlan);
     images.u32(options.kernelImages->size());
@@ -506,8 +566,8 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
       images.u64(image.bytes.size());
       images.raw(image.bytes);
     }
-    sections.push_back({DevicePlanSection, &device.bytes});
-    sections.push_back({KernelImages, &images.bytes});
+    sections.push_back({DevicePlanSection, whole(device)});
+    sections.push_back({KernelImages, whole(images)});
   }
   // The runtime runs exactly the plan it is given: a plan whose live
   // buffers overlap would run to wrong numbers, so it is refused with the
@@ -520,47 +580,93 @@ llvm::Expected<std::vector<uint8_t>> Writer::run() {
     return makeError("cannot write a bundle of module '" + module.getName() +
                      "': " + toString(changed.takeError()));
   const uint32_t count = sections.size();
-  Sink file;
   file.raw(llvm::ArrayRef<uint8_t>(
       reinterpret_cast<const uint8_t *>(kMagic), 8));
   file.u32(kBundleVersion);
   file.u32(count);
   file.u64(0); // file size, patched below
-  // The digest field and the reserved word, patched by sealBundle.
+  // The digest field and the reserved word, patched below.
   file.bytes.resize(kHeaderSize, 0);
   uint64_t offset = alignTo(kHeaderSize + count * kSectionEntrySize,
                             kSectionAlignment);
   for (const Entry &entry : sections) {
+    uint64_t size = sizeOf(entry.pieces);
     file.u32(entry.kind), file.u32(0), file.u64(offset);
-    file.u64(entry.bytes->size());
-    offset = alignTo(offset + entry.bytes->size(), kSectionAlignment);
+    file.u64(size);
+    offset = alignTo(offset + size, kSectionAlignment);
   }
+  std::vector<Piece> pieces = {{file.bytes.data(), file.bytes.size()}};
+  uint64_t at = file.bytes.size();
   for (const Entry &entry : sections) {
-    file.bytes.resize(alignTo(file.bytes.size(), kSectionAlignment), 0);
-    file.raw(*entry.bytes);
+    pad(pieces, alignTo(at, kSectionAlignment) - at);
+    pieces.insert(pieces.end(), entry.pieces.begin(), entry.pieces.end());
+    at = alignTo(at, kSectionAlignment) + sizeOf(entry.pieces);
   }
-  uint64_t size = file.bytes.size();
   for (int i = 0; i < 8; ++i)
-    file.bytes[16 + i] = uint8_t(size >> (8 * i));
-  sealBundle(file.bytes.data(), size);
-  return std::move(file.bytes);
+    file.bytes[16 + i] = uint8_t(at >> (8 * i));
+  // bundle::bundleDigest over the pieces: everything but the digest field,
+  // which lies inside the header piece.
+  static_assert(kHashOffset + kDigestSize <= kHeaderSize,
+                "the digest field lies in the header");
+  std::vector<Piece> hashed = pieces;
+  hashed[0] = {file.bytes.data(), kHashOffset};
+  hashed.insert(hashed.begin() + 1,
+                {file.bytes.data() + kHashOffset + kDigestSize,
+                 file.bytes.size() - kHashOffset - kDigestSize});
+  Sha256::Digest digest = digestOf(hashed);
+  std::copy(digest.begin(), digest.end(), file.bytes.begin() + kHashOffset);
+  return pieces;
+}
+
+/// Writes `pieces` to `path` atomically: nothing is left at `path` on an
+/// error (a temporary file renamed into place).
+llvm::Error writePieces(llvm::ArrayRef<Piece> pieces, const std::string &path) {
+  AtomicFileWriter writer;
+  std::string error;
+  if (!writer.open(path, error))
+    return makeError(error);
+  for (const Piece &piece : pieces)
+    if (!writer.write(piece.data, piece.size, error))
+      return makeError(error);
+  if (!writer.commit(error))
+    return makeError(error);
+  return llvm::Error::success();
 }
 
 } // namespace
 
 llvm::Expected<std::vector<uint8_t>>
 serializeBundle(const ir::Module &module, const BundleOptions &options) {
-  return Writer(module, options).run();
+  Writer writer(module, options);
+  llvm::Expected<std::vector<Piece>> pieces = writer.run();
+  if (!pieces)
+    return pieces.takeError();
+  std::vector<uint8_t> bytes;
+  bytes.reserve(sizeOf(*pieces));
+  for (const Piece &piece : *pieces)
+    bytes.insert(bytes.end(), piece.data, piece.data + piece.size);
+  return bytes;
 }
 
 llvm::Error writeBundle(const ir::Module &module, llvm::StringRef path,
                         const BundleOptions &options) {
-  auto bytes = serializeBundle(module, options);
-  if (!bytes)
-    return bytes.takeError();
-  std::string error;
-  if (!writeFileAtomically(path.str(), bytes->data(), bytes->size(), error))
-    return makeError(error);
+  Writer writer(module, options);
+  llvm::Expected<std::vector<Piece>> pieces = writer.run();
+  if (!pieces)
+    return pieces.takeError();
+  if (options.externalWeightsName.empty())
+    return writePieces(*pieces, path.str());
+  // The weights file first, beside the bundle; removed again if the bundle
+  // cannot be written, so an error leaves neither behind.
+  llvm::SmallString<256> weightsPath = llvm::sys::path::parent_path(path);
+  llvm::sys::path::append(weightsPath, options.externalWeightsName);
+  if (llvm::Error error =
+          writePieces(writer.getWeightPieces(), weightsPath.str().str()))
+    return error;
+  if (llvm::Error error = writePieces(*pieces, path.str())) {
+    llvm::sys::fs::remove(weightsPath);
+    return error;
+  }
   return llvm::Error::success();
 }
 

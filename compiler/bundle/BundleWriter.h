@@ -35,17 +35,16 @@ struct BundleOptions {
   /// neither. Without them the bundle runs on the host executor only.
   const bundle::DevicePlan *devicePlan = nullptr;
   const std::vector<bundle::KernelImage> *kernelImages = nullptr;
-  /// When set, the weights are not embedded: the bundle names the file
-  /// `externalWeightsName` (beside it) with their size and SHA-256, and
-  /// the bytes that file must hold are stored here (snugc
-  /// --weights=external writes them).
-  std::vector<uint8_t> *externalWeights = nullptr;
+  /// When not empty, the weights are not embedded: the bundle names this
+  /// file (a plain name, beside the bundle) with their size and SHA-256,
+  /// and writeBundle writes it (snugc --weights=external).
   std::string externalWeightsName = "";
 };
 
-/// The bundle bytes of `module`; an error when the module has no plan, a
-/// value lacks an offset, a location lies outside the arena, or a used
-/// weight is elided.
+/// The bundle bytes of `module` in memory (the tests', the Python API's);
+/// an error when the module has no plan, a value lacks an offset, a
+/// location lies outside the arena, or a used weight is elided. With
+/// externalWeightsName, the bundle without its weights file.
 /// Where the weights section puts each weight: those the plan reads (or
 /// returns), in argument order, each at a 64-byte boundary, the section
 /// padded to 64 bytes. The memory report predicts with the same layout the
@@ -62,7 +61,10 @@ serializeBundle(const ir::Module &module, const BundleOptions &options);
 /// The bundle's (and ONNX's TensorProto) code of an element type.
 uint8_t getBundleDTypeCode(ir::DType type);
 
-/// serializeBundle, then an atomic write to `path`.
+/// The bundle written atomically to `path`, streamed: the weights go from
+/// the module's own data to the file, never copied into a buffer first.
+/// With externalWeightsName, the weights file is written beside `path`
+/// first and removed again when the bundle cannot be written.
 llvm::Error writeBundle(const ir::Module &module, llvm::StringRef path,
                         const BundleOptions &options);
 

@@ -17,28 +17,26 @@
 // way out, so the raw result never reaches memory).
 //
 // f16 and bf16 convolutions (both operands of the type) run the same tiles
-// on the tensor cores: the raw 16-bit elements are packed two consecutive k
-// to a 32-bit word in shared memory (As [m][k/2] row-major, Bs [pixel][k/2],
-// i.e. B column-major), and each of the 8 warps computes a 32x16 warp tile
-// as 2x2 mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} products with f32
-// accumulators, through the prelude's snug_mma_m16n8k16 (CudaPrelude.cpp:
-// the fragment layout of the PTX ISA's "Matrix Fragments for mma.m16n8k16
-// with floating point type", emulated on sm_75 and on the simulator). The
-// products of two 16-bit elements are exact in f32, so the sums are float
-// sums as the host's, in another order.
+// on the tensor cores (the tile code is MmaTile.h's, which the tiled
+// MatMul/Gemm kernel shares): the raw 16-bit elements are packed two
+// consecutive k to a 32-bit word in shared memory (As [m][k/2] row-major, Bs
+// [pixel][k/2], i.e. B column-major), and each of the 8 warps computes a 32x16
+// warp tile as 2x2 mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} products
+// with f32 accumulators, through the prelude's snug_mma_m16n8k16
+// (CudaPrelude.cpp: the fragment layout of the PTX ISA's "Matrix Fragments for
+// mma.m16n8k16 with floating point type", emulated on sm_75 and on the
+// simulator). The products of two 16-bit elements are exact in f32, so the sums
+// are float sums as the host's, in another order.
 //
 // f32 convolutions under --precision=tf32 (the node's math = "tf32", set by
-// passes/Tf32Math.cpp) run the same MMA kernel over the element width: one
-// f32 element per word, rounded to tf32 on load (the prelude's snug_tf32,
-// cvt.rna.tf32.f32), the tile 8 k deep per step, and each product an
+// passes/Tf32Math.cpp) run the same MMA kernel over MmaTile.h's tf32 element
+// width: one f32 element per word, rounded to tf32 on load (the prelude's
+// snug_tf32, cvt.rna.tf32.f32), 8 k deep per step, each product an
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (snug_mma_m16n8k8_tf32).
-// The PTX ISA puts m16n8k8's tf32 words where m16n8k16 puts its words of two
-// 16-bit elements, so the shared tiles, the fragment reads and the stores
-// are the f16 kernel's. Products of two tf32 values are exact in f32, so the
-// result is the host's tf32 result (operands rounded the same way, sums in
-// float) in another summation order. The direct kernel rounds its operands
-// the same way. Other f32, f64 and integer convolutions keep the scalar
-// kernel.
+// Products of two tf32 values are exact in f32, so the result is the host's
+// tf32 result (operands rounded the same way, sums in float) in another
+// summation order. The direct kernel rounds its operands the same way.
+// Other f32, f64 and integer convolutions keep the scalar kernel.
 //
 // Convolutions with few output channels per group (depthwise, or grouped
 // ones with MG < 16) waste most of a 64-row tile: a direct kernel, one
@@ -55,8 +53,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/EpilogueStore.h"
 #include "compiler/cuda/KernelEmitter.h"
+#include "compiler/cuda/MmaTile.h"
 
-#include "llvm/ADT/Optional.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -69,42 +67,15 @@ using ir::DType;
 
 std::string lit(int64_t value) { return cudaIntLiteral(value); }
 
-/// The GEMM tile of the implicit-GEMM kernel: kTileM output channels by
-/// kTileN output pixels, kTileK deep, kThreads threads of kRegM x kRegN
-/// results each.
-constexpr int64_t kTileM = 64, kTileN = 64, kTileK = 16, kThreads = 256;
+/// The scalar implicit-GEMM kernel: the block tile of MmaTile.h (kTileM
+/// output channels by kTileN output pixels, kTileK deep, kThreads
+/// threads), each thread computing kRegM x kRegN results.
 constexpr int64_t kRegM = 4, kRegN = 4;
 static_assert(kTileM * kTileN == kThreads * kRegM * kRegN,
               "every thread computes one register tile");
 static_assert(kTileM * kTileK % kThreads == 0 &&
                   kTileN * kTileK % kThreads == 0,
               "every thread loads the same number of elements");
-
-/// The MMA kernel (f16 and bf16; f32 under tf32): the same 64x64 block
-/// tile, kMmaWords words deep per step (16 k of 16-bit elements, 8 of
-/// tf32), its 8 warps as kWarpsM x kWarpsN, each computing a (kTileM /
-/// kWarpsM) x (kTileN / kWarpsN) warp tile from m16n8k16 (m16n8k8) products;
-/// shared rows of kMmaRowWords words (kMmaWords used).
-constexpr int64_t kWarpsM = 2, kWarpsN = 4, kMmaM = 16, kMmaN = 8;
-constexpr int64_t kMmaWords = kTileK / 2, kMmaRowWords = kMmaWords + 4;
-constexpr int64_t kWarpTileM = kTileM / kWarpsM, kWarpTileN = kTileN / kWarpsN;
-static_assert(kWarpsM * kWarpsN * 32 == kThreads, "one warp per warp tile");
-static_assert(kTileK == 16, "one m16n8k16 product deep per k step");
-static_assert(kWarpTileM % kMmaM == 0 && kWarpTileN % kMmaN == 0,
-              "warp tiles are whole MMA tiles");
-static_assert(kTileM * kMmaWords % kThreads == 0 &&
-                  kTileN * kMmaWords % kThreads == 0,
-              "every thread loads the same number of words");
-
-/// The element width of an MMA kernel: two 16-bit elements per word
-/// (m16n8k16, f16 or bf16), or one tf32 (m16n8k8).
-struct MmaElement {
-  bool tf32 = false;
-  const char *type = nullptr; // the 16-bit element's CUDA type
-  int64_t perWord() const { return tf32 ? 1 : 2; }
-  /// The depth one step (one MMA deep) covers.
-  int64_t stepK() const { return kMmaWords * perWord(); }
-};
 
 /// One spatial axis of a convolution.
 struct ConvAxis {
@@ -276,32 +247,6 @@ std::string scalarTiles(const ConvShape &shape) {
   return os.str();
 }
 
-/// The MMA kernel's shared tiles: 16-bit elements packed two consecutive k
-/// to a word (tf32: one per word), As [m][word] and Bs [pixel][word] (the
-/// row-major A and column-major B the fragments read), and each thread's
-/// load roles.
-std::string mmaTiles(const MmaElement &element) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  // Rows of kMmaRowWords words (a multiple of 8 plus 4): the fragment reads
-  // of a warp (rows g = 0..7, words t = 0..3) then hit 32 different banks.
-  os << "  __shared__ __align__(16) uint32_t As[" << kTileM << "]["
-     << kMmaRowWords << "];\n"
-     << "  __shared__ __align__(16) uint32_t Bs[" << kTileN << "]["
-     << kMmaRowWords << "];\n"
-     << "  const int tid = threadIdx.x;\n"
-     << "  // This thread loads weight rows ma + " << kThreads / kMmaWords
-     << " * j at depth words ka ("
-     << (element.tf32 ? "k = ka" : "k = 2 ka, 2 ka + 1") << "),\n"
-     << "  // and patch words kb + " << kThreads / kTileN
-     << " * j at pixel column pb.\n"
-     << "  const int ka = tid % " << kMmaWords << ", ma = tid / " << kMmaWords
-     << ";\n"
-     << "  const int pb = tid % " << kTileN << ", kb = tid / " << kTileN
-     << ";\n";
-  return os.str();
-}
-
 /// The implicit-GEMM kernel's start after the tiles: the block's tile and
 /// this thread's pixel column's coordinates: batch n and the window start
 /// s0, s1, ... of output pixel p.
@@ -373,12 +318,11 @@ std::string gemmLoads(const ConvShape &shape) {
   return os.str();
 }
 
-/// `load(k0)` for the MMA kernel: this thread's words of the weight and
-/// patch tiles at depth k0, each two 16-bit elements at consecutive k (the
-/// lower in the low half) or one f32 rounded to tf32, zero outside the
-/// tile's bounds and in the padding. 16-bit elements go to the tensor cores
-/// as their raw bits.
-std::string mmaLoads(const ConvShape &shape, const MmaElement &element) {
+/// The MMA kernel's word lambdas and `load(k0)` (MmaTile.h): the bits the
+/// tensor cores take for the weight and patch elements (16-bit ones
+/// unconverted, f32 ones rounded to tf32), zero outside the tile's bounds
+/// and in the padding.
+std::string convMmaLoads(const ConvShape &shape, const MmaElement &element) {
   const std::string &idx = shape.index;
   int64_t depth = shape.cg * shape.taps;
   std::vector<std::string> tapNames = axisNames("t", shape.axes.size()),
@@ -387,19 +331,12 @@ std::string mmaLoads(const ConvShape &shape, const MmaElement &element) {
   depthNames.insert(depthNames.begin(), "c");
   std::vector<int64_t> depthExtents = kernelExtents(shape);
   depthExtents.insert(depthExtents.begin(), shape.cg);
-  int64_t wordsA = kTileM * kMmaWords / kThreads,
-          wordsB = kTileN * kMmaWords / kThreads;
-  // An element as the word (or half word) the tensor cores take.
-  auto word = [&](llvm::StringRef value) {
-    return element.tf32 ? "snug_tf32(" + value.str() + ")"
-                        : "(uint32_t)" + value.str() + ".bits";
-  };
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "  auto weightAt = [&](" << idx << " m, " << idx
      << " k) -> uint32_t {\n"
      << "    return m < " << lit(shape.mg) << " && k < " << lit(depth) << " ? "
-     << word("wg[(m - m0) * " + lit(depth) + " + k]") << " : 0u;\n"
+     << element.bits("wg[(m - m0) * " + lit(depth) + " + k]") << " : 0u;\n"
      << "  };\n"
      << "  auto patchAt = [&](" << idx << " k) -> uint32_t {\n"
      << coordinates("    ", idx, "k", depthNames, depthExtents);
@@ -408,114 +345,32 @@ std::string mmaLoads(const ConvShape &shape, const MmaElement &element) {
        << tapNames[a] << " * " << lit(shape.axes[a].dilation) << ";\n";
   os << "    return pixelInside && k < " << lit(depth) << " && "
      << insideInput(shape, inNames) << " ? "
-     << word("xg[c * " + lit(shape.inSize) + " + " +
-             rowMajor(inNames, inExtents(shape)) + "]")
+     << element.bits("xg[c * " + lit(shape.inSize) + " + " +
+                     rowMajor(inNames, inExtents(shape)) + "]")
      << " : 0u;\n"
      << "  };\n"
-     << "  uint32_t a[" << wordsA << "], b[" << wordsB << "];\n"
-     << "  auto load = [&](" << idx << " k0) {\n"
-     << "    for (int j = 0; j < " << wordsA << "; ++j) {\n"
-     << "      const " << idx << " m = m0 + ma + " << kThreads / kMmaWords
-     << " * j, k = k0 + " << (element.tf32 ? "ka" : "2 * ka") << ";\n"
-     << (element.tf32 ? "      a[j] = weightAt(m, k);\n"
-                      : "      a[j] = weightAt(m, k) | weightAt(m, k + 1) << "
-                        "16;\n")
-     << "    }\n"
-     << "    for (int j = 0; j < " << wordsB << "; ++j) {\n"
-     << "      const " << idx << " k = k0 + " << (element.tf32 ? "" : "2 * ")
-     << "(kb + " << kThreads / kTileN << " * j);\n"
-     << (element.tf32 ? "      b[j] = patchAt(k);\n"
-                      : "      b[j] = patchAt(k) | patchAt(k + 1) << 16;\n")
-     << "    }\n"
-     << "  };\n";
-  return os.str();
-}
-
-/// The MMA kernel's depth loop: words to shared memory, the next step's
-/// loads, then this warp's fragments (the layout of snug_mma_m16n8k16 and
-/// snug_mma_m16n8k8_tf32 in CudaPrelude.cpp, the same by word) and its
-/// (kWarpTileM / 16) x (kWarpTileN / 8) products into f32 accumulators.
-std::string mmaDepthLoop(const ConvShape &shape, const MmaElement &element) {
-  int64_t depth = shape.cg * shape.taps, stepK = element.stepK();
-  int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
-  std::string product =
-      element.tf32 ? std::string("snug_mma_m16n8k8_tf32")
-                   : "snug_mma_m16n8k16<" + std::string(element.type) + ">";
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "  float acc[" << tilesM << "][" << tilesN << "][4];\n"
-     << "  for (int i = 0; i < " << tilesM << "; ++i)\n"
-     << "    for (int j = 0; j < " << tilesN << "; ++j)\n"
-     << "      for (int r = 0; r < 4; ++r)\n"
-     << "        acc[i][j][r] = 0.0f;\n"
-     << "  // Warp (wm, wn) computes rows wm * " << kWarpTileM << " + [0, "
-     << kWarpTileM << ") and columns wn * " << kWarpTileN << " + [0, "
-     << kWarpTileN << "); lane = 4 * gq + tq.\n"
-     << "  const int warp = tid / 32, gq = (tid % 32) / 4, tq = tid % 4;\n"
-     << "  const int wm = warp / " << kWarpsN << ", wn = warp % " << kWarpsN
-     << ";\n"
-     << "  load(0);\n"
-     << "  for (" << shape.index << " k0 = 0; k0 < " << lit(depth)
-     << "; k0 += " << stepK << ") {\n"
-     << "    for (int j = 0; j < " << kTileM * kMmaWords / kThreads
-     << "; ++j)\n"
-     << "      As[ma + " << kThreads / kMmaWords << " * j][ka] = a[j];\n"
-     << "    for (int j = 0; j < " << kTileN * kMmaWords / kThreads
-     << "; ++j)\n"
-     << "      Bs[pb][kb + " << kThreads / kTileN << " * j] = b[j];\n"
-     << "    __syncthreads();\n"
-     << "    if (k0 + " << stepK << " < " << lit(depth) << ")\n"
-     << "      load(k0 + " << stepK << ");\n"
-     << "    uint32_t fa[" << tilesM << "][4], fb[" << tilesN << "][2];\n"
-     << "    for (int i = 0; i < " << tilesM << "; ++i) {\n"
-     << "      const int r = wm * " << kWarpTileM << " + i * " << kMmaM
-     << " + gq;\n"
-     << "      fa[i][0] = As[r][tq], fa[i][1] = As[r + 8][tq];\n"
-     << "      fa[i][2] = As[r][tq + 4], fa[i][3] = As[r + 8][tq + 4];\n"
-     << "    }\n"
-     << "    for (int j = 0; j < " << tilesN << "; ++j) {\n"
-     << "      const int col = wn * " << kWarpTileN << " + j * " << kMmaN
-     << " + gq;\n"
-     << "      fb[j][0] = Bs[col][tq], fb[j][1] = Bs[col][tq + 4];\n"
-     << "    }\n"
-     << "    for (int i = 0; i < " << tilesM << "; ++i)\n"
-     << "      for (int j = 0; j < " << tilesN << "; ++j)\n"
-     << "        " << product << "(acc[i][j], fa[i], fb[j]);\n"
-     << "    __syncthreads();\n"
-     << "  }\n";
+     << mmaLoads(idx, element, {MmaLoad::AlongK, "weightAt", "m0"},
+                 {MmaLoad::AlongRows, "patchAt", ""});
   return os.str();
 }
 
 /// The accumulators plus bias into Y[n, g * MG + m, pixel], rounded to the
-/// output's type: accumulator r of tile (i, j) is row gq + 8 * (r / 2),
-/// column 2 * tq + r % 2 of that tile.
-std::string mmaStore(const EmitContext &context, const ConvShape &shape,
-                     const EpilogueStore &epilogue) {
-  const std::string &idx = shape.index;
-  int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "  for (int i = 0; i < " << tilesM << "; ++i)\n"
-     << "    for (int h = 0; h < 2; ++h) {\n"
-     << "      const " << idx << " m = m0 + wm * " << kWarpTileM << " + i * "
-     << kMmaM << " + gq + 8 * h;\n"
-     << "      if (m >= " << lit(shape.mg) << ")\n"
-     << "        continue;\n"
-     << "      const " << idx << " oc = g * " << lit(shape.mg) << " + m;\n"
-     << "      const float shift = "
-     << (context.hasIn(2) ? "snug_load(bias + oc)" : "0") << ";\n"
-     << "      for (int j = 0; j < " << tilesN << "; ++j)\n"
-     << "        for (int e = 0; e < 2; ++e) {\n"
-     << "          const " << idx << " q = p0 + wn * " << kWarpTileN
-     << " + j * " << kMmaN << " + 2 * tq + e;\n"
-     << "          if (q < " << lit(shape.batch * shape.outSize) << ")\n"
-     << epilogue.store("((q / " + lit(shape.outSize) + ") * " +
-                           lit(shape.m) + " + oc) * " + lit(shape.outSize) +
-                           " + q % " + lit(shape.outSize),
-                       "acc[i][j][2 * h + e] + shift", "            ", idx)
-     << "        }\n"
-     << "    }\n";
-  return os.str();
+/// output's type.
+std::string convMmaStore(const EmitContext &context, const ConvShape &shape,
+                         const EpilogueStore &epilogue) {
+  MmaStore where;
+  where.index = shape.index;
+  where.row = "m", where.rowOrigin = "m0", where.rows = shape.mg;
+  where.column = "q", where.colOrigin = "p0";
+  where.columns = shape.batch * shape.outSize;
+  where.rowSetup = "      const " + shape.index + " oc = g * " + lit(shape.mg) +
+                   " + m;\n      const float shift = " +
+                   (context.hasIn(2) ? "snug_load(bias + oc)" : "0") + ";\n";
+  where.store = epilogue.store(
+      "((q / " + lit(shape.outSize) + ") * " + lit(shape.m) + " + oc) * " +
+          lit(shape.outSize) + " + q % " + lit(shape.outSize),
+      std::string(kMmaAccumulator) + " + shift", "            ", shape.index);
+  return mmaStoreLoop(where);
 }
 
 /// The depth loop: registers to shared memory, the next step's loads, then
@@ -596,13 +451,15 @@ Kernel implicitGemmKernel(EmitContext &context, const ConvShape &shape,
   grid.x = uint32_t((shape.batch * shape.outSize + kTileN - 1) / kTileN);
   grid.y = uint32_t((shape.mg + kTileM - 1) / kTileM);
   grid.z = uint32_t(shape.group);
-  std::string body = mma ? mmaTiles(*mma) + gemmPrologue(context, shape) +
-                               mmaLoads(shape, *mma) +
-                               mmaDepthLoop(shape, *mma) +
-                               mmaStore(context, shape, epilogue)
-                         : scalarTiles(shape) + gemmPrologue(context, shape) +
-                               gemmLoads(shape) + gemmDepthLoop(shape) +
-                               gemmStore(context, shape, epilogue);
+  std::string body =
+      mma ? mmaTiles(*mma) + gemmPrologue(context, shape) +
+                convMmaLoads(shape, *mma) +
+                mmaDepthLoop(shape.index, shape.cg * shape.taps, *mma,
+                             MmaLoad::AlongK, MmaLoad::AlongRows) +
+                convMmaStore(context, shape, epilogue)
+          : scalarTiles(shape) + gemmPrologue(context, shape) +
+                gemmLoads(shape) + gemmDepthLoop(shape) +
+                gemmStore(context, shape, epilogue);
   return convKernel(context, epilogue, "conv", grid,
                     {uint32_t(kThreads), 1, 1}, std::move(body));
 }
@@ -690,13 +547,10 @@ llvm::Error emitConv(EmitContext &context) {
       (shape->mg + kTileM - 1) / kTileM <= 65535 &&
       (shape->batch * shape->outSize + kTileN - 1) / kTileN <= INT32_MAX;
   DType x = context.in(0).dtype;
-  bool tf32 = x == DType::F32 && context.in(1).dtype == x &&
-              context.stringAttr("math", "") == "tf32";
-  llvm::Optional<MmaElement> mma;
-  if ((x == DType::F16 || x == DType::BF16) && context.in(1).dtype == x)
-    mma = MmaElement{false, cudaTypeName(x)};
-  else if (tf32)
-    mma = MmaElement{true, nullptr};
+  std::string math = context.stringAttr("math");
+  llvm::Optional<MmaElement> mma =
+      MmaElement::select(x, context.in(1).dtype, math);
+  bool tf32 = x == DType::F32 && context.in(1).dtype == x && math == "tf32";
   auto epilogue = EpilogueStore::create(context);
   if (!epilogue)
     return epilogue.takeError();

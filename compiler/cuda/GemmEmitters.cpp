@@ -14,8 +14,9 @@
 // operand) over the batch dims one call covers: the longest run of trailing
 // batch dims where that holds is one strided call, and the dims before it
 // become separate calls. When that would take too many calls, or for
-// integer dtypes, a tiled kernel computes the product instead, as the host
-// does (operands converted to float, sums in double, rounded to float).
+// integer dtypes, the tiled kernel below computes the product instead
+// (integers as the host does: operands converted to float, sums in
+// double, rounded to float).
 //
 // Gemm's C is broadcast into Y first (a copy when it already is [M,N], a
 // small kernel otherwise) and cuBLAS adds the product with Gemm's beta.
@@ -28,12 +29,25 @@
 // broadcast C). cuBLASLt's epilogues would keep cuBLAS's speed but cover
 // only bias, ReLU and the tanh GELU, not the Erf Gelu of BERT and ViT, the
 // residual Add or SiLU, so they would leave a kernel after most products;
-// the tiled kernel covers every epilogue the fuse pass builds, at the
-// price of a plain 16x16 tiling (slower than cuBLAS on large products).
+// the tiled kernel covers every epilogue the fuse pass builds.
+//
+// The tiled kernel has two bodies. When A and B are both f16 or both bf16
+// it runs on the tensor cores with the implicit-GEMM convolution's tile
+// (MmaTile.h): 64x64 tiles of Y, 16 deep, the raw 16-bit elements packed
+// two consecutive k to a word in shared memory (zero past M, N and K), 8
+// warps of mma.sync.m16n8k16 products with f32 accumulators through the
+// prelude's snug_mma_m16n8k16, and the store guarded by M and N. The
+// products of two 16-bit elements are exact in f32, so the sums are float
+// sums in another order than the host's. Otherwise (f32, f64, integers) it
+// runs on the CUDA cores: 16x16 threads, each a 4x4 register tile of the
+// same 64x64 tile. Either is plainer than cuBLAS (no multi-stage copy
+// pipeline, no split-K), so slower on large products; EpiloguePattern.cpp
+// keeps the long-K products cuBLAS would split on cuBLAS.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/EpilogueStore.h"
 #include "compiler/cuda/KernelEmitter.h"
+#include "compiler/cuda/MmaTile.h"
 
 #include "runtime/BundleFormat.h"
 
@@ -188,68 +202,60 @@ std::string batchOffset(llvm::ArrayRef<BatchAxis> batch,
   return offset.empty() ? "0" : offset;
 }
 
-/// Y[b] = alpha * op(A[b]) op(B[b]) (+ beta * C broadcast, for Gemm) as a
-/// tiled kernel: 64x64 tiles of Y through shared memory, 16 deep, each of
-/// the 16x16 threads accumulating a 4x4 register tile (rows ty + 16 rr,
-/// columns tx + 16 cc, so that loads and stores of neighbouring threads are
-/// neighbours). Sums as the host: in double over float-converted operands
-/// for integers (the result rounded to float before it is stored), in the
-/// compute type for the floats, each in k order. Each result goes out
-/// through the node's epilogue when it has one (EpilogueStore.h), so bias,
-/// activation and residual cost no launch of their own.
-llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
-                              float alpha, float beta) {
-  auto epilogue = EpilogueStore::create(context);
-  if (!epilogue)
-    return epilogue.takeError();
-  const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
-  // Gemm's own C; a MatMul's operand 2 is its epilogue's first extra.
-  bool withC = context.node.is(ir::OpCode::Gemm) && context.hasIn(2) &&
-               beta != 0;
-  bool isFloat = cublasDType(y.dtype) != 0;
-  std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
-  std::string operand =
-      isFloat ? "(" + acc + ")snug_load" : "(double)(float)snug_load";
-  int64_t rowTiles = (product.m + kBlockTile - 1) / kBlockTile;
-  int64_t colTiles = (product.n + kBlockTile - 1) / kBlockTile;
-  if (colTiles > INT32_MAX)
-    return context.unsupported("the product is too large for the kernel");
-  int64_t largest = std::max({a.numElements, b.numElements, y.numElements});
-  std::string idx = largest <= INT32_MAX ? "int" : "int64_t";
-  std::string aAt = product.transA ? "p * " + lit(product.m) + " + i"
-                                   : "i * " + lit(product.k) + " + p";
-  std::string bAt = product.transB ? "j * " + lit(product.k) + " + p"
-                                   : "p * " + lit(product.n) + " + j";
-  std::string result = "sum[rr][cc]";
-  if (alpha != 1)
-    result = "(" + acc + ")" + cudaFloatLiteral(alpha) + " * " + result;
-  if (withC)
-    result += " + (" + acc + ")" + cudaFloatLiteral(beta) +
-              " * snug_load(c + " + offsetInC(context.in(2), "i", "j") + ")";
-  if (!isFloat) // the host rounds its double result to float first
-    result = "(float)(" + result + ")";
+/// The tiled kernel's loop over its (batch item, row tile) pairs: blockIdx.y
+/// walks them (z the batch item, i0 the tile's first row), blockIdx.x the
+/// column tiles (j0); az and bz are the item's A and B.
+std::string batchLoopHead(const EmitContext &context, const Product &product,
+                          llvm::StringRef idx, int64_t tileRows,
+                          int64_t tileCols) {
+  int64_t rowTiles = (product.m + tileRows - 1) / tileRows;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "  const " << idx << " j0 = (" << idx << ")blockIdx.x * " << tileCols
+     << ";\n"
+     << "  for (" << idx << " t = blockIdx.y; t < "
+     << lit(product.batchCount() * rowTiles) << "; t += gridDim.y) {\n"
+     << "    const " << idx << " z = t / " << lit(rowTiles) << ", i0 = t % "
+     << lit(rowTiles) << " * " << tileRows << ";\n"
+     << "    const " << cudaTypeName(context.in(0).dtype) << " *az = a + "
+     << batchOffset(product.batch, &BatchAxis::strideA) << ";\n"
+     << "    const " << cudaTypeName(context.in(1).dtype) << " *bz = b + "
+     << batchOffset(product.batch, &BatchAxis::strideB) << ";\n";
+  return os.str();
+}
 
+/// The offsets of A's element (`row`, `depth`) and of B's (`depth`,
+/// `col`) in their batch item, with Gemm's transA and transB.
+std::string offsetInA(const Product &product, llvm::StringRef row,
+                      llvm::StringRef depth) {
+  return product.transA ? (depth + " * " + lit(product.m) + " + " + row).str()
+                        : (row + " * " + lit(product.k) + " + " + depth).str();
+}
+std::string offsetInB(const Product &product, llvm::StringRef depth,
+                      llvm::StringRef col) {
+  return product.transB ? (col + " * " + lit(product.k) + " + " + depth).str()
+                        : (depth + " * " + lit(product.n) + " + " + col).str();
+}
+
+/// The SIMT kernel's body (the file comment): 64x64 tiles of Y through
+/// shared memory, 16 deep, each of the 16x16 threads accumulating a 4x4
+/// register tile (rows ty + 16 rr, columns tx + 16 cc, so that loads and
+/// stores of neighbouring threads are neighbours), in `acc`; each result,
+/// `result` of sum[rr][cc], goes out through the epilogue.
+std::string simtBody(const EmitContext &context, const Product &product,
+                     const EpilogueStore &epilogue, llvm::StringRef idx,
+                     llvm::StringRef acc, llvm::StringRef operand,
+                     llvm::StringRef result) {
   std::string body;
   llvm::raw_string_ostream os(body);
-  // blockIdx.y walks (batch item, row tile) pairs, blockIdx.x column tiles.
-  int64_t tiles = product.batchCount() * rowTiles;
   std::string m = lit(product.m), n = lit(product.n), k = lit(product.k);
   os << "  __shared__ " << acc << " As[" << kTile << "][" << kBlockTile + 1
      << "];\n"
      << "  __shared__ " << acc << " Bs[" << kTile << "][" << kBlockTile + 1
      << "];\n"
      << "  const int tx = threadIdx.x, ty = threadIdx.y;\n"
-     << "  const " << idx << " j0 = (" << idx << ")blockIdx.x * " << kBlockTile
-     << ";\n"
-     << "  for (" << idx << " t = blockIdx.y; t < " << lit(tiles)
-     << "; t += gridDim.y) {\n"
-     << "    const " << idx << " z = t / " << lit(rowTiles) << ", i0 = t % "
-     << lit(rowTiles) << " * " << kBlockTile << ";\n"
-     << "    const " << cudaTypeName(a.dtype) << " *az = a + "
-     << batchOffset(product.batch, &BatchAxis::strideA) << ";\n"
-     << "    const " << cudaTypeName(b.dtype) << " *bz = b + "
-     << batchOffset(product.batch, &BatchAxis::strideB) << ";\n"
-     << "    " << acc << " sum[" << kReg << "][" << kReg << "];\n"
+     << batchLoopHead(context, product, idx, kBlockTile, kBlockTile) << "    "
+     << acc << " sum[" << kReg << "][" << kReg << "];\n"
      << "    for (int rr = 0; rr < " << kReg << "; ++rr)\n"
      << "      for (int cc = 0; cc < " << kReg << "; ++cc)\n"
      << "        sum[rr][cc] = 0;\n"
@@ -259,13 +265,15 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
      << "        const " << idx << " i = i0 + ty + " << kTile
      << " * l, p = k0 + tx;\n"
      << "        As[tx][ty + " << kTile << " * l] = i < " << m << " && p < "
-     << k << " ? " << operand << "(az + " << aAt << ") : 0;\n"
+     << k << " ? " << operand << "(az + " << offsetInA(product, "i", "p")
+     << ") : 0;\n"
      << "      }\n"
      << "      for (int l = 0; l < " << kReg << "; ++l) {\n"
      << "        const " << idx << " p = k0 + ty, j = j0 + tx + " << kTile
      << " * l;\n"
      << "        Bs[ty][tx + " << kTile << " * l] = p < " << k << " && j < "
-     << n << " ? " << operand << "(bz + " << bAt << ") : 0;\n"
+     << n << " ? " << operand << "(bz + " << offsetInB(product, "p", "j")
+     << ") : 0;\n"
      << "      }\n"
      << "      __syncthreads();\n"
      << "      for (int q = 0; q < " << kTile << "; ++q) {\n"
@@ -285,14 +293,125 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
      << "        const " << idx << " i = i0 + ty + " << kTile
      << " * rr, j = j0 + tx + " << kTile << " * cc;\n"
      << "        if (i < " << m << " && j < " << n << ")\n"
-     << epilogue->store("z * " + lit(product.m * product.n) + " + i * " + n +
-                            " + j",
-                        result, "          ", idx)
+     << epilogue.store("z * " + lit(product.m * product.n) + " + i * " + n +
+                           " + j",
+                       result, "          ", idx)
      << "      }\n"
      << "  }\n";
+  return os.str();
+}
+
+/// The lambda `name` giving the tensor cores' bits of an operand's element
+/// (MmaElement::bits) at depth k in row `row` (A's row, B's column; fewer
+/// than `rows`) as its load role `load` asks (MmaTile.h): a parameter along
+/// k; along the rows, this thread's row `origin` + pb, named `row`. `at` is
+/// the element's offset in the batch item `base`. Zero past the rows and
+/// past K.
+std::string wordLambda(const Product &product, const MmaElement &element,
+                       llvm::StringRef idx, llvm::StringRef name, MmaLoad load,
+                       llvm::StringRef row, llvm::StringRef origin,
+                       int64_t rows, llvm::StringRef base,
+                       const std::string &at) {
+  std::string text;
+  if (load == MmaLoad::AlongRows)
+    text += ("const " + idx + " " + row + " = " + origin + " + pb;\n").str();
+  text += ("auto " + name + " = [&](").str();
+  if (load == MmaLoad::AlongK)
+    text += (idx + " " + row + ", ").str();
+  text += (idx + " k) -> uint32_t {\n  return " + row + " < ").str() +
+          lit(rows) + " && k < " + lit(product.k) + " ? " +
+          element.bits(base.str() + "[" + at + "]") + " : 0u;\n};\n";
+  return text;
+}
+
+/// The tensor-core kernel's body (f16 or bf16 A and B; MmaTile.h): the
+/// same loop over (batch item, row tile) pairs, each a kTileM x kTileN tile
+/// of m16n8k16 products from A's and B's raw 16-bit elements (zero past M,
+/// N and K), f32 accumulators, each result, `result` of the accumulator
+/// (kMmaAccumulator), stored through the epilogue. Each operand's tile is
+/// loaded along its contiguous dim: A along k, B along its columns, and the
+/// other way round when Gemm transposes them.
+std::string mmaBody(const EmitContext &context, const Product &product,
+                    const MmaElement &element, const EpilogueStore &epilogue,
+                    llvm::StringRef idx, llvm::StringRef result) {
+  std::string n = lit(product.n);
+  MmaLoad loadA = product.transA ? MmaLoad::AlongRows : MmaLoad::AlongK;
+  MmaLoad loadB = product.transB ? MmaLoad::AlongK : MmaLoad::AlongRows;
+  llvm::StringRef rowA = product.transA ? "ia" : "m";
+  llvm::StringRef colB = product.transB ? "n" : "jb";
+  std::string words =
+      wordLambda(product, element, idx, "aWord", loadA, rowA, "i0", product.m,
+                 "az", offsetInA(product, rowA, "k")) +
+      wordLambda(product, element, idx, "bWord", loadB, colB, "j0", product.n,
+                 "bz", offsetInB(product, "k", colB));
+  MmaStore where;
+  where.index = idx.str();
+  where.row = "row", where.rowOrigin = "i0", where.rows = product.m;
+  where.column = "col", where.colOrigin = "j0", where.columns = product.n;
+  where.store = epilogue.store("z * " + lit(product.m * product.n) +
+                                   " + row * " + n + " + col",
+                               result, "            ", idx);
+  return mmaTiles(element) +
+         batchLoopHead(context, product, idx, kTileM, kTileN) +
+         indentBy(words, "    ") +
+         indentBy(mmaLoads(idx, element, {loadA, "aWord", "i0"},
+                           {loadB, "bWord", "j0"}) +
+                      mmaDepthLoop(idx, product.k, element, loadA, loadB) +
+                      mmaStoreLoop(where),
+                  "  ") +
+         "  }\n";
+}
+
+/// Y[b] = alpha * op(A[b]) op(B[b]) (+ beta * C broadcast, for Gemm) as a
+/// tiled kernel: on the tensor cores when A and B are both f16 or both
+/// bf16 (mmaBody), else on the CUDA cores (simtBody). Sums as the host: in
+/// double over float-converted operands for integers (the result rounded
+/// to float before it is stored), in the compute type for the floats (f32
+/// accumulators for the tensor cores), each in k order but for the MMA's
+/// order within each 16-deep step. Each result goes out through the node's
+/// epilogue when it has one (EpilogueStore.h), so bias, activation and
+/// residual cost no launch of their own.
+llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
+                              float alpha, float beta) {
+  auto epilogue = EpilogueStore::create(context);
+  if (!epilogue)
+    return epilogue.takeError();
+  const TensorRef &a = context.in(0), &b = context.in(1), &y = context.out();
+  // Gemm's own C; a MatMul's operand 2 is its epilogue's first extra.
+  bool withC =
+      context.node.is(ir::OpCode::Gemm) && context.hasIn(2) && beta != 0;
+  bool isFloat = cublasDType(y.dtype) != 0;
+  llvm::Optional<MmaElement> mma = MmaElement::select(a.dtype, b.dtype, "");
+  std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
+  if (mma)
+    acc = "float";
+  std::string operand =
+      isFloat ? "(" + acc + ")snug_load" : "(double)(float)snug_load";
+  int64_t tileRows = mma ? kTileM : kBlockTile;
+  int64_t tileCols = mma ? kTileN : kBlockTile;
+  int64_t rowTiles = (product.m + tileRows - 1) / tileRows;
+  int64_t colTiles = (product.n + tileCols - 1) / tileCols;
+  if (colTiles > INT32_MAX)
+    return context.unsupported("the product is too large for the kernel");
+  int64_t largest = std::max({a.numElements, b.numElements, y.numElements});
+  std::string idx = largest <= INT32_MAX ? "int" : "int64_t";
+  std::string row = mma ? "row" : "i", col = mma ? "col" : "j";
+  std::string result = mma ? kMmaAccumulator : "sum[rr][cc]";
+  if (alpha != 1)
+    result = "(" + acc + ")" + cudaFloatLiteral(alpha) + " * " + result;
+  if (withC)
+    result += " + (" + acc + ")" + cudaFloatLiteral(beta) +
+              " * snug_load(c + " + offsetInC(context.in(2), row, col) + ")";
+  if (!isFloat) // the host rounds its double result to float first
+    result = "(float)(" + result + ")";
+
+  int64_t tiles = product.batchCount() * rowTiles;
   Kernel kernel;
   kernel.tag = context.node.getOpName().lower();
-  kernel.block = {uint32_t(kTile), uint32_t(kTile), 1};
+  if (mma)
+    kernel.block = {uint32_t(kThreads), 1, 1};
+  else
+    kernel.block = {uint32_t(kTile), uint32_t(kTile), 1};
   kernel.grid = {uint32_t(colTiles), uint32_t(std::min<int64_t>(tiles, 65535)),
                  1};
   kernel.addTensor("a", a, true);
@@ -301,7 +420,10 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
     kernel.addTensor("c", context.in(2), true);
   kernel.addTensor("y", y, false);
   epilogue->addParams(kernel, context);
-  kernel.body = epilogue->getSetup() + os.str();
+  kernel.body =
+      epilogue->getSetup() +
+      (mma ? mmaBody(context, product, *mma, *epilogue, idx, result)
+           : simtBody(context, product, *epilogue, idx, acc, operand, result));
   context.launch(std::move(kernel));
   return llvm::Error::success();
 }

@@ -11,7 +11,9 @@
 #include "compiler/onnx/OnnxInternal.h"
 
 #include "ir/Verifier.h"
+#include "passes/HostAttributes.h"
 #include "passes/ShapeFunctions.h"
+#include "runtime/host/Kernels.h"
 #include "runtime/CheckedArithmetic.h"
 
 #include <algorithm>
@@ -354,6 +356,90 @@ static llvm::Error importLayerNorm(Importer &importer, onnx::NodeProto &node) {
       countNamedOutputs(node, 3));
 }
 
+/// RMSNormalization (opset 23): X / sqrt(mean(X^2 over axes axis..) + eps)
+/// * scale, as its ONNX function body computes it, in ops the table has.
+/// stash_type 1 (the default) computes a 16-bit X's statistics in f32:
+/// casts around the composition.
+static llvm::Error importRmsNorm(Importer &importer, onnx::NodeProto &node) {
+  auto inputs = getInputs(importer, node);
+  if (!inputs)
+    return inputs.takeError();
+  if (inputs->size() < 2 || !(*inputs)[0] || !(*inputs)[1])
+    return importer.error(node, "needs X and scale");
+  ir::Value *x = (*inputs)[0], *scale = (*inputs)[1];
+  const TensorType &type = x->getType();
+  if (!ir::isFloatDType(type.getDType()))
+    return importer.error(node, "X " + type.str() + " is not a float tensor");
+  int64_t rank = type.getRank();
+  auto axis = axisFor(importer, node, attrInt(node, "axis", -1), rank);
+  if (!axis)
+    return axis.takeError();
+  int64_t stash = attrInt(node, "stash_type", 1);
+  if (stash != 1 && stash != int64_t(onnx::TensorProto::FLOAT16) &&
+      stash != int64_t(onnx::TensorProto::BFLOAT16) &&
+      stash != int64_t(onnx::TensorProto::DOUBLE))
+    return importer.error(node, "stash_type " + std::to_string(stash) +
+                                    " is not a float type");
+  auto one = [&](llvm::StringRef op, llvm::ArrayRef<ir::Value *> operands,
+                 ir::AttributeMap attributes,
+                 llvm::StringRef suffix) -> llvm::Expected<ir::Value *> {
+    auto results =
+        importer.emit(node, op, operands, std::move(attributes), 1, suffix);
+    if (!results)
+      return results.takeError();
+    return (*results)[0];
+  };
+  DType compute = *convertDType(stash);
+  bool cast = compute != type.getDType();
+  auto castTo = [&](ir::Value *value, DType to,
+                    llvm::StringRef suffix) -> llvm::Expected<ir::Value *> {
+    return one("Cast", {value},
+               {{"to", Attribute::getString(ir::getDTypeName(to))}}, suffix);
+  };
+  ir::Value *wide = x;
+  if (cast) {
+    auto widened = castTo(x, compute, ".stash");
+    if (!widened)
+      return widened.takeError();
+    wide = *widened;
+  }
+  Ints axes;
+  for (int64_t i = *axis; i < rank; ++i)
+    axes.push_back(i);
+  auto square = one("Mul", {wide, wide}, {}, ".square");
+  if (!square)
+    return square.takeError();
+  auto mean = one("ReduceMean", {*square},
+                  {{"axes", Attribute::getInts(axes)},
+                   {"keepdims", Attribute::getInt(1)}},
+                  ".mean_square");
+  if (!mean)
+    return mean.takeError();
+  TensorType epsilonType(compute, {});
+  std::vector<uint8_t> epsilon(epsilonType.getByteSize());
+  rt::storeDouble(epsilon.data(), getHostDTypeCode(compute), 0,
+                  attrFloat(node, "epsilon", 1e-5f));
+  ir::Value *epsilonWeight = importer.module.addWeight(
+      node.output(0) + ".epsilon", epsilonType, epsilon);
+  auto shifted = one("Add", {*mean, epsilonWeight}, {}, ".shifted");
+  if (!shifted)
+    return shifted.takeError();
+  auto root = one("Sqrt", {*shifted}, {}, ".rms");
+  if (!root)
+    return root.takeError();
+  auto normalized = one("Div", {wide, *root}, {}, ".normalized");
+  if (!normalized)
+    return normalized.takeError();
+  ir::Value *result = *normalized;
+  if (cast) {
+    auto narrowed = castTo(result, type.getDType(), ".unstash");
+    if (!narrowed)
+      return narrowed.takeError();
+    result = *narrowed;
+  }
+  return importer.emitAndBind(node, "Mul", {result, scale}, {});
+}
+
 void registerNNOpImporters(llvm::StringMap<OpImporter> &map) {
   for (const char *op :
        {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
@@ -370,6 +456,7 @@ void registerNNOpImporters(llvm::StringMap<OpImporter> &map) {
   map["AveragePool"] = importPool;
   map["BatchNormalization"] = importBatchNorm;
   map["LayerNormalization"] = importLayerNorm;
+  map["RMSNormalization"] = importRmsNorm;
 }
 
 } // namespace onnx_import

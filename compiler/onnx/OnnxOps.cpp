@@ -560,6 +560,7 @@ static const llvm::StringMap<OpImporter> &getOpImporters() {
     map["Range"] = importRange;
     registerShapeOpImporters(map);
     registerNNOpImporters(map);
+    registerLossOpImporters(map);
     return map;
   }();
   return table;

@@ -132,6 +132,60 @@ TEST(BundleTest, SameModuleGivesIdenticalFiles) {
     fileB.push_back(uint8_t(c));
   fclose(fa), fclose(fb);
   EXPECT_EQ(fileA, fileB);
+  // The streamed file and the in-memory bytes are the same bundle.
+  auto bytes = serializeBundle(*module, {"p", "v"});
+  ASSERT_TRUE(static_cast<bool>(bytes));
+  EXPECT_EQ(fileA, *bytes);
+}
+
+namespace {
+std::vector<uint8_t> readAll(const std::string &path) {
+  std::vector<uint8_t> bytes;
+  if (FILE *f = fopen(path.c_str(), "rb")) {
+    for (int c; (c = fgetc(f)) != EOF;)
+      bytes.push_back(uint8_t(c));
+    fclose(f);
+  }
+  return bytes;
+}
+} // namespace
+
+TEST(BundleTest, ExternalWeightsFileHoldsTheEmbeddedWeightsSection) {
+  auto module = parseOrDie(kMlp);
+  auto embedded = parse(bundleOf(kMlp));
+  ASSERT_TRUE(embedded);
+  TempFile bundlePath;
+  BundleOptions options{"p", "v"};
+  std::string name =
+      llvm::sys::path::filename(bundlePath.path).str() + ".weights";
+  options.externalWeightsName = name;
+  llvm::SmallString<256> weightsPath =
+      llvm::sys::path::parent_path(bundlePath.path);
+  llvm::sys::path::append(weightsPath, name);
+  ASSERT_FALSE(static_cast<bool>(writeBundle(*module, bundlePath.path, options)));
+  std::vector<uint8_t> weights = readAll(weightsPath.str().str());
+  // The used weights (%w then %b, each 64-byte aligned; %unused left out).
+  ASSERT_EQ(weights.size(), embedded->weightsSize);
+  EXPECT_EQ(weights.size(), 128u);
+  EXPECT_EQ(std::memcmp(weights.data(), embedded->getWeights(), weights.size()),
+            0);
+  std::unique_ptr<rt::Bundle> loaded;
+  rt::Status status = rt::readBundle(bundlePath.path, loaded);
+  EXPECT_FALSE(status) << status.getMessage();
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->externalWeightsPath, weightsPath.str().str());
+  EXPECT_EQ(std::memcmp(loaded->getWeights(), weights.data(), weights.size()),
+            0);
+  loaded.reset();
+  llvm::sys::fs::remove(weightsPath);
+  // A bad weights file name is refused and nothing is left behind.
+  TempFile other;
+  options.externalWeightsName = "../w";
+  llvm::Error error = writeBundle(*module, other.path, options);
+  ASSERT_TRUE(static_cast<bool>(error));
+  EXPECT_NE(toString(std::move(error)).find("not a plain file name"),
+            std::string::npos);
+  EXPECT_FALSE(llvm::sys::fs::exists(other.path));
 }
 
 TEST(BundleTest, WriterRejectsModulesWithoutAPlan) {

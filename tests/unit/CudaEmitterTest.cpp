@@ -152,6 +152,52 @@ TEST(CudaEmitterTest, NvrtcCompilesCubinsAndPtx) {
             std::string::npos);
 }
 
+// The tiled GEMM kernel on the tensor cores (an f16 MatMul and a bf16
+// Gemm with transA, transB and C, each with an epilogue) compiles through
+// NVRTC for sm_80 and sm_90, and the mma.sync instruction of each type is
+// in the PTX (the cubins hold the same code as SASS).
+TEST(CudaEmitterTest, NvrtcCompilesTheTensorCoreGemm) {
+  if (!cuda::isNvrtcAvailable())
+    GTEST_SKIP() << "built without NVRTC";
+  auto program =
+      emit("func @f(%a: f16[37,50] {offset = 0}, %b: f16[50,45] weight, "
+           "%bias: f16[45] weight, %at: bf16[50,70] {offset = 18432}, "
+           "%bt: bf16[130,50] weight, %c: bf16[130] weight) -> "
+           "(f16[37,45], bf16[70,130]) attributes {alignment = 256, "
+           "arena = 29184} {\n"
+           "  %y = MatMul(%a, %b, %bias) : f16[37,45] {offset = 25600} {\n"
+           "  ^bb(%0: f16[37,45], %1: f16[45]):\n"
+           "    %2 = Add(%0, %1) : f16[37,45]\n"
+           "    yield %2\n"
+           "  }\n"
+           "  %z = Gemm(%at, %bt, %c) {alpha = 1.0, beta = 1.0, transA = 1, "
+           "transB = 1} : bf16[70,130] {offset = 0} {\n"
+           "  ^bb(%3: bf16[70,130]):\n"
+           "    %4 = Relu(%3) : bf16[70,130]\n"
+           "    yield %4\n"
+           "  }\n"
+           "  return %y, %z\n"
+           "}\n");
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  ASSERT_EQ(program->plan.kernels.size(), 2u);
+  EXPECT_NE(program->source.find("snug_mma_m16n8k16<snug_half>(acc"),
+            std::string::npos);
+  EXPECT_NE(program->source.find("snug_mma_m16n8k16<snug_bfloat>(acc"),
+            std::string::npos);
+  auto images = cuda::compileCudaProgram(*program, {80, 90});
+  ASSERT_TRUE(bool(images)) << toString(images.takeError());
+  ASSERT_EQ(images->size(), 3u);
+  EXPECT_EQ((*images)[0].arch, 80u);
+  EXPECT_EQ((*images)[1].arch, 90u);
+  ASSERT_EQ((*images)[2].kind, bundle::ImagePtx);
+  const std::vector<uint8_t> &bytes = (*images)[2].bytes;
+  std::string ptx(bytes.begin(), bytes.end());
+  EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+            std::string::npos);
+  EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+            std::string::npos);
+}
+
 TEST(CudaEmitterTest, NvrtcFailuresAreInternalErrorsNamingTheNode) {
   if (!cuda::isNvrtcAvailable())
     GTEST_SKIP() << "built without NVRTC";

@@ -116,33 +116,17 @@ int runCompile() {
       options.kernelImages = &images;
     }
     // writeBundle writes a temporary file and renames it: an error leaves
-    // nothing behind. External weights go first, and are removed again if
-    // the bundle cannot be written.
-    std::vector<uint8_t> weights;
-    if (external) {
-      options.externalWeights = &weights;
+    // nothing behind (external weights are written first, and removed
+    // again if the bundle cannot be written).
+    if (external)
       options.externalWeightsName =
           llvm::sys::path::filename(weightsPath).str();
-      auto bytes = serializeBundle(**module, options);
-      if (!bytes)
-        return reportError(bytes.takeError());
-      llvm::StringRef weightBytes(reinterpret_cast<const char *>(weights.data()),
-                                  weights.size());
-      if (llvm::Error error = writeOutputFile(weightsPath, weightBytes))
-        return reportError(std::move(error));
-      llvm::StringRef bundleBytes(reinterpret_cast<const char *>(bytes->data()),
-                                  bytes->size());
-      if (llvm::Error error = writeOutputFile(path, bundleBytes)) {
-        llvm::sys::fs::remove(weightsPath);
-        return reportError(std::move(error));
-      }
-      llvm::errs() << "wrote " << path << " and its weights " << weightsPath
-                   << '\n';
-      return ExitOk;
-    }
     if (llvm::Error error = writeBundle(**module, path, options))
       return reportError(std::move(error));
-    llvm::errs() << "wrote " << path << '\n';
+    llvm::errs() << "wrote " << path;
+    if (external)
+      llvm::errs() << " and its weights " << weightsPath;
+    llvm::errs() << '\n';
     return ExitOk;
   }
   std::string text;
