@@ -6,19 +6,19 @@
 // the operands rounded as cvt.rna.tf32.f32 rounds: runtime/ScalarOps.h's
 // roundToTf32) and sum in f32. The pass marks each such node math = "tf32";
 // the module gets math = "tf32" and math_kept = the contractions left in
-// full f32. Readers of the mark: the CUDA emitters (the tf32 MMA of the
-// implicit-GEMM convolution, compiler/cuda/ConvEmitters.cpp, and
-// CUBLAS_COMPUTE_32F_FAST_TF32 for cuBLAS steps, compiler/cuda/
-// CudaEmitter.cpp), the host kernels (runtime/host/kernels/ConvKernels.cpp,
-// LinalgKernels.cpp), which round the operands the same way so that host
-// results predict device results, and the precision report.
+// full f32. Readers of the mark: the CUDA emitters (the tf32 element width
+// of the tensor-core tile, compiler/cuda/MmaTile.h, in the implicit-GEMM
+// convolution and the tiled MatMul/Gemm kernel that takes the products with
+// an epilogue or too many cuBLAS calls, and CUBLAS_COMPUTE_32F_FAST_TF32 for
+// cuBLAS steps, compiler/cuda/CudaEmitter.cpp), the host kernels
+// (runtime/host/kernels/ConvKernels.cpp, LinalgKernels.cpp), which round the
+// operands the same way so that host results predict device results, and the
+// precision report.
 //
 // Kept in full f32: the nodes keep= names (node names or op types, as
-// lower-precision's keep= and --keep-fp32), and MatMul and Gemm with a
-// fused epilogue, which the device computes with the tiled SIMT kernel
-// (compiler/cuda/GemmEmitters.cpp), not cuBLAS: marking them would make the
-// host round where the device does not. Runs after fuse, which decides the
-// epilogues. Contractions of other dtypes are left alone; a module whose
+// lower-precision's keep= and --keep-fp32). Runs after fuse, so that the
+// mark lands on the fused products (the host's fused kernel reads it as the
+// plain one does). Contractions of other dtypes are left alone; a module whose
 // contractions are all f16/bf16 (or f64) is an error, since the flag then
 // does nothing. Nodes inside bodies are not contractions (fuse groups
 // elementwise ops only).
@@ -82,9 +82,7 @@ llvm::Expected<bool> Tf32Math::run(ir::Module &module) {
       ++other;
       continue;
     }
-    bool keepF32 = keep.count(node->getName()) ||
-                   keep.count(node->getOpName()) ||
-                   (!node->is(ir::OpCode::Conv) && node->hasEpilogue());
+    bool keepF32 = keep.count(node->getName()) || keep.count(node->getOpName());
     if (keepF32) {
       node->removeAttribute("math");
       ++kept;

@@ -38,11 +38,20 @@
 // warps of mma.sync.m16n8k16 products with f32 accumulators through the
 // prelude's snug_mma_m16n8k16, and the store guarded by M and N. The
 // products of two 16-bit elements are exact in f32, so the sums are float
-// sums in another order than the host's. Otherwise (f32, f64, integers) it
-// runs on the CUDA cores: 16x16 threads, each a 4x4 register tile of the
-// same 64x64 tile. Either is plainer than cuBLAS (no multi-stage copy
-// pipeline, no split-K), so slower on large products; EpiloguePattern.cpp
-// keeps the long-K products cuBLAS would split on cuBLAS.
+// sums in another order than the host's. f32 products under
+// --precision=tf32 (math = "tf32", passes/Tf32Math.cpp) take the same tile
+// over MmaTile.h's tf32 element width: one f32 element per word, rounded to
+// tf32 on load (snug_tf32), 8 deep per step, mma.sync.m16n8k8 tf32 products
+// (snug_mma_m16n8k8_tf32); the products of tf32 values are exact in f32, so
+// the result is the host's tf32 result (LinalgKernels.cpp rounds the
+// operands alike) in another summation order. That covers the products
+// with an epilogue and those that would take too many cuBLAS calls; the
+// others are cuBLAS steps with CUBLAS_COMPUTE_32F_FAST_TF32
+// (CudaEmitter.cpp). Otherwise (f32, f64, integers) it runs on the CUDA cores:
+// 16x16 threads, each a 4x4 register tile of the same 64x64 tile. Either is
+// plainer than cuBLAS (no multi-stage copy pipeline, no split-K), so slower on
+// large products; EpiloguePattern.cpp keeps the long-K products cuBLAS would
+// split on cuBLAS.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/EpilogueStore.h"
@@ -364,7 +373,8 @@ std::string mmaBody(const EmitContext &context, const Product &product,
 
 /// Y[b] = alpha * op(A[b]) op(B[b]) (+ beta * C broadcast, for Gemm) as a
 /// tiled kernel: on the tensor cores when A and B are both f16 or both
-/// bf16 (mmaBody), else on the CUDA cores (simtBody). Sums as the host: in
+/// bf16, or both f32 under tf32 (mmaBody), else on the CUDA cores
+/// (simtBody). Sums as the host: in
 /// double over float-converted operands for integers (the result rounded
 /// to float before it is stored), in the compute type for the floats (f32
 /// accumulators for the tensor cores), each in k order but for the MMA's
@@ -381,7 +391,8 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   bool withC =
       context.node.is(ir::OpCode::Gemm) && context.hasIn(2) && beta != 0;
   bool isFloat = cublasDType(y.dtype) != 0;
-  llvm::Optional<MmaElement> mma = MmaElement::select(a.dtype, b.dtype, "");
+  llvm::Optional<MmaElement> mma =
+      MmaElement::select(a.dtype, b.dtype, context.stringAttr("math"));
   std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
   if (mma)
     acc = "float";
