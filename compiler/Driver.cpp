@@ -72,9 +72,13 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
                      "' is not a finite, non-negative number of seconds");
   }
   if (planning.precision != "fp32" && planning.precision != "fp16" &&
-      planning.precision != "bf16")
-    return userError("--precision must be fp32, fp16 or bf16, not '" +
+      planning.precision != "bf16" && planning.precision != "tf32")
+    return userError("--precision must be fp32, tf32, fp16 or bf16, not '" +
                      planning.precision + "'");
+  if (planning.precision == "tf32" && planning.ioPrecision != "model")
+    return userError("--io-precision=" + planning.ioPrecision +
+                     " does not apply to --precision=tf32 (storage, inputs "
+                     "and outputs stay f32)");
   if (planning.ioPrecision != "model" && planning.ioPrecision != "lowered")
     return userError("--io-precision must be model or lowered, not '" +
                      planning.ioPrecision + "'");
@@ -335,8 +339,10 @@ llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
   if (!within)
     return within.takeError();
   planned.module = std::move(*within);
-  if (options.planning.precision != "fp32") {
-    // The report compares the lowered weights and arena with fp32's.
+  if (options.planning.precision != "fp32" &&
+      options.planning.precision != "tf32") {
+    // The report compares the lowered weights and arena with fp32's (tf32
+    // stores what fp32 does).
     DriverOptions plain = options;
     plain.planning.precision = "fp32";
     auto fp32 = load(plain);

@@ -359,7 +359,12 @@ void printMemoryReportPretty(const MemoryReport &report,
      << " nodes: kernels " << fusion.kernelsBefore << " -> "
      << fusion.kernelsAfter << ", intermediates removed "
      << formatBytes(fusion.intermediateBytesRemoved) << '\n';
-  if (!report.precision.precision.empty())
+  if (report.precision.math == "tf32")
+    os << "  precision        tf32 math, f32 storage: "
+       << report.precision.lowered
+       << " contractions (Conv, MatMul, Gemm) multiply in tf32, "
+       << report.precision.keptF32 << " kept at full f32";
+  else if (!report.precision.precision.empty())
     os << "  precision        " << report.precision.precision << ": "
        << report.precision.lowered << " nodes, " << report.precision.keptF32
        << " kept in f32, " << report.precision.casts << " casts";
@@ -478,7 +483,11 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
   object["precision"] = nullptr;
   if (!report.precision.precision.empty())
     object["precision"] = llvm::json::Object{
-        {"dtype", report.precision.precision},
+        {"dtype", report.precision.math.empty() ? report.precision.precision
+                                                : std::string("f32")},
+        {"math", report.precision.math.empty()
+                     ? llvm::json::Value(nullptr)
+                     : llvm::json::Value(report.precision.math)},
         {"nodes_lowered", int64_t(report.precision.lowered)},
         {"nodes_kept_f32", int64_t(report.precision.keptF32)},
         {"casts", int64_t(report.precision.casts)},

@@ -23,6 +23,14 @@ std::string getImportPipeline(const PlanningOptions &planning) {
   std::string pipeline = getDefaultImportPipeline().str();
   if (planning.precision == "fp32")
     return pipeline;
+  if (planning.precision == "tf32") {
+    // Math, not storage: after fuse, which decides the epilogues the pass
+    // reads (passes/Tf32Math.cpp).
+    pipeline += ",tf32-math";
+    if (!planning.keepFp32.empty())
+      pipeline += "{keep=" + planning.keepFp32 + "}";
+    return pipeline;
+  }
   std::string lower = "lower-precision{to=" +
                       std::string(planning.precision == "bf16" ? "bf16"
                                                                : "f16");

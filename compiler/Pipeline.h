@@ -64,8 +64,9 @@ struct PlanningOptions {
   double offloadBandwidthGBs = 25;
   /// Storage precision of weights and activations: "fp32" (as the model
   /// is), "fp16" or "bf16" (the import pipeline then runs lower-precision
-  /// before fuse); keepFp32, node names and op types kept in f32 (snugc
-  /// --precision, --keep-fp32).
+  /// before fuse); or "tf32": storage stays f32 and the f32 Conv, MatMul and
+  /// Gemm multiply in TF32 (tf32-math after fuse); keepFp32, node names and
+  /// op types kept in f32 (snugc --precision, --keep-fp32).
   std::string precision = "fp32";
   std::string keepFp32;
   /// "model" (inputs and outputs keep the model's dtype) or "lowered"

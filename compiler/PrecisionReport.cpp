@@ -33,8 +33,39 @@ static void count(const ir::Node &node, ir::DType low,
   }
 }
 
+/// --precision=tf32: the f32 contractions, by whether they carry the mark.
+static void countTf32(const ir::Module &module, PrecisionSummary &summary) {
+  summary.precision = summary.math = "tf32";
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
+    if (!node->is(ir::OpCode::Conv) && !node->is(ir::OpCode::MatMul) &&
+        !node->is(ir::OpCode::Gemm))
+      continue;
+    if (node->getNumOperands() < 2 ||
+        node->getOperand(0)->getType().getDType() != ir::DType::F32 ||
+        node->getOperand(1)->getType().getDType() != ir::DType::F32)
+      continue;
+    std::pair<unsigned, unsigned> &entry =
+        summary.byOp[node->getOpName().str()];
+    const ir::Attribute *math = node->getAttribute("math");
+    if (math && math->getKind() == ir::Attribute::Kind::String &&
+        math->getString() == "tf32") {
+      ++entry.first;
+      ++summary.lowered;
+    } else {
+      ++entry.second;
+      ++summary.keptF32;
+    }
+  }
+}
+
 PrecisionSummary summarizePrecision(const ir::Module &module) {
   PrecisionSummary summary;
+  const ir::Attribute *math = module.getAttribute("math");
+  if (math && math->getKind() == ir::Attribute::Kind::String &&
+      math->getString() == "tf32") {
+    countTf32(module, summary);
+    return summary;
+  }
   const ir::Attribute *attr = module.getAttribute("precision");
   if (!attr || attr->getKind() != ir::Attribute::Kind::String)
     return summary;
@@ -89,6 +120,13 @@ void printPrecision(const PrecisionSummary &summary, llvm::raw_ostream &os) {
     if (entry.second.first || entry.second.second)
       os << llvm::format("%-24s %8u %8u\n", entry.first.c_str(),
                          entry.second.first, entry.second.second);
+  if (summary.math == "tf32") {
+    os << "precision: " << summary.lowered
+       << " contractions multiply in tf32 (storage, sums and every other "
+          "node f32), "
+       << summary.keptF32 << " kept at full f32\n";
+    return;
+  }
   os << "precision: " << summary.lowered << " nodes in " << summary.precision
      << ", " << summary.keptF32 << " in f32, " << summary.casts
      << " casts inserted\n";

@@ -5,7 +5,11 @@
 // in the lowered type and how many stay in f32 (kept by a rule, by
 // --keep-fp32 or --calibration, or because the op does not take it), and
 // the inserted casts. Nodes inside fused groups count under their own op.
-// A module that was not lowered has an empty precision.
+// A module that was not lowered has an empty precision. Under
+// --precision=tf32 (the module's math = "tf32", passes/Tf32Math.cpp)
+// storage stays f32: precision is "tf32", and the counts are of the
+// contractions (Conv, MatMul, Gemm on f32) multiplying in TF32 and of those
+// kept at full f32 math; no casts.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_PRECISIONREPORT_H
@@ -21,7 +25,10 @@
 namespace snug {
 
 struct PrecisionSummary {
-  std::string precision; ///< "f16", "bf16", or "" when not lowered
+  std::string precision; ///< "f16", "bf16", "tf32", or "" when not lowered
+  /// The math mode of the contractions: "tf32" (storage f32), or "" (they
+  /// compute in their storage type).
+  std::string math;
   unsigned lowered = 0, keptF32 = 0, casts = 0;
   /// What the model takes in fp32, planned the same way (snugc and the
   /// Python package record it: recordFp32Baseline in compiler/Driver.h);

@@ -68,6 +68,7 @@ Cost &Cost::operator+=(const Cost &other) {
   for (unsigned i = 0; i < NumDTypeSlots; ++i) {
     byDType[i].flops += other.byDType[i].flops;
     byDType[i].contractionFlops += other.byDType[i].contractionFlops;
+    byDType[i].tf32Flops += other.byDType[i].tf32Flops;
     byDType[i].macs += other.byDType[i].macs;
     byDType[i].bytesRead += other.byDType[i].bytesRead;
     byDType[i].bytesWritten += other.byDType[i].bytesWritten;
@@ -322,8 +323,13 @@ static void addContraction(const Node &node, Cost &cost) {
   default:
     llvm_unreachable("not a contraction");
   }
-  addFlops(cost, getComputeDType(node), 2 * macs + extra, macs,
-           /*contraction=*/true);
+  DType type = getComputeDType(node);
+  addFlops(cost, type, 2 * macs + extra, macs, /*contraction=*/true);
+  const ir::Attribute *math = node.getAttribute("math");
+  if (type == DType::F32 && math &&
+      math->getKind() == ir::Attribute::Kind::String &&
+      math->getString() == "tf32")
+    cost.get(type).tf32Flops += 2 * macs + extra;
 }
 
 /// Normalization over groups of `groupSize` elements: mean (sum, divide),
@@ -682,12 +688,14 @@ Cost costOfModule(const ir::Module &module) {
 
 // Vendor datasheet peaks (SXM parts, dense, no sparsity).
 static const DeviceSpec deviceTable[] = {
-    // H200 SXM: 4.8 TB/s HBM3e, 67 TFLOP/s f32, 989 TFLOP/s bf16/f16.
-    {"h200", "H200", 4.8e12, 67e12, 989e12},
+    // H200 SXM: 4.8 TB/s HBM3e, 67 TFLOP/s f32, 989 TFLOP/s bf16/f16,
+    // 495 TFLOP/s tf32.
+    {"h200", "H200", 4.8e12, 67e12, 989e12, 495e12},
     // H100 SXM: 3.35 TB/s HBM3, same SM count and clocks as H200.
-    {"h100", "H100", 3.35e12, 67e12, 989e12},
-    // A100 SXM 80 GB: 2.039 TB/s HBM2e, 19.5 TFLOP/s f32, 312 bf16/f16.
-    {"a100", "A100", 2.039e12, 19.5e12, 312e12},
+    {"h100", "H100", 3.35e12, 67e12, 989e12, 495e12},
+    // A100 SXM 80 GB: 2.039 TB/s HBM2e, 19.5 TFLOP/s f32, 312 bf16/f16,
+    // 156 tf32.
+    {"a100", "A100", 2.039e12, 19.5e12, 312e12, 156e12},
 };
 
 double DeviceSpec::getPeakFlopsPerSecond(DType type, bool contraction) const {
@@ -711,7 +719,8 @@ double estimateComputeSeconds(const Cost &cost, const DeviceSpec &device) {
   double seconds = 0;
   for (DType type : cost.getDTypes()) {
     const DTypeCost &share = cost.get(type);
-    seconds += share.contractionFlops /
+    seconds += share.tf32Flops / device.getTf32FlopsPerSecond();
+    seconds += (share.contractionFlops - share.tf32Flops) /
                device.getPeakFlopsPerSecond(type, /*contraction=*/true);
     seconds += (share.flops - share.contractionFlops) /
                device.getPeakFlopsPerSecond(type, /*contraction=*/false);

@@ -58,7 +58,8 @@
 //
 // The roofline: a node takes max(compute, memory) seconds, compute being the
 // sum over dtypes of FLOPs / peak (f16 and bf16 FLOPs of contractions at the
-// device's dense tensor-core peak, every other FLOP at its f32 non-tensor
+// device's dense tensor-core peak, f32 ones under --precision=tf32 at its
+// dense TF32 peak, every other FLOP at its f32 non-tensor
 // peak) and memory being bytes moved / HBM bandwidth; a module takes the sum
 // over its nodes (one kernel after the other, no overlap, no launch
 // overhead). f64 and integer FLOPs also use the f32 figure (a simplification:
@@ -94,6 +95,9 @@ struct DTypeCost {
   /// The part of `flops` done by contractions (Conv, ConvTranspose, MatMul,
   /// Gemm): what tensor cores can run.
   uint64_t contractionFlops = 0;
+  /// The part of `contractionFlops` multiplied in TF32 (f32 contractions
+  /// --precision=tf32 marks math = "tf32", passes/Tf32Math.cpp).
+  uint64_t tf32Flops = 0;
   uint64_t macs = 0;
   /// Bytes of tensors of this dtype read and written.
   uint64_t bytesRead = 0;
@@ -101,8 +105,8 @@ struct DTypeCost {
 
   bool operator==(const DTypeCost &other) const {
     return flops == other.flops && contractionFlops == other.contractionFlops &&
-           macs == other.macs && bytesRead == other.bytesRead &&
-           bytesWritten == other.bytesWritten;
+           tf32Flops == other.tf32Flops && macs == other.macs &&
+           bytesRead == other.bytesRead && bytesWritten == other.bytesWritten;
   }
 };
 
@@ -196,9 +200,17 @@ struct DeviceSpec {
   double vectorFlopsPerSecond;
   /// f16/bf16 dense on the tensor cores: f16/bf16 contraction FLOPs.
   double tensorFlopsPerSecond;
+  /// TF32 dense on the tensor cores (half the f16 rate on A100 and
+  /// Hopper): the TF32 part of f32 contraction FLOPs; 0 when the device
+  /// has none (they then run at vectorFlopsPerSecond).
+  double tf32FlopsPerSecond = 0;
 
   /// The peak a FLOP of `type` runs at, in a contraction or not.
   double getPeakFlopsPerSecond(ir::DType type, bool contraction) const;
+  /// The peak of a TF32 contraction FLOP.
+  double getTf32FlopsPerSecond() const {
+    return tf32FlopsPerSecond > 0 ? tf32FlopsPerSecond : vectorFlopsPerSecond;
+  }
 };
 
 /// The device table, in one place.

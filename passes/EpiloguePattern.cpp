@@ -92,6 +92,9 @@ ir::Node *findProducer(const ir::Module &module, const ir::Node &consumer,
 /// and the epilogue pays when the traffic it saves (the raw result written
 /// and read back) outweighs what merging costs; f32, f64 and integer
 /// products are on the CUDA cores either way (CostModel's vector peak).
+/// Under --precision=tf32, f32 products are on the tensor cores either way
+/// (the tiled kernel's tf32 path, cuBLAS's FAST_TF32), but tf32-math marks
+/// them after this pass, so both sides are costed at the vector peak.
 /// The roofline takes both kernels at the peak: it does not see that the
 /// tiled kernel's plain 64x64 tiles (no multi-stage copy pipeline, no
 /// ldmatrix, no split-K) reach less of it than cuBLAS on large products.

@@ -598,10 +598,12 @@ bool readDeviceArg(Cursor &cursor, DeviceArg &arg, uint64_t bytes,
   return true;
 }
 
-/// The workspace a version-1 plan gave every GEMM.
+/// The workspace a version-1 plan gave every GEMM; whether GEMMs carry a
+/// math byte (from version 5).
 struct SharedWorkspace {
   bool legacy = false;
   uint64_t offset = 0, bytes = 0;
+  bool withMath = true;
 };
 
 bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
@@ -657,6 +659,17 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
              !cursor.u64(g.workspaceBytes)) {
     return false;
   }
+  g.math = GemmMathDefault;
+  if (shared.withMath) {
+    if (!cursor.u8(g.math))
+      return false;
+    if (g.math > GemmMathTf32)
+      return cursor.fail(what + ": unknown GEMM math " +
+                         std::to_string(g.math));
+    if (g.math == GemmMathTf32 && g.dtype != DTypeF32)
+      return cursor.fail(what + ": TF32 math on a GEMM of dtype " +
+                         std::to_string(g.dtype) + " (it takes f32 only)");
+  }
   if (!g.workspaceBytes)
     return true;
   std::string range = std::to_string(g.workspaceBytes) +
@@ -694,6 +707,7 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
   uint32_t count;
   SharedWorkspace shared;
   shared.legacy = b.version < 2;
+  shared.withMath = b.version >= kFirstVersionWithGemmMath;
   if (!cursor.u64(plan.arenaBytes))
     return false;
   if (shared.legacy && (!cursor.u64(shared.offset) || !cursor.u64(shared.bytes)))

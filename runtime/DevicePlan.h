@@ -20,7 +20,7 @@
 // one. Fixed addresses, one allocation.
 //
 // Encoding (DevicePlan section), in the flat stream of BundleFormat.h, for
-// bundle format version 2:
+// bundle format version 5:
 //   u64 device arena bytes
 //   list of strings: kernel symbols
 //   list of steps: u8 kind, u32 host op index, then by kind
@@ -28,7 +28,8 @@
 //             list of args
 //     Gemm:   u8 dtype, u8 transA, u8 transB, i32 m, n, k, i32 batch,
 //             i64 lda, ldb, ldc, strideA, strideB, strideC, f32 alpha, beta,
-//             arg a, arg b, arg c, u64 workspace offset, u64 workspace bytes
+//             arg a, arg b, arg c, u64 workspace offset, u64 workspace bytes,
+//             u8 math (GemmMath; from version 5)
 //     Copy:   arg dst, arg src, u64 bytes (into the arena from the arena,
 //             the weights or the pinned host region, or into the pinned
 //             host region from the arena: the offload copies)
@@ -36,7 +37,8 @@
 // Version 1 (read, never written) had one workspace for every GEMM: the
 // header was u64 device arena bytes, u64 workspace offset, u64 workspace
 // bytes, and Gemm steps ended at arg c; the reader gives each Gemm step that
-// one workspace.
+// one workspace. Versions 2 to 4 had no math byte: every GEMM there is
+// GemmMathDefault.
 // KernelImages section: list of images: u8 kind, u32 arch (80 = sm_80),
 //   u64 size + bytes. Cubins for each target arch, PTX for the newest.
 //
@@ -74,6 +76,12 @@ struct DeviceArg {
 
 enum DeviceStepKind : uint8_t { StepLaunch = 1, StepGemm = 2, StepCopy = 3 };
 
+/// How a GEMM multiplies: GemmMathDefault, in its dtype's compute type
+/// (CUBLAS_COMPUTE_32F, 64F for f64); GemmMathTf32 (f32 only, the nodes
+/// --precision=tf32 marks), CUBLAS_COMPUTE_32F_FAST_TF32: the operands
+/// rounded to TF32 on the tensor cores, f32 sums.
+enum GemmMath : uint8_t { GemmMathDefault = 0, GemmMathTf32 = 1 };
+
 struct DeviceLaunch {
   uint32_t kernel = 0; // index into DevicePlan::kernels
   uint32_t grid[3] = {1, 1, 1};
@@ -98,6 +106,7 @@ struct DeviceGemm {
   float alpha = 1, beta = 0;
   DeviceArg a, b, c;
   uint64_t workspaceOffset = 0, workspaceBytes = 0;
+  uint8_t math = GemmMathDefault;
 };
 
 struct DeviceCopy {

@@ -255,6 +255,24 @@ SNUG_HD uint16_t floatToBfloat(float f) {
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+/// TF32, as cvt.rna.tf32.f32 gives it (PTX ISA, "cvt"): the float rounded
+/// to 10 explicit mantissa bits, to nearest with ties away from zero, its
+/// low 13 bits zero, still a float (storage stays f32). Adding half an ulp
+/// of tf32 to the sign-magnitude bits and truncating rounds the magnitude
+/// that way, carrying into the exponent (0x3fbff000, 1.49951171875, gives
+/// 1.5; the largest floats give Inf, as overflow does). Inf stays Inf; NaN
+/// stays NaN with its sign, made quiet (the mask would otherwise turn a NaN
+/// whose payload lies in the low bits into Inf). The one rounding of the
+/// --precision=tf32 contractions: the host kernels (Conv, MatMul, Gemm),
+/// the CUDA prelude's tf32 MMA emulation and the simulator share it.
+SNUG_HD float roundToTf32(float f) {
+  uint32_t x = floatBits(f);
+  if ((x & 0x7f800000u) == 0x7f800000u) // Inf, NaN: no rounding
+    return floatFromBits(
+        (x & 0x7fffffffu) > 0x7f800000u ? (x | 0x00400000u) & 0xffffe000u : x);
+  return floatFromBits((x + 0x1000u) & 0xffffe000u);
+}
+
 /// Float -> i64 (the header's rule): truncation; NaN and values outside
 /// [-2^63, 2^63) give INT64_MIN.
 SNUG_HD int64_t floatToInt64(double x) {

@@ -184,6 +184,7 @@ void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
       sink.f32(g.alpha), sink.f32(g.beta);
       writeArg(sink, g.a), writeArg(sink, g.b), writeArg(sink, g.c);
       sink.u64(g.workspaceOffset), sink.u64(g.workspaceBytes);
+      sink.u8(g.math);
       break;
     }
     case StepCopy:

@@ -26,8 +26,17 @@
 // (CudaPrelude.cpp: the fragment layout of the PTX ISA's "Matrix Fragments for
 // mma.m16n8k16 with floating point type", emulated on sm_75 and on the
 // simulator). The products of two 16-bit elements are exact in f32, so the sums
-// are float sums as the host's, in another order. f32, f64 and integer
-// convolutions keep the scalar kernel.
+// are float sums as the host's, in another order.
+//
+// f32 convolutions under --precision=tf32 (the node's math = "tf32", set by
+// passes/Tf32Math.cpp) run the same MMA kernel over MmaTile.h's tf32 element
+// width: one f32 element per word, rounded to tf32 on load (the prelude's
+// snug_tf32, cvt.rna.tf32.f32), 8 k deep per step, each product an
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (snug_mma_m16n8k8_tf32).
+// Products of two tf32 values are exact in f32, so the result is the host's
+// tf32 result (operands rounded the same way, sums in float) in another
+// summation order. The direct kernel rounds its operands the same way.
+// Other f32, f64 and integer convolutions keep the scalar kernel.
 //
 // Convolutions with few output channels per group (depthwise, or grouped
 // ones with MG < 16) waste most of a 64-row tile: a direct kernel, one
@@ -309,10 +318,11 @@ std::string gemmLoads(const ConvShape &shape) {
   return os.str();
 }
 
-/// The MMA kernel's word lambdas and `load(k0)` (MmaTile.h): the raw bits
-/// of the weight and patch elements, zero outside the tile's bounds and in
-/// the padding; they go to the tensor cores unconverted.
-std::string convMmaLoads(const ConvShape &shape) {
+/// The MMA kernel's word lambdas and `load(k0)` (MmaTile.h): the bits the
+/// tensor cores take for the weight and patch elements (16-bit ones
+/// unconverted, f32 ones rounded to tf32), zero outside the tile's bounds
+/// and in the padding.
+std::string convMmaLoads(const ConvShape &shape, const MmaElement &element) {
   const std::string &idx = shape.index;
   int64_t depth = shape.cg * shape.taps;
   std::vector<std::string> tapNames = axisNames("t", shape.axes.size()),
@@ -325,8 +335,8 @@ std::string convMmaLoads(const ConvShape &shape) {
   llvm::raw_string_ostream os(text);
   os << "  auto weightAt = [&](" << idx << " m, " << idx
      << " k) -> uint32_t {\n"
-     << "    return m < " << lit(shape.mg) << " && k < " << lit(depth)
-     << " ? (uint32_t)wg[(m - m0) * " << lit(depth) << " + k].bits : 0u;\n"
+     << "    return m < " << lit(shape.mg) << " && k < " << lit(depth) << " ? "
+     << element.bits("wg[(m - m0) * " + lit(depth) + " + k]") << " : 0u;\n"
      << "  };\n"
      << "  auto patchAt = [&](" << idx << " k) -> uint32_t {\n"
      << coordinates("    ", idx, "k", depthNames, depthExtents);
@@ -334,11 +344,12 @@ std::string convMmaLoads(const ConvShape &shape) {
     os << "    const " << idx << " " << inNames[a] << " = s" << a << " + "
        << tapNames[a] << " * " << lit(shape.axes[a].dilation) << ";\n";
   os << "    return pixelInside && k < " << lit(depth) << " && "
-     << insideInput(shape, inNames) << " ? (uint32_t)xg[c * "
-     << lit(shape.inSize) << " + " << rowMajor(inNames, inExtents(shape))
-     << "].bits : 0u;\n"
+     << insideInput(shape, inNames) << " ? "
+     << element.bits("xg[c * " + lit(shape.inSize) + " + " +
+                     rowMajor(inNames, inExtents(shape)) + "]")
+     << " : 0u;\n"
      << "  };\n"
-     << mmaLoads(idx, {MmaLoad::AlongK, "weightAt", "m0"},
+     << mmaLoads(idx, element, {MmaLoad::AlongK, "weightAt", "m0"},
                  {MmaLoad::AlongRows, "patchAt", ""});
   return os.str();
 }
@@ -432,18 +443,19 @@ std::string gemmStore(const EmitContext &context, const ConvShape &shape,
 
 /// The implicit-GEMM kernel (see the file comment). Grid: x over pixel
 /// tiles, y over channel tiles of a group, z over groups.
-/// With `mma` (f16 and bf16 operands), on the tensor cores.
+/// With `mma` (f16 and bf16 operands; f32 under tf32), on the tensor cores.
 Kernel implicitGemmKernel(EmitContext &context, const ConvShape &shape,
-                          bool mma, const EpilogueStore &epilogue) {
+                          const llvm::Optional<MmaElement> &mma,
+                          const EpilogueStore &epilogue) {
   Dim3 grid;
   grid.x = uint32_t((shape.batch * shape.outSize + kTileN - 1) / kTileN);
   grid.y = uint32_t((shape.mg + kTileM - 1) / kTileM);
   grid.z = uint32_t(shape.group);
   std::string body =
-      mma ? mmaTiles() + gemmPrologue(context, shape) + convMmaLoads(shape) +
-                mmaDepthLoop(shape.index, shape.cg * shape.taps,
-                             cudaTypeName(context.in(0).dtype), MmaLoad::AlongK,
-                             MmaLoad::AlongRows) +
+      mma ? mmaTiles(*mma) + gemmPrologue(context, shape) +
+                convMmaLoads(shape, *mma) +
+                mmaDepthLoop(shape.index, shape.cg * shape.taps, *mma,
+                             MmaLoad::AlongK, MmaLoad::AlongRows) +
                 convMmaStore(context, shape, epilogue)
           : scalarTiles(shape) + gemmPrologue(context, shape) +
                 gemmLoads(shape) + gemmDepthLoop(shape) +
@@ -468,7 +480,8 @@ std::string overOutputs(const TensorRef &y, const ConvShape &shape,
 }
 
 /// One thread per output element, summing its CG input channels' taps.
-Kernel directKernel(EmitContext &context, const ConvShape &shape,
+/// Under tf32 (`tf32`) each operand is rounded as the MMA kernel's are.
+Kernel directKernel(EmitContext &context, const ConvShape &shape, bool tf32,
                     const EpilogueStore &epilogue) {
   const std::string &acc = shape.acc, &idx = shape.index;
   size_t spatial = shape.axes.size();
@@ -500,10 +513,16 @@ Kernel directKernel(EmitContext &context, const ConvShape &shape,
        << indent << "    continue;\n";
     indent += "  ";
   }
-  os << indent << "sum += (" << acc << ")snug_load(xc + "
-     << rowMajor(inNames, inExtents(shape)) << ") * (" << acc
-     << ")snug_load(wc + " << rowMajor(tapNames, kernelExtents(shape))
-     << ");\n";
+  auto operand = [&](const std::string &load) {
+    return tf32 ? "snug::scalar::roundToTf32(" + load + ")"
+                : "(" + acc + ")" + load;
+  };
+  os << indent << "sum += "
+     << operand("snug_load(xc + " + rowMajor(inNames, inExtents(shape)) + ")")
+     << " * "
+     << operand("snug_load(wc + " + rowMajor(tapNames, kernelExtents(shape)) +
+                ")")
+     << ";\n";
   for (size_t a = spatial; a-- > 0;) {
     indent.resize(indent.size() - 2);
     os << indent << "}\n";
@@ -528,12 +547,15 @@ llvm::Error emitConv(EmitContext &context) {
       (shape->mg + kTileM - 1) / kTileM <= 65535 &&
       (shape->batch * shape->outSize + kTileN - 1) / kTileN <= INT32_MAX;
   DType x = context.in(0).dtype;
-  bool mma = (x == DType::F16 || x == DType::BF16) && context.in(1).dtype == x;
+  std::string math = context.stringAttr("math");
+  llvm::Optional<MmaElement> mma =
+      MmaElement::select(x, context.in(1).dtype, math);
+  bool tf32 = x == DType::F32 && context.in(1).dtype == x && math == "tf32";
   auto epilogue = EpilogueStore::create(context);
   if (!epilogue)
     return epilogue.takeError();
   context.launch(tiled ? implicitGemmKernel(context, *shape, mma, *epilogue)
-                       : directKernel(context, *shape, *epilogue));
+                       : directKernel(context, *shape, tf32, *epilogue));
   return llvm::Error::success();
 }
 

@@ -181,6 +181,10 @@ void EmitContext::gemm(const DeviceGemm &gemm) {
   step.kind = StepGemm;
   step.op = opIndex;
   step.gemm = gemm;
+  // --precision=tf32 marks the node (passes/Tf32Math.cpp); cuBLAS then
+  // multiplies f32 in TF32. One place for every GEMM step a node makes.
+  if (gemm.dtype == bundle::DTypeF32 && stringAttr("math") == "tf32")
+    step.gemm.math = bundle::GemmMathTf32;
   step.gemm.workspaceOffset = scratchBytes ? scratchOffset : 0;
   step.gemm.workspaceBytes = scratchBytes;
   steps.push_back(std::move(step));
@@ -434,6 +438,8 @@ std::string describeDevicePlan(const DevicePlan &plan) {
       if (g.workspaceBytes)
         os << " workspace=arena+" << g.workspaceOffset << " "
            << g.workspaceBytes << " bytes";
+      if (g.math == bundle::GemmMathTf32)
+        os << " math=tf32";
     } else {
       os << "copy " << step.copy.bytes << " bytes ";
       arg(step.copy.src), os << " -> ", arg(step.copy.dst);

@@ -9,9 +9,10 @@
 // SNUG_CUDA_SIM the same text compiles as host C++ for the simulator
 // (tests/cudasim), which provides the CUDA built-ins; ScalarOps.h then takes
 // its host branch, so simulated kernels compute what the host kernels do.
-// Last, the tensor-core product of the f16/bf16 convolutions and products
-// (kMma): inline PTX on sm_80 and newer, a scalar emulation of the same
-// fragments on sm_75 and under SNUG_CUDA_SIM.
+// Last, the tensor-core products of the f16/bf16 convolutions and products
+// (kMma) and of the f32 ones under --precision=tf32 (kMmaTf32): inline PTX
+// on sm_80 and newer, a scalar emulation of the same fragments on sm_75 and
+// under SNUG_CUDA_SIM.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CudaEmitter.h"
@@ -101,6 +102,35 @@ template <class T, class Op> SNUG_DEVICE T snug_block_reduce(T v, Op op, T *scra
 /// and on the simulator a scalar emulation gives each lane the same four
 /// results.
 static const char kMma[] = R"cuda(
+// The emulations' exchange (sm_75 and the simulator): this lane's copies,
+// by word w along k, of A's rows g and g + 8 (rowA[0], rowA[1]) and of B's
+// columns 2t and 2t + 1 (colB[0], colB[1]), from the lanes that hold them:
+// word w of A's row g lies in lane 4g + w % 4, register h + 2 * (w / 4) (h
+// the row half), of B's column n in lane 4n + w % 4, register w / 4. Both
+// m16n8k16's pairs and m16n8k8's tf32 words sit there. 1-D blocks:
+// threadIdx.x % 32 is the lane.
+SNUG_DEVICE void snug_mma_gather(const uint32_t (&a)[4], const uint32_t (&b)[2], uint32_t (&rowA)[2][8], uint32_t (&colB)[2][8]) {
+  const unsigned lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
+#if defined(SNUG_CUDA_SIM) && !defined(SNUG_CUDASIM_MMA_SHUFFLES)
+  // One exchange of the warp's six words per lane, not 32 shuffles (the
+  // simulator runs those as 32 block-wide exchanges; -DSNUG_CUDASIM_MMA_SHUFFLES
+  // runs the sm_75 shuffles there instead, to test them).
+  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  const uint32_t (*lanes)[8] = ::snug_cudasim::gatherWarp(mine, 6);
+  for (unsigned w = 0; w < 8; ++w)
+    for (unsigned h = 0; h < 2; ++h) {
+      rowA[h][w] = lanes[4 * g + w % 4][h + 2 * (w / 4)];
+      colB[h][w] = lanes[4 * (2 * t + h) + w % 4][4 + w / 4];
+    }
+#else
+  for (unsigned w = 0; w < 8; ++w)
+    for (unsigned h = 0; h < 2; ++h) {
+      rowA[h][w] = __shfl_sync(0xffffffffu, a[h + 2 * (w / 4)], int(4 * g + w % 4));
+      colB[h][w] = __shfl_sync(0xffffffffu, b[w / 4], int(4 * (2 * t + h) + w % 4));
+    }
+#endif
+}
+
 // d += A * B on the tensor cores for one 16x16 (A, row-major) by 16x8 (B,
 // column-major) tile of the warp, f32 accumulators; T is snug_half or
 // snug_bfloat. Every lane of the warp calls it together (it is collective).
@@ -128,31 +158,11 @@ SNUG_DEVICE void snug_mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
   // The emulation: this lane collects, by k / 2, the words of A's rows g and
-  // g + 8 and of B's columns 2t and 2t + 1 from the lanes that hold them
-  // (word w of A's row g lies in lane 4g + w % 4, register 2 * (w / 4); of
-  // B's column n in lane 4n + w % 4, register w / 4), then sums the 16
-  // products in k order in float (each is exact: 11- or 8-bit significands).
-  // 1-D blocks: threadIdx.x % 32 is the lane.
-  const unsigned lane = threadIdx.x & 31u, g = lane >> 2, t = lane & 3u;
+  // g + 8 and of B's columns 2t and 2t + 1 (snug_mma_gather), then sums the
+  // 16 products in k order in float (each is exact: 11- or 8-bit
+  // significands).
   uint32_t rowA[2][8], colB[2][8];
-#if defined(SNUG_CUDA_SIM) && !defined(SNUG_CUDASIM_MMA_SHUFFLES)
-  // One exchange of the warp's six words per lane, not 32 shuffles (the
-  // simulator runs those as 32 block-wide exchanges; -DSNUG_CUDASIM_MMA_SHUFFLES
-  // runs the sm_75 shuffles there instead, to test them).
-  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
-  const uint32_t (*lanes)[8] = ::snug_cudasim::gatherWarp(mine, 6);
-  for (unsigned w = 0; w < 8; ++w)
-    for (unsigned h = 0; h < 2; ++h) {
-      rowA[h][w] = lanes[4 * g + w % 4][h + 2 * (w / 4)];
-      colB[h][w] = lanes[4 * (2 * t + h) + w % 4][4 + w / 4];
-    }
-#else
-  for (unsigned w = 0; w < 8; ++w)
-    for (unsigned h = 0; h < 2; ++h) {
-      rowA[h][w] = __shfl_sync(0xffffffffu, a[h + 2 * (w / 4)], int(4 * g + w % 4));
-      colB[h][w] = __shfl_sync(0xffffffffu, b[w / 4], int(4 * (2 * t + h) + w % 4));
-    }
-#endif
+  snug_mma_gather(a, b, rowA, colB);
   for (unsigned i = 0; i < 4; ++i) {
     float sum = d[i];
     for (unsigned w = 0; w < 8; ++w)
@@ -165,9 +175,63 @@ SNUG_DEVICE void snug_mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const 
 }
 )cuda";
 
+/// The tf32 product of the f32 implicit-GEMM convolution and tiled
+/// MatMul/Gemm kernels under --precision=tf32 (MmaTile.h's tf32 element
+/// width): mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, with the
+/// fragment layout of "Matrix Fragments for mma.m16n8k8" for .tf32 (one
+/// element per 32-bit word, which puts the words where m16n8k16 puts them:
+/// the same shared tiles feed both), and snug_tf32, the operands' rounding
+/// (cvt.rna.tf32.f32). On sm_80 and newer the instructions; on sm_75 and the
+/// simulator the emulation, which rounds as cvt.rna does (ScalarOps.h's
+/// roundToTf32, the host kernels' rounding).
+static const char kMmaTf32[] = R"cuda(
+// f32 -> tf32 (round to nearest, ties away from zero; a float with its low
+// 13 bits zero), as the bits the tf32 MMA takes.
+SNUG_DEVICE uint32_t snug_tf32(float x) {
+#if !defined(SNUG_CUDA_SIM) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+#else
+  return snug::scalar::floatBits(snug::scalar::roundToTf32(x));
+#endif
+}
+
+// d += A * B on the tensor cores for one 16x8 (A, row-major) by 8x8 (B,
+// column-major) tf32 tile of the warp, f32 accumulators. With lane = 4 * g +
+// t, one element per word:
+//   a[0]: A[g][t]   a[1]: A[g+8][t]   a[2]: A[g][t+4]   a[3]: A[g+8][t+4]
+//   b[0]: B[t][g]   b[1]: B[t+4][g]
+//   d[0], d[1]: D[g][2t], D[g][2t+1]   d[2], d[3]: D[g+8][2t], D[g+8][2t+1]
+// (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32): word w of A's row
+// and B's column at the same places as m16n8k16's words.
+SNUG_DEVICE void snug_mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if !defined(SNUG_CUDA_SIM) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  // The emulation: as snug_mma_m16n8k16's, with 8 words of one element
+  // each; every operand rounded as cvt.rna rounds (a no-op on words
+  // snug_tf32 made), the 8 products (exact: 11-bit significands) summed in
+  // k order in float.
+  uint32_t rowA[2][8], colB[2][8];
+  snug_mma_gather(a, b, rowA, colB);
+  for (unsigned i = 0; i < 4; ++i) {
+    float sum = d[i];
+    for (unsigned w = 0; w < 8; ++w)
+      sum += snug::scalar::roundToTf32(snug::scalar::floatFromBits(rowA[i / 2][w])) *
+             snug::scalar::roundToTf32(snug::scalar::floatFromBits(colB[i % 2][w]));
+    d[i] = sum;
+  }
+#endif
+}
+)cuda";
+
 llvm::StringRef getCudaPrelude() {
   static const std::string prelude =
-      std::string(kHead) + kScalarOps + kTail + kReductions + kMma;
+      std::string(kHead) + kScalarOps + kTail + kReductions + kMma + kMmaTf32;
   return prelude;
 }
 

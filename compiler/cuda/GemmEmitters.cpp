@@ -38,11 +38,20 @@
 // warps of mma.sync.m16n8k16 products with f32 accumulators through the
 // prelude's snug_mma_m16n8k16, and the store guarded by M and N. The
 // products of two 16-bit elements are exact in f32, so the sums are float
-// sums in another order than the host's. Otherwise (f32, f64, integers) it
-// runs on the CUDA cores: 16x16 threads, each a 4x4 register tile of the
-// same 64x64 tile. Either is plainer than cuBLAS (no multi-stage copy
-// pipeline, no split-K), so slower on large products; EpiloguePattern.cpp
-// keeps the long-K products cuBLAS would split on cuBLAS.
+// sums in another order than the host's. f32 products under
+// --precision=tf32 (math = "tf32", passes/Tf32Math.cpp) take the same tile
+// over MmaTile.h's tf32 element width: one f32 element per word, rounded to
+// tf32 on load (snug_tf32), 8 deep per step, mma.sync.m16n8k8 tf32 products
+// (snug_mma_m16n8k8_tf32); the products of tf32 values are exact in f32, so
+// the result is the host's tf32 result (LinalgKernels.cpp rounds the
+// operands alike) in another summation order. That covers the products
+// with an epilogue and those that would take too many cuBLAS calls; the
+// others are cuBLAS steps with CUBLAS_COMPUTE_32F_FAST_TF32
+// (CudaEmitter.cpp). Otherwise (f32, f64, integers) it runs on the CUDA cores:
+// 16x16 threads, each a 4x4 register tile of the same 64x64 tile. Either is
+// plainer than cuBLAS (no multi-stage copy pipeline, no split-K), so slower on
+// large products; EpiloguePattern.cpp keeps the long-K products cuBLAS would
+// split on cuBLAS.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/EpilogueStore.h"
@@ -301,15 +310,17 @@ std::string simtBody(const EmitContext &context, const Product &product,
   return os.str();
 }
 
-/// The lambda `name` giving the raw bits of an operand's element at depth k
-/// in row `row` (A's row, B's column; fewer than `rows`) as its load role
-/// `load` asks (MmaTile.h): a parameter along k; along the rows, this
-/// thread's row `origin` + pb, named `row`. `at` is the element's offset in
-/// the batch item `base`. Zero past the rows and past K.
-std::string wordLambda(const Product &product, llvm::StringRef idx,
-                       llvm::StringRef name, MmaLoad load, llvm::StringRef row,
-                       llvm::StringRef origin, int64_t rows,
-                       llvm::StringRef base, const std::string &at) {
+/// The lambda `name` giving the tensor cores' bits of an operand's element
+/// (MmaElement::bits) at depth k in row `row` (A's row, B's column; fewer
+/// than `rows`) as its load role `load` asks (MmaTile.h): a parameter along
+/// k; along the rows, this thread's row `origin` + pb, named `row`. `at` is
+/// the element's offset in the batch item `base`. Zero past the rows and
+/// past K.
+std::string wordLambda(const Product &product, const MmaElement &element,
+                       llvm::StringRef idx, llvm::StringRef name, MmaLoad load,
+                       llvm::StringRef row, llvm::StringRef origin,
+                       int64_t rows, llvm::StringRef base,
+                       const std::string &at) {
   std::string text;
   if (load == MmaLoad::AlongRows)
     text += ("const " + idx + " " + row + " = " + origin + " + pb;\n").str();
@@ -317,8 +328,8 @@ std::string wordLambda(const Product &product, llvm::StringRef idx,
   if (load == MmaLoad::AlongK)
     text += (idx + " " + row + ", ").str();
   text += (idx + " k) -> uint32_t {\n  return " + row + " < ").str() +
-          lit(rows) + " && k < " + lit(product.k) + " ? (uint32_t)" +
-          base.str() + "[" + at + "].bits : 0u;\n};\n";
+          lit(rows) + " && k < " + lit(product.k) + " ? " +
+          element.bits(base.str() + "[" + at + "]") + " : 0u;\n};\n";
   return text;
 }
 
@@ -330,18 +341,18 @@ std::string wordLambda(const Product &product, llvm::StringRef idx,
 /// loaded along its contiguous dim: A along k, B along its columns, and the
 /// other way round when Gemm transposes them.
 std::string mmaBody(const EmitContext &context, const Product &product,
-                    const EpilogueStore &epilogue, llvm::StringRef idx,
-                    llvm::StringRef result) {
+                    const MmaElement &element, const EpilogueStore &epilogue,
+                    llvm::StringRef idx, llvm::StringRef result) {
   std::string n = lit(product.n);
   MmaLoad loadA = product.transA ? MmaLoad::AlongRows : MmaLoad::AlongK;
   MmaLoad loadB = product.transB ? MmaLoad::AlongK : MmaLoad::AlongRows;
   llvm::StringRef rowA = product.transA ? "ia" : "m";
   llvm::StringRef colB = product.transB ? "n" : "jb";
   std::string words =
-      wordLambda(product, idx, "aWord", loadA, rowA, "i0", product.m, "az",
-                 offsetInA(product, rowA, "k")) +
-      wordLambda(product, idx, "bWord", loadB, colB, "j0", product.n, "bz",
-                 offsetInB(product, "k", colB));
+      wordLambda(product, element, idx, "aWord", loadA, rowA, "i0", product.m,
+                 "az", offsetInA(product, rowA, "k")) +
+      wordLambda(product, element, idx, "bWord", loadB, colB, "j0", product.n,
+                 "bz", offsetInB(product, "k", colB));
   MmaStore where;
   where.index = idx.str();
   where.row = "row", where.rowOrigin = "i0", where.rows = product.m;
@@ -349,20 +360,21 @@ std::string mmaBody(const EmitContext &context, const Product &product,
   where.store = epilogue.store("z * " + lit(product.m * product.n) +
                                    " + row * " + n + " + col",
                                result, "            ", idx);
-  return mmaTiles() + batchLoopHead(context, product, idx, kTileM, kTileN) +
+  return mmaTiles(element) +
+         batchLoopHead(context, product, idx, kTileM, kTileN) +
          indentBy(words, "    ") +
-         indentBy(
-             mmaLoads(idx, {loadA, "aWord", "i0"}, {loadB, "bWord", "j0"}) +
-                 mmaDepthLoop(idx, product.k, cudaTypeName(context.in(0).dtype),
-                              loadA, loadB) +
-                 mmaStoreLoop(where),
-             "  ") +
+         indentBy(mmaLoads(idx, element, {loadA, "aWord", "i0"},
+                           {loadB, "bWord", "j0"}) +
+                      mmaDepthLoop(idx, product.k, element, loadA, loadB) +
+                      mmaStoreLoop(where),
+                  "  ") +
          "  }\n";
 }
 
 /// Y[b] = alpha * op(A[b]) op(B[b]) (+ beta * C broadcast, for Gemm) as a
 /// tiled kernel: on the tensor cores when A and B are both f16 or both
-/// bf16 (mmaBody), else on the CUDA cores (simtBody). Sums as the host: in
+/// bf16, or both f32 under tf32 (mmaBody), else on the CUDA cores
+/// (simtBody). Sums as the host: in
 /// double over float-converted operands for integers (the result rounded
 /// to float before it is stored), in the compute type for the floats (f32
 /// accumulators for the tensor cores), each in k order but for the MMA's
@@ -379,8 +391,8 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   bool withC =
       context.node.is(ir::OpCode::Gemm) && context.hasIn(2) && beta != 0;
   bool isFloat = cublasDType(y.dtype) != 0;
-  bool mma =
-      (a.dtype == DType::F16 || a.dtype == DType::BF16) && b.dtype == a.dtype;
+  llvm::Optional<MmaElement> mma =
+      MmaElement::select(a.dtype, b.dtype, context.stringAttr("math"));
   std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
   if (mma)
     acc = "float";
@@ -421,7 +433,7 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   epilogue->addParams(kernel, context);
   kernel.body =
       epilogue->getSetup() +
-      (mma ? mmaBody(context, product, *epilogue, idx, result)
+      (mma ? mmaBody(context, product, *mma, *epilogue, idx, result)
            : simtBody(context, product, *epilogue, idx, acc, operand, result));
   context.launch(std::move(kernel));
   return llvm::Error::success();

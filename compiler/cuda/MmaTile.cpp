@@ -4,7 +4,10 @@
 // "Matrix Fragments for mma.m16n8k16 with floating point type", as the
 // prelude's snug_mma_m16n8k16 documents it: with lane = 4 * gq + tq, A's
 // words are rows gq and gq + 8 at words tq and tq + 4, B's column gq at
-// words tq and tq + 4.
+// words tq and tq + 4. "Matrix Fragments for mma.m16n8k8" for .tf32 puts
+// its one-element words at the same places (snug_mma_m16n8k8_tf32), so the
+// element width changes only the loads (one element a word, rounded by
+// snug_tf32), the step (kMmaWords k) and the product's name.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/MmaTile.h"
@@ -17,13 +20,35 @@ namespace snug {
 namespace cuda {
 
 /// Words of each operand's tile a thread loads per step (either role).
-constexpr int64_t kWords = kTileM * kTileK / 2 / kThreads;
+constexpr int64_t kWords = kTileM * kMmaWords / kThreads;
 static_assert(kTileM == kTileN, "both roles fit both tiles");
 /// Threads per row of a tile loaded along k (one word each), and per word
 /// column of one loaded along its rows.
-constexpr int64_t kThreadsPerRowA = kTileK / 2, kThreadsPerColumnB = kTileN;
+constexpr int64_t kThreadsPerRowA = kMmaWords, kThreadsPerColumnB = kTileN;
 
-std::string mmaTiles() {
+llvm::Optional<MmaElement> MmaElement::select(ir::DType a, ir::DType b,
+                                              llvm::StringRef math) {
+  if (a != b)
+    return llvm::None;
+  if (a == ir::DType::F16 || a == ir::DType::BF16)
+    return MmaElement{cudaTypeName(a)};
+  if (a == ir::DType::F32 && math == "tf32")
+    return MmaElement{""};
+  return llvm::None;
+}
+
+std::string MmaElement::bits(llvm::StringRef value) const {
+  return isTf32() ? "snug_tf32(" + value.str() + ")"
+                  : "(uint32_t)" + value.str() + ".bits";
+}
+
+/// The product of one MMA tile in the depth loop.
+static std::string product(const MmaElement &element) {
+  return element.isTf32() ? std::string("snug_mma_m16n8k8_tf32")
+                          : "snug_mma_m16n8k16<" + element.pair + ">";
+}
+
+std::string mmaTiles(const MmaElement &element) {
   std::string text;
   llvm::raw_string_ostream os(text);
   // Rows of kMmaRowWords words (a multiple of 8 plus 4): the fragment reads
@@ -34,7 +59,8 @@ std::string mmaTiles() {
      << kMmaRowWords << "];\n"
      << "  const int tid = threadIdx.x;\n"
      << "  // Along k, this thread loads rows ma + "
-     << kThreads / kThreadsPerRowA << " * j at words ka (k = 2 ka, 2 ka + 1);\n"
+     << kThreads / kThreadsPerRowA << " * j at words ka ("
+     << (element.isTf32() ? "k = ka" : "k = 2 ka, 2 ka + 1") << ");\n"
      << "  // along the rows, words kb + " << kThreads / kThreadsPerColumnB
      << " * j of row pb.\n"
      << "  const int ka = tid % " << kThreadsPerRowA << ", ma = tid / "
@@ -45,32 +71,37 @@ std::string mmaTiles() {
 }
 
 /// The loop filling registers `regs` with this thread's words of
-/// `operand`'s tile (MmaLoad).
-static std::string loadWords(llvm::StringRef index, const MmaOperand &operand,
-                             llvm::StringRef regs) {
+/// `operand`'s tile (MmaLoad): word w at depth k0 + perWord * w.
+static std::string loadWords(llvm::StringRef index, const MmaElement &element,
+                             const MmaOperand &operand, llvm::StringRef regs) {
+  // The word from the caller's lambda applied to (args, k): one element,
+  // or two at k and k + 1.
+  auto word = [&](llvm::StringRef args) {
+    std::string at = operand.word + "(" + args.str();
+    return element.isTf32() ? at + "k)" : at + "k) | " + at + "k + 1) << 16";
+  };
+  const char *twice = element.isTf32() ? "" : "2 * ";
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "    for (int j = 0; j < " << kWords << "; ++j) {\n";
   if (operand.load == MmaLoad::AlongK)
     os << "      const " << index << " m = " << operand.origin << " + ma + "
-       << kThreads / kThreadsPerRowA << " * j, k = k0 + 2 * ka;\n"
-       << "      " << regs << "[j] = " << operand.word << "(m, k) | "
-       << operand.word << "(m, k + 1) << 16;\n";
+       << kThreads / kThreadsPerRowA << " * j, k = k0 + " << twice << "ka;\n"
+       << "      " << regs << "[j] = " << word("m, ") << ";\n";
   else
-    os << "      const " << index << " k = k0 + 2 * (kb + "
+    os << "      const " << index << " k = k0 + " << twice << "(kb + "
        << kThreads / kThreadsPerColumnB << " * j);\n"
-       << "      " << regs << "[j] = " << operand.word << "(k) | "
-       << operand.word << "(k + 1) << 16;\n";
+       << "      " << regs << "[j] = " << word("") << ";\n";
   os << "    }\n";
   return os.str();
 }
 
-std::string mmaLoads(llvm::StringRef index, const MmaOperand &a,
-                     const MmaOperand &b) {
+std::string mmaLoads(llvm::StringRef index, const MmaElement &element,
+                     const MmaOperand &a, const MmaOperand &b) {
   return "  uint32_t a[" + std::to_string(kWords) + "], b[" +
          std::to_string(kWords) + "];\n  auto load = [&](" + index.str() +
-         " k0) {\n" + loadWords(index, a, "a") + loadWords(index, b, "b") +
-         "  };\n";
+         " k0) {\n" + loadWords(index, element, a, "a") +
+         loadWords(index, element, b, "b") + "  };\n";
 }
 
 /// The statements storing registers `regs` into shared tile `tile` (MmaLoad).
@@ -89,7 +120,8 @@ static std::string stageWords(MmaLoad load, llvm::StringRef tile,
 }
 
 std::string mmaDepthLoop(llvm::StringRef index, int64_t depth,
-                         llvm::StringRef element, MmaLoad a, MmaLoad b) {
+                         const MmaElement &element, MmaLoad a, MmaLoad b) {
+  int64_t stepK = element.stepK();
   int64_t tilesM = kWarpTileM / kMmaM, tilesN = kWarpTileN / kMmaN;
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -106,11 +138,11 @@ std::string mmaDepthLoop(llvm::StringRef index, int64_t depth,
      << ";\n"
      << "  load(0);\n"
      << "  for (" << index << " k0 = 0; k0 < " << cudaIntLiteral(depth)
-     << "; k0 += " << kTileK << ") {\n"
+     << "; k0 += " << stepK << ") {\n"
      << stageWords(a, "As", "a") << stageWords(b, "Bs", "b")
      << "    __syncthreads();\n"
-     << "    if (k0 + " << kTileK << " < " << cudaIntLiteral(depth) << ")\n"
-     << "      load(k0 + " << kTileK << ");\n"
+     << "    if (k0 + " << stepK << " < " << cudaIntLiteral(depth) << ")\n"
+     << "      load(k0 + " << stepK << ");\n"
      << "    uint32_t fa[" << tilesM << "][4], fb[" << tilesN << "][2];\n"
      << "    for (int i = 0; i < " << tilesM << "; ++i) {\n"
      << "      const int r = wm * " << kWarpTileM << " + i * " << kMmaM
@@ -125,8 +157,7 @@ std::string mmaDepthLoop(llvm::StringRef index, int64_t depth,
      << "    }\n"
      << "    for (int i = 0; i < " << tilesM << "; ++i)\n"
      << "      for (int j = 0; j < " << tilesN << "; ++j)\n"
-     << "        snug_mma_m16n8k16<" << element
-     << ">(acc[i][j], fa[i], fb[j]);\n"
+     << "        " << product(element) << "(acc[i][j], fa[i], fb[j]);\n"
      << "    __syncthreads();\n"
      << "  }\n";
   return os.str();

@@ -51,7 +51,7 @@ _OPTIONS = {
     "allow_micro_batches": bool,  # --allow-micro-batches
     "allow_offload": bool,     # --allow-offload
     "offload_bandwidth": float,  # --offload-bandwidth (GB/s)
-    "precision": str,          # --precision=fp32|fp16|bf16
+    "precision": str,          # --precision=fp32|tf32|fp16|bf16
     "keep_fp32": str,          # --keep-fp32: "NAME,OP,..."
     "io_precision": str,       # --io-precision=model|lowered
     "passes": str,             # --passes

@@ -381,8 +381,12 @@ Status CudaExecutor::resolveSteps() {
         step.dataType = CUDA_R_32F;
         break;
       }
-      step.computeType =
-          g.dtype == bundle::DTypeF64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+      // TF32 through the compute type, not the handle's math mode (which
+      // stays CUBLAS_DEFAULT_MATH): per GEMM, only those marked.
+      step.computeType = g.dtype == bundle::DTypeF64 ? CUBLAS_COMPUTE_64F
+                         : g.math == bundle::GemmMathTf32
+                             ? CUBLAS_COMPUTE_32F_FAST_TF32
+                             : CUBLAS_COMPUTE_32F;
       step.alpha32 = g.alpha, step.beta32 = g.beta;
       step.alpha64 = g.alpha, step.beta64 = g.beta;
       step.a = resolve(g.a), step.b = resolve(g.b), step.c = resolve(g.c);

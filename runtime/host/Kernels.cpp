@@ -170,8 +170,8 @@ template void storeAs<double>(uint8_t *, uint8_t, int64_t, double);
 template void storeAs<int64_t>(uint8_t *, uint8_t, int64_t, int64_t);
 template void storeAs<bool>(uint8_t *, uint8_t, int64_t, bool);
 
-FloatInput::FloatInput(const TensorView &view) {
-  if (view.dtype == DTypeF32 &&
+FloatInput::FloatInput(const TensorView &view, bool tf32) {
+  if (!tf32 && view.dtype == DTypeF32 &&
       reinterpret_cast<uintptr_t>(view.data) % alignof(float) == 0) {
     pointer = reinterpret_cast<const float *>(view.data);
     return;
@@ -179,6 +179,9 @@ FloatInput::FloatInput(const TensorView &view) {
   copy.resize(view.numElements);
   for (int64_t i = 0; i < view.numElements; ++i)
     copy[i] = float(loadDouble(view.data, view.dtype, i));
+  if (tf32)
+    for (float &value : copy)
+      value = scalar::roundToTf32(value);
   pointer = copy.data();
 }
 

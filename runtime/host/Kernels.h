@@ -72,6 +72,8 @@ public:
   int64_t getInt(const char *name, int64_t fallback) const;
   float getFloat(const char *name, float fallback) const;
   std::string getString(const char *name, const std::string &fallback) const;
+  /// Whether the node multiplies in TF32 (math = "tf32", passes/Tf32Math.cpp).
+  bool isTf32() const { return getString("math", "") == "tf32"; }
   /// nullptr when absent.
   const std::vector<int64_t> *getInts(const char *name) const;
   const std::vector<float> *getFloats(const char *name) const;
@@ -140,7 +142,9 @@ inline void storeInt(uint8_t *base, uint8_t dtype, int64_t i, int64_t value) {
 /// aligned f32 tensor, a converted copy otherwise.
 class FloatInput {
 public:
-  explicit FloatInput(const TensorView &view);
+  /// With `tf32`, a copy with every element rounded to TF32 (ScalarOps.h's
+  /// roundToTf32): the --precision=tf32 operands of Conv, MatMul and Gemm.
+  explicit FloatInput(const TensorView &view, bool tf32 = false);
   const float *data() const { return pointer; }
   float operator[](int64_t i) const { return pointer[i]; }
 

@@ -3,6 +3,7 @@
 
 #include "ir/Float16.h"
 #include "runtime/BundleFormat.h"
+#include "runtime/ScalarOps.h"
 
 #include <chrono>
 #include <csignal>
@@ -305,6 +306,14 @@ bool referenceGemm(const DeviceGemm &g, const DeviceMemory &memory,
   }
   const uint8_t *a = memory.resolve(g.a), *b = memory.resolve(g.b);
   uint8_t *c = memory.resolve(g.c);
+  // CUBLAS_COMPUTE_32F_FAST_TF32 (--precision=tf32): the operands as the
+  // tensor cores take them, rounded as the host kernels round them
+  // (runtime/ScalarOps.h's roundToTf32); the sums stay in double.
+  bool tf32 = g.math == GemmMathTf32 && dtype == DTypeF32;
+  auto operand = [&](const uint8_t *p) {
+    double value = loadElement(p, dtype);
+    return tf32 ? double(snug::scalar::roundToTf32(float(value))) : value;
+  };
   // op(A) as rows (row i: op(A)(i, 0..k-1)) and op(B) column j, in double.
   std::vector<double> rowsA(size_t(m) * size_t(std::max<int64_t>(k, 0)));
   std::vector<double> column(size_t(std::max<int64_t>(k, 0)));
@@ -315,12 +324,12 @@ bool referenceGemm(const DeviceGemm &g, const DeviceMemory &memory,
     for (int64_t i = 0; i < m; ++i)
       for (int64_t p = 0; p < k; ++p) {
         int64_t index = g.transA ? p + i * g.lda : i + p * g.lda;
-        rowsA[size_t(i * k + p)] = loadElement(ab + index * size, dtype);
+        rowsA[size_t(i * k + p)] = operand(ab + index * size);
       }
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t p = 0; p < k; ++p) {
         int64_t index = g.transB ? j + p * g.ldb : p + j * g.ldb;
-        column[size_t(p)] = loadElement(bb + index * size, dtype);
+        column[size_t(p)] = operand(bb + index * size);
       }
       for (int64_t i = 0; i < m; ++i) {
         const double *row = rowsA.data() + i * k;

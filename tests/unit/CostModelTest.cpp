@@ -381,6 +381,41 @@ func @pool(%x: f32[1,2,4,4]) -> f32[1,2,2,2] {
   EXPECT_EQ(total.getFlops(), 8u * 4 + 8);
 }
 
+TEST(CostModelTest, Tf32ContractionsAtTheTf32Peak) {
+  // --precision=tf32 marks the f32 conv math = "tf32": its FLOPs (7.40 G, as
+  // above) run at H200's dense TF32 peak, 495 TFLOP/s (15 us, above the
+  // 15.2 MB memory time of 3.17 us), where the unmarked conv takes the
+  // CUDA-core 67; a device without a TF32 figure uses its f32 one. The cost
+  // counts are the same (tf32 is math, not storage).
+  auto module = parse(R"(
+func @conv(%x: f32[8,256,28,28], %w: f32[256,256,3,3] weight) -> (f32[8,256,28,28], f32[8,256,28,28]) {
+  %y = Conv(%x, %w) {dilations = [1, 1], group = 1, kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1]} : f32[8,256,28,28]
+  %t = Conv(%x, %w) {dilations = [1, 1], group = 1, kernel_shape = [3, 3], math = "tf32", pads = [1, 1, 1, 1], strides = [1, 1]} : f32[8,256,28,28]
+  return %y, %t
+})");
+  ASSERT_TRUE(module);
+  const DeviceSpec &h200 = getDefaultDevice();
+  EXPECT_EQ(h200.tf32FlopsPerSecond, 495e12);
+  Cost f32 = costOfNode(*nodeDefining(*module, "y"));
+  Cost tf32 = costOfNode(*nodeDefining(*module, "t"));
+  EXPECT_EQ(f32.get(DType::F32).tf32Flops, 0u);
+  EXPECT_EQ(tf32.get(DType::F32).tf32Flops, tf32.getFlops());
+  EXPECT_EQ(tf32.getMacs(), f32.getMacs());
+  EXPECT_EQ(tf32.getBytesMoved(), f32.getBytesMoved());
+  EXPECT_DOUBLE_EQ(estimateComputeSeconds(f32, h200), f32.getFlops() / 67e12);
+  EXPECT_DOUBLE_EQ(estimateComputeSeconds(tf32, h200),
+                   tf32.getFlops() / 495e12);
+  EXPECT_DOUBLE_EQ(estimateSeconds(tf32, h200), tf32.getFlops() / 495e12);
+  DeviceSpec noTf32 = h200;
+  noTf32.tf32FlopsPerSecond = 0;
+  EXPECT_DOUBLE_EQ(estimateComputeSeconds(tf32, noTf32),
+                   tf32.getFlops() / 67e12);
+  // Added costs keep the share.
+  Cost both = f32;
+  both += tf32;
+  EXPECT_EQ(both.get(DType::F32).tf32Flops, tf32.getFlops());
+}
+
 TEST(CostModelTest, TensorFiguresOnlyForHalfContractions) {
   // The same conv in f32 and f16: the f16 one runs at the tensor-core peak,
   // the f32 one at the CUDA-core peak. 8*256*28*28*256*9 = 3699376128 MACs:

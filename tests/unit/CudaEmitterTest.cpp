@@ -198,6 +198,42 @@ TEST(CudaEmitterTest, NvrtcCompilesTheTensorCoreGemm) {
             std::string::npos);
 }
 
+// Under --precision=tf32 the f32 tiled kernel (a Gemm with transA, transB, C
+// and an epilogue) takes the tf32 tensor-core path and compiles through
+// NVRTC for sm_80 and sm_90: the PTX has the m16n8k8 tf32 mma.sync and the
+// cvt.rna.tf32.f32 operand rounding.
+TEST(CudaEmitterTest, NvrtcCompilesTheTf32Gemm) {
+  if (!cuda::isNvrtcAvailable())
+    GTEST_SKIP() << "built without NVRTC";
+  auto program =
+      emit("func @f(%at: f32[50,70] {offset = 0}, %bt: f32[130,50] weight, "
+           "%c: f32[130] weight) -> f32[70,130] attributes {alignment = 256, "
+           "arena = 50688} {\n"
+           "  %z = Gemm(%at, %bt, %c) {alpha = 1.0, beta = 1.0, math = "
+           "\"tf32\", transA = 1, transB = 1} : f32[70,130] {offset = "
+           "14080} {\n"
+           "  ^bb(%0: f32[70,130]):\n"
+           "    %1 = Relu(%0) : f32[70,130]\n"
+           "    yield %1\n"
+           "  }\n"
+           "  return %z\n"
+           "}\n");
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  ASSERT_EQ(program->plan.kernels.size(), 1u);
+  EXPECT_NE(program->source.find("snug_mma_m16n8k8_tf32(acc"),
+            std::string::npos);
+  EXPECT_NE(program->source.find("snug_tf32(az["), std::string::npos);
+  auto images = cuda::compileCudaProgram(*program, {80, 90});
+  ASSERT_TRUE(bool(images)) << toString(images.takeError());
+  ASSERT_EQ(images->size(), 3u);
+  ASSERT_EQ((*images)[2].kind, bundle::ImagePtx);
+  const std::vector<uint8_t> &bytes = (*images)[2].bytes;
+  std::string ptx(bytes.begin(), bytes.end());
+  EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+            std::string::npos);
+  EXPECT_NE(ptx.find("cvt.rna.tf32.f32"), std::string::npos);
+}
+
 TEST(CudaEmitterTest, NvrtcFailuresAreInternalErrorsNamingTheNode) {
   if (!cuda::isNvrtcAvailable())
     GTEST_SKIP() << "built without NVRTC";

@@ -68,6 +68,45 @@ std::vector<uint8_t> bundleWith(const DevicePlan &plan,
   return std::move(*bytes);
 }
 
+/// The section table entry of the DevicePlan section (nullptr if none).
+uint8_t *devicePlanEntry(std::vector<uint8_t> &bytes) {
+  uint32_t sections;
+  std::memcpy(&sections, bytes.data() + 12, 4);
+  for (uint32_t i = 0; i < sections; ++i) {
+    uint8_t *entry = bytes.data() + kHeaderSize + i * kSectionEntrySize;
+    uint32_t kind;
+    std::memcpy(&kind, entry, 4);
+    if (kind == DevicePlanSection)
+      return entry;
+  }
+  return nullptr;
+}
+
+/// Where makePlan's GEMM step ends before its math byte (format v5) in the
+/// DevicePlan section: u64 arena, kernels "snug_fill_0" (4 + 4 + 11), u32
+/// steps, the launch (u8 kind, u32 op, u32 kernel, 6 x u32 dims, u32
+/// shared, u32 count, 3 args of 9), then the GEMM: u8 kind, u32 op, 3 x u8,
+/// 4 x u32, 6 x i64, 2 x f32, 3 args, u64 workspace offset and bytes.
+constexpr size_t kLaunchBytes = 1 + 4 + 4 + 24 + 4 + 4 + 27;
+constexpr size_t kGemmEnd =
+    8 + 19 + 4 + kLaunchBytes + 5 + 3 + 16 + 48 + 8 + 27 + 16;
+
+/// Drops the GEMM's math byte from a bundle of makePlan (the section one
+/// byte shorter, the byte left as padding so that every offset stays), for
+/// the formats before 5.
+void dropGemmMath(std::vector<uint8_t> &bytes) {
+  uint8_t *entry = devicePlanEntry(bytes);
+  ASSERT_NE(entry, nullptr);
+  uint64_t at, size;
+  std::memcpy(&at, entry + 8, 8);
+  std::memcpy(&size, entry + 16, 8);
+  std::copy(bytes.begin() + at + kGemmEnd + 1, bytes.begin() + at + size,
+            bytes.begin() + at + kGemmEnd);
+  bytes[at + size - 1] = 0;
+  --size;
+  std::memcpy(entry + 16, &size, 8);
+}
+
 std::string parseError(const std::vector<uint8_t> &bytes) {
   std::unique_ptr<rt::Bundle> bundle;
   rt::Status status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
@@ -126,12 +165,8 @@ TEST(DevicePlanTest, ReadsVersionOnePlans) {
   }
   ASSERT_NE(at, 0u);
   std::vector<uint8_t> v2(bytes.begin() + at, bytes.begin() + at + size);
-  // u64 arena, kernels "snug_fill_0" (4 + 4 + 11), u32 steps, the launch
-  // (u8 kind, u32 op, u32 kernel, 6 x u32 dims, u32 shared, u32 count, 3
-  // args of 9), then the GEMM: u8 kind, u32 op, 3 x u8, 4 x u32, 6 x i64,
-  // 2 x f32, 3 args; its workspace last.
-  size_t launch = 1 + 4 + 4 + 24 + 4 + 4 + 27;
-  size_t gemmEnd = 8 + 19 + 4 + launch + 5 + 3 + 16 + 48 + 8 + 27;
+  // The layout of kGemmEnd, up to the GEMM's workspace.
+  size_t gemmEnd = kGemmEnd - 16;
   std::vector<uint8_t> v1(v2.begin(), v2.begin() + 8);
   uint64_t workspace[2] = {256, 256};
   const uint8_t *raw = reinterpret_cast<const uint8_t *>(workspace);
@@ -141,9 +176,15 @@ TEST(DevicePlanTest, ReadsVersionOnePlans) {
   std::memcpy(written, v2.data() + gemmEnd, 16);
   ASSERT_EQ(written[0], 256u); // the layout above is the writer's
   ASSERT_EQ(written[1], 256u);
-  v1.insert(v1.end(), v2.begin() + gemmEnd + 16, v2.end());
+  ASSERT_EQ(v2[gemmEnd + 16], GemmMathDefault); // the math byte (v5)
+  v1.insert(v1.end(), v2.begin() + gemmEnd + 17, v2.end());
+  v1.push_back(0); // padding for the math byte, which v1 has not
   ASSERT_EQ(v1.size(), v2.size());
   std::copy(v1.begin(), v1.end(), bytes.begin() + at);
+  {
+    uint64_t shorter = size - 1;
+    std::memcpy(devicePlanEntry(bytes) + 16, &shorter, 8);
+  }
   // Nor has a v1 host plan the has-body byte (format v3): this plan's one
   // op has it last, so the section ends a byte earlier (the byte becomes
   // padding and every offset stays).
@@ -177,6 +218,33 @@ TEST(DevicePlanTest, ReadsVersionOnePlans) {
   sealBundle(bytes.data(), bytes.size());
   EXPECT_NE(parseError(bytes).find("overlap its operand B"), std::string::npos)
       << parseError(bytes);
+}
+
+// The GEMM math byte (format v5) round-trips; a version-4 bundle, which has
+// none, still reads, its GEMMs at default math.
+TEST(DevicePlanTest, GemmMathRoundTripsAndVersionFourReadsAsDefault) {
+  DevicePlan plan = makePlan();
+  plan.steps[1].gemm.math = GemmMathTf32;
+  std::vector<uint8_t> bytes = bundleWith(plan, makeImages());
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status =
+      rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_EQ(bundle->devicePlan.steps[1].gemm.math, GemmMathTf32);
+  // Without the math byte, but still claiming v5: the section ends early.
+  std::vector<uint8_t> v4 = bytes;
+  dropGemmMath(v4);
+  sealBundle(v4.data(), v4.size());
+  EXPECT_NE(parseError(v4), "");
+  // As version 4, it reads: the byte is not there to read.
+  std::memcpy(v4.data() + 8, "\x04\0\0\0", 4);
+  sealBundle(v4.data(), v4.size());
+  status = rt::parseBundle(v4.data(), v4.size(), "v4.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_EQ(bundle->version, 4u);
+  EXPECT_EQ(bundle->devicePlan.steps[1].gemm.math, GemmMathDefault);
+  EXPECT_EQ(bundle->devicePlan.steps[1].gemm.workspaceBytes, 256u);
+  EXPECT_EQ(bundle->devicePlan.steps[2].copy.bytes, 64u);
 }
 
 TEST(DevicePlanTest, HostOnlyBundlesHaveNoDevicePlan) {
@@ -237,6 +305,13 @@ TEST(DevicePlanTest, ReaderRejectsBadSteps) {
        [](DevicePlan &p) { p.steps[1].gemm.b = DeviceArg::arena(96); }},
       {"copy of 64 bytes overlaps its source",
        [](DevicePlan &p) { p.steps[2].copy.dst = DeviceArg::arena(32); }},
+      // The math byte: a known mode, TF32 on f32 only.
+      {"unknown GEMM math 2", [](DevicePlan &p) { p.steps[1].gemm.math = 2; }},
+      {"TF32 math on a GEMM of dtype 10 (it takes f32 only)",
+       [](DevicePlan &p) {
+         p.steps[1].gemm.dtype = DTypeF16;
+         p.steps[1].gemm.math = GemmMathTf32;
+       }},
   };
   for (const Case &c : cases) {
     DevicePlan plan = makePlan();

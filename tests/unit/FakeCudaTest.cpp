@@ -136,6 +136,33 @@ TEST_F(FakeCudaTest, RunsEagerThenCapturesThenReplays) {
   expectNothingLive();
 }
 
+// A GEMM step of --precision=tf32 (GemmMathTf32, through the bundle's math
+// byte) asks cuBLAS for CUBLAS_COMPUTE_32F_FAST_TF32 (77); the handle's
+// math mode stays CUBLAS_DEFAULT_MATH (0), and a default step in the same
+// session is CUBLAS_COMPUTE_32F (68).
+TEST_F(FakeCudaTest, Tf32GemmAsksForFastTf32) {
+  for (bool tf32 : {true, false}) {
+    bundle::DevicePlan plan = mlpPlan();
+    for (bundle::DeviceStep &step : plan.steps)
+      if (step.kind == bundle::StepGemm && tf32)
+        step.gemm.math = bundle::GemmMathTf32;
+    Loaded loaded(cudaBundleOf(kMlp, plan, fakeImages()));
+    ASSERT_TRUE(loaded.bundle);
+    snug_session *session = nullptr;
+    snug_session_options options = cudaOptions();
+    ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+        << snug_last_error();
+    const FakeCudaStats &f = fake();
+    int gemms = f.gemms;
+    runMlp(session, {1, 2, 3, -4});
+    EXPECT_EQ(f.gemms, gemms + 1);
+    EXPECT_EQ(f.lastComputeType, tf32 ? 77 : 68) << tf32;
+    EXPECT_EQ(f.mathMode, 0);
+    snug_session_destroy(session);
+  }
+  expectNothingLive();
+}
+
 // Two GEMMs with different workspaces: cuBLAS is pointed at each one's
 // before it runs (the calls happen while the graph is captured too, and the
 // replays need none), and both see their own bytes of the arena.

@@ -605,3 +605,76 @@ TEST(HostKernelsTest, AttentionInItsScratch) {
   ASSERT_EQ(outputs.size(), 1u);
   expectNear(outputs[0], {10, 10.1798621f});
 }
+
+TEST(HostKernelsTest, RoundToTf32AsCvtRna) {
+  using snug::scalar::floatBits;
+  using snug::scalar::floatFromBits;
+  using snug::scalar::roundToTf32;
+  auto bits = [](float x) { return floatBits(roundToTf32(x)); };
+  // tf32 keeps 10 explicit mantissa bits: the low 13 of a float go. 1 + 2^-10
+  // is a tf32 value; 1 + 2^-11 lies halfway between 1 and it, and ties go
+  // away from zero (cvt.rna), so up, and -(1 + 2^-11) down to -(1 + 2^-10).
+  EXPECT_EQ(bits(1.0f), 0x3f800000u);
+  EXPECT_EQ(bits(1.0f + std::ldexp(1.0f, -10)), 0x3f802000u);
+  EXPECT_EQ(bits(1.0f + std::ldexp(1.0f, -11)), 0x3f802000u);
+  EXPECT_EQ(bits(-(1.0f + std::ldexp(1.0f, -11))), 0xbf802000u);
+  // (Nearest even would give 1.0 for 1 + 2^-11.) Just below the tie: down;
+  // just above: up.
+  EXPECT_EQ(bits(floatFromBits(0x3f800fffu)), 0x3f800000u);
+  EXPECT_EQ(bits(floatFromBits(0x3f801001u)), 0x3f802000u);
+  // A tie below a power of two rounds up into the next exponent: 0x3ffff000
+  // (halfway between 0x3fffe000, the largest tf32 below 2, and 2) -> 2.0;
+  // 0x3fbff000 (1.49951171875) -> 1.5.
+  EXPECT_EQ(bits(floatFromBits(0x3ffff000u)), 0x40000000u);
+  EXPECT_EQ(bits(floatFromBits(0x3fbff000u)), 0x3fc00000u);
+  // Past the largest tf32 value (0x7f7fe000) by half an ulp: Inf.
+  EXPECT_EQ(bits(floatFromBits(0x7f7ff000u)), 0x7f800000u);
+  EXPECT_EQ(bits(floatFromBits(0x7f7fefffu)), 0x7f7fe000u);
+  // Zeros, subnormals (the same 13 bits go), Inf and NaN.
+  EXPECT_EQ(bits(0.0f), 0u);
+  EXPECT_EQ(bits(-0.0f), 0x80000000u);
+  EXPECT_EQ(bits(floatFromBits(0x00001000u)), 0x00002000u);
+  EXPECT_EQ(bits(floatFromBits(0x00000fffu)), 0u);
+  EXPECT_EQ(bits(INFINITY), 0x7f800000u);
+  EXPECT_EQ(bits(-INFINITY), 0xff800000u);
+  EXPECT_TRUE(std::isnan(roundToTf32(NAN)));
+  // A NaN whose payload lies only in the low 13 bits stays NaN (quiet),
+  // with its sign; masking alone would make it Inf.
+  EXPECT_TRUE(std::isnan(roundToTf32(floatFromBits(0x7f800001u))));
+  EXPECT_EQ(bits(floatFromBits(0xff800001u)), 0xffc00000u);
+  // Every tf32 value is its own rounding.
+  for (uint32_t x : {0x3f802000u, 0xc1234000u, 0x00002000u, 0x7f7fe000u})
+    EXPECT_EQ(bits(floatFromBits(x)), x);
+}
+
+TEST(HostKernelsTest, Tf32ContractionsRoundTheirOperands) {
+  // 1 + 2^-11 rounds to 1 + 2^-10 in tf32; times 1 + 2^-11 again that is
+  // (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20, where f32 gives (1 + 2^-11)^2 =
+  // 1 + 2^-10 + 2^-22. Conv (1x1), MatMul and Gemm alike; the bias and C
+  // are added unrounded.
+  float a = 1.0f + std::ldexp(1.0f, -11);
+  double tf32 = 1.0 + std::ldexp(1.0, -9) + std::ldexp(1.0, -20);
+  double f32 = 1.0 + std::ldexp(1.0, -10) + std::ldexp(1.0, -22);
+  float c = std::ldexp(1.0f, -12);
+  for (const char *math : {"", ", math = \"tf32\""}) {
+    bool on = *math != 0;
+    std::vector<float> conv = run1(
+        {"f32[1,1,1,1]", "f32[1,1,1,1]", "f32[1]"},
+        std::string("Conv(%a, %b, %c) {kernel_shape = [1, 1]") + math + "}",
+        "f32[1,1,1,1]", {{a}, {a}, {c}});
+    ASSERT_EQ(conv.size(), 1u);
+    EXPECT_EQ(conv[0], float((on ? tf32 : f32) + c)) << math;
+    std::vector<float> matmul =
+        run1({"f32[1,1]", "f32[1,1]"},
+             std::string("MatMul(%a, %b)") + (on ? " {math = \"tf32\"}" : ""),
+             "f32[1,1]", {{a}, {a}});
+    ASSERT_EQ(matmul.size(), 1u);
+    EXPECT_EQ(matmul[0], float(on ? tf32 : f32)) << math;
+    std::vector<float> gemm =
+        run1({"f32[1,1]", "f32[1,1]", "f32[1,1]"},
+             std::string("Gemm(%a, %b, %c) {beta = 1.0") + math + "}",
+             "f32[1,1]", {{a}, {a}, {c}});
+    ASSERT_EQ(gemm.size(), 1u);
+    EXPECT_EQ(gemm[0], float((on ? tf32 : f32) + c)) << math;
+  }
+}

@@ -82,12 +82,15 @@ static cl::opt<std::string> precisionFlag(
     "precision",
     cl::desc("Storage precision of weights and activations: fp32 (as the "
              "model is), fp16 or bf16 (accumulation stays f32; graph inputs "
-             "and outputs keep their type)"),
+             "and outputs keep their type); or tf32: storage stays f32 and "
+             "the f32 Conv, MatMul and Gemm multiply in TF32 (10-bit "
+             "mantissas, f32 sums)"),
     cl::init("fp32"), InPlanningCommands(), cl::cat(getPlanCategory()));
 static cl::opt<std::string> keepFp32(
     "keep-fp32",
     cl::desc("With --precision: node names and op types to keep in f32, "
-             "comma-separated"),
+             "comma-separated (with tf32: contractions kept at full f32 "
+             "math)"),
     cl::value_desc("NAME|OP,..."), cl::init(""), InPlanningCommands(),
     cl::cat(getPlanCategory()));
 static cl::opt<std::string> ioPrecision(
@@ -218,7 +221,7 @@ llvm::Error planModule(llvm::StringRef path,
   // The report compares the lowered weights and arena with the model's own
   // precision: the same model imported without lowering, planned alike.
   PlanningOptions planning = getPlanningOptions();
-  if (planning.precision != "fp32") {
+  if (planning.precision != "fp32" && planning.precision != "tf32") {
     PlanningOptions plain = planning;
     plain.precision = "fp32";
     std::string pipeline32 = getPipelineOptionFor(plain);

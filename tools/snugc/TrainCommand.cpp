@@ -257,6 +257,12 @@ static llvm::Expected<std::string> getTrainingPasses() {
                      ": BatchNormalization's statistics must be running or "
                      "batch");
   std::string autodiffOptions = statistics == "batch" ? " batch-stats=1" : "";
+  // TF32 training would need the gradient products (the Conv and MatMul
+  // autodiff emits) marked too, and an accuracy story for the update; not
+  // built.
+  if (getPlanningOptions().precision == "tf32")
+    return flagError("--precision=tf32 applies to snugc compile and plan "
+                     "only; snugc train takes fp32, fp16 or bf16");
   if (getPlanningOptions().precision == "fp16") {
     double scale = 0;
     llvm::StringRef scaleText = lossScale;

@@ -5,7 +5,9 @@
 // kernel_shape, strides, dilations, pads (begin..., end...) resolved by the
 // importer (auto_pad already turned into pads); output sizes come from the
 // result's type. Conv accumulates in float (reference, not fast); pools in
-// double.
+// double. Under --precision=tf32 (math = "tf32") Conv rounds x and w to
+// TF32 first (runtime/ScalarOps.h's roundToTf32, as the device's MMA
+// kernel does).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/host/Kernels.h"
@@ -97,7 +99,9 @@ Status convKernel(KernelContext &ctx) {
     return ctx.error("channels, group and weight shape do not agree");
   int64_t cg = c / group, mg = m / group;
   int64_t kSize = w.kernel[0] * w.kernel[1] * w.kernel[2];
-  FloatInput x(xv), weight(wv);
+  // Under tf32 both multiplied operands are rounded as the device's are
+  // (the bias is added in f32).
+  FloatInput x(xv, ctx.isTf32()), weight(wv, ctx.isTf32());
   std::vector<float> biasCopy(m, 0.0f);
   if (ctx.hasInput(2)) {
     if (ctx.in(2).numElements != m)

@@ -2,7 +2,10 @@
 //
 // MatMul with numpy semantics (1-d operands promoted, batch dims broadcast)
 // and Gemm (transA/transB, alpha, beta, C broadcast to M x N). Accumulation
-// is in double: these are the oracle, not the fast path.
+// is in double: these are the oracle, not the fast path. Under
+// --precision=tf32 (math = "tf32") A and B are rounded to TF32 first
+// (runtime/ScalarOps.h's roundToTf32, as the device's tensor cores take
+// them); C and the sums stay as they are.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/host/Kernels.h"
@@ -46,7 +49,7 @@ Status matMulKernel(KernelContext &ctx) {
     batchCount *= d;
   if (yv.numElements != batchCount * m * n)
     return ctx.error("result size does not match the product");
-  FloatInput a(av), b(bv);
+  FloatInput a(av, ctx.isTf32()), b(bv, ctx.isTf32());
   FloatOutput y(yv);
   Broadcast walk(batch, {&aBatch, &bBatch});
   std::vector<double> row(n);
@@ -82,7 +85,7 @@ Status gemmKernel(KernelContext &ctx) {
   int64_t n = transB ? bv.dim(0) : bv.dim(1);
   if ((transB ? bv.dim(1) : bv.dim(0)) != k || yv.dim(0) != m || yv.dim(1) != n)
     return ctx.error("A, B and Y shapes do not agree");
-  FloatInput a(av), b(bv);
+  FloatInput a(av, ctx.isTf32()), b(bv, ctx.isTf32());
   std::vector<double> c(m * n, 0.0);
   if (ctx.hasInput(2)) {
     const TensorView &cv = ctx.in(2);
