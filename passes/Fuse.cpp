@@ -49,11 +49,12 @@
 // hid the whole backward (the report counted it as the optimizer's). The
 // planner runs that Add in place, so the cost is a kernel, not bytes.
 //
-// After grouping, a Conv whose one reader is a group (or one elementwise
-// node) takes it as its epilogue (EpiloguePattern.cpp).
+// After grouping, a Conv, MatMul or Gemm whose one reader is a group (or
+// one elementwise node), directly or through a view that regroups its
+// rows, takes it as its epilogue (EpiloguePattern.cpp).
 //
-// Not here yet: epilogues of MatMul and Gemm, and the decomposed GELU (its
-// six elementwise nodes already become one group).
+// Not here yet: the decomposed GELU as one op (its six elementwise nodes
+// already become one group).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"

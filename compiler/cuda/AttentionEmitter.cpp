@@ -1,6 +1,7 @@
 //===- AttentionEmitter.cpp - snug.attention as one flash-style kernel ----===//
 //
-// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def; sizes by
+// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def, with mask = "where_add"
+// a fill by a bool mask then an added one; sizes by
 // runtime/AttentionShape.h) in one launch that never stores the scores, in
 // the manner of FlashAttention (Dao et al., 2022, algorithm 1) without its
 // tensor cores: a block of kRows threads owns kRows query rows of one batch
@@ -8,8 +9,8 @@
 // registers; K and V pass through shared memory a tile of `tile` key rows
 // at a time (read through their strides, so a perm the op took in from a
 // head-splitting Transpose costs no copy; the threads walk each tile along
-// its contiguous axis), and each thread keeps its row's running max m and sum l (the
-// online softmax, Milakov and Gimelshein 2018): per tile, the new max
+// its contiguous axis), and each thread keeps its row's running max m and sum l
+// (the online softmax, Milakov and Gimelshein 2018): per tile, the new max
 // rescales the accumulator and the sum by exp(m_old - m_new) before the
 // tile's exp(s - m_new) weights add their V rows. The output is acc / l.
 // A row every score of which is -inf (fully masked) gives 0 / 0 = NaN, as
@@ -135,6 +136,10 @@ llvm::Error emitAttention(EmitContext &context) {
   if (maskKind != "none")
     os << "  const int64_t maskRow = " << batchOffset(shape, shape.maskStrides)
        << " + (int64_t)i * " << lit(S::rowStride(shape.maskStrides)) << ";\n";
+  bool withBias = maskKind == "where_add";
+  if (withBias)
+    os << "  const int64_t biasRow = " << batchOffset(shape, shape.biasStrides)
+       << " + (int64_t)i * " << lit(S::rowStride(shape.biasStrides)) << ";\n";
   // Kᵀ is [D, Skv]: key row jj of the tile is its column j0 + jj.
   os << "  for (int j0 = 0; j0 < " << lit(skv) << "; j0 += " << tile
      << ") {\n"
@@ -162,11 +167,15 @@ llvm::Error emitAttention(EmitContext &context) {
                                lit(S::columnStride(shape.maskStrides));
   if (maskKind == "add")
     os << "      dot += (" << acc << ")snug_load(mask + " << maskAt << ");\n";
-  else if (maskKind == "where")
+  else if (maskKind == "where" || withBias)
     os << "      if (mask[" << maskAt << "] == "
        << (context.intAttr("fill_if", 1) ? "true" : "false") << ")\n"
        << "        dot = (" << acc << ")"
        << cudaFloatLiteral(double(context.floatAttr("fill", 0.0f))) << ";\n";
+  if (withBias)
+    os << "      dot += (" << acc
+       << ")snug_load(bias + biasRow + (int64_t)(j0 + "
+       << "jj) * " << lit(S::columnStride(shape.biasStrides)) << ");\n";
   os << "      s[jj] = dot;\n"
      << "      top = dot > top ? dot : top;\n"
      << "    }\n"
@@ -200,6 +209,8 @@ llvm::Error emitAttention(EmitContext &context) {
   kernel.addTensor("v", context.in(2), true);
   if (maskKind != "none")
     kernel.addTensor("mask", context.in(3), true);
+  if (withBias)
+    kernel.addTensor("bias", context.in(4), true);
   kernel.addTensor("y", y, false);
   kernel.body = os.str();
   context.launch(std::move(kernel));
