@@ -98,6 +98,7 @@ CostRule getCostRule(OpCode op) {
   case OpCode::BatchNormalization:
   case OpCode::InstanceNormalization:
   case OpCode::LayerNormalization:
+  case OpCode::SnugRmsNorm:
   case OpCode::LRN:
     return CostRule::Normalize;
   case OpCode::Softmax:
@@ -360,6 +361,18 @@ static void addNormalize(const Node &node, Cost &cost) {
     bool hasBias = node.getNumOperands() > 2 && node.getOperand(2);
     flops = normalizeFlops(elements, product(dims.drop_front(axis)),
                            hasBias ? 2 : 1);
+    break;
+  }
+  case OpCode::SnugRmsNorm: {
+    // Per element a square, a sum and the multiply by the inverse root
+    // (and the scale); per row a divide, an add, a sqrt, a reciprocal.
+    int64_t axis =
+        normalizeAxis(getIntAttr(node.getAttributes(), "axis", -1), dims.size())
+            .getValueOr(int64_t(dims.size()) - 1);
+    uint64_t groupSize = product(dims.drop_front(axis));
+    bool hasScale = node.getNumOperands() > 1 && node.getOperand(1);
+    flops = elements * (3 + (hasScale ? 1 : 0)) +
+            4 * (groupSize ? elements / groupSize : 0);
     break;
   }
   case OpCode::LRN: {

@@ -32,9 +32,9 @@
 // at most max-ops nodes (64) and max-operands distinct operands (16) a group.
 //
 // Before grouping, the exporters' decomposed patterns are rewritten as the
-// ops they spell, inference BatchNorms after a Conv are folded into its
-// weights, the others become a per-channel Mul and Add, and attention
-// becomes snug.attention (FusePatterns.h).
+// ops they spell (LayerNorm, RMSNorm), inference BatchNorms after a Conv are
+// folded into its weights, the others become a per-channel Mul and Add, and
+// attention becomes snug.attention (FusePatterns.h).
 //
 // Micro-batches (gradient accumulation, MicroBatchPhases.h): a producer
 // joins only a root of its own micro-batch's phase. Otherwise the running
@@ -347,6 +347,10 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   unsigned layerNorms = rewriteDecomposedLayerNorms(module);
   if (layerNorms)
     addStatistic("layernorms", layerNorms);
+  unsigned rmsNorms = rewriteDecomposedRmsNorms(module);
+  if (rmsNorms)
+    addStatistic("rmsnorms", rmsNorms);
+  layerNorms += rmsNorms;
   unsigned batchNorms = foldBatchNormsIntoConvs(module);
   if (batchNorms)
     addStatistic("batchnorms-folded", batchNorms);

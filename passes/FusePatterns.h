@@ -135,6 +135,11 @@ unsigned rewriteMatches(ir::Module &module, ir::OpCode op, MatchFn matchAt,
 /// many were rewritten.
 unsigned rewriteDecomposedLayerNorms(ir::Module &module);
 
+/// Pow(x, 2), ReduceMean over the trailing dims, Add eps, Sqrt, the
+/// reciprocal and Mul by x (or Div of x), Mul by a scale -> snug.rms_norm
+/// (LayerNormPattern.cpp). Returns how many were rewritten.
+unsigned rewriteDecomposedRmsNorms(ir::Module &module);
+
 /// An inference BatchNormalization after a Conv with constant weights,
 /// folded into the Conv's weight and bias (BatchNormPattern.cpp). Returns
 /// how many were folded.

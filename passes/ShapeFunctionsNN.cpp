@@ -487,6 +487,28 @@ static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {
   return ResultTypes{TensorType(dtype, shape.resultDims)};
 }
 
+/// snug.rms_norm: x's type; the scale holds one value per normalized
+/// element.
+static llvm::Expected<ResultTypes> inferRmsNorm(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto axis = requireAxis(query, "axis", (*input)->getRank(), -1);
+  if (!axis)
+    return axis.takeError();
+  int64_t normalized = 1;
+  for (int64_t i = *axis; i < int64_t((*input)->getRank()); ++i)
+    normalized *= (*input)->getDims()[size_t(i)];
+  if (query.operands.size() > 1 && query.operands[1] &&
+      (query.operands[1]->getNumElements() != normalized ||
+       query.operands[1]->getDType() != (*input)->getDType()))
+    return shapeError("scale " + query.operands[1]->str() +
+                      " does not hold one value of the input's type per "
+                      "normalized element (" +
+                      llvm::Twine(normalized) + ")");
+  return ResultTypes{**input};
+}
+
 static llvm::Expected<ResultTypes> inferLrn(const ShapeQuery &query) {
   auto input = requireOperand(query, 0);
   if (!input)
@@ -512,6 +534,7 @@ void registerNNShapeFunctions(ShapeFunctionTable &map) {
   set(OpCode::MatMul, inferMatMul);
   set(OpCode::Gemm, inferGemm);
   set(OpCode::LayerNormalization, inferLayerNormalization);
+  set(OpCode::SnugRmsNorm, inferRmsNorm);
   set(OpCode::BatchNormalization, inferBatchNormalization);
   set(OpCode::InstanceNormalization, inferInstanceNormalization);
   set(OpCode::LRN, inferLrn);
