@@ -38,6 +38,14 @@
 // Everything is matched by structure, never by names. The result takes the
 // final MatMul's place and name.
 //
+// Rotary embeddings (HF's apply_rotary_pos_emb: x * cos +
+// rotate_half(x) * sin, rotate_half the Concat of the negated upper half
+// of the last dim and the lower half, Slice, Neg, Concat, Mul, Mul, Add)
+// become snug.rotary(x, cos, sin) under the same rules: every
+// intermediate read by the next node alone, the slices exactly the two
+// halves of the last dim, cos and sin broadcast to x without widening it.
+// They run before the attentions, whose Q and K they compute.
+//
 // Not recognized: a scale after the mask (another function unless the
 // mask is 0/-inf), a Where after an added mask (Where(m, s + a, fill)
 // fills without the addend: another function than where_add), a causal
@@ -285,7 +293,109 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
   return match;
 }
 
+/// HF's rotary embedding, matched at its sum:
+///   y = Add(Mul(x, cos), Mul(Concat(Neg(Slice(x, h:D)), Slice(x, 0:h)), sin))
+/// over the last dim D = 2h of x (either operand order of the Muls and
+/// the Add).
+struct RotaryMatch {
+  Value *x = nullptr, *cos = nullptr, *sin = nullptr;
+  llvm::SmallVector<ir::Node *, 7> nodes; // the last one is the result's
+};
+
+/// [start, end) when `node` is a Slice of `x`'s last dim with step 1.
+llvm::Optional<std::pair<int64_t, int64_t>> lastDimSlice(const ir::Node &node,
+                                                         const Value *x) {
+  if (!node.is(OpCode::Slice) || node.getOperand(0) != x)
+    return llvm::None;
+  int64_t rank = x->getType().getRank(), d = x->getType().getDims().back();
+  auto ints = [&](const char *name) -> llvm::ArrayRef<int64_t> {
+    const ir::Attribute *a = node.getAttribute(name);
+    return a && a->getKind() == ir::Attribute::Kind::Ints
+               ? a->getInts()
+               : llvm::ArrayRef<int64_t>();
+  };
+  llvm::ArrayRef<int64_t> axes = ints("axes"), starts = ints("starts"),
+                          ends = ints("ends"), steps = ints("steps");
+  if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 ||
+      (axes[0] != rank - 1 && axes[0] != -1) ||
+      (!steps.empty() && (steps.size() != 1 || steps[0] != 1)))
+    return llvm::None;
+  auto clamp = [d](int64_t v) {
+    return v < 0 ? std::max<int64_t>(0, v + d) : std::min(v, d);
+  };
+  return std::make_pair(clamp(starts[0]), clamp(ends[0]));
+}
+
+/// The rotary embedding whose sum is `add`, if it is one.
+llvm::Optional<RotaryMatch> matchRotaryAt(const ir::Module &module,
+                                          ir::Node &add) {
+  if (!add.is(OpCode::Add) || add.getNumOperands() != 2)
+    return llvm::None;
+  for (unsigned i = 0; i < 2; ++i) {
+    ir::Node *direct = privateDefiner(module, add.getOperand(i), &add);
+    ir::Node *rotated = privateDefiner(module, add.getOperand(1 - i), &add);
+    if (!direct || !rotated || !direct->is(OpCode::Mul) ||
+        !rotated->is(OpCode::Mul) || direct == rotated)
+      continue;
+    for (unsigned j = 0; j < 2; ++j) {
+      ir::Node *concat =
+          privateDefiner(module, rotated->getOperand(j), rotated);
+      if (!concat || !concat->is(OpCode::Concat) ||
+          concat->getNumOperands() != 2)
+        continue;
+      ir::Node *neg = privateDefiner(module, concat->getOperand(0), concat);
+      ir::Node *low = privateDefiner(module, concat->getOperand(1), concat);
+      if (!neg || !low || !neg->is(OpCode::Neg))
+        continue;
+      ir::Node *high = privateDefiner(module, neg->getOperand(0), neg);
+      Value *x = low->getOperand(0);
+      if (!high || !x || x->getType() != add.getResult(0)->getType() ||
+          x->getType().getDType() != ir::DType::F32 ||
+          x->getType().getRank() == 0)
+        continue;
+      int64_t d = x->getType().getDims().back();
+      const ir::Attribute *axis = concat->getAttribute("axis");
+      int64_t rank = x->getType().getRank();
+      if (d % 2 || !axis || axis->getKind() != ir::Attribute::Kind::Int ||
+          (axis->getInt() != rank - 1 && axis->getInt() != -1))
+        continue;
+      auto lowRange = lastDimSlice(*low, x), highRange = lastDimSlice(*high, x);
+      if (!lowRange || !highRange ||
+          *lowRange != std::make_pair(int64_t(0), d / 2) ||
+          *highRange != std::make_pair(d / 2, d))
+        continue;
+      Value *cos = otherOperand(*direct, x);
+      Value *sin = otherOperand(*rotated, concat->getResult(0));
+      // Each table broadcasts to x without widening it: the Muls keep x's
+      // type.
+      if (!cos || !sin || cos == x ||
+          direct->getResult(0)->getType() != x->getType() ||
+          rotated->getResult(0)->getType() != x->getType() ||
+          cos->getType().getDType() != ir::DType::F32 ||
+          sin->getType().getDType() != ir::DType::F32)
+        continue;
+      RotaryMatch match;
+      match.x = x;
+      match.cos = cos;
+      match.sin = sin;
+      match.nodes = {low, high, neg, concat, direct, rotated, &add};
+      return match;
+    }
+  }
+  return llvm::None;
+}
+
 } // namespace
+
+unsigned rewriteRotaries(ir::Module &module) {
+  return rewriteMatches(
+      module, OpCode::SnugRotary, matchRotaryAt,
+      [](const RotaryMatch &match, auto current) {
+        std::pair<llvm::SmallVector<Value *, 4>, ir::AttributeMap> node;
+        node.first = {current(match.x), current(match.cos), current(match.sin)};
+        return node;
+      });
+}
 
 unsigned rewriteAttentions(ir::Module &module) {
   return rewriteMatches(

@@ -155,6 +155,8 @@ CostRule getCostRule(OpCode op) {
     return CostRule::Movement;
   case OpCode::SnugFused: // per element, as its body's ops (addCompute)
     return CostRule::Elementwise;
+  case OpCode::SnugRotary: // per element: a negate, two products, a sum
+    return CostRule::Elementwise;
   default:
     // Caught by CostModelTest's coverage test (every op has a rule).
     return CostRule::None;
@@ -241,6 +243,8 @@ static uint64_t elementwiseFlops(const Node &node) {
     return 3;
   case OpCode::Mish: // x * tanh(log(1 + exp(x)))
     return 5;
+  case OpCode::SnugRotary: // x * cos + (+-x') * sin
+    return 4;
   case OpCode::Selu: // g * (x <= 0 ? a*(exp(x) - 1) : x)
     return 6;
   case OpCode::Sigmoid: // 1 / (1 + exp(-x))

@@ -33,8 +33,9 @@
 //
 // Before grouping, the exporters' decomposed patterns are rewritten as the
 // ops they spell (LayerNorm, RMSNorm), inference BatchNorms after a Conv are
-// folded into its weights, the others become a per-channel Mul and Add, and
-// attention becomes snug.attention (FusePatterns.h).
+// folded into its weights, the others become a per-channel Mul and Add,
+// rotary embeddings become snug.rotary and attention snug.attention
+// (FusePatterns.h).
 //
 // Micro-batches (gradient accumulation, MicroBatchPhases.h): a producer
 // joins only a root of its own micro-batch's phase. Otherwise the running
@@ -358,6 +359,9 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   if (affine)
     addStatistic("batchnorms-affine", affine);
   batchNorms += affine;
+  unsigned rotaries = rewriteRotaries(module);
+  if (rotaries)
+    addStatistic("rotaries", rotaries);
   unsigned attentions = rewriteAttentions(module);
   if (attentions)
     addStatistic("attentions", attentions);
@@ -373,7 +377,7 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
       groups.push_back(std::move(group));
   }
   if (groups.empty())
-    return layerNorms + batchNorms + attentions != 0;
+    return layerNorms + batchNorms + rotaries + attentions != 0;
 
   // The new schedule: each fused node where its root was. The members stay
   // in it (at the end, as setSchedule takes every node) until they are

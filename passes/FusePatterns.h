@@ -155,6 +155,11 @@ unsigned rewriteBatchNormsAsAffine(ir::Module &module);
 /// (EpiloguePattern.cpp). Runs after grouping. Returns how many were fused.
 unsigned fuseEpilogues(ir::Module &module);
 
+/// Add(Mul(x, cos), Mul(Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h)), sin))
+/// over x's last dim -> snug.rotary (AttentionPattern.cpp). Returns how
+/// many were rewritten.
+unsigned rewriteRotaries(ir::Module &module);
+
 /// MatMul(Q, Kᵀ), an optional scale by a constant scalar, an optional
 /// additive or Where mask, Softmax over the last axis, MatMul(., V) ->
 /// snug.attention (AttentionPattern.cpp). Returns how many were rewritten.

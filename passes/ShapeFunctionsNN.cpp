@@ -509,6 +509,30 @@ static llvm::Expected<ResultTypes> inferRmsNorm(const ShapeQuery &query) {
   return ResultTypes{**input};
 }
 
+/// snug.rotary: x's type; cos and sin of x's type broadcast to it (no
+/// wider); the last dim even.
+static llvm::Expected<ResultTypes> inferRotary(const ShapeQuery &query) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (auto type = requireOperand(query, i); !type)
+      return type.takeError();
+  const TensorType &x = *query.operands[0];
+  if (x.getRank() == 0 || x.getDims().back() % 2 != 0)
+    return shapeError("x " + x.str() + " needs an even last dim");
+  for (unsigned i = 1; i < 3; ++i) {
+    const TensorType &table = *query.operands[i];
+    llvm::ArrayRef<int64_t> dims = table.getDims(), to = x.getDims();
+    bool fits = table.getDType() == x.getDType() && dims.size() <= to.size();
+    for (size_t d = 0; fits && d < dims.size(); ++d) {
+      int64_t dim = dims[dims.size() - 1 - d], out = to[to.size() - 1 - d];
+      fits = dim == 1 || dim == out;
+    }
+    if (!fits)
+      return shapeError(llvm::Twine(i == 1 ? "cos " : "sin ") + table.str() +
+                        " does not broadcast to x " + x.str());
+  }
+  return ResultTypes{x};
+}
+
 static llvm::Expected<ResultTypes> inferLrn(const ShapeQuery &query) {
   auto input = requireOperand(query, 0);
   if (!input)
@@ -535,6 +559,7 @@ void registerNNShapeFunctions(ShapeFunctionTable &map) {
   set(OpCode::Gemm, inferGemm);
   set(OpCode::LayerNormalization, inferLayerNormalization);
   set(OpCode::SnugRmsNorm, inferRmsNorm);
+  set(OpCode::SnugRotary, inferRotary);
   set(OpCode::BatchNormalization, inferBatchNormalization);
   set(OpCode::InstanceNormalization, inferInstanceNormalization);
   set(OpCode::LRN, inferLrn);

@@ -30,6 +30,8 @@
 // spill far more than they save).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/CodegenHelpers.h"
+#include "compiler/cuda/ElementwiseExpr.h"
 #include "compiler/cuda/KernelEmitter.h"
 #include "passes/ShapeFunctions.h"
 
@@ -217,8 +219,53 @@ llvm::Error emitAttention(EmitContext &context) {
   return llvm::Error::success();
 }
 
+/// snug.rotary: one thread an element, its rotated partner read from the
+/// other half of the row, cos and sin at their broadcast offsets; each
+/// product and the sum rounded to x's type (the unfused Mul, Mul, Add).
+llvm::Error emitRotary(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  if (x.rank() == 0 || x.dims.back() % 2)
+    return context.unsupported("x's last dim must be even");
+  std::vector<std::vector<int64_t>> strides(2);
+  if (!codegen::broadcastStrides(context.in(1), x.dims, strides[0]) ||
+      !codegen::broadcastStrides(context.in(2), x.dims, strides[1]))
+    return context.unsupported("cos and sin do not broadcast to x");
+  if (!y.numElements)
+    return llvm::Error::success();
+  std::vector<int64_t> dims = x.dims;
+  int64_t d = x.dims.back();
+  const char *index = codegen::indexTypeFor(x.numElements, x.numElements);
+  std::string acc = cudaComputeTypeName(x.dtype);
+  auto round = [&](const std::string &value) {
+    return roundTripExpr(x.dtype, value);
+  };
+  std::string body = codegen::gridStrideLoop(index, x.numElements);
+  body += codegen::emitOffsets(dims, strides, {"co", "so"}, index, "i");
+  body += "    const " + std::string(index) + " k = i % " + lit(d) + ";\n";
+  body += "    const " + acc + " xr = k < " + lit(d / 2) + " ? -(" + acc +
+          ")snug_load(x + i + " + lit(d / 2) + ") : (" + acc +
+          ")snug_load(x + i - " + lit(d / 2) + ");\n";
+  body += "    const " + acc + " a = " +
+          round("(" + acc + ")snug_load(x + i) * (" + acc +
+                ")snug_load(cosine + co)") +
+          ";\n";
+  body += "    const " + acc +
+          " b = " + round("xr * (" + acc + ")snug_load(sine + so)") + ";\n";
+  body += "    snug_store(y + i, a + b);\n  }\n";
+  Kernel kernel;
+  kernel.tag = "rotary";
+  kernel.addTensor("x", x, true);
+  kernel.addTensor("cosine", context.in(1), true);
+  kernel.addTensor("sine", context.in(2), true);
+  kernel.addTensor("y", y, false);
+  kernel.body = body;
+  codegen::launchGridStride(context, std::move(kernel), x.numElements);
+  return llvm::Error::success();
+}
+
 const EmitterEntry attentionEmitters[] = {
     {ir::OpCode::SnugAttention, emitAttention},
+    {ir::OpCode::SnugRotary, emitRotary},
 };
 
 } // namespace

@@ -153,10 +153,44 @@ Status attentionKernel(KernelContext &ctx) {
   return Status::ok();
 }
 
+/// snug.rotary: x * cos + rotate_half(x) * sin, each product and the sum
+/// rounded to x's type (the unfused Mul, Mul and Add), in float.
+Status rotaryKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(3, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &cos = ctx.in(1), &sin = ctx.in(2);
+  const TensorView &y = ctx.out(0);
+  if (x.getRank() == 0 || y.numElements != x.numElements)
+    return ctx.error("the result must have x's shape");
+  int64_t d = x.dim(x.getRank() - 1), half = d / 2;
+  if (d % 2)
+    return ctx.error("x's last dim must be even");
+  Broadcast walk(*x.dims, {x.dims, cos.dims, sin.dims});
+  if (!walk.isValid())
+    return ctx.error("cos and sin do not broadcast to x");
+  uint8_t type = x.dtype;
+  auto rounded = [type](float value) {
+    uint8_t bytes[8];
+    storeAs<float>(bytes, type, 0, value);
+    return loadAs<float>(bytes, type, 0);
+  };
+  walk.forEach([&](int64_t i, const int64_t *at) {
+    int64_t k = i % d;
+    float xr = k < half ? -loadAs<float>(x.data, type, i + half)
+                        : loadAs<float>(x.data, type, i - half);
+    float a = rounded(loadAs<float>(x.data, type, i) *
+                      loadAs<float>(cos.data, cos.dtype, at[1]));
+    float b = rounded(xr * loadAs<float>(sin.data, sin.dtype, at[2]));
+    storeAs<float>(y.data, y.dtype, i, a + b);
+  });
+  return Status::ok();
+}
+
 } // namespace
 
 void registerAttentionKernels(KernelTable &table) {
   table["snug.attention"] = attentionKernel;
+  table["snug.rotary"] = rotaryKernel;
 }
 
 } // namespace rt
