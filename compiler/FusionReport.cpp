@@ -61,8 +61,12 @@ static FusedGroup describeAttention(const ir::Node &node) {
                         ir::getDTypeSize(result.getDType());
   add("MatMul", scoreBytes);
   std::string mask = getStringAttr(node.getAttributes(), "mask", "none").str();
-  if (mask != "none")
+  if (mask == "add" || mask == "where")
     add(mask == "add" ? "Add" : "Where", scoreBytes);
+  if (mask == "where_add") {
+    add("Where", scoreBytes);
+    add("Add", scoreBytes);
+  }
   add("Softmax", scoreBytes);
   if (node.getAttribute("y_perm")) {
     add("MatMul", result.getByteSize());

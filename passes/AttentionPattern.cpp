@@ -5,11 +5,16 @@
 //   s = Mul(s, c) | Mul(c, s) | Div(s, c)  optional, c a constant scalar
 //   s = Add(s, mask) | Add(mask, s)        optional additive mask, or
 //   s = Where(m, fill, s) | Where(m, s, fill)  a bool mask, fill a constant
+//   s = Add(Where(...), mask) | Add(mask, Where(...))  both (HF GPT-2's
+//       causal Where on a constant bool buffer, then the padding mask
+//       [batch, 1, 1, Skv] added: mask = "where_add", the bool mask fills
+//       before the additive one adds, as the nodes did)
 //   p = Softmax(s) {axis = last}
 //   y = MatMul(p, V)
 // which stores the scores and the probabilities, each heads x Sq x Skv: at
 // sequence 1024 they are the largest values of a transformer.
-// snug.attention(Q, K, V[, mask]) computes y without them (ir/Ops.def):
+// snug.attention(Q, K, V[, mask[, additive mask]]) computes y without them
+// (ir/Ops.def):
 // the host kernel a row block of scores at a time, the CUDA kernel a tile
 // at a time with an online softmax.
 //
@@ -33,9 +38,19 @@
 // Everything is matched by structure, never by names. The result takes the
 // final MatMul's place and name.
 //
+// Rotary embeddings (HF's apply_rotary_pos_emb: x * cos +
+// rotate_half(x) * sin, rotate_half the Concat of the negated upper half
+// of the last dim and the lower half, Slice, Neg, Concat, Mul, Mul, Add)
+// become snug.rotary(x, cos, sin) under the same rules: every
+// intermediate read by the next node alone, the slices exactly the two
+// halves of the last dim, cos and sin broadcast to x without widening it.
+// They run before the attentions, whose Q and K they compute.
+//
 // Not recognized: a scale after the mask (another function unless the
-// mask is 0/-inf), a causal mask built inside the graph from Trilu, and
-// Q, K or V that broadcast over batch dims.
+// mask is 0/-inf), a Where after an added mask (Where(m, s + a, fill)
+// fills without the addend: another function than where_add), a causal
+// mask built inside the graph from Trilu, and Q, K or V that broadcast
+// over batch dims.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/FusePatterns.h"
@@ -53,6 +68,8 @@ using ir::Value;
 
 struct Match {
   Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
+  /// The additive mask after a Where (mask "where_add").
+  Value *bias = nullptr;
   /// Empty: as stored (ir/Ops.def's q_perm, k_perm, v_perm, y_perm).
   std::vector<int64_t> qPerm, kPerm, vPerm, yPerm;
   float scale = 1.0f;
@@ -146,7 +163,37 @@ bool matchScores(const ir::Module &module, Value *value, ir::Node *user,
   return true;
 }
 
-/// Matches what feeds the Softmax: [mask]([scale](MatMul(Q, Kt))).
+/// Matches value = Where(m, fill, s) | Where(m, s, fill) over the scores
+/// (read by `user` alone), fill a constant scalar, into `match` (mask
+/// "where").
+bool matchWhere(const ir::Module &module, Value *value, ir::Node *user,
+                Match &match) {
+  ir::Node *node = privateDefiner(module, value, user);
+  if (!node || !node->is(OpCode::Where) || node->getNumOperands() != 3)
+    return false;
+  for (unsigned i = 1; i < 3; ++i) {
+    llvm::Optional<float> fill =
+        readScalarWeight(module, node->getOperand(3 - i));
+    Match attempt = match;
+    if (!fill || !matchScores(module, node->getOperand(i), node, attempt))
+      continue;
+    if (node->getOperand(i)->getType() != value->getType())
+      return false;
+    attempt.mask = node->getOperand(0);
+    attempt.maskKind = "where";
+    attempt.fill = *fill;
+    // Where(m, fill, s) fills where m holds; Where(m, s, fill) where not.
+    attempt.fillIfTrue = i == 2;
+    attempt.nodes.push_back(node);
+    match = std::move(attempt);
+    return true;
+  }
+  return false;
+}
+
+/// Matches what feeds the Softmax: [mask]([scale](MatMul(Q, Kt))), the
+/// mask an Add, a Where, or an Add after a Where (HF GPT-2: the causal
+/// Where, then the padding mask added).
 bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
                  Match &match) {
   if (matchScores(module, logits, softmax, match))
@@ -157,39 +204,26 @@ bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
   if (node->is(OpCode::Add) && node->getNumOperands() == 2) {
     for (unsigned i = 0; i < 2; ++i) {
       Match attempt = match;
-      if (!matchScores(module, node->getOperand(i), node, attempt))
+      bool scores = matchScores(module, node->getOperand(i), node, attempt);
+      if (!scores && !matchWhere(module, node->getOperand(i), node, attempt))
         continue;
       // The scores keep their type: the mask does not widen them.
       if (node->getOperand(i)->getType() != logits->getType())
         return false;
-      attempt.mask = node->getOperand(1 - i);
-      attempt.maskKind = "add";
+      if (scores) {
+        attempt.mask = node->getOperand(1 - i);
+        attempt.maskKind = "add";
+      } else {
+        attempt.bias = node->getOperand(1 - i);
+        attempt.maskKind = "where_add";
+      }
       attempt.nodes.push_back(node);
       match = std::move(attempt);
       return true;
     }
     return false;
   }
-  if (node->is(OpCode::Where) && node->getNumOperands() == 3) {
-    for (unsigned i = 1; i < 3; ++i) {
-      llvm::Optional<float> fill =
-          readScalarWeight(module, node->getOperand(3 - i));
-      Match attempt = match;
-      if (!fill || !matchScores(module, node->getOperand(i), node, attempt))
-        continue;
-      if (node->getOperand(i)->getType() != logits->getType())
-        return false;
-      attempt.mask = node->getOperand(0);
-      attempt.maskKind = "where";
-      attempt.fill = *fill;
-      // Where(m, fill, s) fills where m holds; Where(m, s, fill) where not.
-      attempt.fillIfTrue = i == 2;
-      attempt.nodes.push_back(node);
-      match = std::move(attempt);
-      return true;
-    }
-  }
-  return false;
+  return matchWhere(module, logits, softmax, match);
 }
 
 /// The attention whose probabilities `softmax` computes, if it is one.
@@ -241,22 +275,127 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
     return perm.empty() ? nullptr : &perm;
   };
   std::vector<int64_t> q = dimsOf(match.q), k = dimsOf(match.k),
-                       v = dimsOf(match.v), maskDims;
+                       v = dimsOf(match.v), maskDims, biasDims;
   if (match.mask)
     maskDims = dimsOf(match.mask);
+  if (match.bias)
+    biasDims = dimsOf(match.bias);
   AttentionShape shape = getAttentionShape(
       {&q, permOf(match.qPerm)}, {&k, permOf(match.kPerm)},
       {&v, permOf(match.vPerm)}, match.mask ? &maskDims : nullptr,
-      permOf(match.yPerm));
+      permOf(match.yPerm), match.bias ? &biasDims : nullptr);
   if (!shape.isValid() || shape.scoreDims() != dimsOf(logits) ||
       shape.resultDims != dimsOf(match.nodes.back()->getResult(0)) ||
       match.q->getType().getDType() != type ||
-      match.v->getType().getDType() != type)
+      match.v->getType().getDType() != type ||
+      (match.bias && match.bias->getType().getDType() != type))
     return llvm::None;
   return match;
 }
 
+/// HF's rotary embedding, matched at its sum:
+///   y = Add(Mul(x, cos), Mul(Concat(Neg(Slice(x, h:D)), Slice(x, 0:h)), sin))
+/// over the last dim D = 2h of x (either operand order of the Muls and
+/// the Add).
+struct RotaryMatch {
+  Value *x = nullptr, *cos = nullptr, *sin = nullptr;
+  llvm::SmallVector<ir::Node *, 7> nodes; // the last one is the result's
+};
+
+/// [start, end) when `node` is a Slice of `x`'s last dim with step 1.
+llvm::Optional<std::pair<int64_t, int64_t>> lastDimSlice(const ir::Node &node,
+                                                         const Value *x) {
+  if (!node.is(OpCode::Slice) || node.getOperand(0) != x)
+    return llvm::None;
+  int64_t rank = x->getType().getRank(), d = x->getType().getDims().back();
+  auto ints = [&](const char *name) -> llvm::ArrayRef<int64_t> {
+    const ir::Attribute *a = node.getAttribute(name);
+    return a && a->getKind() == ir::Attribute::Kind::Ints
+               ? a->getInts()
+               : llvm::ArrayRef<int64_t>();
+  };
+  llvm::ArrayRef<int64_t> axes = ints("axes"), starts = ints("starts"),
+                          ends = ints("ends"), steps = ints("steps");
+  if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 ||
+      (axes[0] != rank - 1 && axes[0] != -1) ||
+      (!steps.empty() && (steps.size() != 1 || steps[0] != 1)))
+    return llvm::None;
+  auto clamp = [d](int64_t v) {
+    return v < 0 ? std::max<int64_t>(0, v + d) : std::min(v, d);
+  };
+  return std::make_pair(clamp(starts[0]), clamp(ends[0]));
+}
+
+/// The rotary embedding whose sum is `add`, if it is one.
+llvm::Optional<RotaryMatch> matchRotaryAt(const ir::Module &module,
+                                          ir::Node &add) {
+  if (!add.is(OpCode::Add) || add.getNumOperands() != 2)
+    return llvm::None;
+  for (unsigned i = 0; i < 2; ++i) {
+    ir::Node *direct = privateDefiner(module, add.getOperand(i), &add);
+    ir::Node *rotated = privateDefiner(module, add.getOperand(1 - i), &add);
+    if (!direct || !rotated || !direct->is(OpCode::Mul) ||
+        !rotated->is(OpCode::Mul) || direct == rotated)
+      continue;
+    for (unsigned j = 0; j < 2; ++j) {
+      ir::Node *concat =
+          privateDefiner(module, rotated->getOperand(j), rotated);
+      if (!concat || !concat->is(OpCode::Concat) ||
+          concat->getNumOperands() != 2)
+        continue;
+      ir::Node *neg = privateDefiner(module, concat->getOperand(0), concat);
+      ir::Node *low = privateDefiner(module, concat->getOperand(1), concat);
+      if (!neg || !low || !neg->is(OpCode::Neg))
+        continue;
+      ir::Node *high = privateDefiner(module, neg->getOperand(0), neg);
+      Value *x = low->getOperand(0);
+      if (!high || !x || x->getType() != add.getResult(0)->getType() ||
+          x->getType().getDType() != ir::DType::F32 ||
+          x->getType().getRank() == 0)
+        continue;
+      int64_t d = x->getType().getDims().back();
+      const ir::Attribute *axis = concat->getAttribute("axis");
+      int64_t rank = x->getType().getRank();
+      if (d % 2 || !axis || axis->getKind() != ir::Attribute::Kind::Int ||
+          (axis->getInt() != rank - 1 && axis->getInt() != -1))
+        continue;
+      auto lowRange = lastDimSlice(*low, x), highRange = lastDimSlice(*high, x);
+      if (!lowRange || !highRange ||
+          *lowRange != std::make_pair(int64_t(0), d / 2) ||
+          *highRange != std::make_pair(d / 2, d))
+        continue;
+      Value *cos = otherOperand(*direct, x);
+      Value *sin = otherOperand(*rotated, concat->getResult(0));
+      // Each table broadcasts to x without widening it: the Muls keep x's
+      // type.
+      if (!cos || !sin || cos == x ||
+          direct->getResult(0)->getType() != x->getType() ||
+          rotated->getResult(0)->getType() != x->getType() ||
+          cos->getType().getDType() != ir::DType::F32 ||
+          sin->getType().getDType() != ir::DType::F32)
+        continue;
+      RotaryMatch match;
+      match.x = x;
+      match.cos = cos;
+      match.sin = sin;
+      match.nodes = {low, high, neg, concat, direct, rotated, &add};
+      return match;
+    }
+  }
+  return llvm::None;
+}
+
 } // namespace
+
+unsigned rewriteRotaries(ir::Module &module) {
+  return rewriteMatches(
+      module, OpCode::SnugRotary, matchRotaryAt,
+      [](const RotaryMatch &match, auto current) {
+        std::pair<llvm::SmallVector<Value *, 4>, ir::AttributeMap> node;
+        node.first = {current(match.x), current(match.cos), current(match.sin)};
+        return node;
+      });
+}
 
 unsigned rewriteAttentions(ir::Module &module) {
   return rewriteMatches(
@@ -266,6 +405,8 @@ unsigned rewriteAttentions(ir::Module &module) {
         node.first = {current(match.q), current(match.k), current(match.v)};
         if (match.mask)
           node.first.push_back(current(match.mask));
+        if (match.bias)
+          node.first.push_back(current(match.bias));
         ir::AttributeMap &attributes = node.second;
         attributes["scale"] = ir::Attribute::getFloat(match.scale);
         for (auto [name, perm] :
@@ -276,7 +417,7 @@ unsigned rewriteAttentions(ir::Module &module) {
           if (!perm->empty())
             attributes[name] = ir::Attribute::getInts(*perm);
         attributes["mask"] = ir::Attribute::getString(match.maskKind);
-        if (match.maskKind == "where") {
+        if (match.maskKind == "where" || match.maskKind == "where_add") {
           attributes["fill"] = ir::Attribute::getFloat(match.fill);
           attributes["fill_if"] = ir::Attribute::getInt(match.fillIfTrue);
         }

@@ -99,6 +99,7 @@ CostRule getCostRule(OpCode op) {
   case OpCode::BatchNormalization:
   case OpCode::InstanceNormalization:
   case OpCode::LayerNormalization:
+  case OpCode::SnugRmsNorm:
   case OpCode::LRN:
     return CostRule::Normalize;
   case OpCode::Softmax:
@@ -154,6 +155,8 @@ CostRule getCostRule(OpCode op) {
   case OpCode::SnugReload:
     return CostRule::Movement;
   case OpCode::SnugFused: // per element, as its body's ops (addCompute)
+    return CostRule::Elementwise;
+  case OpCode::SnugRotary: // per element: a negate, two products, a sum
     return CostRule::Elementwise;
   default:
     // Caught by CostModelTest's coverage test (every op has a rule).
@@ -241,6 +244,8 @@ static uint64_t elementwiseFlops(const Node &node) {
     return 3;
   case OpCode::Mish: // x * tanh(log(1 + exp(x)))
     return 5;
+  case OpCode::SnugRotary: // x * cos + (+-x') * sin
+    return 4;
   case OpCode::Selu: // g * (x <= 0 ? a*(exp(x) - 1) : x)
     return 6;
   case OpCode::Sigmoid: // 1 / (1 + exp(-x))
@@ -317,7 +322,8 @@ static void addContraction(const Node &node, Cost &cost) {
     AttentionShape shape = getAttentionShape(node);
     uint64_t scores = uint64_t(shape.batch * shape.sq * shape.skv);
     macs = scores * uint64_t(shape.d + shape.dv);
-    extra = scores * (6 + (node.getNumOperands() > 3 && node.getOperand(3)));
+    extra = scores * (6 + (node.getNumOperands() > 3 && node.getOperand(3)) +
+                      (node.getNumOperands() > 4 && node.getOperand(4)));
     break;
   }
   default:
@@ -365,6 +371,18 @@ static void addNormalize(const Node &node, Cost &cost) {
     bool hasBias = node.getNumOperands() > 2 && node.getOperand(2);
     flops = normalizeFlops(elements, product(dims.drop_front(axis)),
                            hasBias ? 2 : 1);
+    break;
+  }
+  case OpCode::SnugRmsNorm: {
+    // Per element a square, a sum and the multiply by the inverse root
+    // (and the scale); per row a divide, an add, a sqrt, a reciprocal.
+    int64_t axis =
+        normalizeAxis(getIntAttr(node.getAttributes(), "axis", -1), dims.size())
+            .getValueOr(int64_t(dims.size()) - 1);
+    uint64_t groupSize = product(dims.drop_front(axis));
+    bool hasScale = node.getNumOperands() > 1 && node.getOperand(1);
+    flops = elements * (3 + (hasScale ? 1 : 0)) +
+            4 * (groupSize ? elements / groupSize : 0);
     break;
   }
   case OpCode::LRN: {

@@ -1,4 +1,5 @@
-//===- EpiloguePattern.cpp - Elementwise consumers into their producer's store ===//
+//===- EpiloguePattern.cpp - Elementwise consumers into their producer's store
+//===//
 //
 // After the fuse pass has grouped elementwise nodes, a Conv, MatMul or Gemm
 // (the ops of the op table's Epilogue trait) whose only reader is one
@@ -22,6 +23,19 @@
 //    not one);
 //  - the consumer's other operands (the residual) broadcast to that shape,
 //    which they do, being operands of an elementwise node of that result.
+// Through a view: a product read by a Reshape (Flatten, Squeeze,
+// Unsqueeze) whose only reader is the consumer (HF's Conv1D: addmm on
+// x.view(-1, nx), then .view(..., nf), then the residual Add) takes the
+// consumer too when the view only regroups rows: the same last dim, so
+// element i of the view is element i of the product and each row of the
+// view a row of the product. The epilogue then runs over the product's
+// shape: an operand constant along the rows ([N], a scalar) is read as it
+// is, one with every row dim of the view through a Reshape to the
+// product's row dims (a view: no copy); one that keeps some row dims and
+// broadcasts others reads no fixed pattern of the product's rows and
+// keeps the consumer apart. A Reshape after the fused node gives the
+// consumer's shape back. Weights are read only as they are (a view of a
+// weight is not made here).
 // The fused node takes the consumer's place in the schedule: the
 // producer's operands are defined before the producer, so before the
 // consumer as well, and the extra operands before the consumer.
@@ -61,24 +75,132 @@ bool isEpilogueCandidate(const ir::Node &node) {
   return true;
 }
 
-/// The producer whose epilogue `consumer` can become, or nullptr.
-ir::Node *findProducer(const ir::Module &module, const ir::Node &consumer,
-                       const llvm::DenseMap<const ir::Node *, unsigned> &at) {
-  ir::Node *best = nullptr;
+/// Whether `producer` can take an epilogue that reads its result `raw`
+/// (read by `reader` alone).
+bool canTakeEpilogue(const ir::Module &module, const ir::Node *producer,
+                     const ir::Value *raw, const ir::Node *reader) {
+  if (!producer || !producer->getOpInfo().takesEpilogue() ||
+      producer->hasBody() || producer->getNumResults() != 1 ||
+      producer->getOpInfo().maxOperands < 0 || module.isOutput(raw) ||
+      isWeightGradient(raw))
+    return false;
+  for (const ir::Value::Use &use : raw->getUses())
+    if (use.user != reader)
+      return false;
+  return true;
+}
+
+/// A product seen through a view: `view` (Reshape, Flatten, Squeeze,
+/// Unsqueeze: the product's bytes under another shape) reads the product
+/// and is read by the consumer alone. `extras` maps each other operand of
+/// the consumer to its dims over the product's shape (see regroup()).
+struct Regroup {
+  ir::Node *view = nullptr;
+  llvm::SmallVector<std::pair<ir::Value *, std::vector<int64_t>>, 4> extras;
+};
+
+/// The candidate producer of `consumer`: one reading it directly, or
+/// through a view (`regroup` then says how).
+struct ProducerMatch {
+  ir::Node *producer = nullptr;
+  Regroup regroup;
+};
+
+/// The dims over the product's shape `product` of an operand of dims `dims`
+/// that broadcasts to the consumer's `viewed`, when the view only regroups
+/// rows (both end in the same column dim N, the element order is the
+/// product's): an operand constant along the rows ([N], [1, 1, N]) keeps
+/// its last dim (or its own dims, when they broadcast to the product as
+// they are: a scalar, [N]); one with every row dim of the view ([1, 32, N] over
+// a
+/// [32, N] product) takes the product's row dims. Any other (a row dim
+/// kept and another broadcast: [2, 1, N] over a [2, 16, N] view of a
+/// [32, N] product) reads no fixed pattern of the product's rows: None.
+llvm::Optional<std::vector<int64_t>>
+regroupDims(llvm::ArrayRef<int64_t> dims, llvm::ArrayRef<int64_t> viewed,
+            llvm::ArrayRef<int64_t> product) {
+  if (dims.size() > viewed.size() || viewed.empty() || product.empty())
+    return llvm::None;
+  std::vector<int64_t> padded(viewed.size() - dims.size(), 1);
+  padded.insert(padded.end(), dims.begin(), dims.end());
+  llvm::ArrayRef<int64_t> rows = llvm::makeArrayRef(padded).drop_back();
+  bool constantRows = llvm::all_of(rows, [](int64_t d) { return d == 1; });
+  if (constantRows)
+    return dims.size() <= product.size() ? dims.vec()
+                                         : std::vector<int64_t>{padded.back()};
+  if (rows != viewed.drop_back())
+    return llvm::None;
+  std::vector<int64_t> mapped(product.begin(), product.end() - 1);
+  mapped.push_back(padded.back());
+  return mapped;
+}
+
+/// How `consumer` can read a product through the view `view`, or None.
+llvm::Optional<Regroup> matchRegroup(const ir::Module &module,
+                                     const ir::Node &consumer, ir::Node *view) {
+  if (!view || !view->getOpInfo().isView() || view->hasBody() ||
+      view->getNumResults() != 1 || !view->getOperand(0))
+    return llvm::None;
+  const ir::Value *viewed = view->getResult(0);
+  const ir::TensorType &type = consumer.getResult(0)->getType();
+  const ir::TensorType &product = view->getOperand(0)->getType();
+  if (viewed->getType() != type || module.isOutput(viewed) ||
+      product.getDType() != type.getDType() || type.getRank() == 0 ||
+      product.getRank() == 0 ||
+      type.getDims().back() != product.getDims().back())
+    return llvm::None;
+  for (unsigned i = 1; i < view->getNumOperands(); ++i)
+    if (view->getOperand(i) && !view->getOperand(i)->isWeight())
+      return llvm::None;
+  Regroup regroup;
+  regroup.view = view;
+  for (ir::Value *operand : consumer.getOperands()) {
+    if (operand == viewed)
+      continue;
+    auto dims = regroupDims(operand->getType().getDims(), type.getDims(),
+                            product.getDims());
+    // A weight's other shape would be a view of a weight: keep to those
+    // read as they are.
+    if (!dims || (operand->isWeight() &&
+                  llvm::makeArrayRef(*dims) != operand->getType().getDims()))
+      return llvm::None;
+    regroup.extras.push_back({operand, std::move(*dims)});
+  }
+  return regroup;
+}
+
+/// The producer whose epilogue `consumer` can become, or none.
+ProducerMatch
+findProducer(const ir::Module &module, const ir::Node &consumer,
+             const llvm::DenseMap<const ir::Node *, unsigned> &at) {
+  ProducerMatch best;
   const ir::TensorType &type = consumer.getResult(0)->getType();
   for (ir::Value *operand : consumer.getOperands()) {
     ir::Node *producer = operand->getDefiningNode();
-    if (!producer || !producer->getOpInfo().takesEpilogue() ||
-        producer->hasBody() || producer->getNumResults() != 1 ||
-        producer->getOpInfo().maxOperands < 0 ||
-        producer->getResult(0)->getType() != type ||
-        module.isOutput(operand) || isWeightGradient(operand))
-      continue;
-    bool onlyConsumer = true;
-    for (const ir::Value::Use &use : operand->getUses())
-      onlyConsumer = onlyConsumer && use.user == &consumer;
-    if (onlyConsumer && (!best || at.lookup(producer) > at.lookup(best)))
-      best = producer;
+    ProducerMatch candidate;
+    if (canTakeEpilogue(module, producer, operand, &consumer) &&
+        producer->getResult(0)->getType() == type) {
+      candidate.producer = producer;
+    } else if (producer) {
+      // Through a view: HF's Conv1D is addmm on x.view(-1, nx), then
+      // .view(..., nf), and the bias Add or residual reads that.
+      ir::Node *view = producer;
+      bool viewOnly = !module.isOutput(operand);
+      for (const ir::Value::Use &use : operand->getUses())
+        viewOnly = viewOnly && use.user == &consumer;
+      ir::Value *raw = view->getNumOperands() ? view->getOperand(0) : nullptr;
+      ir::Node *inner = raw ? raw->getDefiningNode() : nullptr;
+      if (!viewOnly || !canTakeEpilogue(module, inner, raw, view))
+        continue;
+      llvm::Optional<Regroup> regroup = matchRegroup(module, consumer, view);
+      if (!regroup)
+        continue;
+      candidate.producer = inner;
+      candidate.regroup = std::move(*regroup);
+    }
+    if (candidate.producer && (!best.producer || at.lookup(candidate.producer) >
+                                                     at.lookup(best.producer)))
+      best = std::move(candidate);
   }
   return best;
 }
@@ -115,39 +237,81 @@ bool pays(const ir::Node &producer, const ir::Node &consumer) {
   return fused <= apart;
 }
 
+/// numpy's broadcast of two dims lists (both known to broadcast).
+std::vector<int64_t> broadcastDims(llvm::ArrayRef<int64_t> a,
+                                   llvm::ArrayRef<int64_t> b) {
+  std::vector<int64_t> dims(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    dims[dims.size() - 1 - i] = x == 1 ? y : x;
+  }
+  return dims;
+}
+
 /// Builds `producer` with `consumer` as its epilogue before schedule
-/// position `index`; the new node takes over the consumer's result.
+/// position `index`; the new node takes over the consumer's result. With
+/// a regroup (the consumer read the product through a view), the body
+/// runs over the product's shape, the extra operands read through views of
+/// their regrouped dims, and a view after the new node gives the
+/// consumer's shape back.
 ir::Node *buildEpilogue(ir::Module &module, ir::Node &producer,
-                        ir::Node &consumer, size_t index) {
+                        ir::Node &consumer, size_t index,
+                        const Regroup &regroup) {
   ir::Value *raw = producer.getResult(0);
+  // The consumer's operand standing for the product.
+  ir::Value *read = regroup.view ? regroup.view->getResult(0) : raw;
   llvm::SmallVector<ir::Value *, 6> operands(producer.getOperands().begin(),
                                              producer.getOperands().end());
   operands.resize(unsigned(producer.getOpInfo().maxOperands), nullptr);
   llvm::SetVector<ir::Value *> extras;
   for (ir::Value *operand : consumer.getOperands())
-    if (operand != raw)
+    if (operand != read)
       extras.insert(operand);
-  operands.append(extras.begin(), extras.end());
-  ir::Node *fused =
-      module.insertNode(index, producer.getOpCode(), operands,
-                        {consumer.getResult(0)->getType()},
-                        producer.getAttributes());
+  // Consumer operand -> the value the new node reads for it.
+  llvm::DenseMap<const ir::Value *, ir::Value *> outer;
+  for (ir::Value *extra : extras)
+    outer[extra] = extra;
+  auto reshape = [&](ir::Value *value, llvm::ArrayRef<int64_t> dims) {
+    ir::TensorType type(value->getType().getDType(), dims);
+    ir::Node *view =
+        module.insertNode(index++, ir::OpCode::Reshape, {value}, {type},
+                          {{"shape", ir::Attribute::getInts(dims)}});
+    return view->getResult(0);
+  };
+  for (const auto &[extra, dims] : regroup.extras)
+    if (llvm::makeArrayRef(dims) != extra->getType().getDims())
+      outer[extra] = reshape(extra, dims);
+  for (ir::Value *extra : extras)
+    operands.push_back(outer.lookup(extra));
+  ir::TensorType resultType =
+      regroup.view ? raw->getType() : consumer.getResult(0)->getType();
+  ir::Node *fused = module.insertNode(index++, producer.getOpCode(), operands,
+                                      {resultType}, producer.getAttributes());
   fused->setName(producer.getName());
   ir::Region &body = fused->createBody();
   // Outer value -> body value, for the consumer's operands.
   llvm::DenseMap<const ir::Value *, ir::Value *> inner;
-  inner[raw] = body.addArgument(raw->getType());
+  inner[read] = body.addArgument(raw->getType());
   for (ir::Value *extra : extras)
-    inner[extra] = body.addArgument(extra->getType());
+    inner[extra] = body.addArgument(outer.lookup(extra)->getType());
 
+  // A body node's result: the broadcast of its operands (an elementwise
+  // op's), which through a regroup is over the product's shape.
   auto copyNode = [&](const ir::Node &node,
                       llvm::function_ref<ir::Value *(const ir::Value *)> map) {
     llvm::SmallVector<ir::Value *, 4> mapped;
-    for (const ir::Value *operand : node.getOperands())
+    std::vector<int64_t> dims;
+    for (const ir::Value *operand : node.getOperands()) {
       mapped.push_back(operand ? map(operand) : nullptr);
+      if (mapped.back())
+        dims = broadcastDims(dims, mapped.back()->getType().getDims());
+    }
+    ir::TensorType type = node.getResult(0)->getType();
+    if (regroup.view)
+      type = ir::TensorType(type.getDType(), dims);
     ir::Node *copy =
-        body.addNode(node.getOpCode(), mapped, {node.getResult(0)->getType()},
-                     node.getAttributes());
+        body.addNode(node.getOpCode(), mapped, {type}, node.getAttributes());
     copy->setName(node.getName());
     return copy->getResult(0);
   };
@@ -167,8 +331,44 @@ ir::Node *buildEpilogue(ir::Module &module, ir::Node &producer,
                       [&](const ir::Value *v) { return inner.lookup(v); });
   }
   body.setYield({result});
-  module.replaceValue(consumer.getResult(0), fused->getResult(0));
+  ir::Value *replacement = fused->getResult(0);
+  if (regroup.view)
+    replacement =
+        reshape(replacement, consumer.getResult(0)->getType().getDims());
+  module.replaceValue(consumer.getResult(0), replacement);
   return fused;
+}
+
+/// Whether the consumer's body, run over the product's shape with the
+/// regrouped operands, yields the product's shape (it must, each operand
+/// broadcasting to it; checked before anything is built).
+bool regroupYieldsProduct(const ir::Node &consumer, const ir::Node &producer,
+                          const Regroup &regroup) {
+  llvm::DenseMap<const ir::Value *, std::vector<int64_t>> dims;
+  llvm::ArrayRef<int64_t> product = producer.getResult(0)->getType().getDims();
+  dims[regroup.view->getResult(0)] = product.vec();
+  for (const auto &[extra, mapped] : regroup.extras)
+    dims[extra] = mapped;
+  auto of = [&](const ir::Node &node, auto lookup) {
+    std::vector<int64_t> result;
+    for (const ir::Value *operand : node.getOperands())
+      result = broadcastDims(result, lookup(operand));
+    return result;
+  };
+  std::vector<int64_t> yield;
+  if (consumer.is(ir::OpCode::SnugFused)) {
+    const ir::Region &group = *consumer.getBody();
+    llvm::DenseMap<const ir::Value *, std::vector<int64_t>> inside;
+    for (unsigned k = 0; k < group.getNumArguments(); ++k)
+      inside[group.getArgument(k)] = dims.lookup(consumer.getOperand(k));
+    for (const std::unique_ptr<ir::Node> &node : group.getNodes())
+      inside[node->getResult(0)] =
+          of(*node, [&](const ir::Value *v) { return inside.lookup(v); });
+    yield = inside.lookup(group.getYield()[0]);
+  } else {
+    yield = of(consumer, [&](const ir::Value *v) { return dims.lookup(v); });
+  }
+  return llvm::makeArrayRef(yield) == product;
 }
 
 } // namespace
@@ -185,15 +385,21 @@ unsigned fuseEpilogues(ir::Module &module) {
   for (ir::Node *consumer : consumers) {
     if (!isEpilogueCandidate(*consumer))
       continue;
-    ir::Node *producer = findProducer(module, *consumer, at);
-    if (!producer || erased.count(producer) || !pays(*producer, *consumer))
+    ProducerMatch match = findProducer(module, *consumer, at);
+    ir::Node *producer = match.producer;
+    if (!producer || erased.count(producer) ||
+        (match.regroup.view &&
+         !regroupYieldsProduct(*consumer, *producer, match.regroup)) ||
+        !pays(*producer, *consumer))
       continue;
     size_t index = 0;
     while (module.getNodes()[index].get() != consumer)
       ++index;
-    buildEpilogue(module, *producer, *consumer, index);
+    buildEpilogue(module, *producer, *consumer, index, match.regroup);
     erased.insert(producer);
     erased.insert(consumer);
+    if (match.regroup.view)
+      erased.insert(match.regroup.view);
     ++count;
   }
   if (count)

@@ -3,7 +3,9 @@
 // Folds every node whose operands are all weights (with data) into new
 // weights, in schedule order so that chains fold in one run; Shape and Size
 // fold whatever their operand, since every shape is static. Also removes
-// Identity and inference-mode Dropout (a rename, not a computation), so that
+// Identity, inference-mode Dropout and a Cast to its operand's own type (a
+// rename, not a computation: torch's exports put Cast(f32 -> f32) around
+// the softmax and the norms of HF models), so that
 // exported transformer graphs, whose shape arithmetic (Shape, Gather, Concat,
 // Unsqueeze, Reshape, ConstantOfShape, Where, ...) is all constant once
 // shapes are bound, come out static and small. Ops the evaluator
@@ -115,7 +117,15 @@ void FoldConstants::releaseIfDead(const ir::Module &module,
   held.erase(it);
 }
 
-/// Identity and Dropout pass their operand through: point their users at it.
+/// Whether `node` is a Cast to the type its operand already has.
+static bool isIdentityCast(const ir::Node &node) {
+  return node.is(ir::OpCode::Cast) && node.getNumOperands() == 1 &&
+         node.getOperand(0) && node.getNumResults() == 1 &&
+         node.getOperand(0)->getType() == node.getResult(0)->getType();
+}
+
+/// Identity, Dropout and an identity Cast pass their operand through: point
+/// their users at it.
 /// A graph output keeps its name, so the operand takes the name when it is an
 /// unnamed-to-the-outside intermediate; otherwise the node stays.
 bool FoldConstants::forwardNode(ir::Module &module, ir::Node &node) {
@@ -245,7 +255,8 @@ llvm::Expected<bool> FoldConstants::run(ir::Module &module) {
       stateWeights.insert(weight);
   heldBytes = peakHeldBytes = 0;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
-    if (node->is(ir::OpCode::Identity) || node->is(ir::OpCode::Dropout)) {
+    if (node->is(ir::OpCode::Identity) || node->is(ir::OpCode::Dropout) ||
+        isIdentityCast(*node)) {
       if (forwardNode(module, *node)) {
         folded.insert(node.get());
         addStatistic("nodes-forwarded");

@@ -32,9 +32,10 @@
 // at most max-ops nodes (64) and max-operands distinct operands (16) a group.
 //
 // Before grouping, the exporters' decomposed patterns are rewritten as the
-// ops they spell, inference BatchNorms after a Conv are folded into its
-// weights, the others become a per-channel Mul and Add, and attention
-// becomes snug.attention (FusePatterns.h).
+// ops they spell (LayerNorm, RMSNorm), inference BatchNorms after a Conv are
+// folded into its weights, the others become a per-channel Mul and Add,
+// rotary embeddings become snug.rotary and attention snug.attention
+// (FusePatterns.h).
 //
 // Micro-batches (gradient accumulation, MicroBatchPhases.h): a producer
 // joins only a root of its own micro-batch's phase. Otherwise the running
@@ -49,11 +50,12 @@
 // hid the whole backward (the report counted it as the optimizer's). The
 // planner runs that Add in place, so the cost is a kernel, not bytes.
 //
-// After grouping, a Conv whose one reader is a group (or one elementwise
-// node) takes it as its epilogue (EpiloguePattern.cpp).
+// After grouping, a Conv, MatMul or Gemm whose one reader is a group (or
+// one elementwise node), directly or through a view that regroups its
+// rows, takes it as its epilogue (EpiloguePattern.cpp).
 //
-// Not here yet: epilogues of MatMul and Gemm, and the decomposed GELU (its
-// six elementwise nodes already become one group).
+// Not here yet: the decomposed GELU as one op (its six elementwise nodes
+// already become one group).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
@@ -346,6 +348,10 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   unsigned layerNorms = rewriteDecomposedLayerNorms(module);
   if (layerNorms)
     addStatistic("layernorms", layerNorms);
+  unsigned rmsNorms = rewriteDecomposedRmsNorms(module);
+  if (rmsNorms)
+    addStatistic("rmsnorms", rmsNorms);
+  layerNorms += rmsNorms;
   unsigned batchNorms = foldBatchNormsIntoConvs(module);
   if (batchNorms)
     addStatistic("batchnorms-folded", batchNorms);
@@ -353,6 +359,9 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   if (affine)
     addStatistic("batchnorms-affine", affine);
   batchNorms += affine;
+  unsigned rotaries = rewriteRotaries(module);
+  if (rotaries)
+    addStatistic("rotaries", rotaries);
   unsigned attentions = rewriteAttentions(module);
   if (attentions)
     addStatistic("attentions", attentions);
@@ -368,7 +377,7 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
       groups.push_back(std::move(group));
   }
   if (groups.empty())
-    return layerNorms + batchNorms + attentions != 0;
+    return layerNorms + batchNorms + rotaries + attentions != 0;
 
   // The new schedule: each fused node where its root was. The members stay
   // in it (at the end, as setSchedule takes every node) until they are

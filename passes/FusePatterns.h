@@ -135,6 +135,11 @@ unsigned rewriteMatches(ir::Module &module, ir::OpCode op, MatchFn matchAt,
 /// many were rewritten.
 unsigned rewriteDecomposedLayerNorms(ir::Module &module);
 
+/// Pow(x, 2), ReduceMean over the trailing dims, Add eps, Sqrt, the
+/// reciprocal and Mul by x (or Div of x), Mul by a scale -> snug.rms_norm
+/// (LayerNormPattern.cpp). Returns how many were rewritten.
+unsigned rewriteDecomposedRmsNorms(ir::Module &module);
+
 /// An inference BatchNormalization after a Conv with constant weights,
 /// folded into the Conv's weight and bias (BatchNormPattern.cpp). Returns
 /// how many were folded.
@@ -149,6 +154,11 @@ unsigned rewriteBatchNormsAsAffine(ir::Module &module);
 /// is an elementwise node or snug.fused group takes it as its epilogue
 /// (EpiloguePattern.cpp). Runs after grouping. Returns how many were fused.
 unsigned fuseEpilogues(ir::Module &module);
+
+/// Add(Mul(x, cos), Mul(Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h)), sin))
+/// over x's last dim -> snug.rotary (AttentionPattern.cpp). Returns how
+/// many were rewritten.
+unsigned rewriteRotaries(ir::Module &module);
 
 /// MatMul(Q, Kᵀ), an optional scale by a constant scalar, an optional
 /// additive or Where mask, Softmax over the last axis, MatMul(., V) ->

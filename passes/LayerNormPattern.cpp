@@ -21,6 +21,15 @@
 // dims; every intermediate has exactly the users the pattern names and is
 // no graph output. The result takes the final node's place and name.
 //
+// RMSNorm (HF's LlamaRMSNorm and T5LayerNorm, which torch exports as
+//   var = ReduceMean(Pow(x, 2)) {axes = A, keepdims = 1}
+//   y   = x * (1 / Sqrt(Add(var, eps))) * w   (or Reciprocal, or x / ...)
+// ) becomes snug.rms_norm(x, w) {axis, epsilon} under the same rules: A
+// the trailing dims, eps a constant scalar inside the root, the exponent
+// the constant 2, w (optional) one value per normalized element, every
+// intermediate read by the next node alone. x itself may have other
+// readers (the residual), as it is the op's operand.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/FusePatterns.h"
 
@@ -144,7 +153,96 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &mean) {
   return match;
 }
 
+/// A decomposed RMSNorm: x / sqrt(mean(x^2) + eps) (* scale).
+struct RmsMatch {
+  Value *x, *scale = nullptr;
+  int64_t axis;
+  float epsilon;
+  llvm::SmallVector<ir::Node *, 7> nodes; // the last one is the result's
+};
+
+/// The decomposed RMSNorm whose square is `pow`, if it is one.
+llvm::Optional<RmsMatch> matchRmsAt(const ir::Module &module, ir::Node &pow) {
+  if (!pow.is(OpCode::Pow) || pow.getNumOperands() != 2)
+    return llvm::None;
+  llvm::Optional<float> exponent = readScalarWeight(module, pow.getOperand(1));
+  if (!exponent || *exponent != 2.0f)
+    return llvm::None;
+  RmsMatch match;
+  match.x = pow.getOperand(0);
+  if (!match.x || match.x->getType().getDType() != ir::DType::F32)
+    return llvm::None;
+  ir::Node *mean = soleUser(module, pow.getResult(0));
+  llvm::Optional<int64_t> axis = mean ? trailingMeanAxis(*mean) : llvm::None;
+  if (!axis)
+    return llvm::None;
+  match.axis = *axis;
+  ir::Node *add = soleUser(module, mean->getResult(0));
+  if (!add || !add->is(OpCode::Add))
+    return llvm::None;
+  llvm::Optional<float> epsilon =
+      readScalarWeight(module, otherOperand(*add, mean->getResult(0)));
+  if (!epsilon || !(*epsilon >= 0))
+    return llvm::None;
+  match.epsilon = *epsilon;
+  ir::Node *sqrt = soleUser(module, add->getResult(0));
+  if (!sqrt || !sqrt->is(OpCode::Sqrt))
+    return llvm::None;
+  match.nodes = {&pow, mean, add, sqrt};
+  // x / root, or x * (1 / root) with the reciprocal as Div or Reciprocal.
+  ir::Node *next = soleUser(module, sqrt->getResult(0));
+  if (!next)
+    return llvm::None;
+  ir::Node *norm = nullptr;
+  Value *root = sqrt->getResult(0);
+  if (next->is(OpCode::Div) && next->getNumOperands() == 2 &&
+      next->getOperand(0) == match.x && next->getOperand(1) == root) {
+    norm = next;
+  } else {
+    llvm::Optional<float> one =
+        next->is(OpCode::Div) && next->getNumOperands() == 2 &&
+                next->getOperand(1) == root
+            ? readScalarWeight(module, next->getOperand(0))
+            : llvm::None;
+    bool reciprocal = next->is(OpCode::Reciprocal) || (one && *one == 1.0f);
+    if (!reciprocal)
+      return llvm::None;
+    match.nodes.push_back(next);
+    norm = soleUser(module, next->getResult(0));
+    if (!norm || !norm->is(OpCode::Mul) ||
+        otherOperand(*norm, next->getResult(0)) != match.x)
+      return llvm::None;
+  }
+  match.nodes.push_back(norm);
+  if (ir::Node *mul = soleUser(module, norm->getResult(0));
+      mul && mul->is(OpCode::Mul)) {
+    Value *scale = otherOperand(*mul, norm->getResult(0));
+    if (holdsNormalizedShape(scale, match.x, match.axis)) {
+      match.scale = scale;
+      match.nodes.push_back(mul);
+    }
+  }
+  // The result keeps x's type (nothing broadcast it wider).
+  if (match.nodes.back()->getResult(0)->getType() != match.x->getType())
+    return llvm::None;
+  return match;
+}
+
 } // namespace
+
+unsigned rewriteDecomposedRmsNorms(ir::Module &module) {
+  return rewriteMatches(
+      module, OpCode::SnugRmsNorm, matchRmsAt,
+      [](const RmsMatch &match, auto current) {
+        std::pair<llvm::SmallVector<Value *, 4>, ir::AttributeMap> node;
+        node.first = {current(match.x)};
+        if (match.scale)
+          node.first.push_back(current(match.scale));
+        node.second["axis"] = ir::Attribute::getInt(match.axis);
+        node.second["epsilon"] = ir::Attribute::getFloat(match.epsilon);
+        return node;
+      });
+}
 
 unsigned rewriteDecomposedLayerNorms(ir::Module &module) {
   return rewriteMatches(

@@ -417,21 +417,23 @@ static std::vector<int64_t> dimsOf(const ir::TensorType &type) {
 static AttentionShape
 attentionShapeOf(llvm::ArrayRef<const ir::TensorType *> operands,
                  const ir::AttributeMap &attributes) {
-  std::vector<int64_t> dims[4], perms[4];
+  std::vector<int64_t> dims[5], perms[4];
   const std::vector<int64_t> *permOf[4] = {nullptr, nullptr, nullptr, nullptr};
   const char *permNames[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
-  for (unsigned i = 0; i < 4; ++i) {
+  for (unsigned i = 0; i < 5; ++i)
     if (i < operands.size() && operands[i])
       dims[i] = dimsOf(*operands[i]);
+  for (unsigned i = 0; i < 4; ++i) {
     if (auto perm = getIntsAttr(attributes, permNames[i])) {
       perms[i].assign(perm->begin(), perm->end());
       permOf[i] = &perms[i];
     }
   }
   bool hasMask = operands.size() > 3 && operands[3];
+  bool hasBias = operands.size() > 4 && operands[4];
   return getAttentionShape({&dims[0], permOf[0]}, {&dims[1], permOf[1]},
                            {&dims[2], permOf[2]}, hasMask ? &dims[3] : nullptr,
-                           permOf[3]);
+                           permOf[3], hasBias ? &dims[4] : nullptr);
 }
 
 AttentionShape getAttentionShape(const ir::Node &node) {
@@ -456,22 +458,79 @@ static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {
       query.operands.size() > 3 ? query.operands[3] : nullptr;
   std::string maskKind =
       getStringAttr(query.attributes, "mask", "none").str();
-  if (maskKind != "none" && maskKind != "add" && maskKind != "where")
+  const ir::TensorType *bias =
+      query.operands.size() > 4 ? query.operands[4] : nullptr;
+  if (maskKind != "none" && maskKind != "add" && maskKind != "where" &&
+      maskKind != "where_add")
     return shapeError("mask kind '" + maskKind +
-                      "' is none of 'none', 'add' and 'where'");
+                      "' is none of 'none', 'add', 'where' and 'where_add'");
   if ((maskKind == "none") != !mask)
-    return shapeError(mask ? "a mask operand needs mask = \"add\" or "
-                             "\"where\""
-                           : "mask = \"" + maskKind +
-                                 "\" needs a mask operand");
+    return shapeError(mask
+                          ? "a mask operand needs mask = \"add\", "
+                            "\"where\" or \"where_add\""
+                          : "mask = \"" + maskKind + "\" needs a mask operand");
+  if ((maskKind == "where_add") != !!bias)
+    return shapeError(bias ? "an additive mask after the mask (operand 4) "
+                             "needs mask = \"where_add\""
+                           : "mask = \"where_add\" needs an additive mask "
+                             "(operand 4)");
   if (mask && mask->getDType() != (maskKind == "add" ? dtype : DType::Bool))
     return shapeError("mask " + mask->str() + " must be " +
                       (maskKind == "add" ? "of Q's element type" : "bool") +
                       " for mask = \"" + maskKind + "\"");
+  if (bias && bias->getDType() != dtype)
+    return shapeError("additive mask " + bias->str() +
+                      " must be of Q's element type");
   AttentionShape shape = attentionShapeOf(query.operands, query.attributes);
   if (!shape.isValid())
     return shapeError(shape.error);
   return ResultTypes{TensorType(dtype, shape.resultDims)};
+}
+
+/// snug.rms_norm: x's type; the scale holds one value per normalized
+/// element.
+static llvm::Expected<ResultTypes> inferRmsNorm(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  auto axis = requireAxis(query, "axis", (*input)->getRank(), -1);
+  if (!axis)
+    return axis.takeError();
+  int64_t normalized = 1;
+  for (int64_t i = *axis; i < int64_t((*input)->getRank()); ++i)
+    normalized *= (*input)->getDims()[size_t(i)];
+  if (query.operands.size() > 1 && query.operands[1] &&
+      (query.operands[1]->getNumElements() != normalized ||
+       query.operands[1]->getDType() != (*input)->getDType()))
+    return shapeError("scale " + query.operands[1]->str() +
+                      " does not hold one value of the input's type per "
+                      "normalized element (" +
+                      llvm::Twine(normalized) + ")");
+  return ResultTypes{**input};
+}
+
+/// snug.rotary: x's type; cos and sin of x's type broadcast to it (no
+/// wider); the last dim even.
+static llvm::Expected<ResultTypes> inferRotary(const ShapeQuery &query) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (auto type = requireOperand(query, i); !type)
+      return type.takeError();
+  const TensorType &x = *query.operands[0];
+  if (x.getRank() == 0 || x.getDims().back() % 2 != 0)
+    return shapeError("x " + x.str() + " needs an even last dim");
+  for (unsigned i = 1; i < 3; ++i) {
+    const TensorType &table = *query.operands[i];
+    llvm::ArrayRef<int64_t> dims = table.getDims(), to = x.getDims();
+    bool fits = table.getDType() == x.getDType() && dims.size() <= to.size();
+    for (size_t d = 0; fits && d < dims.size(); ++d) {
+      int64_t dim = dims[dims.size() - 1 - d], out = to[to.size() - 1 - d];
+      fits = dim == 1 || dim == out;
+    }
+    if (!fits)
+      return shapeError(llvm::Twine(i == 1 ? "cos " : "sin ") + table.str() +
+                        " does not broadcast to x " + x.str());
+  }
+  return ResultTypes{x};
 }
 
 static llvm::Expected<ResultTypes> inferLrn(const ShapeQuery &query) {
@@ -499,6 +558,8 @@ void registerNNShapeFunctions(ShapeFunctionTable &map) {
   set(OpCode::MatMul, inferMatMul);
   set(OpCode::Gemm, inferGemm);
   set(OpCode::LayerNormalization, inferLayerNormalization);
+  set(OpCode::SnugRmsNorm, inferRmsNorm);
+  set(OpCode::SnugRotary, inferRotary);
   set(OpCode::BatchNormalization, inferBatchNormalization);
   set(OpCode::InstanceNormalization, inferInstanceNormalization);
   set(OpCode::LRN, inferLrn);

@@ -1,7 +1,10 @@
-//===- AttentionShape.h - The sizes and layout of one snug.attention -*- C++ -*-===//
+//===- AttentionShape.h - The sizes and layout of one snug.attention -*- C++
+//-*-===//
 //
-// snug.attention(Q, K, V[, mask]) computes softmax(scale * Q Kᵀ (+ mask)) V
-// over the last axis without storing the scores (ir/Ops.def). Its shape
+// snug.attention(Q, K, V[, mask[, additive mask]]) computes
+// softmax(scale * Q Kᵀ (+ mask)) V over the last axis without storing the
+// scores (ir/Ops.def); with mask = "where_add" a bool mask fills, then an
+// additive mask (operand 4) is added. Its shape
 // rule is here, std-only, so that the shape function, the cost model, the
 // scratch request, the host kernel and the CUDA emitter read the same
 // sizes and strides from the same dims.
@@ -16,7 +19,8 @@
 // y_perm[i]), which is how it takes in the Transpose that merges the heads.
 // Q, K and V have the same batch dims B... (the zoo's exports never
 // broadcast them). The mask broadcasts to the scores by numpy's rules
-// (right-aligned, each dim 1 or the score's), stored as it is.
+// (right-aligned, each dim 1 or the score's), stored as it is; so does the
+// additive mask of mask = "where_add".
 //
 // The strides say where logical element (b..., x, y) of each operand lies:
 // sum of index * stride in elements of the operand's own memory, 0 where
@@ -38,8 +42,10 @@ struct AttentionShape {
   std::vector<int64_t> batchDims;
   int64_t sq = 0, skv = 0, d = 0, dv = 0;
   /// Per logical dim (the batch dims, then the two matrix dims), in
-  /// elements of each operand's memory; maskStrides is empty without one.
-  std::vector<int64_t> qStrides, kStrides, vStrides, yStrides, maskStrides;
+  /// elements of each operand's memory; maskStrides is empty without a
+  /// mask, biasStrides without the additive mask of mask = "where_add".
+  std::vector<int64_t> qStrides, kStrides, vStrides, yStrides, maskStrides,
+      biasStrides;
   /// The result's dims as stored (through y_perm).
   std::vector<int64_t> resultDims;
   /// Empty when the dims fit; otherwise why not.
@@ -133,11 +139,13 @@ inline void readThrough(const AttentionOperand &operand,
 
 /// The sizes and strides of an attention over these operands, the mask of
 /// dims *mask when not null, the result stored through *yPerm when not
-/// null.
-inline AttentionShape getAttentionShape(AttentionOperand q, AttentionOperand k,
-                                        AttentionOperand v,
-                                        const std::vector<int64_t> *mask,
-                                        const std::vector<int64_t> *yPerm) {
+/// null, and the additive mask after a where mask (mask = "where_add",
+/// operand 4) of dims *bias when not null.
+inline AttentionShape
+getAttentionShape(AttentionOperand q, AttentionOperand k, AttentionOperand v,
+                  const std::vector<int64_t> *mask,
+                  const std::vector<int64_t> *yPerm,
+                  const std::vector<int64_t> *bias = nullptr) {
   using namespace attention_detail;
   AttentionShape shape;
   size_t rank = q.dims->size();
@@ -188,28 +196,35 @@ inline AttentionShape getAttentionShape(AttentionOperand q, AttentionOperand k,
   shape.yStrides.assign(rank, 0);
   for (size_t i = 0; i < rank; ++i)
     shape.yStrides[yPerm ? size_t((*yPerm)[i]) : i] = stored[i];
-  if (!mask)
-    return shape;
   std::vector<int64_t> scores = shape.scoreDims();
-  if (mask->size() > scores.size()) {
-    shape.error = "mask " + attentionDimsText(*mask) + " has more dims than " +
-                  "the scores " + attentionDimsText(scores);
-    return shape;
-  }
-  shape.maskStrides.assign(scores.size(), 0);
-  size_t lead = scores.size() - mask->size();
-  int64_t stride = 1;
-  for (size_t i = mask->size(); i-- > 0;) {
-    int64_t dim = (*mask)[i];
-    if (dim != 1 && dim != scores[lead + i]) {
-      shape.error = "mask " + attentionDimsText(*mask) +
-                    " does not broadcast to the scores " +
+  // Each mask's strides over the scores, 0 where it broadcasts.
+  auto broadcastTo = [&](const std::vector<int64_t> &dims, const char *what,
+                         std::vector<int64_t> &strides) {
+    if (dims.size() > scores.size()) {
+      shape.error = std::string(what) + " " + attentionDimsText(dims) +
+                    " has more dims than the scores " +
                     attentionDimsText(scores);
-      return shape;
+      return false;
     }
-    shape.maskStrides[lead + i] = dim == 1 ? 0 : stride;
-    stride *= dim;
-  }
+    strides.assign(scores.size(), 0);
+    size_t lead = scores.size() - dims.size();
+    int64_t stride = 1;
+    for (size_t i = dims.size(); i-- > 0;) {
+      if (dims[i] != 1 && dims[i] != scores[lead + i]) {
+        shape.error = std::string(what) + " " + attentionDimsText(dims) +
+                      " does not broadcast to the scores " +
+                      attentionDimsText(scores);
+        return false;
+      }
+      strides[lead + i] = dims[i] == 1 ? 0 : stride;
+      stride *= dims[i];
+    }
+    return true;
+  };
+  if (mask && !broadcastTo(*mask, "mask", shape.maskStrides))
+    return shape;
+  if (bias && !broadcastTo(*bias, "additive mask", shape.biasStrides))
+    return shape;
   return shape;
 }
 

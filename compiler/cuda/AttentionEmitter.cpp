@@ -1,6 +1,7 @@
 //===- AttentionEmitter.cpp - snug.attention as one flash-style kernel ----===//
 //
-// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def; sizes by
+// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def, with mask = "where_add"
+// a fill by a bool mask then an added one; sizes by
 // runtime/AttentionShape.h) in one launch that never stores the scores, in
 // the manner of FlashAttention (Dao et al., 2022, algorithm 1) without its
 // tensor cores: a block of kRows threads owns kRows query rows of one batch
@@ -8,8 +9,8 @@
 // registers; K and V pass through shared memory a tile of `tile` key rows
 // at a time (read through their strides, so a perm the op took in from a
 // head-splitting Transpose costs no copy; the threads walk each tile along
-// its contiguous axis), and each thread keeps its row's running max m and sum l (the
-// online softmax, Milakov and Gimelshein 2018): per tile, the new max
+// its contiguous axis), and each thread keeps its row's running max m and sum l
+// (the online softmax, Milakov and Gimelshein 2018): per tile, the new max
 // rescales the accumulator and the sum by exp(m_old - m_new) before the
 // tile's exp(s - m_new) weights add their V rows. The output is acc / l.
 // A row every score of which is -inf (fully masked) gives 0 / 0 = NaN, as
@@ -29,6 +30,8 @@
 // spill far more than they save).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/CodegenHelpers.h"
+#include "compiler/cuda/ElementwiseExpr.h"
 #include "compiler/cuda/KernelEmitter.h"
 #include "passes/ShapeFunctions.h"
 
@@ -135,6 +138,10 @@ llvm::Error emitAttention(EmitContext &context) {
   if (maskKind != "none")
     os << "  const int64_t maskRow = " << batchOffset(shape, shape.maskStrides)
        << " + (int64_t)i * " << lit(S::rowStride(shape.maskStrides)) << ";\n";
+  bool withBias = maskKind == "where_add";
+  if (withBias)
+    os << "  const int64_t biasRow = " << batchOffset(shape, shape.biasStrides)
+       << " + (int64_t)i * " << lit(S::rowStride(shape.biasStrides)) << ";\n";
   // Kᵀ is [D, Skv]: key row jj of the tile is its column j0 + jj.
   os << "  for (int j0 = 0; j0 < " << lit(skv) << "; j0 += " << tile
      << ") {\n"
@@ -162,11 +169,15 @@ llvm::Error emitAttention(EmitContext &context) {
                                lit(S::columnStride(shape.maskStrides));
   if (maskKind == "add")
     os << "      dot += (" << acc << ")snug_load(mask + " << maskAt << ");\n";
-  else if (maskKind == "where")
+  else if (maskKind == "where" || withBias)
     os << "      if (mask[" << maskAt << "] == "
        << (context.intAttr("fill_if", 1) ? "true" : "false") << ")\n"
        << "        dot = (" << acc << ")"
        << cudaFloatLiteral(double(context.floatAttr("fill", 0.0f))) << ";\n";
+  if (withBias)
+    os << "      dot += (" << acc
+       << ")snug_load(bias + biasRow + (int64_t)(j0 + "
+       << "jj) * " << lit(S::columnStride(shape.biasStrides)) << ");\n";
   os << "      s[jj] = dot;\n"
      << "      top = dot > top ? dot : top;\n"
      << "    }\n"
@@ -200,14 +211,61 @@ llvm::Error emitAttention(EmitContext &context) {
   kernel.addTensor("v", context.in(2), true);
   if (maskKind != "none")
     kernel.addTensor("mask", context.in(3), true);
+  if (withBias)
+    kernel.addTensor("bias", context.in(4), true);
   kernel.addTensor("y", y, false);
   kernel.body = os.str();
   context.launch(std::move(kernel));
   return llvm::Error::success();
 }
 
+/// snug.rotary: one thread an element, its rotated partner read from the
+/// other half of the row, cos and sin at their broadcast offsets; each
+/// product and the sum rounded to x's type (the unfused Mul, Mul, Add).
+llvm::Error emitRotary(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  if (x.rank() == 0 || x.dims.back() % 2)
+    return context.unsupported("x's last dim must be even");
+  std::vector<std::vector<int64_t>> strides(2);
+  if (!codegen::broadcastStrides(context.in(1), x.dims, strides[0]) ||
+      !codegen::broadcastStrides(context.in(2), x.dims, strides[1]))
+    return context.unsupported("cos and sin do not broadcast to x");
+  if (!y.numElements)
+    return llvm::Error::success();
+  std::vector<int64_t> dims = x.dims;
+  int64_t d = x.dims.back();
+  const char *index = codegen::indexTypeFor(x.numElements, x.numElements);
+  std::string acc = cudaComputeTypeName(x.dtype);
+  auto round = [&](const std::string &value) {
+    return roundTripExpr(x.dtype, value);
+  };
+  std::string body = codegen::gridStrideLoop(index, x.numElements);
+  body += codegen::emitOffsets(dims, strides, {"co", "so"}, index, "i");
+  body += "    const " + std::string(index) + " k = i % " + lit(d) + ";\n";
+  body += "    const " + acc + " xr = k < " + lit(d / 2) + " ? -(" + acc +
+          ")snug_load(x + i + " + lit(d / 2) + ") : (" + acc +
+          ")snug_load(x + i - " + lit(d / 2) + ");\n";
+  body += "    const " + acc + " a = " +
+          round("(" + acc + ")snug_load(x + i) * (" + acc +
+                ")snug_load(cosine + co)") +
+          ";\n";
+  body += "    const " + acc +
+          " b = " + round("xr * (" + acc + ")snug_load(sine + so)") + ";\n";
+  body += "    snug_store(y + i, a + b);\n  }\n";
+  Kernel kernel;
+  kernel.tag = "rotary";
+  kernel.addTensor("x", x, true);
+  kernel.addTensor("cosine", context.in(1), true);
+  kernel.addTensor("sine", context.in(2), true);
+  kernel.addTensor("y", y, false);
+  kernel.body = body;
+  codegen::launchGridStride(context, std::move(kernel), x.numElements);
+  return llvm::Error::success();
+}
+
 const EmitterEntry attentionEmitters[] = {
     {ir::OpCode::SnugAttention, emitAttention},
+    {ir::OpCode::SnugRotary, emitRotary},
 };
 
 } // namespace

@@ -424,6 +424,50 @@ llvm::Error emitLayerNormalization(EmitContext &context) {
   return emitNormalizeRows(context, walk, "layernorm", "k", hasBias, true);
 }
 
+/// snug.rms_norm: per row the mean square, then x * inv * scale with inv =
+/// 1 / sqrt(mean square + epsilon); one pass for the sum, one to store.
+llvm::Error emitRmsNorm(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  auto axis = axisAttr(context, "axis", -1);
+  if (!axis)
+    return axis.takeError();
+  int64_t outer = 1, n = 1;
+  for (int64_t d = 0; d < int64_t(x.rank()); ++d)
+    (d < *axis ? outer : n) *= x.dims[d];
+  bool hasScale = context.hasIn(1);
+  if (hasScale && context.in(1).numElements != n)
+    return context.unsupported("scale must have the normalized shape's size");
+  if (!x.numElements)
+    return llvm::Error::success();
+  RowWalk walk(outer, n, {{outer, n}}, {{n, 1}}, x.numElements);
+  std::string acc = accType(x.dtype), count = "(" + acc + ")" + lit(n);
+  std::string load = "(" + acc + ")snug_load(x + at)";
+  std::string value = load + " * inv";
+  if (hasScale)
+    value += " * snug_load(scale + k)";
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << walk.open({acc}) << "    const " << acc << " epsilon = "
+     << cudaFloatLiteral(double(context.floatAttr("epsilon", 1e-6f))) << ";\n"
+     << "    " << acc << " squares = 0;\n"
+     << walk.forEach("      const " + acc + " v = " + load +
+                     ";\n      squares += v * v;\n")
+     << walk.combine("squares", "snug_op_sum") << "    const " << acc
+     << " inv = (" << acc << ")1 / " << math("sqrt", acc) << "(squares / "
+     << count << " + epsilon);\n"
+     << walk.forEach("      " +
+                     walk.write("snug_store(y + at, " + value + ");") + "\n")
+     << walk.close();
+  Kernel kernel = walk.kernel("rms_norm");
+  kernel.addTensor("x", x, true);
+  if (hasScale)
+    kernel.addTensor("scale", context.in(1), true);
+  kernel.addTensor("y", y, false);
+  kernel.body = os.str();
+  context.launch(std::move(kernel));
+  return llvm::Error::success();
+}
+
 llvm::Error emitInstanceNormalization(EmitContext &context) {
   const TensorRef &x = context.in(0);
   if (x.rank() < 2)
@@ -732,6 +776,7 @@ const EmitterEntry reductionEmitters[] = {
     {ir::OpCode::LogSoftmax, emitLogSoftmaxOp},
     {ir::OpCode::Hardmax, emitHardmaxOp},
     {ir::OpCode::LayerNormalization, emitLayerNormalization},
+    {ir::OpCode::SnugRmsNorm, emitRmsNorm},
     {ir::OpCode::BatchNormalization, emitBatchNormalization},
     {ir::OpCode::InstanceNormalization, emitInstanceNormalization},
     {ir::OpCode::LRN, emitLRN},

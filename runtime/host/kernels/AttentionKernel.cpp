@@ -1,6 +1,7 @@
 //===- AttentionKernel.cpp - snug.attention, a row block at a time --------===//
 //
-// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def, sizes by
+// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def: mask = "where_add" fills
+// by a bool mask, then adds operand 4; sizes by
 // runtime/AttentionShape.h) without the score matrix: for each batch item
 // and each block of kAttentionRowBlock query rows, the block's scores go to
 // the op's planned scratch (its second result in the host plan, written by
@@ -33,8 +34,10 @@ Status attentionKernel(KernelContext &ctx) {
   const TensorView &q = ctx.in(0), &k = ctx.in(1), &v = ctx.in(2);
   std::string maskKind = ctx.getString("mask", "none");
   const TensorView *mask = ctx.hasInput(3) ? &ctx.in(3) : nullptr;
-  if ((maskKind == "none") != !mask ||
-      (maskKind != "none" && maskKind != "add" && maskKind != "where"))
+  const TensorView *bias = ctx.hasInput(4) ? &ctx.in(4) : nullptr;
+  if ((maskKind == "none") != !mask || (maskKind == "where_add") != !!bias ||
+      (maskKind != "none" && maskKind != "add" && maskKind != "where" &&
+       maskKind != "where_add"))
     return ctx.error("mask '" + maskKind + "' and the operands disagree");
   const char *permNames[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
   const std::vector<int64_t> *perms[4];
@@ -42,7 +45,7 @@ Status attentionKernel(KernelContext &ctx) {
     perms[i] = ctx.getInts(permNames[i]);
   AttentionShape shape = getAttentionShape(
       {q.dims, perms[0]}, {k.dims, perms[1]}, {v.dims, perms[2]},
-      mask ? mask->dims : nullptr, perms[3]);
+      mask ? mask->dims : nullptr, perms[3], bias ? bias->dims : nullptr);
   if (!shape.isValid())
     return ctx.error(shape.error);
   const TensorView &y = ctx.out(0);
@@ -57,13 +60,21 @@ Status attentionKernel(KernelContext &ctx) {
   float *block = reinterpret_cast<float *>(ctx.out(1).data);
 
   FloatInput qf(q), kf(k), vf(v);
-  std::vector<float> maskCopy;
-  const float *additive = nullptr;
+  auto widen = [](const TensorView &view) {
+    std::vector<float> values(size_t(view.numElements));
+    for (int64_t i = 0; i < view.numElements; ++i)
+      values[size_t(i)] = loadAs<float>(view.data, view.dtype, i);
+    return values;
+  };
+  std::vector<float> maskCopy, biasCopy;
+  const float *additive = nullptr, *after = nullptr;
   if (maskKind == "add") {
-    maskCopy.resize(size_t(mask->numElements));
-    for (int64_t i = 0; i < mask->numElements; ++i)
-      maskCopy[size_t(i)] = loadAs<float>(mask->data, mask->dtype, i);
+    maskCopy = widen(*mask);
     additive = maskCopy.data();
+  }
+  if (bias) {
+    biasCopy = widen(*bias);
+    after = biasCopy.data();
   }
   const float scale = ctx.getFloat("scale", 1.0f);
   const float fill = ctx.getFloat("fill", 0.0f);
@@ -87,6 +98,7 @@ Status attentionKernel(KernelContext &ctx) {
     const float *vb = vf.data() + shape.batchOffset(b, shape.vStrides);
     float *yb = out.data() + shape.batchOffset(b, shape.yStrides);
     int64_t maskBase = mask ? shape.batchOffset(b, shape.maskStrides) : 0;
+    int64_t biasBase = bias ? shape.batchOffset(b, shape.biasStrides) : 0;
     for (int64_t first = 0; first < sq; first += kAttentionRowBlock) {
       int64_t rows = std::min(kAttentionRowBlock, sq - first);
       for (int64_t r = 0; r < rows; ++r) {
@@ -108,6 +120,10 @@ Status attentionKernel(KernelContext &ctx) {
             else if ((mask->data[at] != 0) == fillIf)
               s = fill;
           }
+          if (after)
+            s += after[biasBase +
+                       i * AttentionShape::rowStride(shape.biasStrides) +
+                       j * AttentionShape::columnStride(shape.biasStrides)];
           scores[j] = s;
         }
         // Softmax of the row, in double as the Softmax kernel computes it.
@@ -137,10 +153,44 @@ Status attentionKernel(KernelContext &ctx) {
   return Status::ok();
 }
 
+/// snug.rotary: x * cos + rotate_half(x) * sin, each product and the sum
+/// rounded to x's type (the unfused Mul, Mul and Add), in float.
+Status rotaryKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(3, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &cos = ctx.in(1), &sin = ctx.in(2);
+  const TensorView &y = ctx.out(0);
+  if (x.getRank() == 0 || y.numElements != x.numElements)
+    return ctx.error("the result must have x's shape");
+  int64_t d = x.dim(x.getRank() - 1), half = d / 2;
+  if (d % 2)
+    return ctx.error("x's last dim must be even");
+  Broadcast walk(*x.dims, {x.dims, cos.dims, sin.dims});
+  if (!walk.isValid())
+    return ctx.error("cos and sin do not broadcast to x");
+  uint8_t type = x.dtype;
+  auto rounded = [type](float value) {
+    uint8_t bytes[8];
+    storeAs<float>(bytes, type, 0, value);
+    return loadAs<float>(bytes, type, 0);
+  };
+  walk.forEach([&](int64_t i, const int64_t *at) {
+    int64_t k = i % d;
+    float xr = k < half ? -loadAs<float>(x.data, type, i + half)
+                        : loadAs<float>(x.data, type, i - half);
+    float a = rounded(loadAs<float>(x.data, type, i) *
+                      loadAs<float>(cos.data, cos.dtype, at[1]));
+    float b = rounded(xr * loadAs<float>(sin.data, sin.dtype, at[2]));
+    storeAs<float>(y.data, y.dtype, i, a + b);
+  });
+  return Status::ok();
+}
+
 } // namespace
 
 void registerAttentionKernels(KernelTable &table) {
   table["snug.attention"] = attentionKernel;
+  table["snug.rotary"] = rotaryKernel;
 }
 
 } // namespace rt

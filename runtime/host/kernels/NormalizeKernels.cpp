@@ -121,6 +121,44 @@ Status layerNormKernel(KernelContext &ctx) {
   return Status::ok();
 }
 
+/// snug.rms_norm: x / sqrt(mean(x^2) + epsilon) * scale over the dims from
+/// `axis` on, in double as LayerNormalization (the unfused nodes rounded
+/// each step to f32: within their rounding).
+Status rmsNormKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  int64_t rank = x.getRank();
+  int64_t axis = normalizedAxis(ctx, "axis", -1, rank);
+  if (axis < 0 || axis >= rank)
+    return ctx.error("axis out of range");
+  if (y.numElements != x.numElements)
+    return ctx.error("operand and result differ in size");
+  double epsilon = ctx.getFloat("epsilon", 1e-6f);
+  int64_t outer = 1, n = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < axis ? outer : n) *= x.dim(d);
+  const TensorView *scale = ctx.hasInput(1) ? &ctx.in(1) : nullptr;
+  if (scale && scale->numElements != n)
+    return ctx.error("scale must have the normalized shape's size");
+  std::vector<double> row(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o) {
+    double squares = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      row[size_t(k)] = loadDouble(x.data, x.dtype, o * n + k);
+      squares += row[size_t(k)] * row[size_t(k)];
+    }
+    double inv = 1.0 / std::sqrt(squares / double(n) + epsilon);
+    for (int64_t k = 0; k < n; ++k) {
+      double v = row[size_t(k)] * inv;
+      if (scale)
+        v *= loadDouble(scale->data, scale->dtype, k);
+      storeDouble(y.data, y.dtype, o * n + k, v);
+    }
+  }
+  return Status::ok();
+}
+
 /// Inference-mode BatchNormalization over channel axis 1.
 Status batchNormKernel(KernelContext &ctx) {
   if (Status s = ctx.expect(5, 1))
@@ -382,6 +420,7 @@ void registerNormalizeKernels(KernelTable &t) {
   t["LogSoftmax"] = logSoftmaxKernel;
   t["Hardmax"] = hardmaxKernel;
   t["LayerNormalization"] = layerNormKernel;
+  t["snug.rms_norm"] = rmsNormKernel;
   t["BatchNormalization"] = batchNormKernel;
   t["InstanceNormalization"] = instanceNormKernel;
   t["LRN"] = lrnKernel;
