@@ -354,7 +354,8 @@ static llvm::Error importLayerNorm(Importer &importer, onnx::NodeProto &node) {
 }
 
 /// RMSNormalization (opset 23): X / sqrt(mean(X^2 over axes axis..) + eps)
-/// * scale, as its ONNX function body computes it, in ops the table has.
+/// * scale, as its ONNX function body computes it, in ops the table has
+/// (fused back into one snug.rms_norm where it is f32).
 /// stash_type 1 (the default) computes a 16-bit X's statistics in f32:
 /// casts around the composition.
 static llvm::Error importRmsNorm(Importer &importer, onnx::NodeProto &node) {
@@ -403,7 +404,10 @@ static llvm::Error importRmsNorm(Importer &importer, onnx::NodeProto &node) {
   Ints axes;
   for (int64_t i = *axis; i < rank; ++i)
     axes.push_back(i);
-  auto square = one("Mul", {wide, wide}, {}, ".square");
+  // Pow(x, 2), the exporters' form, which the fuse pass makes one
+  // snug.rms_norm kernel (passes/LayerNormPattern.cpp).
+  ir::Value *two = addScalarWeight(importer, node, ".two", compute, 2);
+  auto square = one("Pow", {wide, two}, {}, ".square");
   if (!square)
     return square.takeError();
   auto mean = one("ReduceMean", {*square},
