@@ -30,14 +30,6 @@ using ir::TensorType;
 
 namespace {
 
-/// One result of emit.
-llvm::Expected<ir::Value *>
-first(llvm::Expected<llvm::SmallVector<ir::Value *, 2>> results) {
-  if (!results)
-    return results.takeError();
-  return (*results)[0];
-}
-
 /// Input 0, which must be a float tensor.
 llvm::Expected<ir::Value *> floatInput(Importer &importer,
                                        const onnx::NodeProto &node) {
@@ -68,7 +60,8 @@ llvm::Error importIsInf(Importer &importer, onnx::NodeProto &node) {
   double inf = std::numeric_limits<double>::infinity();
   ir::Value *compared = *x;
   if (positive && negative) {
-    auto magnitude = first(importer.emit(node, "Abs", {*x}, {}, 1, ".abs"));
+    auto magnitude =
+        firstResult(importer.emit(node, "Abs", {*x}, {}, 1, ".abs"));
     if (!magnitude)
       return magnitude.takeError();
     compared = *magnitude;
@@ -91,24 +84,24 @@ llvm::Error importShrink(Importer &importer, onnx::NodeProto &node) {
   auto weight = [&](llvm::StringRef suffix, double value) {
     return addScalarWeight(importer, node, suffix, dtype, value);
   };
-  auto low = first(importer.emit(node, "Less", {*x, weight(".low", -lambd)}, {},
-                                 1, ".below"));
+  auto low = firstResult(importer.emit(
+      node, "Less", {*x, weight(".low", -lambd)}, {}, 1, ".below"));
   if (!low)
     return low.takeError();
-  auto high = first(importer.emit(node, "Greater", {*x, weight(".high", lambd)},
-                                  {}, 1, ".above"));
+  auto high = firstResult(importer.emit(
+      node, "Greater", {*x, weight(".high", lambd)}, {}, 1, ".above"));
   if (!high)
     return high.takeError();
   ir::Value *biasWeight = weight(".bias", bias);
-  auto raised =
-      first(importer.emit(node, "Add", {*x, biasWeight}, {}, 1, ".raised"));
+  auto raised = firstResult(
+      importer.emit(node, "Add", {*x, biasWeight}, {}, 1, ".raised"));
   if (!raised)
     return raised.takeError();
-  auto lowered =
-      first(importer.emit(node, "Sub", {*x, biasWeight}, {}, 1, ".lowered"));
+  auto lowered = firstResult(
+      importer.emit(node, "Sub", {*x, biasWeight}, {}, 1, ".lowered"));
   if (!lowered)
     return lowered.takeError();
-  auto upper = first(importer.emit(
+  auto upper = firstResult(importer.emit(
       node, "Where", {*high, *lowered, weight(".zero", 0)}, {}, 1, ".upper"));
   if (!upper)
     return upper.takeError();
@@ -122,7 +115,7 @@ llvm::Error importSwish(Importer &importer, onnx::NodeProto &node) {
   double alpha = attrFloat(node, "alpha", 1.0f);
   ir::Value *gateInput = *x;
   if (alpha != 1.0) {
-    auto scaled = first(
+    auto scaled = firstResult(
         importer.emit(node, "Mul",
                       {*x, addScalarWeight(importer, node, ".alpha",
                                            (*x)->getType().getDType(), alpha)},
@@ -132,7 +125,7 @@ llvm::Error importSwish(Importer &importer, onnx::NodeProto &node) {
     gateInput = *scaled;
   }
   auto gate =
-      first(importer.emit(node, "Sigmoid", {gateInput}, {}, 1, ".gate"));
+      firstResult(importer.emit(node, "Sigmoid", {gateInput}, {}, 1, ".gate"));
   if (!gate)
     return gate.takeError();
   return importer.emitAndBind(node, "Mul", {*x, *gate}, {});
@@ -149,22 +142,23 @@ llvm::Error importLpNormalization(Importer &importer, onnx::NodeProto &node) {
                       (*x)->getType().getRank());
   if (!axis)
     return axis.takeError();
-  auto norm = first(importer.emit(node, p == 1 ? "ReduceL1" : "ReduceL2", {*x},
-                                  {{"axes", Attribute::getInts({*axis})},
-                                   {"keepdims", Attribute::getInt(1)}},
-                                  1, ".norm"));
+  auto norm =
+      firstResult(importer.emit(node, p == 1 ? "ReduceL1" : "ReduceL2", {*x},
+                                {{"axes", Attribute::getInts({*axis})},
+                                 {"keepdims", Attribute::getInt(1)}},
+                                1, ".norm"));
   if (!norm)
     return norm.takeError();
   // A zero norm gives 0, not 0/0 (onnx's reference: its node tests hold a
   // vector of zeros).
   DType dtype = (*x)->getType().getDType();
   ir::Value *zero = addScalarWeight(importer, node, ".zero", dtype, 0);
-  auto isZero =
-      first(importer.emit(node, "Equal", {*norm, zero}, {}, 1, ".zero_norm"));
+  auto isZero = firstResult(
+      importer.emit(node, "Equal", {*norm, zero}, {}, 1, ".zero_norm"));
   if (!isZero)
     return isZero.takeError();
   auto divided =
-      first(importer.emit(node, "Div", {*x, *norm}, {}, 1, ".divided"));
+      firstResult(importer.emit(node, "Div", {*x, *norm}, {}, 1, ".divided"));
   if (!divided)
     return divided.takeError();
   return importer.emitAndBind(node, "Where", {*isZero, zero, *divided}, {});

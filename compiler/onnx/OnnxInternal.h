@@ -185,6 +185,13 @@ llvm::Expected<Ints> axesFor(Importer &importer, const onnx::NodeProto &node,
 /// optional input from it on. None when the model gives none.
 llvm::Expected<llvm::Optional<Ints>>
 readAxes(Importer &importer, onnx::NodeProto &node, int64_t inputOpset);
+/// The one result of an emit (the compositions chain single-result nodes).
+inline llvm::Expected<ir::Value *>
+firstResult(llvm::Expected<llvm::SmallVector<ir::Value *, 2>> results) {
+  if (!results)
+    return results.takeError();
+  return (*results)[0];
+}
 /// A scalar weight `value` of `dtype`, named after the node's output 0
 /// plus `suffix` (the constants of a composition: an epsilon, a zero).
 ir::Value *addScalarWeight(Importer &importer, const onnx::NodeProto &node,

@@ -70,24 +70,18 @@ llvm::Expected<ir::Value *> emitNllLoss(Importer &importer,
   if (reduction != "none" && reduction != "sum" && reduction != "mean")
     return importer.error(node, "reduction '" + reduction +
                                     "' is not none, sum or mean");
-  auto one = [&](llvm::Expected<llvm::SmallVector<ir::Value *, 2>> results)
-      -> llvm::Expected<ir::Value *> {
-    if (!results)
-      return results.takeError();
-    return (*results)[0];
-  };
   DType dtype = in.getDType();
   ir::Value *safe = target, *ignored = nullptr;
   if (findAttr(node, "ignore_index")) {
     ir::Value *index =
         addScalarWeight(importer, node, ".ignore_index", tt.getDType(),
                         double(attrInt(node, "ignore_index", 0)));
-    auto equal =
-        one(importer.emit(node, "Equal", {target, index}, {}, 1, ".ignored"));
+    auto equal = firstResult(
+        importer.emit(node, "Equal", {target, index}, {}, 1, ".ignored"));
     if (!equal)
       return equal.takeError();
     ignored = *equal;
-    auto where = one(importer.emit(
+    auto where = firstResult(importer.emit(
         node, "Where",
         {ignored, addScalarWeight(importer, node, ".class0", tt.getDType(), 0),
          target},
@@ -96,31 +90,32 @@ llvm::Expected<ir::Value *> emitNllLoss(Importer &importer,
       return where.takeError();
     safe = *where;
   }
-  auto index =
-      one(importer.emit(node, "Unsqueeze", {safe},
-                        {{"axes", Attribute::getInts({1})}}, 1, ".index"));
+  auto index = firstResult(importer.emit(node, "Unsqueeze", {safe},
+                                         {{"axes", Attribute::getInts({1})}}, 1,
+                                         ".index"));
   if (!index)
     return index.takeError();
-  auto gathered =
-      one(importer.emit(node, "GatherElements", {input, *index},
-                        {{"axis", Attribute::getInt(1)}}, 1, ".picked"));
+  auto gathered = firstResult(
+      importer.emit(node, "GatherElements", {input, *index},
+                    {{"axis", Attribute::getInt(1)}}, 1, ".picked"));
   if (!gathered)
     return gathered.takeError();
-  auto picked =
-      one(importer.emit(node, "Squeeze", {*gathered},
-                        {{"axes", Attribute::getInts({1})}}, 1, ".squeezed"));
+  auto picked = firstResult(importer.emit(node, "Squeeze", {*gathered},
+                                          {{"axes", Attribute::getInts({1})}},
+                                          1, ".squeezed"));
   if (!picked)
     return picked.takeError();
-  auto negated = one(importer.emit(node, "Neg", {*picked}, {}, 1, ".neg"));
+  auto negated =
+      firstResult(importer.emit(node, "Neg", {*picked}, {}, 1, ".neg"));
   if (!negated)
     return negated.takeError();
   ir::Value *loss = *negated;
   // The per-element weight: the class weight, 0 where ignored.
   ir::Value *perElement = nullptr;
   if (weight) {
-    auto classWeight = one(importer.emit(node, "Gather", {weight, safe},
-                                         {{"axis", Attribute::getInt(0)}}, 1,
-                                         ".class_weight"));
+    auto classWeight = firstResult(
+        importer.emit(node, "Gather", {weight, safe},
+                      {{"axis", Attribute::getInt(0)}}, 1, ".class_weight"));
     if (!classWeight)
       return classWeight.takeError();
     perElement = *classWeight;
@@ -129,7 +124,7 @@ llvm::Expected<ir::Value *> emitNllLoss(Importer &importer,
     ir::Value *kept = perElement
                           ? perElement
                           : addScalarWeight(importer, node, ".one", dtype, 1);
-    auto masked = one(importer.emit(
+    auto masked = firstResult(importer.emit(
         node, "Where",
         {ignored, addScalarWeight(importer, node, ".zero", dtype, 0), kept}, {},
         1, ".weight"));
@@ -138,8 +133,8 @@ llvm::Expected<ir::Value *> emitNllLoss(Importer &importer,
     perElement = *masked;
   }
   if (perElement) {
-    auto weighted =
-        one(importer.emit(node, "Mul", {loss, perElement}, {}, 1, ".weighted"));
+    auto weighted = firstResult(
+        importer.emit(node, "Mul", {loss, perElement}, {}, 1, ".weighted"));
     if (!weighted)
       return weighted.takeError();
     loss = *weighted;
@@ -149,15 +144,18 @@ llvm::Expected<ir::Value *> emitNllLoss(Importer &importer,
   ir::AttributeMap all = {{"axes", allAxes(tt.getRank())},
                           {"keepdims", Attribute::getInt(0)}};
   if (reduction == "mean" && !perElement)
-    return one(importer.emit(node, "ReduceMean", {loss}, all, 1, ".mean"));
-  auto sum = one(importer.emit(node, "ReduceSum", {loss}, all, 1, ".sum"));
+    return firstResult(
+        importer.emit(node, "ReduceMean", {loss}, all, 1, ".mean"));
+  auto sum =
+      firstResult(importer.emit(node, "ReduceSum", {loss}, all, 1, ".sum"));
   if (!sum || reduction == "sum")
     return sum;
-  auto total = one(
+  auto total = firstResult(
       importer.emit(node, "ReduceSum", {perElement}, all, 1, ".weight_sum"));
   if (!total)
     return total.takeError();
-  return one(importer.emit(node, "Div", {*sum, *total}, {}, 1, ".mean"));
+  return firstResult(
+      importer.emit(node, "Div", {*sum, *total}, {}, 1, ".mean"));
 }
 
 llvm::Error importNllLoss(Importer &importer, onnx::NodeProto &node) {
