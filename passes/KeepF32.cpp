@@ -38,4 +38,15 @@ llvm::StringSet<> getKeepF32Names(const ir::Module &module) {
   return names;
 }
 
+void addKeepList(llvm::StringRef list, llvm::StringSet<> &into) {
+  llvm::SmallVector<llvm::StringRef, 8> names;
+  list.split(names, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef name : names)
+    into.insert(name.trim());
+}
+
+bool keepNames(const llvm::StringSet<> &keep, const ir::Node &node) {
+  return keep.count(node.getName()) || keep.count(node.getOpName());
+}
+
 } // namespace snug

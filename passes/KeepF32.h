@@ -34,6 +34,13 @@ void markKeepF32From(ir::Module &module, size_t first, llvm::StringRef prefix);
 /// The node names the module's keep_f32 attribute lists (none without it).
 llvm::StringSet<> getKeepF32Names(const ir::Module &module);
 
+/// A keep= option (--keep-fp32): comma-separated node names and op types,
+/// blanks trimmed, added to `into`.
+void addKeepList(llvm::StringRef list, llvm::StringSet<> &into);
+
+/// Whether `keep` names `node`, by its name or its op type.
+bool keepNames(const llvm::StringSet<> &keep, const ir::Node &node);
+
 } // namespace snug
 
 #endif // SNUG_PASSES_KEEPF32_H

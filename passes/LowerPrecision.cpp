@@ -126,10 +126,7 @@ llvm::Error LowerPrecision::setOption(llvm::StringRef key,
     return llvm::Error::success();
   }
   if (key == "keep") {
-    llvm::SmallVector<llvm::StringRef, 8> names;
-    value.split(names, ',', -1, /*KeepEmpty=*/false);
-    for (llvm::StringRef name : names)
-      keep.insert(name.trim());
+    addKeepList(value, keep);
     return llvm::Error::success();
   }
   return Pass::setOption(key, value);
@@ -137,7 +134,7 @@ llvm::Error LowerPrecision::setOption(llvm::StringRef key,
 
 bool LowerPrecision::isKept(const ir::Node &node) const {
   using ir::OpCode;
-  if (keep.count(node.getName()) || keep.count(node.getOpName()) ||
+  if (keepNames(keep, node) ||
       (!node.getName().empty() && marked.count(node.getName())))
     return true;
   if (!defaultKeep)

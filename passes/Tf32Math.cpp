@@ -24,6 +24,7 @@
 // elementwise ops only).
 //
 //===----------------------------------------------------------------------===//
+#include "passes/KeepF32.h"
 #include "passes/Pass.h"
 #include "passes/Passes.h"
 
@@ -64,10 +65,7 @@ bool multipliesF32(const ir::Node &node) {
 
 llvm::Error Tf32Math::setOption(llvm::StringRef key, llvm::StringRef value) {
   if (key == "keep") {
-    llvm::SmallVector<llvm::StringRef, 8> names;
-    value.split(names, ',', -1, /*KeepEmpty=*/false);
-    for (llvm::StringRef name : names)
-      keep.insert(name.trim());
+    addKeepList(value, keep);
     return llvm::Error::success();
   }
   return Pass::setOption(key, value);
@@ -82,8 +80,7 @@ llvm::Expected<bool> Tf32Math::run(ir::Module &module) {
       ++other;
       continue;
     }
-    bool keepF32 = keep.count(node->getName()) || keep.count(node->getOpName());
-    if (keepF32) {
+    if (keepNames(keep, *node)) {
       node->removeAttribute("math");
       ++kept;
       continue;
