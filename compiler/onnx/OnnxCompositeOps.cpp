@@ -11,6 +11,9 @@
 //   LpNormalization(x)  x / ReduceL1|ReduceL2(x, axis, keepdims), 0 where
 //                       that norm is 0
 //   EyeLike(x)          a constant: ones on diagonal k of x's 2-d shape
+//   OneHot(i, depth, v) Where(Equal(Unsqueeze(i', axis), [0, depth)), v[1],
+//                       v[0]), i' = i (cast to i64 when not an integer),
+//                       plus depth where negative; depth a constant
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
@@ -194,6 +197,108 @@ llvm::Error importEyeLike(Importer &importer, onnx::NodeProto &node) {
   return llvm::Error::success();
 }
 
+
+llvm::Error importOneHot(Importer &importer, onnx::NodeProto &node) {
+  auto indices = requireInput(importer, node, 0);
+  if (!indices)
+    return indices.takeError();
+  auto values = requireInput(importer, node, 2);
+  if (!values)
+    return values.takeError();
+  const TensorType &valuesType = (*values)->getType();
+  if (valuesType.getNumElements() != 2)
+    return importer.error(node, "values " + valuesType.str() +
+                                    " does not hold exactly two elements");
+  // The result's shape holds depth, so depth must be known at import.
+  auto depthValues =
+      importer.getConstantFloats(node, 1, "depth");
+  if (!depthValues)
+    return depthValues.takeError();
+  if (depthValues->size() != 1 || !((*depthValues)[0] >= 1))
+    return importer.error(node, "depth must be one value of at least 1");
+  int64_t depth = int64_t((*depthValues)[0]);
+  int64_t rank = (*indices)->getType().getRank();
+  auto axis = axisFor(importer, node, attrInt(node, "axis", -1), rank + 1);
+  if (!axis)
+    return axis.takeError();
+
+  ir::Value *index = *indices;
+  if (!ir::isIntegerDType(index->getType().getDType())) {
+    // ONNX casts non-integer indices to int64 before use.
+    auto cast = firstResult(importer.emit(
+        node, "Cast", {index},
+        {{"to", Attribute::getString(ir::getDTypeName(DType::I64))}}, 1, ".index"));
+    if (!cast)
+      return cast.takeError();
+    index = *cast;
+  }
+  DType indexType = index->getType().getDType();
+  // Negative indices count from depth back.
+  ir::Value *zero = addScalarWeight(importer, node, ".zero", indexType, 0);
+  auto negative = firstResult(
+      importer.emit(node, "Less", {index, zero}, {}, 1, ".negative"));
+  if (!negative)
+    return negative.takeError();
+  auto wrapped = firstResult(importer.emit(
+      node, "Add",
+      {index, addScalarWeight(importer, node, ".depth", indexType,
+                              double(depth))},
+      {}, 1, ".wrapped"));
+  if (!wrapped)
+    return wrapped.takeError();
+  auto normalized = firstResult(importer.emit(
+      node, "Where", {*negative, *wrapped, index}, {}, 1, ".normalized"));
+  if (!normalized)
+    return normalized.takeError();
+  auto unsqueezed = firstResult(
+      importer.emit(node, "Unsqueeze", {*normalized},
+                    {{"axes", Attribute::getInts({*axis})}}, 1, ".unsqueezed"));
+  if (!unsqueezed)
+    return unsqueezed.takeError();
+
+  // [0, depth) along the result's axis, 1 on the dims after it.
+  llvm::SmallVector<int64_t, 4> rangeDims{depth};
+  rangeDims.append(size_t(rank - *axis), 1);
+  TensorType rangeType(indexType, rangeDims);
+  if (llvm::Error error = checkMaterialized(importer, node, rangeType))
+    return error;
+  std::vector<uint8_t> bytes(rangeType.getByteSize());
+  uint8_t code = getHostDTypeCode(indexType);
+  for (int64_t k = 0; k < depth; ++k)
+    rt::storeDouble(bytes.data(), code, k, double(k));
+  ir::Value *range =
+      importer.module.addWeight(node.output(0) + ".range", rangeType, bytes);
+  auto hot = firstResult(
+      importer.emit(node, "Equal", {*unsqueezed, range}, {}, 1, ".hot"));
+  if (!hot)
+    return hot.takeError();
+
+  ir::Value *flat = *values;
+  if (valuesType.getRank() != 1) {
+    auto reshaped = firstResult(importer.emit(
+        node, "Reshape",
+        {*values, addScalarWeight(importer, node, ".two", DType::I64, 2)},
+        {}, 1, ".values"));
+    if (!reshaped)
+      return reshaped.takeError();
+    flat = *reshaped;
+  }
+  auto pick = [&](int64_t which, llvm::StringRef suffix) {
+    return firstResult(importer.emit(
+        node, "Gather",
+        {flat, addScalarWeight(importer, node, (suffix + ".at").str(),
+                               DType::I64, double(which))},
+        {{"axis", Attribute::getInt(0)}}, 1, suffix));
+  };
+  auto off = pick(0, ".off");
+  if (!off)
+    return off.takeError();
+  auto on = pick(1, ".on");
+  if (!on)
+    return on.takeError();
+  return importer.emitAndBind(node, "Where", {*hot, *on, *off}, {});
+}
+
 } // namespace
 
 void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map) {
@@ -202,6 +307,7 @@ void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map) {
   map["Swish"] = importSwish;
   map["LpNormalization"] = importLpNormalization;
   map["EyeLike"] = importEyeLike;
+  map["OneHot"] = importOneHot;
 }
 
 } // namespace onnx_import
