@@ -60,13 +60,12 @@ static FusedGroup describeAttention(const ir::Node &node) {
   uint64_t scoreBytes = uint64_t(shape.batch * shape.sq * shape.skv) *
                         ir::getDTypeSize(result.getDType());
   add("MatMul", scoreBytes);
-  std::string mask = getStringAttr(node.getAttributes(), "mask", "none").str();
-  if (mask == "add" || mask == "where")
-    add(mask == "add" ? "Add" : "Where", scoreBytes);
-  if (mask == "where_add") {
+  AttentionMaskKind mask = getAttentionMaskKind(
+      getStringAttr(node.getAttributes(), "mask", "none").str());
+  if (mask.where || mask.causal)
     add("Where", scoreBytes);
+  if (mask.additive || mask.bias)
     add("Add", scoreBytes);
-  }
   add("Softmax", scoreBytes);
   if (node.getAttribute("y_perm")) {
     add("MatMul", result.getByteSize());

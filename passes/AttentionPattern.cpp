@@ -46,6 +46,12 @@
 // halves of the last dim, cos and sin broadcast to x without widening it.
 // They run before the attentions, whose Q and K they compute.
 //
+// A bool mask that is a constant lower triangle over the scores (GPT-2's
+// registered torch.tril buffer, sq x skv bytes of weights: 1 MiB at
+// sequence 1024) is not kept: mask "causal" fills score (i, j) where
+// j > i + k, computed from the indices, and "causal_add" adds the padding
+// mask after it (operand 3). The constant then has no reader and goes.
+//
 // Not recognized: a scale after the mask (another function unless the
 // mask is 0/-inf), a Where after an added mask (Where(m, s + a, fill)
 // fills without the addend: another function than where_add), a causal
@@ -76,6 +82,8 @@ struct Match {
   std::string maskKind = "none";
   float fill = 0.0f;
   bool fillIfTrue = true;
+  /// The diagonal offset of mask "causal" and "causal_add".
+  int64_t causal = 0;
   llvm::SmallVector<ir::Node *, 8> nodes; // the last one is the result's
 };
 
@@ -226,6 +234,41 @@ bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
   return matchWhere(module, logits, softmax, match);
 }
 
+/// k when `mask` is a constant bool lower triangle over the scores [...,
+/// sq, skv] (leading dims 1): the Where fills score (i, j) exactly where
+/// j > i + k, k >= 0 (torch.tril(ones) as GPT-2's exports store it, under
+/// either polarity). Such a mask is computed from the indices instead of
+/// read (mask "causal"), and the constant, sq x skv bytes, goes.
+llvm::Optional<int64_t> causalDiagonal(const ir::Module &module,
+                                       const Value *mask, bool fillIfTrue,
+                                       int64_t sq, int64_t skv) {
+  if (!mask->isWeight() || mask->isWeightElided() ||
+      ir::isStateWeight(module, mask) ||
+      mask->getType().getDType() != ir::DType::Bool)
+    return llvm::None;
+  llvm::ArrayRef<int64_t> dims = mask->getType().getDims();
+  if (dims.size() < 2 || dims[dims.size() - 2] != sq || dims.back() != skv ||
+      mask->getType().getNumElements() != sq * skv)
+    return llvm::None;
+  llvm::ArrayRef<uint8_t> data = module.getWeightData(mask);
+  if (data.size() != size_t(sq * skv))
+    return llvm::None;
+  auto filled = [&](int64_t i, int64_t j) {
+    return (data[size_t(i * skv + j)] != 0) == fillIfTrue;
+  };
+  int64_t kept = 0;
+  while (kept < skv && !filled(0, kept))
+    ++kept;
+  if (kept == 0)
+    return llvm::None;
+  int64_t k = kept - 1;
+  for (int64_t i = 0; i < sq; ++i)
+    for (int64_t j = 0; j < skv; ++j)
+      if (filled(i, j) != (j > i + k))
+        return llvm::None;
+  return k;
+}
+
 /// The attention whose probabilities `softmax` computes, if it is one.
 llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
   if (!softmax.is(OpCode::Softmax) || softmax.getNumOperands() != 1)
@@ -265,6 +308,20 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
         match.yPerm.assign(axes->getInts().begin(), axes->getInts().end());
         match.nodes.push_back(merge);
       }
+  // A constant causal bool mask is computed in the kernels instead; the
+  // additive mask after it, if any, becomes operand 3.
+  if (match.maskKind == "where" || match.maskKind == "where_add") {
+    std::vector<int64_t> scores(logits->getType().getDims().begin(),
+                                logits->getType().getDims().end());
+    if (llvm::Optional<int64_t> k =
+            causalDiagonal(module, match.mask, match.fillIfTrue,
+                           scores[scores.size() - 2], scores.back())) {
+      match.causal = *k;
+      match.mask = match.bias;
+      match.bias = nullptr;
+      match.maskKind = match.mask ? "causal_add" : "causal";
+    }
+  }
   // Q, K, V must fit the op's shape rule, the scores be the Softmax's and
   // the result the last node's.
   auto dimsOf = [](const Value *value) {
@@ -417,10 +474,13 @@ unsigned rewriteAttentions(ir::Module &module) {
           if (!perm->empty())
             attributes[name] = ir::Attribute::getInts(*perm);
         attributes["mask"] = ir::Attribute::getString(match.maskKind);
-        if (match.maskKind == "where" || match.maskKind == "where_add") {
+        AttentionMaskKind kind = getAttentionMaskKind(match.maskKind);
+        if (kind.where || kind.causal)
           attributes["fill"] = ir::Attribute::getFloat(match.fill);
+        if (kind.where)
           attributes["fill_if"] = ir::Attribute::getInt(match.fillIfTrue);
-        }
+        if (kind.causal)
+          attributes["causal"] = ir::Attribute::getInt(match.causal);
         return node;
       });
 }

@@ -322,8 +322,9 @@ static void addContraction(const Node &node, Cost &cost) {
     AttentionShape shape = getAttentionShape(node);
     uint64_t scores = uint64_t(shape.batch * shape.sq * shape.skv);
     macs = scores * uint64_t(shape.d + shape.dv);
-    extra = scores * (6 + (node.getNumOperands() > 3 && node.getOperand(3)) +
-                      (node.getNumOperands() > 4 && node.getOperand(4)));
+    AttentionMaskKind mask = getAttentionMaskKind(
+        getStringAttr(node.getAttributes(), "mask", "none").str());
+    extra = scores * (6 + mask.causal + mask.where + mask.additive + mask.bias);
     break;
   }
   default:

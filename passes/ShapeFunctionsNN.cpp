@@ -460,23 +460,23 @@ static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {
       getStringAttr(query.attributes, "mask", "none").str();
   const ir::TensorType *bias =
       query.operands.size() > 4 ? query.operands[4] : nullptr;
-  if (maskKind != "none" && maskKind != "add" && maskKind != "where" &&
-      maskKind != "where_add")
-    return shapeError("mask kind '" + maskKind +
-                      "' is none of 'none', 'add', 'where' and 'where_add'");
-  if ((maskKind == "none") != !mask)
+  AttentionMaskKind kind = getAttentionMaskKind(maskKind);
+  if (!kind.valid)
+    return shapeError("mask kind '" + maskKind + "' is none of " +
+                      attentionMaskKindsText());
+  if (kind.hasMaskOperand() != !!mask)
     return shapeError(mask
                           ? "a mask operand needs mask = \"add\", "
-                            "\"where\" or \"where_add\""
+                            "\"where\", \"where_add\" or \"causal_add\""
                           : "mask = \"" + maskKind + "\" needs a mask operand");
-  if ((maskKind == "where_add") != !!bias)
+  if (kind.bias != !!bias)
     return shapeError(bias ? "an additive mask after the mask (operand 4) "
                              "needs mask = \"where_add\""
                            : "mask = \"where_add\" needs an additive mask "
                              "(operand 4)");
-  if (mask && mask->getDType() != (maskKind == "add" ? dtype : DType::Bool))
+  if (mask && mask->getDType() != (kind.where ? DType::Bool : dtype))
     return shapeError("mask " + mask->str() + " must be " +
-                      (maskKind == "add" ? "of Q's element type" : "bool") +
+                      (kind.where ? "bool" : "of Q's element type") +
                       " for mask = \"" + maskKind + "\"");
   if (bias && bias->getDType() != dtype)
     return shapeError("additive mask " + bias->str() +

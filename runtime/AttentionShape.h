@@ -78,6 +78,47 @@ struct AttentionShape {
   }
 };
 
+/// What snug.attention's mask attribute (ir/Ops.def) puts where; one
+/// reading for the shape rule, the host kernel, the CUDA emitter and the
+/// fusion report. Per score, in this order: a causal fill (mask "causal"
+/// and "causal_add": score (i, j) becomes `fill` where j > i + causal, the
+/// diagonal offset attribute, computed, never stored), a bool mask
+/// (operand 3 of "where" and "where_add": `fill` where it equals
+/// fill_if), an additive mask (operand 3 of "add" and "causal_add"), and
+/// the additive mask after a bool one (operand 4 of "where_add").
+struct AttentionMaskKind {
+  bool valid = false;
+  bool causal = false;
+  bool where = false;
+  bool additive = false;
+  bool bias = false;
+  /// Whether operand 3 is a mask (bool for `where`, else Q's type).
+  bool hasMaskOperand() const { return where || additive; }
+};
+
+/// The valid mask kinds, for messages.
+inline const char *attentionMaskKindsText() {
+  return "'none', 'add', 'where', 'where_add', 'causal' and 'causal_add'";
+}
+
+inline AttentionMaskKind getAttentionMaskKind(const std::string &name) {
+  AttentionMaskKind kind;
+  kind.valid = true;
+  if (name == "add")
+    kind.additive = true;
+  else if (name == "where")
+    kind.where = true;
+  else if (name == "where_add")
+    kind.where = kind.bias = true;
+  else if (name == "causal")
+    kind.causal = true;
+  else if (name == "causal_add")
+    kind.causal = kind.additive = true;
+  else if (name != "none")
+    kind.valid = false;
+  return kind;
+}
+
 /// The host kernel computes this many rows of scores at a time; its
 /// scratch holds them (f32), and is all it needs beyond the result.
 constexpr int64_t kAttentionRowBlock = 16;

@@ -106,7 +106,11 @@ llvm::Error emitAttention(EmitContext &context) {
   int64_t accBytes = acc == "double" ? 8 : 4;
   int64_t tile = std::max<int64_t>(
       1, std::min<int64_t>(kMaxTile, kTileBytes / (accBytes * (d + dv))));
-  std::string maskKind = context.stringAttr("mask", "none");
+  AttentionMaskKind kind =
+      getAttentionMaskKind(context.stringAttr("mask", "none"));
+  if (!kind.valid)
+    return context.unsupported("mask kind '" +
+                               context.stringAttr("mask", "none") + "'");
   float scale = context.floatAttr("scale", 1.0f);
   std::string inf = "(" + acc + ")snug_inf()";
   std::string exp = acc == "float" ? "expf" : "exp";
@@ -135,10 +139,10 @@ llvm::Error emitAttention(EmitContext &context) {
      << "  for (int e = 0; e < " << dv << "; ++e)\n"
      << "    o[e] = 0;\n"
      << "  " << acc << " m = -" << inf << ", l = 0;\n";
-  if (maskKind != "none")
+  if (kind.hasMaskOperand())
     os << "  const int64_t maskRow = " << batchOffset(shape, shape.maskStrides)
        << " + (int64_t)i * " << lit(S::rowStride(shape.maskStrides)) << ";\n";
-  bool withBias = maskKind == "where_add";
+  bool withBias = kind.bias;
   if (withBias)
     os << "  const int64_t biasRow = " << batchOffset(shape, shape.biasStrides)
        << " + (int64_t)i * " << lit(S::rowStride(shape.biasStrides)) << ";\n";
@@ -164,16 +168,22 @@ llvm::Error emitAttention(EmitContext &context) {
     os << "      dot *= (" << acc << ")" << cudaFloatLiteral(double(scale))
        << ";\n";
   std::string maskAt =
-      maskKind == "none" ? ""
-                         : "maskRow + (int64_t)(j0 + jj) * " +
-                               lit(S::columnStride(shape.maskStrides));
-  if (maskKind == "add")
+      !kind.hasMaskOperand()
+          ? ""
+          : "maskRow + (int64_t)(j0 + jj) * " +
+                lit(S::columnStride(shape.maskStrides));
+  std::string fill =
+      "(" + acc + ")" + cudaFloatLiteral(double(context.floatAttr("fill", 0.0f)));
+  if (kind.causal)
+    os << "      if ((int64_t)(j0 + jj) > (int64_t)i + "
+       << lit(context.intAttr("causal", 0)) << ")\n"
+       << "        dot = " << fill << ";\n";
+  if (kind.additive)
     os << "      dot += (" << acc << ")snug_load(mask + " << maskAt << ");\n";
-  else if (maskKind == "where" || withBias)
+  else if (kind.where)
     os << "      if (mask[" << maskAt << "] == "
        << (context.intAttr("fill_if", 1) ? "true" : "false") << ")\n"
-       << "        dot = (" << acc << ")"
-       << cudaFloatLiteral(double(context.floatAttr("fill", 0.0f))) << ";\n";
+       << "        dot = " << fill << ";\n";
   if (withBias)
     os << "      dot += (" << acc
        << ")snug_load(bias + biasRow + (int64_t)(j0 + "
@@ -209,7 +219,7 @@ llvm::Error emitAttention(EmitContext &context) {
   kernel.addTensor("q", context.in(0), true);
   kernel.addTensor("k", context.in(1), true);
   kernel.addTensor("v", context.in(2), true);
-  if (maskKind != "none")
+  if (kind.hasMaskOperand())
     kernel.addTensor("mask", context.in(3), true);
   if (withBias)
     kernel.addTensor("bias", context.in(4), true);

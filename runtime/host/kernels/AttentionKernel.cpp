@@ -35,9 +35,8 @@ Status attentionKernel(KernelContext &ctx) {
   std::string maskKind = ctx.getString("mask", "none");
   const TensorView *mask = ctx.hasInput(3) ? &ctx.in(3) : nullptr;
   const TensorView *bias = ctx.hasInput(4) ? &ctx.in(4) : nullptr;
-  if ((maskKind == "none") != !mask || (maskKind == "where_add") != !!bias ||
-      (maskKind != "none" && maskKind != "add" && maskKind != "where" &&
-       maskKind != "where_add"))
+  AttentionMaskKind kind = getAttentionMaskKind(maskKind);
+  if (!kind.valid || kind.hasMaskOperand() != !!mask || kind.bias != !!bias)
     return ctx.error("mask '" + maskKind + "' and the operands disagree");
   const char *permNames[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
   const std::vector<int64_t> *perms[4];
@@ -68,7 +67,7 @@ Status attentionKernel(KernelContext &ctx) {
   };
   std::vector<float> maskCopy, biasCopy;
   const float *additive = nullptr, *after = nullptr;
-  if (maskKind == "add") {
+  if (kind.additive) {
     maskCopy = widen(*mask);
     additive = maskCopy.data();
   }
@@ -79,6 +78,7 @@ Status attentionKernel(KernelContext &ctx) {
   const float scale = ctx.getFloat("scale", 1.0f);
   const float fill = ctx.getFloat("fill", 0.0f);
   const bool fillIf = ctx.getInt("fill_if", 1) != 0;
+  const int64_t diagonal = ctx.getInt("causal", 0);
   const int64_t sq = shape.sq, skv = shape.skv, d = shape.d, dv = shape.dv;
   // Element strides of the matrix dims: Q's rows and columns, Kᵀ's, ...
   const int64_t qi = AttentionShape::rowStride(shape.qStrides),
@@ -111,6 +111,8 @@ Status attentionKernel(KernelContext &ctx) {
           float s = float(dot);
           if (scale != 1.0f)
             s *= scale;
+          if (kind.causal && j > i + diagonal)
+            s = fill;
           if (mask) {
             int64_t at =
                 maskBase + i * AttentionShape::rowStride(shape.maskStrides) +
