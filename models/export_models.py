@@ -281,6 +281,36 @@ def write_tensor(path, array, name):
         f.write(tensor.SerializeToString())
 
 
+def calibrate_batchnorm(model, inputs, batches=4, batch_size=8):
+    """Sets every BatchNorm's running statistics from the model's own
+    activations on random inputs, as training would have.
+
+    torchvision leaves them at mean 0, variance 1, so eval-mode BatchNorm
+    is the identity and a random-weight network's activations shrink layer
+    by layer (fan-out initialisation of depthwise convolutions): the
+    outputs of mobilenet_v2, mobilenet_v3_small and efficientnet_b0 were
+    1e-9 to 1e-14, which no absolute tolerance checks, f16 flushes to
+    zero, and a BatchNorm folded into its Conv tested only as the
+    identity. Calibrated, every layer sees unit-scale activations, as in
+    a trained model. Models without BatchNorm are left as they are."""
+    import torch
+    norms = [m for m in model.modules()
+             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    model.eval()
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average over the batches
+        norm.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            feeds = [torch.randn((batch_size,) + tuple(t.shape[1:]))
+                     for _, t, _ in inputs]
+            model(*feeds)
+    model.eval()
+
+
 def export(name, build, opset, out_dir, seed=0):
     import torch
     import onnxruntime as ort
@@ -288,6 +318,7 @@ def export(name, build, opset, out_dir, seed=0):
     torch.manual_seed(seed)
     np.random.seed(seed)
     model, inputs, output_names = build()
+    calibrate_batchnorm(model, inputs)
     model.eval()
     tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=os.path.dirname(out_dir))
     os.chmod(tmp, 0o755)
