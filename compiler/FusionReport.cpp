@@ -60,8 +60,7 @@ static FusedGroup describeAttention(const ir::Node &node) {
   uint64_t scoreBytes = uint64_t(shape.batch * shape.sq * shape.skv) *
                         ir::getDTypeSize(result.getDType());
   add("MatMul", scoreBytes);
-  AttentionMaskKind mask = getAttentionMaskKind(
-      getStringAttr(node.getAttributes(), "mask", "none").str());
+  AttentionMaskKind mask = getAttentionMaskKind(node);
   if (mask.where || mask.causal)
     add("Where", scoreBytes);
   if (mask.additive || mask.bias)

@@ -310,9 +310,8 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
       }
   // A constant causal bool mask is computed in the kernels instead; the
   // additive mask after it, if any, becomes operand 3.
-  if (match.maskKind == "where" || match.maskKind == "where_add") {
-    std::vector<int64_t> scores(logits->getType().getDims().begin(),
-                                logits->getType().getDims().end());
+  if (getAttentionMaskKind(match.maskKind).where) {
+    llvm::ArrayRef<int64_t> scores = logits->getType().getDims();
     if (llvm::Optional<int64_t> k =
             causalDiagonal(module, match.mask, match.fillIfTrue,
                            scores[scores.size() - 2], scores.back())) {

@@ -322,8 +322,7 @@ static void addContraction(const Node &node, Cost &cost) {
     AttentionShape shape = getAttentionShape(node);
     uint64_t scores = uint64_t(shape.batch * shape.sq * shape.skv);
     macs = scores * uint64_t(shape.d + shape.dv);
-    AttentionMaskKind mask = getAttentionMaskKind(
-        getStringAttr(node.getAttributes(), "mask", "none").str());
+    AttentionMaskKind mask = getAttentionMaskKind(node);
     extra = scores * (6 + mask.causal + mask.where + mask.additive + mask.bias);
     break;
   }

@@ -58,6 +58,8 @@ llvm::Expected<ResultTypes> inferResultTypes(const ir::Node &node);
 /// The sizes of a snug.attention node (runtime/AttentionShape.h); its
 /// error says why when the operands do not fit.
 AttentionShape getAttentionShape(const ir::Node &node);
+/// The mask kind of a snug.attention node (its mask attribute).
+AttentionMaskKind getAttentionMaskKind(const ir::Node &node);
 
 int64_t getIntAttr(const ir::AttributeMap &attributes, llvm::StringRef name,
                    int64_t defaultValue);

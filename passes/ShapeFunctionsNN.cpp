@@ -444,6 +444,11 @@ AttentionShape getAttentionShape(const ir::Node &node) {
   return attentionShapeOf(types, node.getAttributes());
 }
 
+AttentionMaskKind getAttentionMaskKind(const ir::Node &node) {
+  return getAttentionMaskKind(
+      getStringAttr(node.getAttributes(), "mask", "none").str());
+}
+
 /// snug.attention: the result is Q's logical dims with V's last, stored
 /// through y_perm (AttentionShape.h); the mask's kind says its element type.
 static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {

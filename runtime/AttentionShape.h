@@ -79,8 +79,8 @@ struct AttentionShape {
 };
 
 /// What snug.attention's mask attribute (ir/Ops.def) puts where; one
-/// reading for the shape rule, the host kernel, the CUDA emitter and the
-/// fusion report. Per score, in this order: a causal fill (mask "causal"
+/// reading for the shape rule, the host kernel, the CUDA emitter, the
+/// cost model and the fusion report. Per score, in this order: a causal fill (mask "causal"
 /// and "causal_add": score (i, j) becomes `fill` where j > i + causal, the
 /// diagonal offset attribute, computed, never stored), a bool mask
 /// (operand 3 of "where" and "where_add": `fill` where it equals

@@ -116,14 +116,22 @@ def input_floor(build, model_dir, scratch, precision, reference):
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(result.stdout + result.stderr)
-    rel = 0.0
+    return compare(reference, os.path.join(scratch, "floor-" + precision))[0]
+
+
+def compare(reference, outputs):
+    """(relative error, largest absolute error, all finite) of the outputs
+    in directory `outputs` against those in `reference`, the largest over
+    the outputs; relative error ||out - ref|| / ||ref||."""
+    rel, worst, finite = 0.0, 0.0, True
     for file in sorted(os.listdir(reference)):
         ref = np.load(os.path.join(reference, file)).astype(np.float64)
-        out = np.load(os.path.join(scratch, "floor-" + precision, file))
+        out = np.load(os.path.join(outputs, file)).astype(np.float64)
+        finite &= bool(np.isfinite(out).all())
         norm = np.linalg.norm(ref)
-        rel = max(rel, float(np.linalg.norm(out.astype(np.float64) - ref) /
-                             (norm or 1.0)))
-    return rel
+        rel = max(rel, float(np.linalg.norm(out - ref) / (norm or 1.0)))
+        worst = max(worst, float(np.abs(out - ref).max()))
+    return rel, worst, finite
 
 
 def calibrate(build, model_dir, precision):
@@ -179,14 +187,8 @@ def main():
                 row[f"arena_{precision}"] = reports[precision]["arena_bytes"]
             row["arena_fp16_io_lowered"] = reports["fp16"]["arena_io_lowered"]
             for precision in ("fp16", "bf16"):
-                rel, worst, finite = 0.0, 0.0, True
-                for file in sorted(os.listdir(outputs["fp32"])):
-                    ref = np.load(os.path.join(outputs["fp32"], file)).astype(np.float64)
-                    out = np.load(os.path.join(outputs[precision], file)).astype(np.float64)
-                    finite &= bool(np.isfinite(out).all())
-                    norm = np.linalg.norm(ref)
-                    rel = max(rel, float(np.linalg.norm(out - ref) / (norm or 1.0)))
-                    worst = max(worst, float(np.abs(out - ref).max()))
+                rel, worst, finite = compare(outputs["fp32"],
+                                             outputs[precision])
                 row[f"rel_err_{precision}"] = rel
                 row[f"max_abs_{precision}"] = worst
                 row[f"finite_{precision}"] = finite

@@ -106,11 +106,10 @@ llvm::Error emitAttention(EmitContext &context) {
   int64_t accBytes = acc == "double" ? 8 : 4;
   int64_t tile = std::max<int64_t>(
       1, std::min<int64_t>(kMaxTile, kTileBytes / (accBytes * (d + dv))));
-  AttentionMaskKind kind =
-      getAttentionMaskKind(context.stringAttr("mask", "none"));
+  std::string maskKind = context.stringAttr("mask", "none");
+  AttentionMaskKind kind = getAttentionMaskKind(maskKind);
   if (!kind.valid)
-    return context.unsupported("mask kind '" +
-                               context.stringAttr("mask", "none") + "'");
+    return context.unsupported("mask kind '" + maskKind + "'");
   float scale = context.floatAttr("scale", 1.0f);
   std::string inf = "(" + acc + ")snug_inf()";
   std::string exp = acc == "float" ? "expf" : "exp";
