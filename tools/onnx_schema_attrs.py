@@ -71,6 +71,32 @@ def schema_at(op, opset):
         return None
 
 
+def signature(schema):
+    """What a node of `schema` may carry and how it is read: its inputs and
+    outputs (name, single/optional/variadic) and its attributes (type,
+    required, default), `consumed_inputs` aside (opsets 1-5's in-place
+    hint, with no effect on the result)."""
+    def params(formals):
+        return [(p.name, int(p.option)) for p in formals]
+    attrs = {name: (a.type.name, a.required, a.default_value.SerializeToString())
+             for name, a in schema.attributes.items()
+             if name != "consumed_inputs"}
+    return params(schema.inputs), params(schema.outputs), attrs
+
+
+def legacy_first(op, first):
+    """The oldest opset from which `op`'s schemas, up to first - 1, read as
+    its schema at `first` does (first itself when the one before does not)."""
+    modern = schema_at(op, first)
+    v = first
+    while v > 1:
+        older = schema_at(op, v - 1)
+        if older is None or signature(older) != signature(modern):
+            break
+        v -= 1
+    return v
+
+
 def ranges(opsets):
     """[7, 8, 9, 13] -> [(7, 9), (13, 13)]."""
     spans = []
@@ -107,6 +133,12 @@ def generate(first, last, newer_ops_allowed=False):
     emit("//       Op's schema at opsets first..last defines attribute `name`, of")
     emit("//       AttributeProto type TYPE (an attribute that comes, goes and")
     emit("//       comes back has a line per range)")
+    emit("//   ONNX_SCHEMA_LEGACY(\"Op\", first)  Op's schemas at opsets first to")
+    emit("//       first-1 of the range have the inputs, outputs and attributes")
+    emit("//       (name, type, required, default) of its schema at the range's")
+    emit("//       first opset, `consumed_inputs` (a legacy in-place hint) aside:")
+    emit("//       a model of such an opset is read as the range's first when all")
+    emit("//       its ops have this line (none has it for an op that changed)")
     emit("// A deprecated schema still counts (the importer decides what it imports);")
     emit("// its line says from which opset.")
     emit("//")
@@ -119,6 +151,9 @@ def generate(first, last, newer_ops_allowed=False):
     emit("#endif")
     emit("#ifndef ONNX_SCHEMA_ATTR")
     emit("#define ONNX_SCHEMA_ATTR(OP, NAME, TYPE, FIRST, LAST)")
+    emit("#endif")
+    emit("#ifndef ONNX_SCHEMA_LEGACY")
+    emit("#define ONNX_SCHEMA_LEGACY(OP, FIRST)")
     emit("#endif")
     emit("")
     emit(f"ONNX_SCHEMA_OPSETS({first}, {last})")
@@ -137,6 +172,9 @@ def generate(first, last, newer_ops_allowed=False):
         note = f"  // deprecated from opset {deprecated[0]}" if deprecated else ""
         emit("")
         emit(f'ONNX_SCHEMA_OP("{op}", {present[0]}){note}')
+        legacy = legacy_first(op, first)
+        if present[0] == first and legacy < first:
+            emit(f'ONNX_SCHEMA_LEGACY("{op}", {legacy})')
         where = {}
         for v in present:
             for name, attr in schemas[v].attributes.items():
@@ -151,10 +189,11 @@ def generate(first, last, newer_ops_allowed=False):
     emit("#undef ONNX_SCHEMA_OPSETS")
     emit("#undef ONNX_SCHEMA_OP")
     emit("#undef ONNX_SCHEMA_ATTR")
+    emit("#undef ONNX_SCHEMA_LEGACY")
     return "\n".join(out) + "\n"
 
 
-LINE = re.compile(r'^ONNX_SCHEMA_(OPSETS|OP|ATTR)\((.*)\)(?:\s*//.*)?$')
+LINE = re.compile(r'^ONNX_SCHEMA_(OPSETS|OP|ATTR|LEGACY)\((.*)\)(?:\s*//.*)?$')
 
 
 def clipped(text, limit):
@@ -173,6 +212,8 @@ def clipped(text, limit):
         elif kind == "OP":
             if int(fields[1]) <= limit:
                 lines.add(("OP", fields[0], int(fields[1])))
+        elif kind == "LEGACY":
+            lines.add(("LEGACY", fields[0], int(fields[1])))
         elif int(fields[3]) <= limit:
             lines.add(("ATTR", fields[0], fields[1], fields[2],
                        int(fields[3]), min(int(fields[4]), limit)))

@@ -38,6 +38,7 @@
 
 #include <cstring>
 #include <deque>
+#include <set>
 #include <map>
 
 namespace snug {
@@ -506,6 +507,7 @@ static bool isDefaultDomain(llvm::StringRef domain) {
 namespace {
 struct ModelScan {
   int64_t opset = 0;
+  int64_t legacyOpset = 0; // Importer::legacyOpset
   llvm::StringMap<int64_t> domainOpsets;
   std::vector<int> order; // node indices in a topological order
 };
@@ -533,11 +535,14 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
                           " of the default domain, newer than snug supports (" +
                           llvm::Twine(kMinOnnxOpset) + " to " +
                           llvm::Twine(kMaxOnnxOpset) + ")");
-  if (scan.opset < kMinOnnxOpset)
+  auto tooOld = [&](const std::string &why) {
     return importer.error("the model uses opset " + llvm::Twine(scan.opset) +
                           " of the default domain, older than snug supports (" +
                           llvm::Twine(kMinOnnxOpset) + " to " +
-                          llvm::Twine(kMaxOnnxOpset) + ")");
+                          llvm::Twine(kMaxOnnxOpset) + ")" + why);
+  };
+  if (scan.opset < 1)
+    return tooOld("");
 
   const onnx::GraphProto &graph = model.graph();
   std::vector<UnsupportedOp> unsupported;
@@ -554,6 +559,21 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
   if (!unsupported.empty())
     return llvm::make_error<UnsupportedOpsError>(importer.path,
                                                  std::move(unsupported));
+  if (scan.opset < kMinOnnxOpset) {
+    // Read as kMinOnnxOpset when that reads every op the same.
+    std::set<std::string> changed;
+    for (const onnx::NodeProto &node : graph.node()) {
+      auto legacy = getOnnxSchemaLegacy(node.op_type());
+      if (isDefaultDomain(node.domain()) && (!legacy || *legacy > scan.opset))
+        changed.insert(node.op_type());
+    }
+    if (!changed.empty())
+      return tooOld("; its " + llvm::join(changed, ", ") +
+                    " had another form at opset " +
+                    std::to_string(scan.opset));
+    scan.legacyOpset = scan.opset;
+    scan.opset = kMinOnnxOpset;
+  }
 
   std::string problems;
   unsigned problemCount = 0;
@@ -660,6 +680,32 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
 }
 
 /// The bound type of a graph input.
+/// A frozen input's value against what the model declares of the input:
+/// its element type, and its rank and fixed dims where it declares a shape.
+static llvm::Error checkFrozenInput(const Importer &importer,
+                                    const onnx::ValueInfoProto &input,
+                                    const ir::TensorType &type) {
+  std::string subject = "frozen input '" + input.name() + "'";
+  const onnx::TypeProto::Tensor &tensor = input.type().tensor_type();
+  auto declared = convertDType(tensor.elem_type());
+  if (!input.type().has_tensor_type() || !declared ||
+      *declared != type.getDType())
+    return importer.error(subject + " holds " + type.str() +
+                          ", the model declares element type " +
+                          onnxDTypeName(tensor.elem_type()));
+  if (!tensor.has_shape())
+    return llvm::Error::success();
+  const auto &dims = tensor.shape().dim();
+  bool same = dims.size() == int(type.getRank());
+  for (int i = 0; same && i < dims.size(); ++i)
+    same = !dims[i].has_dim_value() || dims[i].dim_value() == type.getDims()[i];
+  if (!same)
+    return importer.error(subject + " holds " + type.str() +
+                          ", which does not have the shape the model "
+                          "declares");
+  return llvm::Error::success();
+}
+
 static llvm::Expected<ir::TensorType>
 bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
               const ImportOptions &options) {
@@ -767,6 +813,15 @@ static llvm::Error checkOutput(const Importer &importer,
                         type.str() + ", the model declares " + declared + "]");
 }
 
+/// Opsets 1 to 5's `consumed_inputs`, an in-place hint the result does not
+/// depend on, which opset 7's schemas (what a legacy model is read as) lack.
+static void dropConsumedInputs(onnx::NodeProto &node) {
+  auto *attrs = node.mutable_attribute();
+  for (int i = attrs->size() - 1; i >= 0; --i)
+    if (attrs->Get(i).name() == "consumed_inputs")
+      attrs->DeleteSubrange(i, 1);
+}
+
 /// The ONNX attributes of `node` against ONNX's schema of its op at the
 /// model's opset (OnnxSchemaAttrs.def): each one that schema defines, in
 /// the schema's type, and at most once. Otherwise an attribute of another
@@ -838,6 +893,15 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     if (!graphInputs.count(binding.name))
       return importer.bindingError(binding.name, -1, "", "--input names '" + binding.name +
                             "', which is not a graph input of the model");
+  for (const auto &frozen : options.frozenInputs) {
+    if (!graphInputs.count(frozen.first))
+      return importer.error("--freeze-input names '" + frozen.first +
+                            "', which is not a graph input of the model");
+    for (const InputBinding &binding : options.inputs)
+      if (binding.name == frozen.first)
+        return importer.error("graph input '" + frozen.first +
+                              "' is given both --input and --freeze-input");
+  }
   llvm::StringSet<> symbols;
   for (const onnx::ValueInfoProto &input : graph.input())
     for (const auto &dim : input.type().tensor_type().shape().dim())
@@ -854,6 +918,8 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     auto frozen = options.frozenInputs.find(input.name());
     if (frozen != options.frozenInputs.end()) {
       const auto &[type, bytes] = frozen->second;
+      if (llvm::Error error = checkFrozenInput(importer, input, type))
+        return error;
       if (llvm::Error error = checkRank(
               importer, "frozen input '" + input.name() + "'", type))
         return error;
@@ -897,6 +963,8 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     onnx::NodeProto &node = *graph.mutable_node(index);
     OpImporter importOp = lookupOpImporter(node.op_type());
     assert(importOp && "unsupported ops are rejected by the scan");
+    if (importer.legacyOpset)
+      dropConsumedInputs(node);
     if (llvm::Error error = checkAttributes(importer, node))
       return error;
     if (llvm::Error error = importOp(importer, node))
@@ -937,6 +1005,7 @@ importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
   if (!scan)
     return scan.takeError();
   Importer importer(path.str(), *module, scan->opset);
+  importer.legacyOpset = scan->legacyOpset;
   importer.allowExternalDataOutsideModelDir =
       options.allowExternalDataOutsideModelDir;
   importer.externalFilesRead = options.externalFilesRead;

@@ -43,6 +43,9 @@ public:
   const std::string path;
   ir::Module &module;
   const int64_t opset;
+  /// The model's own opset when it is older than kMinOnnxOpset (`opset` is
+  /// then kMinOnnxOpset, which reads each of its ops the same); else 0.
+  int64_t legacyOpset = 0;
   /// ONNX value name to snug value.
   llvm::StringMap<ir::Value *> values;
   /// Outputs of ONNX nodes that snug does not compute (training outputs of

@@ -54,6 +54,10 @@ const OnnxSchemaAttr schemaAttrs[] = {
   {OP, NAME, OnnxAttrType(onnx::AttributeProto::TYPE), FIRST, LAST},
 #include "compiler/onnx/OnnxSchemaAttrs.def"
 };
+const SchemaOp legacyOps[] = {
+#define ONNX_SCHEMA_LEGACY(OP, FIRST) {OP, FIRST},
+#include "compiler/onnx/OnnxSchemaAttrs.def"
+};
 const int64_t schemaOpsets[] = {
 #define ONNX_SCHEMA_OPSETS(FIRST, LAST) FIRST, LAST
 #include "compiler/onnx/OnnxSchemaAttrs.def"
@@ -105,6 +109,13 @@ llvm::Optional<int64_t> getOnnxSchemaSince(llvm::StringRef op) {
   if (it == getIndex().end())
     return llvm::None;
   return it->second.since;
+}
+
+llvm::Optional<int64_t> getOnnxSchemaLegacy(llvm::StringRef op) {
+  for (const SchemaOp &legacy : legacyOps)
+    if (op == legacy.name)
+      return legacy.since;
+  return llvm::None;
 }
 
 const OnnxSchemaAttr *findOnnxSchemaAttr(llvm::StringRef op,

@@ -66,6 +66,10 @@ std::vector<std::string> getOnnxSchemaOps();
 /// The first opset of the table's range at which `op` has a schema; None
 /// when it has none there or the table does not list it.
 llvm::Optional<int64_t> getOnnxSchemaSince(llvm::StringRef op);
+/// The oldest opset, before the table's range, from which `op`'s schemas
+/// read as its schema at the range's first opset (ONNX_SCHEMA_LEGACY);
+/// None when the one just before the range already differs.
+llvm::Optional<int64_t> getOnnxSchemaLegacy(llvm::StringRef op);
 /// Attribute `name` of `op`'s schema at `opset`; nullptr when that schema
 /// does not define it (or `op` has none at `opset`).
 const OnnxSchemaAttr *findOnnxSchemaAttr(llvm::StringRef op,

@@ -318,3 +318,9 @@ Importer::readTensorBytes(onnx::TensorProto &tensor, llvm::StringRef context) {
 
 } // namespace onnx_import
 } // namespace snug
+
+namespace snug {
+llvm::Optional<ir::DType> getDTypeOfOnnxDataType(int onnxType) {
+  return onnx_import::convertDType(onnxType);
+}
+} // namespace snug

@@ -9,8 +9,8 @@ A test is SKIPPED, with its reason, when the model needs something snug
 refuses by design or does not support yet, and says so: an unsupported op
 (named), an element type snug lacks (string, uint32, ...), an opset outside
 7..27, a non-default domain only (training ops), training-mode ops, or a
-shape or parameter that is a runtime input (snug compiles static shapes; it
-names the value), a zero-size dim (rejected by design: every value has
+shape or parameter that is a runtime value other than a graph input
+(snug compiles static shapes; it names the value), a zero-size dim (rejected by design: every value has
 positive dims), or a graph input that is not a tensor (a sequence or map;
 snug's values are tensors). Any other failure to compile, run or match is FAILED: a
 mismatch is never skipped. Prints the
@@ -18,6 +18,11 @@ failures, the skipped ops by count, and a closing line
     conformance: N passed, N failed, N skipped
 Exit 1 when passed / (passed + failed) is below --min-pass-ratio, or when
 fewer than --min-passed tests pass.
+
+A graph input that snugc refuses as a runtime parameter (Reshape's shape,
+a Reduce's axes, Resize's sizes) is frozen to its test data with
+--freeze-input and the test compiled again; such passes are counted as
+passes and the summary says how many.
 
 Inputs whose shapes in the model are symbolic are bound (--input NAME:DIMS)
 from the test's own input_N.pb.
@@ -102,6 +107,48 @@ def bindings_for(test_dir):
     return flags
 
 
+RUNTIME_PARAMETER = re.compile(
+    r"\(\w+\): \w+ '([^']*)' is not a constant; snug needs it known at compile time")
+
+
+def graph_inputs(test_dir):
+    """{name: its test_data_set_0 file} of the graph inputs that are not
+    initializers (the node tests number their files by this order)."""
+    model = onnx.load(os.path.join(test_dir, "model.onnx"), load_external_data=False)
+    initializers = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in initializers]
+    return {name: os.path.join(test_dir, "test_data_set_0", f"input_{index}.pb")
+            for index, name in enumerate(names)}
+
+
+def compile_freezing(compile_cmd, test_dir):
+    """Runs snugc; while it refuses a graph input as a runtime parameter (a
+    shape, axes or bound snug needs at compile time), compiles again with
+    that input frozen to its test data (--freeze-input), as a deployment
+    that knows it would. (result, {frozen name: file})."""
+    files, frozen = graph_inputs(test_dir), {}
+    while True:
+        flags = [f"--freeze-input={n}=@{p}" for n, p in frozen.items()]
+        result = subprocess.run(compile_cmd + flags, capture_output=True,
+                                text=True, timeout=300)
+        match = RUNTIME_PARAMETER.search(result.stderr)
+        if result.returncode == 0 or not match:
+            return result, frozen
+        name = match.group(1)
+        if name in frozen or not os.path.exists(files.get(name, "")):
+            return result, frozen
+        frozen[name] = files[name]
+
+
+def run_inputs(test_dir, frozen):
+    """snug-run's --input flags when inputs were frozen (the bundle's input
+    indices no longer match the files'); none otherwise."""
+    if not frozen:
+        return []
+    return [f"--input={n}=@{p}" for n, p in graph_inputs(test_dir).items()
+            if n not in frozen]
+
+
 def compile_failure(stderr):
     """(outcome, detail) of a failed snugc compile."""
     ops = UNSUPPORTED.findall(stderr)
@@ -143,7 +190,8 @@ def run_one_cudasim(test_dir, tools, scratch, planner, cudasim_dir):
                    os.path.join(test_dir, "model.onnx"), "-o", bundle,
                    "--memory-report=none", "--planner=" + planner,
                    "--target=cuda", "--arch=sm_80", "--dump-cuda", work] + flags
-    result = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300)
+    result, frozen = compile_freezing(compile_cmd, test_dir)
+    inputs = run_inputs(test_dir, frozen)
     if result.returncode != 0:
         refused = CUDA_REFUSED.search(result.stderr)
         if refused:
@@ -154,7 +202,7 @@ def run_one_cudasim(test_dir, tools, scratch, planner, cudasim_dir):
         outcome, detail = compile_failure(result.stderr)
         host_ok = None
         if outcome == "failed":  # NVRTC, or an emitter's internal error
-            host_ok = run_one(test_dir, tools, work, planner)[1] == "passed"
+            host_ok = run_one(test_dir, tools, work, planner)[1].startswith("passed")
         return name, outcome, detail, host_ok
     source = os.path.join(work, "model.cu")
     library = os.path.join(work, "model.so")
@@ -163,12 +211,12 @@ def run_one_cudasim(test_dir, tools, scratch, planner, cudasim_dir):
         capture_output=True, text=True, timeout=300)
     def host():  # only asked when the simulator fails
         return subprocess.run([os.path.join(tools, "snug-run"), bundle, "--device",
-                               "host", "--check", data, "--poison"],
+                               "host", "--check", data, "--poison"] + inputs,
                               capture_output=True, text=True, timeout=300)
     if result.returncode == 0:
         try:
             sim = subprocess.run([os.path.join(tools, "snug-cudasim"), bundle,
-                                  "--kernels", library, "--check", data],
+                                  "--kernels", library, "--check", data] + inputs,
                                  capture_output=True, text=True, timeout=300)
         except subprocess.TimeoutExpired:
             sim = subprocess.CompletedProcess([], 124, "", "error: timed out "
@@ -187,7 +235,7 @@ def run_one_cudasim(test_dir, tools, scratch, planner, cudasim_dir):
         shutil.rmtree(work, ignore_errors=True)
         return name, "failed", detail, on_host.returncode == 0
     shutil.rmtree(work, ignore_errors=True)
-    return name, "passed", "", True
+    return name, pass_outcome(frozen), "", True
 
 
 def test_bytes(test_dir):
@@ -227,7 +275,7 @@ def run_one(test_dir, tools, scratch, planner, device="host"):
                    os.path.join(test_dir, "model.onnx"), "-o", bundle,
                    "--memory-report=none", "--planner=" + planner,
                    "--target=" + ("cuda" if device == "cuda" else "host")] + flags
-    result = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300)
+    result, frozen = compile_freezing(compile_cmd, test_dir)
     if result.returncode != 0:
         refused = CUDA_REFUSED.search(result.stderr)
         if device == "cuda" and refused:
@@ -235,6 +283,7 @@ def run_one(test_dir, tools, scratch, planner, device="host"):
         return (name,) + compile_failure(result.stderr)
     run_cmd = [os.path.join(tools, "snug-run"), bundle, "--device", device,
                "--check", os.path.join(test_dir, "test_data_set_0")]
+    run_cmd += run_inputs(test_dir, frozen)
     run_cmd += ["--poison"] if device == "host" else ["--runs", "1", "--warmup", "0"]
     result = subprocess.run(run_cmd, capture_output=True, text=True, timeout=300)
     os.remove(bundle)
@@ -242,7 +291,13 @@ def run_one(test_dir, tools, scratch, planner, device="host"):
         lines = [l for l in (result.stdout + result.stderr).splitlines()
                  if "MISMATCH" in l or "error" in l]
         return name, "failed", "run: " + (lines[0] if lines else result.stderr[-300:])
-    return name, "passed", ""
+    return name, pass_outcome(frozen), ""
+
+
+def pass_outcome(frozen):
+    """A pass, told apart when inputs were frozen (counted as passes; the
+    summary says how many)."""
+    return "passed (frozen inputs)" if frozen else "passed"
 
 
 def main():
@@ -311,7 +366,8 @@ def main():
         print("skipped, by reason (tests):")
         for op, count in skipped_ops.most_common():
             print(f"  {op}: {count}")
-    passed, failed = outcomes["passed"], outcomes["failed"]
+    frozen = outcomes["passed (frozen inputs)"]
+    passed, failed = outcomes["passed"] + frozen, outcomes["failed"]
     ratio = passed / max(1, passed + failed)
     print(f"pass ratio of tests whose ops are supported: {passed}/{passed + failed}"
           f" = {100 * ratio:.1f}%")
@@ -319,6 +375,8 @@ def main():
         print(f"cudasim: {len(tests)} tests in {time.monotonic() - start:.0f} s; "
               f"{len(host_only)} pass on the host but fail on the simulator"
               + (": " + ", ".join(host_only) if host_only else ""))
+    print(f"of the passed, {frozen} with inputs frozen at compile time "
+          f"(--freeze-input: shapes, axes or bounds snug needs then)")
     print(f"conformance: {passed} passed, {failed} failed, {outcomes['skipped']} skipped")
     if args.require_host_parity and host_only:
         return 1

@@ -9,6 +9,7 @@
 #include "tools/snugc/PlanSupport.h"
 
 #include "compiler/onnx/OnnxImporter.h"
+#include "tools/snug-run/TensorFiles.h"
 #include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
@@ -32,6 +33,14 @@ static cl::list<std::string>
                            "e.g. x:1x3x224x224 or x:1x3x224x224xf16"),
                   cl::value_desc("binding"), inAllCommands(),
                   cl::cat(getCommonCategory()));
+static cl::list<std::string> freezeInputs(
+    "freeze-input",
+    cl::desc("Compile a graph input as a constant of this value: "
+             "NAME=@FILE (.npy or ONNX TensorProto .pb). For inputs that "
+             "set shapes (Reshape's shape, Resize's sizes, a Reduce's "
+             "axes, Range's bounds); the bundle no longer takes it"),
+    cl::value_desc("NAME=@FILE"), inAllCommands(),
+    cl::cat(getCommonCategory()));
 static cl::list<std::string>
     dimBindings("dim", cl::desc("Bind a symbolic dim everywhere: SYMBOL=N"),
                 cl::value_desc("binding"), inAllCommands(),
@@ -104,6 +113,34 @@ static llvm::Error checkBindingAndPassFlags(const ImportOptions &options) {
         return flagError("--" + list->ArgStr + " names '" + name +
                          "', which is not a pass (snug-opt --help lists "
                          "them)");
+  return llvm::Error::success();
+}
+
+/// `--freeze-input NAME=@FILE` into options.frozenInputs: the file's
+/// tensor, in an element type snug has, once per name.
+static llvm::Error readFrozenInput(llvm::StringRef text,
+                                   ImportOptions &options) {
+  auto [name, source] = text.split('=');
+  if (name.empty() || !source.consume_front("@") || source.empty())
+    return flagError("--freeze-input '" + text + "' is not NAME=@FILE");
+  if (options.frozenInputs.count(name.str()))
+    return flagError("--freeze-input '" + name +
+                     "' is given more than once");
+  HostTensor tensor;
+  std::string error;
+  if (!readTensorFile(source.str(), tensor, error))
+    return flagError("--freeze-input " + name + ": " + error);
+  auto dtype = getDTypeOfOnnxDataType(tensor.dtype);
+  if (!dtype)
+    return flagError("--freeze-input " + name + ": '" + source +
+                     "' holds an element type snug does not support");
+  ir::TensorType type(*dtype, tensor.dims);
+  if (tensor.bytes.size() != type.getByteSize())
+    return flagError("--freeze-input " + name + ": '" + source + "' holds " +
+                     llvm::Twine(tensor.bytes.size()) + " bytes, " +
+                     type.str() + " needs " +
+                     llvm::Twine(type.getByteSize()));
+  options.frozenInputs[name.str()] = {type, std::move(tensor.bytes)};
   return llvm::Error::success();
 }
 
@@ -191,6 +228,11 @@ loadModule(llvm::StringRef path, int &exitCode,
   }
   for (const std::string &text : dimBindings)
     if (llvm::Error error = parseDimBinding(text, options)) {
+      exitCode = reportError(std::move(error));
+      return llvm::None;
+    }
+  for (const std::string &text : freezeInputs)
+    if (llvm::Error error = readFrozenInput(text, options)) {
       exitCode = reportError(std::move(error));
       return llvm::None;
     }
