@@ -39,6 +39,7 @@
 #include "runtime/host/Kernels.h"
 
 #include <map>
+#include <sstream>
 
 namespace snug {
 namespace onnx_import {
@@ -308,9 +309,11 @@ llvm::Error Unroller::readAttributes() {
                                     " is not 0 or 1");
   if (findAttr(node, "clip")) {
     clip = attrFloat(node, "clip", 0);
-    if (!(*clip > 0))
-      return importer.error(node, "clip " + std::to_string(*clip) +
-                                      " is not positive");
+    if (!(*clip > 0)) {
+      std::ostringstream text;
+      text << "clip " << *clip << " is not positive";
+      return importer.error(node, text.str());
+    }
   }
   linearBeforeReset = attrInt(node, "linear_before_reset", 0) != 0;
   inputForget = attrInt(node, "input_forget", 0) != 0;
