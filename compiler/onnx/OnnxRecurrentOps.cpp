@@ -160,7 +160,7 @@ private:
   /// Entry `index` of `value`'s `axis` of num_directions, that axis dropped.
   Value *pickDirection(Value *value, int64_t axis, int64_t index,
                        const llvm::Twine &suffix);
-  Value *gemm(Value *a, Value *b, Value *c, const llvm::Twine &suffix);
+  Value *gemm(Value *a, Value *bMatrix, Value *c, const llvm::Twine &suffix);
   Value *scalar(double value, DType dtype, llvm::StringRef suffix);
   void fail(llvm::Error error);
 
@@ -205,8 +205,8 @@ Value *Unroller::emit(llvm::StringRef op, llvm::ArrayRef<Value *> operands,
                       ir::AttributeMap attributes, const llvm::Twine &suffix) {
   if (failed)
     return nullptr;
-  auto result = firstResult(
-      importer.emit(node, op, operands, std::move(attributes), 1, suffix.str()));
+  auto result = firstResult(importer.emit(
+      node, op, operands, std::move(attributes), 1, suffix.str()));
   if (!result) {
     fail(result.takeError());
     return nullptr;
@@ -220,10 +220,10 @@ llvm::SmallVector<Value *, 4> Unroller::split(Value *value, int64_t axis,
   llvm::SmallVector<Value *, 4> parts(sizes.size(), nullptr);
   if (failed)
     return parts;
-  auto results = importer.emit(node, "Split", {value},
-                               {{"axis", Attribute::getInt(axis)},
-                                {"split", Attribute::getInts(sizes)}},
-                               sizes.size(), suffix.str());
+  auto results = importer.emit(
+      node, "Split", {value},
+      {{"axis", Attribute::getInt(axis)}, {"split", Attribute::getInts(sizes)}},
+      sizes.size(), suffix.str());
   if (!results) {
     fail(results.takeError());
     return parts;
@@ -244,10 +244,10 @@ Value *Unroller::slice(Value *value, int64_t axis, int64_t begin, int64_t end,
 
 Value *Unroller::pickDirection(Value *value, int64_t axis, int64_t index,
                                const llvm::Twine &suffix) {
-  Value *one = value;
+  Value *entry = value;
   if (numDirections > 1)
-    one = slice(value, axis, index, index + 1, suffix + ".slice");
-  return emit("Squeeze", {one}, {{"axes", Attribute::getInts({axis})}},
+    entry = slice(value, axis, index, index + 1, suffix + ".slice");
+  return emit("Squeeze", {entry}, {{"axes", Attribute::getInts({axis})}},
               suffix);
 }
 
@@ -272,8 +272,8 @@ Value *Unroller::scalar(double value, DType type, llvm::StringRef suffix) {
   TensorType scalarType(type, {});
   std::vector<uint8_t> bytes(scalarType.getByteSize());
   rt::storeDouble(bytes.data(), getHostDTypeCode(type), 0, value);
-  cached = importer.module.addWeight(weightPrefix + suffix.str(), scalarType,
-                                     bytes);
+  cached =
+      importer.module.addWeight(weightPrefix + suffix.str(), scalarType, bytes);
   return cached;
 }
 
@@ -305,8 +305,8 @@ llvm::Error Unroller::readAttributes() {
   numDirections = direction == "bidirectional" ? 2 : 1;
   layout = attrInt(node, "layout", 0);
   if (layout != 0 && layout != 1)
-    return importer.error(node, "layout " + llvm::Twine(layout) +
-                                    " is not 0 or 1");
+    return importer.error(node,
+                          "layout " + llvm::Twine(layout) + " is not 0 or 1");
   if (findAttr(node, "clip")) {
     clip = attrFloat(node, "clip", 0);
     if (!(*clip > 0)) {
@@ -378,11 +378,11 @@ llvm::Error Unroller::readInputs() {
                                     " outputs; " + node.op_type() +
                                     " has at most " +
                                     llvm::Twine(info.maxOutputs));
-  Value **slots[] = {&x, &w, &r, &b, &sequenceLengths, &initialH,
-                     &initialC, &p};
+  Value **slots[] = {&x,        &w,        &r, &b, &sequenceLengths,
+                     &initialH, &initialC, &p};
   for (int i = 0; i < info.maxInputs; ++i) {
-    auto input = i < 3 ? requireInput(importer, node, i)
-                       : importer.getInput(node, i);
+    auto input =
+        i < 3 ? requireInput(importer, node, i) : importer.getInput(node, i);
     if (!input)
       return input.takeError();
     *slots[i] = *input;
@@ -402,10 +402,9 @@ llvm::Error Unroller::readInputs() {
   hidden = r->getType().getDims()[2];
   if (findAttr(node, "hidden_size") &&
       attrInt(node, "hidden_size", 0) != hidden)
-    return importer.error(node, "hidden_size " +
-                                    llvm::Twine(attrInt(node, "hidden_size", 0)) +
-                                    " is not R's last dim " +
-                                    llvm::Twine(hidden));
+    return importer.error(
+        node, "hidden_size " + llvm::Twine(attrInt(node, "hidden_size", 0)) +
+                  " is not R's last dim " + llvm::Twine(hidden));
   std::string g = std::to_string(info.gates);
   int64_t rows = info.gates * hidden;
   llvm::SmallVector<int64_t, 3> stateDims =
@@ -423,10 +422,10 @@ llvm::Error Unroller::readInputs() {
           expectType(r, "R", {numDirections, rows, hidden},
                      "[num_directions, " + g + "*hidden_size, hidden_size]"))
     return error;
-  if (llvm::Error error = expectType(b, "B", {numDirections, 2 * rows},
-                                     "[num_directions, " +
-                                         std::to_string(2 * info.gates) +
-                                         "*hidden_size]"))
+  if (llvm::Error error =
+          expectType(b, "B", {numDirections, 2 * rows},
+                     "[num_directions, " + std::to_string(2 * info.gates) +
+                         "*hidden_size]"))
     return error;
   if (llvm::Error error =
           expectType(initialH, "initial_h", stateDims, stateMeaning))
@@ -447,8 +446,8 @@ llvm::Error Unroller::readSequenceLengths() {
     return importer.error(node, "sequence_lens " +
                                     sequenceLengths->getType().str() +
                                     " is not an integer tensor");
-  if (llvm::Error error = expectType(sequenceLengths, "sequence_lens",
-                                     {batch}, "[batch_size]"))
+  if (llvm::Error error =
+          expectType(sequenceLengths, "sequence_lens", {batch}, "[batch_size]"))
     return error;
   auto data = importer.getConstant(sequenceLengths);
   if (!data)
@@ -460,8 +459,7 @@ llvm::Error Unroller::readSequenceLengths() {
   bool full = true;
   for (int64_t length : *lengths) {
     if (length < 0 || length > seq)
-      return importer.error(node, "sequence_lens holds " +
-                                      llvm::Twine(length) +
+      return importer.error(node, "sequence_lens holds " + llvm::Twine(length) +
                                       ", outside [0, " + llvm::Twine(seq) +
                                       "]");
     full &= length == seq;
@@ -480,8 +478,8 @@ void Unroller::prepare(Direction &dir, int64_t index) {
   dir.reverse = direction == "reverse" || index == 1;
   dir.tag = dir.reverse ? ".bw" : ".fw";
   int64_t perDirection = info.defaultActivations.size();
-  dir.activations = llvm::makeArrayRef(activations)
-                        .slice(index * perDirection, perDirection);
+  dir.activations =
+      llvm::makeArrayRef(activations).slice(index * perDirection, perDirection);
   std::string tag = dir.tag;
 
   Value *bias = nullptr;
@@ -506,7 +504,8 @@ void Unroller::prepare(Direction &dir, int64_t index) {
 
   dir.recurrence = pickDirection(r, 0, index, tag + ".R");
   if (info.cell == Cell::Gru) {
-    auto parts = split(dir.recurrence, 0, {2 * hidden, hidden}, tag + ".R_zr_h");
+    auto parts =
+        split(dir.recurrence, 0, {2 * hidden, hidden}, tag + ".R_zr_h");
     dir.recurrence = parts[0];
     dir.candidateRecurrence = parts[1];
   }
@@ -525,14 +524,16 @@ Value *Unroller::activate(Value *value, const Activation &activation,
                           const llvm::Twine &suffix) {
   llvm::StringRef name = activation.name;
   if (name == "Affine") {
-    Value *scaled = emit("Mul", {value, scalar(activation.alpha, dtype, ".alpha")},
-                         {}, suffix + ".scaled");
+    Value *scaled =
+        emit("Mul", {value, scalar(activation.alpha, dtype, ".alpha")}, {},
+             suffix + ".scaled");
     return emit("Add", {scaled, scalar(activation.beta, dtype, ".beta")}, {},
                 suffix);
   }
   if (name == "ScaledTanh") {
-    Value *scaled = emit("Mul", {value, scalar(activation.beta, dtype, ".beta")},
-                         {}, suffix + ".scaled");
+    Value *scaled =
+        emit("Mul", {value, scalar(activation.beta, dtype, ".beta")}, {},
+             suffix + ".scaled");
     Value *tanh = emit("Tanh", {scaled}, {}, suffix + ".tanh");
     return emit("Mul", {tanh, scalar(activation.alpha, dtype, ".alpha")}, {},
                 suffix);
@@ -559,9 +560,9 @@ Value *Unroller::gate(Value *preActivation, const Activation &activation,
 /// Ht = f(Xt W^T + Ht-1 R^T + Wb + Rb).
 State Unroller::stepRnn(Direction &dir, Value *projected,
                         const llvm::Twine &at) {
-  Value *pre = dir.state.h ? gemm(dir.state.h, dir.recurrence, projected,
-                                  at + ".pre")
-                           : projected;
+  Value *pre = dir.state.h
+                   ? gemm(dir.state.h, dir.recurrence, projected, at + ".pre")
+                   : projected;
   return {gate(pre, dir.activations[0], at + ".h"), nullptr};
 }
 
@@ -572,8 +573,8 @@ State Unroller::stepGru(Direction &dir, Value *projected,
                         const llvm::Twine &at) {
   Value *h = dir.state.h;
   auto parts = split(projected, 1, {2 * hidden, hidden}, at + ".x_zr_h");
-  Value *zrPre = h ? gemm(h, dir.recurrence, parts[0], at + ".zr_pre")
-                   : parts[0];
+  Value *zrPre =
+      h ? gemm(h, dir.recurrence, parts[0], at + ".zr_pre") : parts[0];
   auto zr = split(zrPre, 1, {hidden, hidden}, at + ".zr");
   const Activation &f = dir.activations[0];
   Value *z = gate(zr[0], f, at + ".z");
@@ -594,9 +595,8 @@ State Unroller::stepGru(Direction &dir, Value *projected,
   }
   Value *candidate = gate(candidatePre, dir.activations[1], at + ".h");
   // (1 - z) * candidate + z * Ht-1, as candidate + z * (Ht-1 - candidate).
-  Value *update =
-      h ? emit("Sub", {h, candidate}, {}, at + ".delta")
-        : emit("Neg", {candidate}, {}, at + ".delta");
+  Value *update = h ? emit("Sub", {h, candidate}, {}, at + ".delta")
+                    : emit("Neg", {candidate}, {}, at + ".delta");
   return {emit("Add", {candidate, emit("Mul", {z, update}, {}, at + ".kept")},
                {}, at + ".H"),
           nullptr};
@@ -608,9 +608,9 @@ State Unroller::stepGru(Direction &dir, Value *projected,
 State Unroller::stepLstm(Direction &dir, Value *projected,
                          const llvm::Twine &at) {
   State previous = dir.state;
-  Value *pre = previous.h ? gemm(previous.h, dir.recurrence, projected,
-                                 at + ".pre")
-                          : projected;
+  Value *pre = previous.h
+                   ? gemm(previous.h, dir.recurrence, projected, at + ".pre")
+                   : projected;
   auto gates = split(pre, 1, {hidden, hidden, hidden, hidden}, at + ".iofc");
   auto peephole = [&](Value *gatePre, int which, Value *cell,
                       const char *name) -> Value * {
@@ -623,19 +623,18 @@ State Unroller::stepLstm(Direction &dir, Value *projected,
   const Activation &f = dir.activations[0];
   Value *input = gate(peephole(gates[0], 0, previous.c, "i"), f, at + ".i");
   Value *forget =
-      inputForget
-          ? emit("Sub", {one, input}, {}, at + ".f")
-          : gate(peephole(gates[2], 2, previous.c, "f"), f, at + ".f");
+      inputForget ? emit("Sub", {one, input}, {}, at + ".f")
+                  : gate(peephole(gates[2], 2, previous.c, "f"), f, at + ".f");
   Value *candidate = gate(gates[3], dir.activations[1], at + ".c");
   Value *cell = emit("Mul", {input, candidate}, {}, at + ".ic");
   if (previous.c)
-    cell = emit("Add",
-                {emit("Mul", {forget, previous.c}, {}, at + ".fc"), cell}, {},
-                at + ".C");
+    cell =
+        emit("Add", {emit("Mul", {forget, previous.c}, {}, at + ".fc"), cell},
+             {}, at + ".C");
   Value *output = gate(peephole(gates[1], 1, cell, "o"), f, at + ".o");
-  Value *state = emit(
-      "Mul", {output, activate(cell, dir.activations[2], at + ".C_act")}, {},
-      at + ".H");
+  Value *state =
+      emit("Mul", {output, activate(cell, dir.activations[2], at + ".C_act")},
+           {}, at + ".H");
   return {state, cell};
 }
 
@@ -643,10 +642,11 @@ State Unroller::stepLstm(Direction &dir, Value *projected,
 Value *Unroller::maskAt(int64_t t) {
   if (!masks[t]) {
     std::string at = ".t" + std::to_string(t);
-    Value *within = emit(
-        "Less",
-        {scalar(double(t), sequenceLengths->getType().getDType(), at), sequenceLengths},
-        {}, at + ".within");
+    Value *within =
+        emit("Less",
+             {scalar(double(t), sequenceLengths->getType().getDType(), at),
+              sequenceLengths},
+             {}, at + ".within");
     masks[t] = emit("Unsqueeze", {within}, {{"axes", Attribute::getInts({1})}},
                     at + ".mask");
   }
@@ -707,9 +707,10 @@ void Unroller::bindResults(llvm::ArrayRef<Direction> directions) {
       std::string at = ".t" + std::to_string(t);
       llvm::SmallVector<Value *, 2> parts;
       for (const Direction &dir : directions)
-        parts.push_back(emit("Unsqueeze", {dir.outputs[t]},
-                             {{"axes", Attribute::getInts({seqAxis, yDirAxis})}},
-                             dir.tag + at + ".Y"));
+        parts.push_back(
+            emit("Unsqueeze", {dir.outputs[t]},
+                 {{"axes", Attribute::getInts({seqAxis, yDirAxis})}},
+                 dir.tag + at + ".Y"));
       steps.push_back(concat(parts, yDirAxis, at + ".Y"));
     }
     results[0] = concat(steps, seqAxis, ".Y");
@@ -752,9 +753,9 @@ llvm::Error Unroller::run() {
   if (layout)
     rowsOfX = emit("Transpose", {x}, {{"perm", Attribute::getInts({1, 0, 2})}},
                    ".time_major");
-  rowsOfX = emit("Reshape", {rowsOfX},
-                 {{"shape", Attribute::getInts({seq * batch, inputSize})}},
-                 ".rows");
+  rowsOfX =
+      emit("Reshape", {rowsOfX},
+           {{"shape", Attribute::getInts({seq * batch, inputSize})}}, ".rows");
 
   std::vector<Direction> directions(numDirections);
   for (int64_t d = 0; d < numDirections; ++d) {
