@@ -270,9 +270,9 @@ static llvm::Expected<ir::Value *> getDropoutSeed(Importer &importer,
 /// (its index among the model's training Dropouts, in import order), so
 /// two Dropouts of one step draw different masks. The optional mask
 /// output is the mask != 0. Ratio 0 keeps everything: the identity.
-static llvm::Error importTrainingDropout(Importer &importer,
-                                         onnx::NodeProto &node,
-                                         ir::Value *input) {
+/// Dropout's ratio: its constant input from opset 12, its attribute before.
+static llvm::Expected<double> getDropoutRatio(Importer &importer,
+                                              onnx::NodeProto &node) {
   double ratio = 0.5;
   if (importer.opset >= 12) {
     auto given = importer.getInput(node, 1);
@@ -289,6 +289,16 @@ static llvm::Error importTrainingDropout(Importer &importer,
   } else {
     ratio = attrFloat(node, "ratio", 0.5f);
   }
+  return ratio;
+}
+
+static llvm::Error importTrainingDropout(Importer &importer,
+                                         onnx::NodeProto &node,
+                                         ir::Value *input) {
+  auto ratioOrError = getDropoutRatio(importer, node);
+  if (!ratioOrError)
+    return ratioOrError.takeError();
+  double ratio = *ratioOrError;
   if (!(ratio >= 0 && ratio < 1)) {
     char text[32];
     std::snprintf(text, sizeof text, "%g", ratio);
@@ -355,9 +365,16 @@ static llvm::Error importDropout(Importer &importer, onnx::NodeProto &node) {
   } else if (importer.opset < 7 && !attrInt(node, "is_test", 0)) {
     training = true;
   }
-  if (training && !importer.trainingDropout)
-    return importer.error(node, "training-mode Dropout is not supported "
-                                "(export the model in eval mode)");
+  if (training && !importer.trainingDropout) {
+    // Ratio 0 drops nothing, in either mode: the identity, mask all true.
+    auto ratio = getDropoutRatio(importer, node);
+    if (!ratio)
+      return ratio.takeError();
+    if (*ratio != 0)
+      return importer.error(node, "training-mode Dropout is not supported "
+                                  "(export the model in eval mode)");
+    training = false;
+  }
   if (training)
     return importTrainingDropout(importer, node, *input);
   return importer.emitAndBind(node, "Dropout", {*input}, {},
