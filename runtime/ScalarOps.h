@@ -44,8 +44,8 @@
 // Compute type (computeKind below, the same for every user): float when
 // every operand is f32/f16/bf16, double when one is f64 or floats meet
 // integers, int64_t when all are integers or bool and the op has integer
-// math (uint64_t when one of them is u64), double otherwise. f16/bf16 load as float and store rounded to
-// nearest even, once.
+// math (uint64_t when one of them is u64), double otherwise. f16/bf16 load
+// as float and store rounded to nearest even, once.
 //
 // Special values. The rules follow onnxruntime 1.x on x86-64 (CPU provider),
 // checked with its Python package; where onnxruntime is inconsistent or
