@@ -181,6 +181,15 @@ static void printElement(llvm::raw_ostream &os, DType type,
   case DType::U8:
     os << static_cast<unsigned>(load<uint8_t>(data));
     return;
+  case DType::U16:
+    os << static_cast<unsigned>(load<uint16_t>(data));
+    return;
+  case DType::U32:
+    os << load<uint32_t>(data);
+    return;
+  case DType::U64:
+    os << load<uint64_t>(data);
+    return;
   case DType::Bool:
     os << (data[0] ? "true" : "false");
     return;

@@ -22,6 +22,7 @@ static const DTypeInfo dtypeTable[] = {
     {DType::F32, "f32", 4}, {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2},
     {DType::F64, "f64", 8}, {DType::I64, "i64", 8}, {DType::I32, "i32", 4},
     {DType::I16, "i16", 2}, {DType::I8, "i8", 1},   {DType::U8, "u8", 1},
+    {DType::U16, "u16", 2}, {DType::U32, "u32", 4}, {DType::U64, "u64", 8},
     {DType::Bool, "bool", 1},
 };
 
@@ -49,7 +50,12 @@ bool isFloatDType(DType type) {
 
 bool isIntegerDType(DType type) {
   return type == DType::I64 || type == DType::I32 || type == DType::I16 ||
-         type == DType::I8 || type == DType::U8;
+         type == DType::I8 || isUnsignedDType(type);
+}
+
+bool isUnsignedDType(DType type) {
+  return type == DType::U8 || type == DType::U16 || type == DType::U32 ||
+         type == DType::U64;
 }
 
 } // namespace ir

@@ -2,7 +2,7 @@
 //
 // The element types a tensor can hold. The set mirrors the ONNX TensorProto
 // types snug supports; names are the short forms used in the textual IR
-// (f32, bf16, i64, bool, ...). Sizes are storage sizes in bytes; bool is one
+// (f32, bf16, i64, u32, bool, ...). Sizes are storage sizes in bytes; bool is one
 // byte, as in ONNX.
 //
 //===----------------------------------------------------------------------===//
@@ -17,7 +17,22 @@
 namespace snug {
 namespace ir {
 
-enum class DType : uint8_t { F32, F16, BF16, F64, I64, I32, I16, I8, U8, Bool };
+// Bool stays last: loops over every dtype run up to it (dtypeSetString).
+enum class DType : uint8_t {
+  F32,
+  F16,
+  BF16,
+  F64,
+  I64,
+  I32,
+  I16,
+  I8,
+  U8,
+  U16,
+  U32,
+  U64,
+  Bool
+};
 
 /// Short textual name ("f32", "bf16", "bool").
 llvm::StringRef getDTypeName(DType type);
@@ -26,7 +41,10 @@ llvm::Optional<DType> parseDType(llvm::StringRef name);
 /// Storage size of one element in bytes.
 unsigned getDTypeSize(DType type);
 bool isFloatDType(DType type);
+/// Signed and unsigned integers (not bool).
 bool isIntegerDType(DType type);
+/// u8, u16, u32, u64.
+bool isUnsignedDType(DType type);
 
 } // namespace ir
 } // namespace snug

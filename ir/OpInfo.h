@@ -54,7 +54,8 @@ constexpr DTypeSet FloatTypes = dtypeBit(DType::F32) | dtypeBit(DType::F16) |
                                 dtypeBit(DType::BF16) | dtypeBit(DType::F64);
 constexpr DTypeSet IntTypes = dtypeBit(DType::I64) | dtypeBit(DType::I32) |
                               dtypeBit(DType::I16) | dtypeBit(DType::I8) |
-                              dtypeBit(DType::U8);
+                              dtypeBit(DType::U8) | dtypeBit(DType::U16) |
+                              dtypeBit(DType::U32) | dtypeBit(DType::U64);
 constexpr DTypeSet BoolTypes = dtypeBit(DType::Bool);
 constexpr DTypeSet NumericTypes = FloatTypes | IntTypes;
 constexpr DTypeSet AnyType = NumericTypes | BoolTypes;

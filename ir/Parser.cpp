@@ -512,6 +512,18 @@ bool Parser::parseElements(const TensorType &type,
         continue;
       }
       const char *location = token.location;
+      if (dtype == DType::U64) {
+        // The full u64 range: past INT64_MAX, so not through parseInt.
+        uint64_t value;
+        if (token.kind != TokenKind::Int || token.spelling.startswith("-") ||
+            token.spelling.getAsInteger(10, value))
+          return emitError("expected an integer in [0, 18446744073709551615] "
+                           "in a u64 tensor, found '" +
+                           token.spelling + "'");
+        consume();
+        append(bytes, value);
+        continue;
+      }
       int64_t value;
       if (parseInt(value))
         return true;
@@ -535,6 +547,14 @@ bool Parser::parseElements(const TensorType &type,
       case DType::I8:
         if (check(INT8_MIN, INT8_MAX)) return true;
         append(bytes, static_cast<int8_t>(value));
+        break;
+      case DType::U32:
+        if (check(0, UINT32_MAX)) return true;
+        append(bytes, static_cast<uint32_t>(value));
+        break;
+      case DType::U16:
+        if (check(0, UINT16_MAX)) return true;
+        append(bytes, static_cast<uint16_t>(value));
         break;
       default:
         if (check(0, UINT8_MAX)) return true;

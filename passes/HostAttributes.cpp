@@ -18,6 +18,9 @@ uint8_t getHostDTypeCode(ir::DType type) {
   case ir::DType::I16: return bundle::DTypeI16;
   case ir::DType::I8: return bundle::DTypeI8;
   case ir::DType::U8: return bundle::DTypeU8;
+  case ir::DType::U16: return bundle::DTypeU16;
+  case ir::DType::U32: return bundle::DTypeU32;
+  case ir::DType::U64: return bundle::DTypeU64;
   case ir::DType::Bool: return bundle::DTypeBool;
   }
   llvm_unreachable("unknown dtype");

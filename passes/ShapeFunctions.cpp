@@ -730,6 +730,25 @@ readIntOperand(const ShapeQuery &query, unsigned index) {
     case DType::I8:
       values.push_back(static_cast<int8_t>(bytes[i]));
       break;
+    case DType::U16: {
+      uint16_t value;
+      std::memcpy(&value, bytes.data() + 2 * i, 2);
+      values.push_back(value);
+      break;
+    }
+    case DType::U32: {
+      uint32_t value;
+      std::memcpy(&value, bytes.data() + 4 * i, 4);
+      values.push_back(value);
+      break;
+    }
+    case DType::U64: { // as i64, wrapped: a shape or index past 2^63 is
+                       // as out of range as a negative one
+      uint64_t value;
+      std::memcpy(&value, bytes.data() + 8 * i, 8);
+      values.push_back(int64_t(value));
+      break;
+    }
     default:
       values.push_back(bytes[i]);
       break;

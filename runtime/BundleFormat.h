@@ -165,15 +165,21 @@ enum DTypeCode : uint8_t {
   DTypeF16 = 10,
   DTypeF64 = 11,
   DTypeBF16 = 16,
+  // Appended in format version 5 without a bump: a code a reader does not
+  // know already fails its bundle as invalid (dtypeSize is 0), and bundles
+  // without these codes are byte for byte what they were.
+  DTypeU16 = 4,
+  DTypeU32 = 12,
+  DTypeU64 = 13,
 };
 
 /// Bytes per element, 0 for a code that is not a snug dtype.
 inline unsigned dtypeSize(uint8_t code) {
   switch (code) {
-  case DTypeF32: case DTypeI32: return 4;
+  case DTypeF32: case DTypeI32: case DTypeU32: return 4;
   case DTypeU8: case DTypeI8: case DTypeBool: return 1;
-  case DTypeI16: case DTypeF16: case DTypeBF16: return 2;
-  case DTypeI64: case DTypeF64: return 8;
+  case DTypeI16: case DTypeU16: case DTypeF16: case DTypeBF16: return 2;
+  case DTypeI64: case DTypeU64: case DTypeF64: return 8;
   default: return 0;
   }
 }
@@ -182,6 +188,9 @@ inline const char *dtypeName(uint8_t code) {
   switch (code) {
   case DTypeF32: return "f32";
   case DTypeU8: return "u8";
+  case DTypeU16: return "u16";
+  case DTypeU32: return "u32";
+  case DTypeU64: return "u64";
   case DTypeI8: return "i8";
   case DTypeI16: return "i16";
   case DTypeI32: return "i32";

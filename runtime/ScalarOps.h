@@ -44,8 +44,8 @@
 // Compute type (computeKind below, the same for every user): float when
 // every operand is f32/f16/bf16, double when one is f64 or floats meet
 // integers, int64_t when all are integers or bool and the op has integer
-// math, double otherwise. f16/bf16 load as float and store rounded to
-// nearest even, once.
+// math (uint64_t when one of them is u64), double otherwise. f16/bf16 load
+// as float and store rounded to nearest even, once.
 //
 // Special values. The rules follow onnxruntime 1.x on x86-64 (CPU provider),
 // checked with its Python package; where onnxruntime is inconsistent or
@@ -74,9 +74,21 @@
 //     INT32_MIN) and then wraps to the width (two's complement). That is
 //     x86's cvttss2si, which onnxruntime's static_cast compiles to: Cast
 //     1e19 -> i64 = INT64_MIN, 300.0 -> i8 = 44, -129.0 -> u8 = 127,
-//     3e9 -> i16 = 0. To bool: x != 0 (NaN is true).
+//     3e9 -> i16 = 0. To u16 as to i16 (through i32, wrapped). To u32 the
+//     value converts to i64 first (the rule above) and wraps to 32 bits:
+//     -1.0 -> u32 = 4294967295, 5e9 -> u32 = 705032704, NaN -> 0. To u64:
+//     below 2^63 (and NaN) through i64, wrapped (-1.0 -> 2^64 - 1, NaN ->
+//     2^63), in [2^63, 2^64) exact, 2^64 and above 0. That is what x86-64
+//     compilers emit for static_cast<uint32_t/uint64_t>(double) without
+//     AVX-512 (cvttsd2si on 64 bits; for u64 a second one on x - 2^63),
+//     as onnxruntime and numpy, ONNX's reference, are built.
+//     To bool: x != 0 (NaN is true).
 //   - Integer arithmetic wraps (two's complement): Add(INT32_MAX, 1) =
-//     INT32_MIN, Abs/Neg(INT_MIN) = INT_MIN, as onnxruntime. Division and
+//     INT32_MIN, Abs/Neg(INT_MIN) = INT_MIN, as onnxruntime. Unsigned
+//     operands wrap modulo 2^width the same way (Sub(u8 0, 1) = 255, Neg(u32
+//     1) = 4294967295). u8, u16 and u32 compute in int64_t, which holds
+//     them exactly; u64 computes in uint64_t (its own compute type below),
+//     so it compares, divides and takes Mod as unsigned. Division and
 //     Mod by zero crash onnxruntime (SIGFPE); here x / 0 = 0, Mod(x, 0) = 0,
 //     Div(INT64_MIN, -1) = INT64_MIN (the wrapped quotient; i32's INT32_MIN
 //     / -1 wraps the same way), Mod(x, -1) = 0.
@@ -193,6 +205,7 @@ SNUG_HD double fma(double x, double y, double z) { return std::fma(x, y, z); }
 SNUG_HD int64_t fabs(int64_t x) {
   return x < 0 ? int64_t(0 - uint64_t(x)) : x;
 }
+SNUG_HD uint64_t fabs(uint64_t x) { return x; }
 } // namespace m
 
 #undef SNUG_SCALAR_MATH1
@@ -289,20 +302,33 @@ SNUG_HD int32_t floatToInt32(double x) {
   return kInt32Min;
 }
 
-/// Conversion of a compute value (float, double, int64_t, bool) to a
-/// storage type: Convert<T>::from(v).
+/// Float -> u64 (the header's rule): below 2^63 (and NaN) through i64,
+/// wrapped; [2^63, 2^64) exact; 2^64 and above 0.
+SNUG_HD uint64_t floatToUint64(double x) {
+  if (x >= 9223372036854775808.0)
+    return x < 18446744073709551616.0
+               ? (uint64_t)floatToInt64(x - 9223372036854775808.0) ^
+                     0x8000000000000000ull
+               : 0;
+  return (uint64_t)floatToInt64(x);
+}
+
+/// Conversion of a compute value (float, double, int64_t, uint64_t, bool)
+/// to a storage type: Convert<T>::from(v).
 template <class T> struct Convert;
 
 template <> struct Convert<float> {
   SNUG_HD static float from(float v) { return v; }
   SNUG_HD static float from(double v) { return (float)v; }
   SNUG_HD static float from(int64_t v) { return (float)v; }
+  SNUG_HD static float from(uint64_t v) { return (float)v; }
   SNUG_HD static float from(bool v) { return v ? 1.0f : 0.0f; }
 };
 template <> struct Convert<double> {
   SNUG_HD static double from(float v) { return v; }
   SNUG_HD static double from(double v) { return v; }
   SNUG_HD static double from(int64_t v) { return (double)v; }
+  SNUG_HD static double from(uint64_t v) { return (double)v; }
   SNUG_HD static double from(bool v) { return v ? 1.0 : 0.0; }
 };
 // f64 -> f16/bf16 rounds through float (as onnxruntime's Cast does).
@@ -310,6 +336,7 @@ template <> struct Convert<snug_half> {
   SNUG_HD static snug_half from(float v) { return {floatToHalf(v)}; }
   SNUG_HD static snug_half from(double v) { return {floatToHalf((float)v)}; }
   SNUG_HD static snug_half from(int64_t v) { return {floatToHalf((float)v)}; }
+  SNUG_HD static snug_half from(uint64_t v) { return {floatToHalf((float)v)}; }
   SNUG_HD static snug_half from(bool v) { return {uint16_t(v ? 0x3c00u : 0u)}; }
 };
 template <> struct Convert<snug_bfloat> {
@@ -320,21 +347,31 @@ template <> struct Convert<snug_bfloat> {
   SNUG_HD static snug_bfloat from(int64_t v) {
     return {floatToBfloat((float)v)};
   }
+  SNUG_HD static snug_bfloat from(uint64_t v) {
+    return {floatToBfloat((float)v)};
+  }
   SNUG_HD static snug_bfloat from(bool v) { return {uint16_t(v ? 0x3f80u : 0u)}; }
 };
 template <> struct Convert<bool> {
   SNUG_HD static bool from(float v) { return v != 0; }
   SNUG_HD static bool from(double v) { return v != 0; }
   SNUG_HD static bool from(int64_t v) { return v != 0; }
+  SNUG_HD static bool from(uint64_t v) { return v != 0; }
   SNUG_HD static bool from(bool v) { return v; }
 };
-/// The integers: int64 values wrap to the width; floats follow the rule.
+/// The integers: integer values wrap to the width; floats follow the rule
+/// (through i32 for the narrow ones, i64 for u32, their own for i64, u64).
 template <class I> struct ConvertInt {
-  SNUG_HD static I wrap(int64_t v) { return (I)(uint64_t)v; }
-  SNUG_HD static I from(int64_t v) { return wrap(v); }
+  SNUG_HD static I wrap(uint64_t v) { return (I)v; }
+  SNUG_HD static I from(int64_t v) { return wrap((uint64_t)v); }
+  SNUG_HD static I from(uint64_t v) { return wrap(v); }
   SNUG_HD static I from(bool v) { return (I)(v ? 1 : 0); }
   SNUG_HD static I from(double v) {
-    return sizeof(I) == 8 ? (I)floatToInt64(v) : wrap(floatToInt32(v));
+    if (sizeof(I) == 8)
+      return I(0) < (I)-1 ? (I)floatToUint64(v) : (I)floatToInt64(v);
+    if (sizeof(I) == 4 && I(0) < (I)-1) // u32
+      return wrap((uint64_t)floatToInt64(v));
+    return wrap((uint64_t)(int64_t)floatToInt32(v));
   }
   SNUG_HD static I from(float v) { return from((double)v); }
 };
@@ -343,6 +380,9 @@ template <> struct Convert<int32_t> : ConvertInt<int32_t> {};
 template <> struct Convert<int16_t> : ConvertInt<int16_t> {};
 template <> struct Convert<int8_t> : ConvertInt<int8_t> {};
 template <> struct Convert<uint8_t> : ConvertInt<uint8_t> {};
+template <> struct Convert<uint16_t> : ConvertInt<uint16_t> {};
+template <> struct Convert<uint32_t> : ConvertInt<uint32_t> {};
+template <> struct Convert<uint64_t> : ConvertInt<uint64_t> {};
 
 /// A stored element as the value arithmetic starts from: float for the
 /// 16-bit floats, the element itself otherwise.
@@ -351,11 +391,12 @@ SNUG_HD float widen(snug_half v) { return halfToFloat(v.bits); }
 SNUG_HD float widen(snug_bfloat v) { return bfloatToFloat(v.bits); }
 
 /// A widened element (or any arithmetic value) as one of the compute
-/// types Convert takes: float, double and bool as they are, every integer
-/// type as int64_t.
+/// types Convert takes: float, double, bool and uint64_t as they are,
+/// every other integer type as int64_t (which holds u8, u16, u32 exactly).
 SNUG_HD float normalize(float v) { return v; }
 SNUG_HD double normalize(double v) { return v; }
 SNUG_HD bool normalize(bool v) { return v; }
+SNUG_HD uint64_t normalize(uint64_t v) { return v; }
 template <class I> SNUG_HD int64_t normalize(I v) { return (int64_t)v; }
 
 /// A compute value converted to another compute type (float, double,
@@ -473,14 +514,19 @@ struct Clip : IntOpBase {
   template <class C> SNUG_HD static C absent(int index, const Params &p) {
     float bound = p.f[index == 1 ? 0 : 1];
     bool isInteger = C(0.5) == C(0);
+    // The integer compute types' range: int64_t's, or uint64_t's.
+    bool isUnsigned = C(0) < C(-1);
+    C lowest = isUnsigned ? C(0) : C(kInt64Min);
+    C highest = isUnsigned ? C(-1) : C(kInt64Max);
     if (bound != bound) { // no bound
       C inf = to<C>(floatFromBits(0x7f800000u)); // for floats only
-      return index == 1 ? (isInteger ? C(kInt64Min) : -inf)
-                        : (isInteger ? C(kInt64Max) : inf);
+      return index == 1 ? (isInteger ? lowest : -inf)
+                        : (isInteger ? highest : inf);
     }
-    // Integers: an infinite bound is no bound.
-    if (isInteger && (bound > 9.2e18f || bound < -9.2e18f))
-      return bound < 0 ? C(kInt64Min) : C(kInt64Max);
+    // Integers: an infinite bound is no bound; unsigned ones start at 0.
+    if (isInteger && (bound > 9.2e18f || bound < -9.2e18f ||
+                      (isUnsigned && bound < 0)))
+      return bound < 0 ? lowest : highest;
     return to<C>(bound);
   }
   template <class C>
@@ -568,6 +614,9 @@ template <> SNUG_HD int64_t bitwise(BitOp op, int64_t a, int64_t b) {
     break;
   }
   return ~a;
+}
+template <> SNUG_HD uint64_t bitwise(BitOp op, uint64_t a, uint64_t b) {
+  return (uint64_t)bitwise(op, (int64_t)a, (int64_t)b);
 }
 struct BitwiseNot : IntOpBase {
   template <class C> SNUG_HD static C apply(C x, const Params &) {
@@ -662,6 +711,9 @@ template <> SNUG_HD int64_t divide(int64_t a, int64_t b) {
     return (int64_t)(0 - (uint64_t)a);
   return a / b;
 }
+template <> SNUG_HD uint64_t divide(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : a / b;
+}
 struct Div : BinaryBase {
   template <class C> SNUG_HD static C apply(C a, C b, const Params &) {
     return divide(a, b);
@@ -683,6 +735,10 @@ template <> SNUG_HD int64_t modulo(int64_t a, int64_t b, bool truncated) {
   if (truncated)
     return r;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+// Without signs both fmod modes agree.
+template <> SNUG_HD uint64_t modulo(uint64_t a, uint64_t b, bool) {
+  return b == 0 ? 0 : a % b;
 }
 struct Mod : BinaryBase {
   template <class C> SNUG_HD static C apply(C a, C b, const Params &p) {
@@ -811,23 +867,29 @@ struct Where : OpBase {
 // Compute types
 //===----------------------------------------------------------------------===//
 
-enum class ComputeKind { Float, Double, Int64 };
+enum class ComputeKind { Float, Double, Int64, UInt64 };
 
-/// Classes of operand element types, for computeKind.
-enum class ElementClass { NarrowFloat, F64, Integer };
+/// Classes of operand element types, for computeKind. U64 is apart from the
+/// other integers (and bool) because int64_t cannot hold it.
+enum class ElementClass { NarrowFloat, F64, Integer, U64 };
 
 /// The compute type of op `Op` over operands of the given classes (absent
 /// operands left out): the rule in the file comment.
 template <class Op>
 ComputeKind computeKind(const ElementClass *classes, int count) {
-  bool anyFloat = false, anyF64 = false, anyInteger = false;
+  bool anyFloat = false, anyF64 = false, anyInteger = false, anyU64 = false;
   for (int k = 0; k < count; ++k) {
-    anyFloat |= classes[k] != ElementClass::Integer;
+    bool integer =
+        classes[k] == ElementClass::Integer || classes[k] == ElementClass::U64;
+    anyFloat |= !integer;
     anyF64 |= classes[k] == ElementClass::F64;
-    anyInteger |= classes[k] == ElementClass::Integer;
+    anyInteger |= integer;
+    anyU64 |= classes[k] == ElementClass::U64;
   }
   if (!anyFloat)
-    return Op::kIntegerMath ? ComputeKind::Int64 : ComputeKind::Double;
+    return !Op::kIntegerMath ? ComputeKind::Double
+           : anyU64          ? ComputeKind::UInt64
+                             : ComputeKind::Int64;
   return anyF64 || anyInteger ? ComputeKind::Double : ComputeKind::Float;
 }
 

@@ -208,6 +208,9 @@ uint8_t getBundleDTypeCode(ir::DType type) {
   case ir::DType::I16: return DTypeI16;
   case ir::DType::I8: return DTypeI8;
   case ir::DType::U8: return DTypeU8;
+  case ir::DType::U16: return DTypeU16;
+  case ir::DType::U32: return DTypeU32;
+  case ir::DType::U64: return DTypeU64;
   case ir::DType::Bool: return DTypeBool;
   }
   llvm_unreachable("unknown dtype");

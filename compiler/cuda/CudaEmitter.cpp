@@ -45,6 +45,9 @@ const char *cudaTypeName(ir::DType type) {
   case ir::DType::I16: return "int16_t";
   case ir::DType::I8: return "int8_t";
   case ir::DType::U8: return "uint8_t";
+  case ir::DType::U16: return "uint16_t";
+  case ir::DType::U32: return "uint32_t";
+  case ir::DType::U64: return "uint64_t";
   case ir::DType::Bool: return "bool";
   }
   return "?";

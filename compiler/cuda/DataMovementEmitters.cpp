@@ -866,6 +866,9 @@ std::vector<uint8_t> encodeInt(int64_t value, ir::DType dtype) {
   case ir::DType::I16: put(int16_t(uint16_t(value))); break;
   case ir::DType::I8: put(int8_t(uint8_t(value))); break;
   case ir::DType::U8: put(uint8_t(value)); break;
+  case ir::DType::U16: put(uint16_t(value)); break;
+  case ir::DType::U32: put(uint32_t(value)); break;
+  case ir::DType::U64: put(uint64_t(value)); break;
   case ir::DType::Bool: put(uint8_t(value != 0)); break;
   default: return encodeDouble(double(value), dtype);
   }
@@ -881,6 +884,10 @@ std::vector<uint8_t> encodeDouble(double value, ir::DType dtype) {
   case ir::DType::F16: put(floatToF16(float(value))); break;
   case ir::DType::BF16: put(floatToBf16(float(value))); break;
   case ir::DType::Bool: put(uint8_t(value != 0)); break;
+  // The unsigned types by ScalarOps.h's float -> integer rule itself.
+  case ir::DType::U16: put(scalar::Convert<uint16_t>::from(value)); break;
+  case ir::DType::U32: put(scalar::Convert<uint32_t>::from(value)); break;
+  case ir::DType::U64: put(scalar::Convert<uint64_t>::from(value)); break;
   default: {
     // Truncation with NaN and out-of-range values pinned, as the host.
     int64_t pinned = std::isnan(value)                 ? 0
@@ -909,6 +916,9 @@ double decodeDouble(llvm::ArrayRef<uint8_t> bytes, ir::DType dtype) {
   case ir::DType::I16: return get(int16_t());
   case ir::DType::I8: return get(int8_t());
   case ir::DType::U8: return get(uint8_t());
+  case ir::DType::U16: return get(uint16_t());
+  case ir::DType::U32: return get(uint32_t());
+  case ir::DType::U64: return double(get(uint64_t()));
   case ir::DType::Bool: return get(uint8_t()) != 0;
   }
   return 0;

@@ -55,6 +55,8 @@ struct IrAttrReader {
 scalar::ElementClass classOf(ir::DType type) {
   if (type == ir::DType::F64)
     return scalar::ElementClass::F64;
+  if (type == ir::DType::U64)
+    return scalar::ElementClass::U64;
   return ir::isFloatDType(type) ? scalar::ElementClass::NarrowFloat
                                 : scalar::ElementClass::Integer;
 }
@@ -64,6 +66,7 @@ const char *computeTypeName(scalar::ComputeKind kind) {
   case scalar::ComputeKind::Float: return "float";
   case scalar::ComputeKind::Double: return "double";
   case scalar::ComputeKind::Int64: return "int64_t";
+  case scalar::ComputeKind::UInt64: return "uint64_t";
   }
   return "double";
 }

@@ -49,7 +49,8 @@ struct ElementwiseCode {
   std::string setup;
   /// Statements per element that declare `const <resultType> <result>`.
   std::string body;
-  /// The result's type: the compute type ("float", "double", "int64_t"),
+  /// The result's type: the compute type ("float", "double", "int64_t",
+  /// "uint64_t"),
   /// "bool" for comparisons, the stored element type for Where.
   std::string resultType;
   /// The compute type the operands were converted to (Where: the element
@@ -75,7 +76,7 @@ buildElementwiseCode(ir::OpCode op, const ir::AttributeMap &attributes,
                      llvm::ArrayRef<ir::DType> operandTypes,
                      llvm::StringRef result);
 
-/// The compute type ("float", "double" or "int64_t") `op` uses over
+/// The compute type ("float", "double", "int64_t" or "uint64_t") `op` uses over
 /// operands of these dtypes: the host kernels' rule (scalar::computeKind).
 std::string elementwiseComputeType(ir::OpCode op,
                                    llvm::ArrayRef<ir::DType> operandTypes);

@@ -47,6 +47,8 @@ std::string listOf(llvm::ArrayRef<int64_t> values) {
 std::string computeType(ir::DType dtype) {
   if (dtype == ir::DType::F64)
     return "double";
+  if (dtype == ir::DType::U64)
+    return "uint64_t";
   return ir::isFloatDType(dtype) ? "float" : "int64_t";
 }
 

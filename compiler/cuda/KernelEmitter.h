@@ -72,7 +72,8 @@ struct TensorRef {
 };
 
 /// The element type's name in emitted code: float, double, int64_t, int32_t,
-/// int16_t, int8_t, uint8_t, bool, snug_half, snug_bfloat.
+/// int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t, bool, snug_half,
+/// snug_bfloat.
 const char *cudaTypeName(ir::DType type);
 /// The type arithmetic happens in: float for f16/bf16, the type itself
 /// otherwise (double for f64, int64_t for i64, ...).

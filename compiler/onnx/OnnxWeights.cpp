@@ -48,6 +48,12 @@ llvm::Optional<DType> convertDType(int onnxType) {
     return DType::I8;
   case onnx::TensorProto::UINT8:
     return DType::U8;
+  case onnx::TensorProto::UINT16:
+    return DType::U16;
+  case onnx::TensorProto::UINT32:
+    return DType::U32;
+  case onnx::TensorProto::UINT64:
+    return DType::U64;
   case onnx::TensorProto::BOOL:
     return DType::Bool;
   default:
@@ -191,6 +197,10 @@ readTypedData(const Importer &importer, const onnx::TensorProto &tensor,
   case DType::I64:
     field = {"int64_data", tensor.int64_data_size()};
     break;
+  case DType::U32: // onnx.proto: uint64_data holds uint32 and uint64
+  case DType::U64:
+    field = {"uint64_data", tensor.uint64_data_size()};
+    break;
   default:
     break;
   }
@@ -209,6 +219,16 @@ readTypedData(const Importer &importer, const onnx::TensorProto &tensor,
   case DType::I64:
     std::memcpy(bytes.data(), tensor.int64_data().data(), bytes.size());
     return bytes;
+  case DType::U64:
+    std::memcpy(bytes.data(), tensor.uint64_data().data(), bytes.size());
+    return bytes;
+  case DType::U32:
+    // Little-endian narrowing: the low 4 bytes.
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t value = uint32_t(tensor.uint64_data(i));
+      std::memcpy(bytes.data() + 4 * i, &value, 4);
+    }
+    return bytes;
   default:
     break;
   }
@@ -216,7 +236,7 @@ readTypedData(const Importer &importer, const onnx::TensorProto &tensor,
   for (int64_t i = 0; i < count; ++i) {
     int32_t value = tensor.int32_data(i);
     // Little-endian narrowing: the low `size` bytes (f16/bf16 bit patterns,
-    // int16, int8, uint8, bool).
+    // int16, uint16, int8, uint8, bool).
     uint8_t raw[4];
     std::memcpy(raw, &value, 4);
     std::memcpy(bytes.data() + i * size, raw, size);

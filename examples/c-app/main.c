@@ -27,6 +27,12 @@ static const char *dtypeName(snug_dtype dtype) {
     return "f32";
   case SNUG_DTYPE_U8:
     return "u8";
+  case SNUG_DTYPE_U16:
+    return "u16";
+  case SNUG_DTYPE_U32:
+    return "u32";
+  case SNUG_DTYPE_U64:
+    return "u64";
   case SNUG_DTYPE_I8:
     return "i8";
   case SNUG_DTYPE_I16:
@@ -54,13 +60,16 @@ static size_t dtypeSize(snug_dtype dtype) {
   case SNUG_DTYPE_BOOL:
     return 1;
   case SNUG_DTYPE_I16:
+  case SNUG_DTYPE_U16:
   case SNUG_DTYPE_F16:
   case SNUG_DTYPE_BF16:
     return 2;
   case SNUG_DTYPE_F32:
   case SNUG_DTYPE_I32:
+  case SNUG_DTYPE_U32:
     return 4;
   case SNUG_DTYPE_I64:
+  case SNUG_DTYPE_U64:
   case SNUG_DTYPE_F64:
     return 8;
   }
@@ -119,6 +128,12 @@ static double elementAt(const void *data, snug_dtype dtype, size_t i) {
     LOAD_AS(uint8_t);
   case SNUG_DTYPE_I16:
     LOAD_AS(int16_t);
+  case SNUG_DTYPE_U16:
+    LOAD_AS(uint16_t);
+  case SNUG_DTYPE_U32:
+    LOAD_AS(uint32_t);
+  case SNUG_DTYPE_U64:
+    LOAD_AS(uint64_t);
   case SNUG_DTYPE_I32:
     LOAD_AS(int32_t);
   case SNUG_DTYPE_I64:

@@ -115,7 +115,8 @@ def _native_options(options: Mapping[str, Any]) -> Dict[str, Any]:
 
 _DTYPE_NAMES = {"float32": "f32", "float16": "f16", "float64": "f64",
                 "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8",
-                "uint8": "u8", "bool": "bool"}
+                "uint8": "u8", "uint16": "u16", "uint32": "u32",
+                "uint64": "u64", "bool": "bool"}
 
 
 def _input_bindings(inputs: Union[None, Mapping[str, Any], Sequence[str]]
@@ -223,9 +224,9 @@ class Sizes:
     workspace: int
 
 
-_NUMPY_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 5: np.int16,
-                 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16,
-                 11: np.float64}
+_NUMPY_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16,
+                 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_,
+                 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
 
 
 def _tensor_info(record: Dict[str, Any]) -> TensorInfo:

@@ -138,6 +138,9 @@ template <class C> C loadAs(const uint8_t *base, uint8_t dtype, int64_t i) {
   case DTypeI16: return to<C>(int64_t(loadRaw<int16_t>(base, i)));
   case DTypeI8: return to<C>(int64_t(loadRaw<int8_t>(base, i)));
   case DTypeU8: return to<C>(int64_t(loadRaw<uint8_t>(base, i)));
+  case DTypeU16: return to<C>(int64_t(loadRaw<uint16_t>(base, i)));
+  case DTypeU32: return to<C>(int64_t(loadRaw<uint32_t>(base, i)));
+  case DTypeU64: return to<C>(loadRaw<uint64_t>(base, i));
   case DTypeBool: return to<C>(loadRaw<uint8_t>(base, i) != 0);
   }
   return C(0);
@@ -156,6 +159,9 @@ void storeAs(uint8_t *base, uint8_t dtype, int64_t i, C value) {
   case DTypeI16: return storeRaw(base, i, Convert<int16_t>::from(value));
   case DTypeI8: return storeRaw(base, i, Convert<int8_t>::from(value));
   case DTypeU8: return storeRaw(base, i, Convert<uint8_t>::from(value));
+  case DTypeU16: return storeRaw(base, i, Convert<uint16_t>::from(value));
+  case DTypeU32: return storeRaw(base, i, Convert<uint32_t>::from(value));
+  case DTypeU64: return storeRaw(base, i, Convert<uint64_t>::from(value));
   case DTypeBool:
     return storeRaw(base, i, uint8_t(Convert<bool>::from(value) ? 1 : 0));
   }
@@ -164,10 +170,12 @@ void storeAs(uint8_t *base, uint8_t dtype, int64_t i, C value) {
 template float loadAs<float>(const uint8_t *, uint8_t, int64_t);
 template double loadAs<double>(const uint8_t *, uint8_t, int64_t);
 template int64_t loadAs<int64_t>(const uint8_t *, uint8_t, int64_t);
+template uint64_t loadAs<uint64_t>(const uint8_t *, uint8_t, int64_t);
 template bool loadAs<bool>(const uint8_t *, uint8_t, int64_t);
 template void storeAs<float>(uint8_t *, uint8_t, int64_t, float);
 template void storeAs<double>(uint8_t *, uint8_t, int64_t, double);
 template void storeAs<int64_t>(uint8_t *, uint8_t, int64_t, int64_t);
+template void storeAs<uint64_t>(uint8_t *, uint8_t, int64_t, uint64_t);
 template void storeAs<bool>(uint8_t *, uint8_t, int64_t, bool);
 
 FloatInput::FloatInput(const TensorView &view, bool tf32) {

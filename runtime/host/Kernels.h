@@ -112,7 +112,7 @@ void registerAttentionKernels(KernelTable &table);
 bool isFloatCode(uint8_t dtype);
 
 /// Element `i` of a `dtype` tensor as compute type C (float, double,
-/// int64_t or bool), converted by runtime/ScalarOps.h's rules (f16/bf16
+/// int64_t, uint64_t or bool), converted by runtime/ScalarOps.h's rules (f16/bf16
 /// widen exactly; floats to integers by its float -> integer rule).
 /// memcpy-based: unaligned offsets are fine.
 template <class C> C loadAs(const uint8_t *base, uint8_t dtype, int64_t i);

@@ -7,7 +7,7 @@ For every test directory (model.onnx + test_data_set_0/) under the roots:
     snug-run T.snug --device host --check test_data_set_0 --poison
 A test is SKIPPED, with its reason, when the model needs something snug
 refuses by design or does not support yet, and says so: an unsupported op
-(named), an element type snug lacks (string, uint32, ...), an opset outside
+(named), an element type snug lacks (string, complex, float8, ...), an opset outside
 7..27, a non-default domain only (training ops), training-mode ops, or a
 shape or parameter that is a runtime value other than a graph input
 (snug compiles static shapes; it names the value), a zero-size dim (rejected by design: every value has

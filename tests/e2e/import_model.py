@@ -69,7 +69,8 @@ def main():
     # passes/FoldConstants.cpp) stays an op by design (a batch-sized mask);
     # a smaller one is shape arithmetic that should have folded.
     sizes = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2,
-             "i16": 2, "i8": 1, "u8": 1, "bool": 1}
+             "i16": 2, "i8": 1, "u8": 1, "u16": 2, "u32": 4, "u64": 8,
+             "bool": 1}
     for op, dtype, dims in re.findall(
             r"= (ConstantOfShape|Range)\([^\n]*? : ([a-z0-9]+)\[([0-9,]*)\]",
             text):

@@ -39,10 +39,11 @@ const char *const kStrings[] = {"",        "constant", "reflect", "edge",
                                 "NOTSET",  "SAME_UPPER", "VALID", "linear",
                                 "nearest", "cubic",    "half_pixel",
                                 "asymmetric", "tanh",  "none",    "x"};
-const uint8_t kDTypes[] = {DTypeF32, DTypeU8,  DTypeI8,  DTypeI16,
-                           DTypeI32, DTypeI64, DTypeBool, DTypeF16,
-                           DTypeF64, DTypeBF16, 0,        4,
-                           8,        12,       255};
+const uint8_t kDTypes[] = {DTypeF32, DTypeU8,   DTypeI8,  DTypeI16,
+                           DTypeI32, DTypeI64,  DTypeBool, DTypeF16,
+                           DTypeF64, DTypeBF16, DTypeU16, DTypeU32,
+                           DTypeU64, 0,         8,        14,
+                           255};
 
 template <typename T, size_t N> constexpr size_t countOf(const T (&)[N]) {
   return N;

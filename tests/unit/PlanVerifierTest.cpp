@@ -346,6 +346,7 @@ TEST(PlanVerifierTest, StructuredMutantsAreRefusedOrRun) {
   const uint8_t dtypes[] = {bundle::DTypeF32,
                             bundle::DTypeI64,
                             bundle::DTypeU8,
+                            bundle::DTypeU64,
                             bundle::DTypeF16,
                             bundle::DTypeF64,
                             0,

@@ -54,7 +54,8 @@ namespace {
 
 const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64,
                            DType::I64, DType::I32, DType::I16, DType::I8,
-                           DType::U8,  DType::Bool};
+                           DType::U8,  DType::U16, DType::U32, DType::U64,
+                           DType::Bool};
 
 uint8_t codeOf(DType type) {
   switch (type) {
@@ -67,6 +68,9 @@ uint8_t codeOf(DType type) {
   case DType::I16: return bundle::DTypeI16;
   case DType::I8: return bundle::DTypeI8;
   case DType::U8: return bundle::DTypeU8;
+  case DType::U16: return bundle::DTypeU16;
+  case DType::U32: return bundle::DTypeU32;
+  case DType::U64: return bundle::DTypeU64;
   case DType::Bool: return bundle::DTypeBool;
   }
   return 0;
@@ -101,12 +105,14 @@ std::vector<uint8_t> specialValues(DType type) {
       push([&](uint8_t *p) { rt::storeInt(p, code, 0, v); });
     return bytes;
   }
+  // u64 takes the i64 values, stored wrapped: INT64_MIN is 2^63, -7 is
+  // 2^64 - 7, -1 is its largest value.
   int bits = int(size) * 8;
-  bool isUnsigned = type == DType::U8;
+  bool isUnsigned = ir::isUnsignedDType(type) && bits < 64;
   int64_t min = isUnsigned   ? 0
                 : bits == 64 ? std::numeric_limits<int64_t>::min()
                              : -(int64_t(1) << (bits - 1));
-  int64_t max = isUnsigned ? 255
+  int64_t max = isUnsigned ? (int64_t(1) << bits) - 1
                 : bits == 64 ? std::numeric_limits<int64_t>::max()
                              : (int64_t(1) << (bits - 1)) - 1;
   for (int64_t v : {min, min + 1, int64_t(-7), int64_t(-2), int64_t(-1),
@@ -241,7 +247,8 @@ void buildCases(ParityModule &m) {
             continue;
           // Bounds as scalar operands: [-1, 2], and one absent.
           std::vector<uint8_t> lo(size), hi(size);
-          rt::storeInt(lo.data(), codeOf(type), 0, type == DType::U8 ? 1 : -1);
+          rt::storeInt(lo.data(), codeOf(type), 0,
+                       ir::isUnsignedDType(type) ? 1 : -1);
           rt::storeInt(hi.data(), codeOf(type), 0, 2);
           if (type == DType::Bool)
             continue;
@@ -340,6 +347,8 @@ std::string elementText(const uint8_t *data, DType type, int64_t i) {
   std::ostringstream os;
   if (ir::isFloatDType(type))
     os << rt::loadDouble(data, codeOf(type), i);
+  else if (type == DType::U64)
+    os << rt::loadAs<uint64_t>(data, codeOf(type), i);
   else
     os << rt::loadInt(data, codeOf(type), i);
   os << " (" << hexOf(data + i * size, size) << ")";
@@ -694,6 +703,71 @@ TEST_F(ScalarParityTest, SpecialValueRules) {
       EXPECT_EQ(element(result(*c), 2), 7) << what;
     }
   }
+
+  // Unsigned: wrap-around, and u64 past 2^63 compares and divides as
+  // unsigned. u16 values: 0, 1, 0, 1, 2, 3, 7, 40, 65534, 65535.
+  const Case *sub = find("Sub u16 pairs");
+  ASSERT_TRUE(sub);
+  bytes = result(*sub);
+  std::vector<uint16_t> u16s(bytes.size() / 2);
+  std::memcpy(u16s.data(), bytes.data(), bytes.size());
+  int64_t k = int64_t(std::sqrt(double(u16s.size())));
+  EXPECT_EQ(u16s[0 * k + 1], 65535); // 0 - 1
+  EXPECT_EQ(u16s[9 * k + 9], 0);     // 65535 - 65535
+  const Case *add = find("Add u16 pairs");
+  ASSERT_TRUE(add);
+  bytes = result(*add);
+  std::memcpy(u16s.data(), bytes.data(), bytes.size());
+  EXPECT_EQ(u16s[9 * k + 1], 0); // 65535 + 1
+  // u64 values: 2^63, 2^63 + 1, 2^64 - 7, 2^64 - 2, 2^64 - 1, 0, 1, 2, 3,
+  // 7, 40, 2^63 - 2, 2^63 - 1.
+  auto u64s = [](const std::vector<uint8_t> &data) {
+    std::vector<uint64_t> v(data.size() / 8);
+    std::memcpy(v.data(), data.data(), data.size());
+    return v;
+  };
+  const Case *udiv = find("Div u64 pairs");
+  ASSERT_TRUE(udiv);
+  std::vector<uint64_t> u = u64s(result(*udiv));
+  k = int64_t(std::sqrt(double(u.size())));
+  EXPECT_EQ(u[4 * k + 7], 9223372036854775807ull); // (2^64 - 1) / 2
+  EXPECT_EQ(u[4 * k + 5], 0u);                     // x / 0
+  const Case *umod = find("Mod u64 pairs");
+  ASSERT_TRUE(umod);
+  u = u64s(result(*umod));
+  EXPECT_EQ(u[2 * k + 10], (18446744073709551615ull - 6) % 40);
+  const Case *less = find("Less u64 pairs");
+  ASSERT_TRUE(less);
+  bytes = result(*less);
+  EXPECT_EQ(bytes[4 * k + 6], 0); // 2^64 - 1 < 1 is false
+  EXPECT_EQ(bytes[6 * k + 0], 1); // 1 < 2^63
+  const Case *umax = find("Max u64 pairs");
+  ASSERT_TRUE(umax);
+  EXPECT_EQ(u64s(result(*umax))[0 * k + 12], 9223372036854775808ull);
+  // Float -> unsigned: u32 through i64 (-1 -> 2^32 - 1, 1e19 -> 0), u64
+  // exact up to 2^64 (f32 1e19 is 9999999980506447872), -1 wraps, NaN and
+  // -1e19 are 2^63.
+  const Case *tou32 = find("Cast f32 -> u32");
+  ASSERT_TRUE(tou32);
+  bytes = result(*tou32);
+  std::vector<uint32_t> u32s(bytes.size() / 4);
+  std::memcpy(u32s.data(), bytes.data(), bytes.size());
+  EXPECT_EQ(u32s[13], 4294967295u);
+  EXPECT_EQ(u32s[10], 0u);
+  EXPECT_EQ(u32s[23], 300u);
+  const Case *tou64 = find("Cast f32 -> u64");
+  ASSERT_TRUE(tou64);
+  u = u64s(result(*tou64));
+  EXPECT_EQ(u[10], 9999999980506447872ull);
+  EXPECT_EQ(u[13], 18446744073709551615ull);
+  EXPECT_EQ(u[0], 9223372036854775808ull);
+  EXPECT_EQ(u[11], 9223372036854775808ull);
+  const Case *fromu64 = find("Cast u64 -> f64");
+  ASSERT_TRUE(fromu64);
+  bytes = result(*fromu64);
+  double top;
+  std::memcpy(&top, bytes.data() + 4 * 8, 8);
+  EXPECT_EQ(top, 18446744073709551616.0); // 2^64 - 1 rounds up
 }
 
 } // namespace

@@ -13,9 +13,10 @@ using namespace snug::ir;
 TEST(DTypeTest, NamesRoundTripAndSizes) {
   const DType all[] = {DType::F32, DType::F16, DType::BF16, DType::F64,
                        DType::I64, DType::I32, DType::I16,  DType::I8,
-                       DType::U8,  DType::Bool};
-  const unsigned sizes[] = {4, 2, 2, 8, 8, 4, 2, 1, 1, 1};
-  for (size_t i = 0; i < 10; ++i) {
+                       DType::U8,  DType::U16, DType::U32,  DType::U64,
+                       DType::Bool};
+  const unsigned sizes[] = {4, 2, 2, 8, 8, 4, 2, 1, 1, 2, 4, 8, 1};
+  for (size_t i = 0; i < 13; ++i) {
     EXPECT_EQ(parseDType(getDTypeName(all[i])), all[i]);
     EXPECT_EQ(getDTypeSize(all[i]), sizes[i]) << getDTypeName(all[i]).str();
   }
@@ -24,6 +25,10 @@ TEST(DTypeTest, NamesRoundTripAndSizes) {
   EXPECT_FALSE(isFloatDType(DType::I32));
   EXPECT_TRUE(isIntegerDType(DType::U8));
   EXPECT_FALSE(isIntegerDType(DType::Bool));
+  EXPECT_TRUE(isIntegerDType(DType::U64));
+  EXPECT_TRUE(isUnsignedDType(DType::U16));
+  EXPECT_FALSE(isUnsignedDType(DType::I64));
+  EXPECT_FALSE(isUnsignedDType(DType::Bool));
 }
 
 TEST(TensorTypeTest, SizesAndPrinting) {

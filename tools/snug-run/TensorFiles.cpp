@@ -77,7 +77,10 @@ static const struct {
 } npyTypes[] = {{"<f4", DTypeF32}, {"<f8", DTypeF64}, {"<f2", DTypeF16},
                 {"<i8", DTypeI64}, {"<i4", DTypeI32}, {"<i2", DTypeI16},
                 {"|i1", DTypeI8},  {"|u1", DTypeU8},  {"|b1", DTypeBool},
-                {"<u2", DTypeBF16}}; // numpy has no bf16: raw uint16 bits
+                {"<u2", DTypeU16}, {"<u4", DTypeU32}, {"<u8", DTypeU64},
+                // numpy has no bf16: written as raw uint16 bits, and a
+                // u16 file is taken for a bf16 tensor (adoptBf16Bits)
+                {"<u2", DTypeBF16}};
 
 /// The longest .npy header read (numpy writes a few hundred bytes).
 static constexpr size_t kMaxNpyHeader = 1 << 20;
@@ -415,10 +418,6 @@ bool readTensorProto(const std::vector<uint8_t> &file, HostTensor &tensor,
     error = "external data is not supported";
     return false;
   }
-  // Older ONNX test data stores bfloat16 tensors as UINT16 (4): read the
-  // bits as bf16, the only 16-bit unsigned use snug has.
-  if (dataType == 4)
-    dataType = DTypeBF16;
   tensor.dtype = uint8_t(dataType);
   unsigned size = dtypeSize(tensor.dtype);
   if (!size || dataType > 255) {
@@ -516,6 +515,9 @@ static double elementAt(const HostTensor &t, size_t i) {
   case DTypeI16: { int16_t v; std::memcpy(&v, p, 2); return v; }
   case DTypeI8: return int8_t(*p);
   case DTypeU8: return *p;
+  case DTypeU16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+  case DTypeU32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+  case DTypeU64: { uint64_t v; std::memcpy(&v, p, 8); return double(v); }
   case DTypeBool: return *p != 0;
   }
   return 0;
@@ -555,6 +557,14 @@ std::string findDataFile(const std::string &dir, const char *kind,
     if (fileExists(candidate))
       return candidate;
   return "";
+}
+
+/// Older ONNX test data stores bfloat16 tensors as UINT16 (4), and numpy
+/// has no bf16 (.npy files hold its bits as '<u2'): a u16 file read for a
+/// bf16 tensor holds that tensor's bits.
+static void adoptBf16Bits(HostTensor &tensor, uint8_t wanted) {
+  if (wanted == DTypeBF16 && tensor.dtype == DTypeU16)
+    tensor.dtype = DTypeBF16;
 }
 
 bool loadInputData(const std::string &name, size_t index, uint8_t dtype,
@@ -599,6 +609,7 @@ bool loadInputData(const std::string &name, size_t index, uint8_t dtype,
     error = "input '" + name + "': " + why;
     return false;
   }
+  adoptBf16Bits(tensor, dtype);
   if (tensor.dtype != dtype || tensor.dims != dims) {
     error = "input '" + name + "': '" + path + "' holds " +
             tensorTypeString(tensor.dtype, tensor.dims) + ", '" + name +
@@ -621,6 +632,7 @@ int checkOutputData(const HostTensor &actual, size_t index,
   HostTensor expected;
   if (!readTensorFile(path, expected, error, actual.bytes.size()))
     return -1;
+  adoptBf16Bits(expected, actual.dtype);
   std::string type = tensorTypeString(actual.dtype, actual.dims);
   if (expected.dims != actual.dims ||
       expected.bytes.size() / dtypeSize(expected.dtype) !=

@@ -8,7 +8,8 @@
 // Per node: the op's attributes bound into scalar::Params once (by its ATTR
 // lines in Ops.def); the compute
 // type picked by scalar::computeKind from the operand dtypes (float for
-// f32/f16/bf16, double for f64 or mixed, int64 for integer math); then for
+// f32/f16/bf16, double for f64 or mixed, int64 for integer math, uint64
+// when a u64 takes part); then for
 // each result element (operands broadcast to the result, numpy rules) the
 // operands loaded and converted, the op applied (a variadic fold left to
 // right), and the value stored converted to the result dtype. Where moves
@@ -46,6 +47,8 @@ struct AttrReader {
 scalar::ElementClass classOf(uint8_t dtype) {
   if (dtype == DTypeF64)
     return scalar::ElementClass::F64;
+  if (dtype == DTypeU64)
+    return scalar::ElementClass::U64;
   return isFloatCode(dtype) ? scalar::ElementClass::NarrowFloat
                             : scalar::ElementClass::Integer;
 }
@@ -156,6 +159,10 @@ Status runScalarOp(KernelContext &ctx) {
       // Only ops with integer math compute in int64 (computeKind).
       if constexpr (Op::kIntegerMath)
         return runIn<Op, int64_t>(ctx, params);
+      break;
+    case scalar::ComputeKind::UInt64:
+      if constexpr (Op::kIntegerMath)
+        return runIn<Op, uint64_t>(ctx, params);
       break;
     }
     return ctx.error("no compute type");

@@ -82,6 +82,8 @@ struct BodyAttrReader {
 scalar::ElementClass classOf(uint8_t dtype) {
   if (dtype == DTypeF64)
     return scalar::ElementClass::F64;
+  if (dtype == DTypeU64)
+    return scalar::ElementClass::U64;
   return isFloatCode(dtype) ? scalar::ElementClass::NarrowFloat
                             : scalar::ElementClass::Integer;
 }
@@ -168,6 +170,12 @@ std::string bind(const BodyOp &op, const PlanBody &body, Step &step) {
     case scalar::ComputeKind::Int64:
       if constexpr (Op::kIntegerMath) {
         step.apply = applyIn<Op, int64_t>;
+        return "";
+      }
+      break;
+    case scalar::ComputeKind::UInt64:
+      if constexpr (Op::kIntegerMath) {
+        step.apply = applyIn<Op, uint64_t>;
         return "";
       }
       break;

@@ -41,10 +41,12 @@ Status normalizeIndex(const KernelContext &ctx, size_t operand, int64_t value,
 }
 
 /// Runs `f` with a value of the compute type of `dtype` (the type tag
-/// only: float, double or int64_t).
+/// only: float, double, uint64_t for u64 or int64_t).
 template <typename F> Status withComputeType(uint8_t dtype, F f) {
   if (dtype == DTypeF64)
     return f(double());
+  if (dtype == DTypeU64)
+    return f(uint64_t());
   if (isFloatCode(dtype))
     return f(float());
   return f(int64_t());

@@ -71,12 +71,15 @@ typedef enum snug_dtype {
   SNUG_DTYPE_F32 = 1,
   SNUG_DTYPE_U8 = 2,
   SNUG_DTYPE_I8 = 3,
+  SNUG_DTYPE_U16 = 4,
   SNUG_DTYPE_I16 = 5,
   SNUG_DTYPE_I32 = 6,
   SNUG_DTYPE_I64 = 7,
   SNUG_DTYPE_BOOL = 9,
   SNUG_DTYPE_F16 = 10,
   SNUG_DTYPE_F64 = 11,
+  SNUG_DTYPE_U32 = 12,
+  SNUG_DTYPE_U64 = 13,
   SNUG_DTYPE_BF16 = 16
 } snug_dtype;
 

@@ -7,7 +7,8 @@ import struct
 import sys
 
 FORMATS = {"<i8": "q", "<i4": "i", "<i2": "h", "|i1": "b", "|u1": "B",
-           "|b1": "?", "<f4": "f", "<f8": "d"}
+           "<u2": "H", "<u4": "I", "<u8": "Q", "|b1": "?", "<f4": "f",
+           "<f8": "d"}
 
 directory = sys.argv[1]
 for name in sorted(os.listdir(directory)):
