@@ -156,6 +156,9 @@ void registerShapeOpImporters(llvm::StringMap<OpImporter> &map);
 void registerNNOpImporters(llvm::StringMap<OpImporter> &map);
 void registerLossOpImporters(llvm::StringMap<OpImporter> &map);
 void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map);
+/// Einsum as a composition (OnnxEinsum.cpp; registered with the
+/// compositions).
+llvm::Error importEinsum(Importer &importer, onnx::NodeProto &node);
 
 //===----------------------------------------------------------------------===//
 // Helpers the normalizers share (OnnxOps.cpp, OnnxShapeOps.cpp)
