@@ -408,8 +408,8 @@ llvm::Error EinsumImport::run() {
   if (!inputs)
     return inputs.takeError();
   if (terms.size() != inputs->size())
-    return fail("it has " + llvm::Twine(terms.size()) +
-                " operand terms, the node " + llvm::Twine(inputs->size()) +
+    return fail("it names " + llvm::Twine(terms.size()) +
+                " operands, the node has " + llvm::Twine(inputs->size()) +
                 " inputs");
   // Each term's labels; the broadcast dims right-aligned across operands.
   int64_t widest = 0;

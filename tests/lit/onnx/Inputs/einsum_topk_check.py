@@ -1,4 +1,4 @@
-"""einsum_topk_check.py DIR BIN [--cudasim TESTS]: Einsum and TopK against
+"""einsum_topk_check.py DIR [--cudasim TESTS]: Einsum and TopK against
 numpy, beyond the few forms the onnx node tests hold (einsum-topk-values.test).
 
 Writes two models (one node per case, so each is one compile): DIR/einsum.onnx
@@ -7,7 +7,8 @@ outer and elementwise products, a scalar, integers) and DIR/topk.onnx (both
 orders, inner and outer axes, lines longer than a block, ties, NaN, inf and
 -0.0, f16 and integers, k = n), with random inputs (seed 0) as .npy files.
 Runs each on the host executor (snug-run) and, with --cudasim, on the CUDA
-simulator (the kernels the CUDA backend emits), and compares every output
+simulator (the kernels the CUDA backend emits; TESTS is the tests/ folder),
+snug's tools found on PATH, and compares every output
 with numpy: Einsum to 1e-5 relative (the sums' order differs), TopK exactly,
 values and indices. The TopK reference is onnx's (a stable lexsort: equal
 values by increasing index, NaN above every number). Prints one 'ok:' or
@@ -144,8 +145,8 @@ def run(cmd):
 
 
 def main():
-    directory, bin_dir = sys.argv[1], sys.argv[2]
-    tests = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--cudasim" else None
+    directory = sys.argv[1]
+    tests = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--cudasim" else None
     failed = False
     for kind, build in (("einsum", einsum_model), ("topk", topk_model)):
         model, feeds, expected = build(directory)
@@ -155,24 +156,21 @@ def main():
         for name, value in feeds.items():
             np.save(os.path.join(directory, name + ".npy"), value)
             flags += ["--input", f"{name}=@" + os.path.join(directory, name + ".npy")]
-        backends = [("host", [])]
-        if tests:
-            backends.append(("cudasim", []))
-        for backend, _ in backends:
+        for backend in ["host"] + (["cudasim"] if tests else []):
             out = os.path.join(directory, f"{kind}-{backend}")
             bundle = out + ".snug"
             if backend == "host":
-                run([os.path.join(bin_dir, "snugc"), "compile", path, "-o", bundle,
+                run(["snugc", "compile", path, "-o", bundle,
                      "--target=host", "--memory-report=none"])
-                run([os.path.join(bin_dir, "snug-run"), bundle, "--device", "host",
+                run(["snug-run", bundle, "--device", "host",
                      "--output-dir", out] + flags)
             else:
-                run([os.path.join(bin_dir, "snugc"), "compile", path, "-o", bundle,
+                run(["snugc", "compile", path, "-o", bundle,
                      "--target=cuda", "--dump-cuda", out + "-cu",
                      "--memory-report=none"])
                 run(["sh", os.path.join(tests, "cudasim", "compile_kernels.sh"),
                      os.path.join(out + "-cu", kind + ".cu"), out + ".so"])
-                run([os.path.join(bin_dir, "snug-cudasim"), bundle, "--kernels",
+                run(["snug-cudasim", bundle, "--kernels",
                      out + ".so", "--output-dir", out] + flags)
             for name, (what, want) in expected.items():
                 got = np.load(os.path.join(out, name + ".npy"))
