@@ -48,6 +48,10 @@ EINSUM = [  # equation, operand shapes, dtype
     ("bij,bjk,bkl->bli", [(2, 2, 3), (2, 3, 4), (2, 4, 2)], np.float32),
     ("ij,jk->ik", [(3, 4), (4, 2)], np.int64),
     ("->", [()], np.float32),
+    (",i->i", [(), (3,)], np.float32),
+    ("bi,bi->b", [(4, 5), (4, 5)], np.float32),
+    ("iii->i", [(3, 3, 3)], np.float32),
+    ("ij->...ij", [(2, 3)], np.float32),
     ("ij->ij", [(2, 3)], np.float32),
 ]
 
