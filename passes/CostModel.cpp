@@ -123,6 +123,7 @@ CostRule getCostRule(OpCode op) {
   case OpCode::ReduceSum:
   case OpCode::ReduceSumSquare:
   case OpCode::CumSum:
+  case OpCode::TopK:
     return CostRule::Reduction;
   case OpCode::Resize:
     return CostRule::Resize;
@@ -471,6 +472,10 @@ static void addReduction(const Node &node, Cost &cost) {
     break;
   case OpCode::ReduceMean: // sum, then a divide per result
     flops = inputs + outputs;
+    break;
+  case OpCode::TopK: // a selection: each of k rounds compares every element
+    flops = inputs * uint64_t(std::max<int64_t>(
+                         1, getIntAttr(node.getAttributes(), "k", 1)));
     break;
   case OpCode::ReduceL1:        // abs, add
   case OpCode::ReduceSumSquare: // multiply, add

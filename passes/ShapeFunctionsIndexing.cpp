@@ -158,6 +158,34 @@ llvm::Expected<ResultTypes> inferScatterND(const ShapeQuery &query) {
   return ResultTypes{*data};
 }
 
+/// TopK's k lies in [1, dim]: ONNX allows 0, but snug's values have
+/// positive dims; more than the axis holds is an error in ONNX too.
+llvm::Expected<ResultTypes> inferTopK(const ShapeQuery &query) {
+  auto input = requireOperand(query, 0);
+  if (!input)
+    return input.takeError();
+  const TensorType &x = **input;
+  if (x.getRank() == 0)
+    return shapeError("operand " + x.str() + " has no axis to select along");
+  auto axis = requireAxis(query, "axis", x.getRank(), -1);
+  if (!axis)
+    return axis.takeError();
+  if (query.operands.size() > 1 && query.operands[1])
+    return shapeError("k must be the attribute, not an operand");
+  if (!query.attributes.count("k"))
+    return shapeError("k is not given");
+  int64_t k = getIntAttr(query.attributes, "k", 0);
+  int64_t dim = x.getDims()[*axis];
+  if (k < 1 || k > dim)
+    return shapeError("k " + llvm::Twine(k) + " is outside [1, " +
+                      llvm::Twine(dim) + "], the size of axis " +
+                      llvm::Twine(*axis) + " of " + x.str());
+  llvm::SmallVector<int64_t, 4> dims(x.getDims().begin(), x.getDims().end());
+  dims[*axis] = k;
+  return ResultTypes{TensorType(x.getDType(), dims),
+                     TensorType(ir::DType::I64, dims)};
+}
+
 } // namespace
 
 void registerIndexingShapeFunctions(ShapeFunctionTable &map) {
@@ -166,6 +194,7 @@ void registerIndexingShapeFunctions(ShapeFunctionTable &map) {
   map[size_t(ir::OpCode::GatherND)] = inferGatherND;
   map[size_t(ir::OpCode::ScatterElements)] = inferScatterElements;
   map[size_t(ir::OpCode::ScatterND)] = inferScatterND;
+  map[size_t(ir::OpCode::TopK)] = inferTopK;
 }
 
 } // namespace snug

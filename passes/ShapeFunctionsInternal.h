@@ -34,7 +34,8 @@ using ShapeFunctionPtr = llvm::Expected<ResultTypes> (*)(const ShapeQuery &);
 using ShapeFunctionTable =
     std::array<ShapeFunctionPtr, ir::getAllOpsCount()>;
 void registerNNShapeFunctions(ShapeFunctionTable &map);
-/// CumSum, the element gathers and the scatters (ShapeFunctionsIndexing.cpp).
+/// CumSum, the element gathers, the scatters and TopK
+/// (ShapeFunctionsIndexing.cpp).
 void registerIndexingShapeFunctions(ShapeFunctionTable &map);
 
 } // namespace snug

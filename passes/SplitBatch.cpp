@@ -200,6 +200,7 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
   case OpCode::Split:
   case OpCode::ArgMax:
   case OpCode::ArgMin:
+  case OpCode::TopK:
     if (normalizeAxis(intAttr(node, "axis", -1), rank) == 0)
       return "it works along dim 0";
     break;

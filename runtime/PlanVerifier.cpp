@@ -361,6 +361,33 @@ std::string checkIndexing(const PlanOp &op) {
   return "";
 }
 
+/// TopK (runtime/host/kernels/TopKKernel.cpp): k within the axis, both
+/// results the operand's dims with the axis cut to k (values of its dtype,
+/// i64 indices), so that every line the kernels read and write is inside.
+std::string checkTopK(const PlanOp &op) {
+  const Location &x = op.operands[0];
+  int64_t rank = int64_t(x.dims.size());
+  if (rank < 1)
+    return "operand 0 must have rank >= 1";
+  if (op.results.size() != 2)
+    return "expects 2 results";
+  if (std::string reason = checkAxis(op, rank, false); !reason.empty())
+    return reason;
+  int64_t axis = op.getAttr("axis") ? op.getAttr("axis")->i : -1;
+  axis = axis < 0 ? axis + rank : axis;
+  const Attr *k = op.getAttr("k");
+  if (!k || k->i < 1 || k->i > x.dims[axis])
+    return "k must lie in [1, " + std::to_string(x.dims[axis]) + "]";
+  std::vector<int64_t> dims = x.dims;
+  dims[axis] = k->i;
+  if (op.results[0].dims != dims || op.results[1].dims != dims)
+    return "results must be the operand's dims with axis " +
+           std::to_string(axis) + " of k";
+  if (op.results[0].dtype != x.dtype || op.results[1].dtype != DTypeI64)
+    return "results must be the operand's dtype and i64";
+  return "";
+}
+
 const std::vector<int64_t> *intsAttr(const PlanOp &op, const char *name) {
   const Attr *attr = op.getAttr(name);
   return attr && attr->kind == AttrInts ? &attr->ints : nullptr;
@@ -548,6 +575,8 @@ std::string checkOp(const PlanOp &op, const OpSpec &spec) {
   if (name == "CumSum" || name == "GatherElements" || name == "GatherND" ||
       name == "ScatterElements" || name == "ScatterND")
     return checkIndexing(op);
+  if (name == "TopK")
+    return checkTopK(op);
   if (name == "Slice")
     return checkSlice(op);
   if (name == "MatMul")

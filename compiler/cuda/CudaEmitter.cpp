@@ -210,7 +210,7 @@ llvm::Error EmitContext::unsupported(const llvm::Twine &why) const {
 
 EmitFn lookupEmitter(ir::OpCode op) {
   for (auto table : {getElementwiseEmitters(), getDataMovementEmitters(),
-                     getIndexingEmitters(),
+                     getIndexingEmitters(), getTopKEmitters(),
                      getReductionEmitters(), getPoolingEmitters(),
                      getConvEmitters(), getGemmEmitters(),
                      getFusedEmitters(), getAttentionEmitters()})

@@ -14,6 +14,8 @@
 //   OneHot(i, depth, v) Where(Equal(Unsqueeze(i', axis), [0, depth)), v[1],
 //                       v[0]), i' = i (cast to i64 when not an integer),
 //                       plus depth where negative; depth a constant
+//   Einsum(x...)        transposes, reshapes, diagonal slices, ReduceSum,
+//                       MatMul and Mul (OnnxEinsum.cpp)
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
@@ -308,6 +310,7 @@ void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map) {
   map["LpNormalization"] = importLpNormalization;
   map["EyeLike"] = importEyeLike;
   map["OneHot"] = importOneHot;
+  map["Einsum"] = importEinsum;
 }
 
 } // namespace onnx_import

@@ -37,6 +37,9 @@
 //   Reduce*(x) {axes, keepdims}: axes explicit and sorted (all axes when the
 //   model gives none); noop_with_empty_axes with no axes becomes Identity.
 //   ArgMax/ArgMin {axis, keepdims, select_last_index}.
+//   TopK(x) {axis, k, largest, sorted}: k an attribute (ONNX's constant k
+//   input from opset 10 on), axis non-negative; two results, values and
+//   i64 indices.
 //   Pad(x) {pads, mode, value}: pads (begins then ends, may be negative) for
 //   every axis; value a float. Clip(x) {min, max}: floats, each optional.
 //   Resize(x) {mode = "nearest"|"linear", coordinate_transformation_mode,

@@ -160,6 +160,9 @@ void registerNNOpImporters(llvm::StringMap<OpImporter> &map);
 void registerLossOpImporters(llvm::StringMap<OpImporter> &map);
 void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map);
 void registerRecurrentOpImporters(llvm::StringMap<OpImporter> &map);
+/// Einsum as a composition (OnnxEinsum.cpp; registered with the
+/// compositions).
+llvm::Error importEinsum(Importer &importer, onnx::NodeProto &node);
 
 //===----------------------------------------------------------------------===//
 // Helpers the normalizers share (OnnxOps.cpp, OnnxShapeOps.cpp)

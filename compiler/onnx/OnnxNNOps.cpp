@@ -1,7 +1,7 @@
 //===- OnnxNNOps.cpp - Reductions, convolution, pooling, normalization ----===//
 //
 // Normalizers of the reductions (axes made explicit, ReduceLogSum as
-// ReduceSum then Log), CastLike and Trilu (as Cast and a masked Where),
+// ReduceSum then Log), TopK (k an attribute), CastLike and Trilu (as Cast and a masked Where),
 // and the windowed ops: Conv, ConvTranspose and the pools get explicit
 // kernel_shape, strides, pads and dilations with auto_pad and output_shape
 // resolved into pads; BatchNormalization and LayerNormalization their
@@ -133,6 +133,40 @@ static llvm::Error importArgReduce(Importer &importer, onnx::NodeProto &node) {
        {"keepdims", Attribute::getInt(attrInt(node, "keepdims", 1))},
        {"select_last_index",
         Attribute::getInt(attrInt(node, "select_last_index", 0))}});
+}
+
+/// TopK's k is an attribute before opset 10 and an input from it on; the
+/// result's shape holds it, so the input must be a constant. The canonical
+/// form makes it the `k` attribute and the axis non-negative.
+static llvm::Error importTopK(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  auto axis = axisFor(importer, node, attrInt(node, "axis", -1),
+                      (*input)->getType().getRank());
+  if (!axis)
+    return axis.takeError();
+  int64_t k;
+  if (importer.opset < 10) {
+    if (!findAttr(node, "k"))
+      return importer.error(node, "attribute k is required");
+    k = attrInt(node, "k", 0);
+  } else {
+    auto given = importer.getConstantInts(node, 1, "k");
+    if (!given)
+      return given.takeError();
+    if (given->size() != 1)
+      return importer.error(node, "k must hold one value, not " +
+                                      llvm::Twine(given->size()));
+    k = (*given)[0];
+  }
+  return importer.emitAndBind(
+      node, "TopK", {*input},
+      {{"axis", Attribute::getInt(*axis)},
+       {"k", Attribute::getInt(k)},
+       {"largest", Attribute::getInt(attrInt(node, "largest", 1))},
+       {"sorted", Attribute::getInt(attrInt(node, "sorted", 1))}},
+      2);
 }
 
 //===----------------------------------------------------------------------===//
@@ -445,6 +479,7 @@ void registerNNOpImporters(llvm::StringMap<OpImporter> &map) {
     map[op] = importReduce;
   map["ArgMax"] = importArgReduce;
   map["ArgMin"] = importArgReduce;
+  map["TopK"] = importTopK;
   map["CastLike"] = importCastLike;
   map["Trilu"] = importTrilu;
   map["Conv"] = importConv;

@@ -103,6 +103,7 @@ void registerConvKernels(KernelTable &table);
 void registerLinalgKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
 void registerIndexingKernels(KernelTable &table);
+void registerTopKKernel(KernelTable &table);
 void registerAttentionKernels(KernelTable &table);
 
 //===----------------------------------------------------------------------===//
