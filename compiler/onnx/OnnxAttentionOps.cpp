@@ -1,4 +1,4 @@
-//===- OnnxAttentionOps.cpp - Attention and RotaryEmbedding as compositions ===//
+//===- OnnxAttentionOps.cpp - Attention and RotaryEmbedding ---------------===//
 //
 // The transformer ops of opset 23 (Attention also at 24), imported as the
 // table ops their ONNX function bodies and reference define them by, so
@@ -39,11 +39,13 @@
 //     snug.rotary; interleaved pairs (x[2k], x[2k+1]) as the spec's
 //     real/imaginary parts, zipped back by Unsqueeze, Concat, Reshape.
 //
-// Refused with an error naming the node: Q, K, V (and the caches) of
-// different types, ranks other than 3 and 4, heads that do not divide,
-// past without present's counterpart, nonpad_kv_seqlen beside a past,
-// masks that do not broadcast to the scores or are longer than the keys,
-// a negative softcap.
+// Refused with an error naming the node: V of another type than Q (the
+// spec allows it; the composition computes in Q's type), ranks other than
+// 3 and 4, heads that do not divide, past_key without past_value or the
+// reverse, nonpad_kv_seqlen beside a past, masks that do not broadcast to
+// the scores or are longer than the keys, a scale that is not positive
+// (its square root scales Q and K), a negative softcap; caches whose last
+// dim is not rotary_embedding_dim / 2 (as the spec's reference refuses).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
@@ -105,7 +107,7 @@ public:
   ir::Value *sliceLast(ir::Value *x, int64_t start, int64_t end, int64_t step,
                        llvm::StringRef suffix) {
     if (!x)
-      return nullptr;
+      return nullptr; // an earlier emit failed
     // Slice's canonical axes are non-negative.
     int64_t last = x->getType().getRank() - 1;
     return op("Slice", {x},
@@ -167,8 +169,8 @@ struct AttentionDims {
 /// Checks Q, K, V (and the past) against one another and the head
 /// attributes; their dims as 4-d.
 llvm::Expected<AttentionDims>
-readAttentionDims(Importer &importer, const onnx::NodeProto &node,
-                  ir::Value *q, ir::Value *k, ir::Value *v, ir::Value *pastKey,
+readAttentionDims(Importer &importer, const onnx::NodeProto &node, ir::Value *q,
+                  ir::Value *k, ir::Value *v, ir::Value *pastKey,
                   ir::Value *pastValue) {
   const TensorType &qType = q->getType(), &kType = k->getType(),
                    &vType = v->getType();
@@ -186,23 +188,22 @@ readAttentionDims(Importer &importer, const onnx::NodeProto &node,
   dims.batch = qDims[0];
   if (rank == 3) {
     if (!qHeadsAttr || !kvHeadsAttr)
-      return importer.error(
-          node, "3-d Q, K and V need q_num_heads and kv_num_heads");
+      return importer.error(node,
+                            "3-d Q, K and V need q_num_heads and kv_num_heads");
     dims.qHeads = attrInt(node, "q_num_heads", 0);
     dims.kvHeads = attrInt(node, "kv_num_heads", 0);
     if (dims.qHeads <= 0 || dims.kvHeads <= 0)
-      return importer.error(node, "q_num_heads " +
-                                      std::to_string(dims.qHeads) +
+      return importer.error(node, "q_num_heads " + std::to_string(dims.qHeads) +
                                       " and kv_num_heads " +
                                       std::to_string(dims.kvHeads) +
                                       " must be positive");
     if (qDims[2] % dims.qHeads || kDims[2] % dims.kvHeads ||
         vDims[2] % dims.kvHeads)
-      return importer.error(
-          node, "hidden sizes of Q " + qType.str() + ", K " + kType.str() +
-                    " and V " + vType.str() + " do not divide into " +
-                    std::to_string(dims.qHeads) + " and " +
-                    std::to_string(dims.kvHeads) + " heads");
+      return importer.error(node, "hidden sizes of Q " + qType.str() + ", K " +
+                                      kType.str() + " and V " + vType.str() +
+                                      " do not divide into " +
+                                      std::to_string(dims.qHeads) + " and " +
+                                      std::to_string(dims.kvHeads) + " heads");
     dims.qSeq = qDims[1];
     dims.kvSeq = kDims[1];
     dims.head = qDims[2] / dims.qHeads;
@@ -249,9 +250,8 @@ readAttentionDims(Importer &importer, const onnx::NodeProto &node,
     llvm::ArrayRef<int64_t> pk = pastKey->getType().getDims(),
                             pv = pastValue->getType().getDims();
     if (pk.size() != 4 || pv.size() != 4 || pk[0] != dims.batch ||
-        pv[0] != dims.batch || pk[1] != dims.kvHeads ||
-        pv[1] != dims.kvHeads || pk[2] != pv[2] || pk[3] != dims.head ||
-        pv[3] != dims.vHead)
+        pv[0] != dims.batch || pk[1] != dims.kvHeads || pv[1] != dims.kvHeads ||
+        pk[2] != pv[2] || pk[3] != dims.head || pv[3] != dims.vHead)
       return importer.error(
           node, "past_key " + pastKey->getType().str() + " and past_value " +
                     pastValue->getType().str() + " are not [" +
@@ -268,8 +268,8 @@ readAttentionDims(Importer &importer, const onnx::NodeProto &node,
 ir::Value *splitHeads(Composer &c, ir::Value *x, int64_t heads,
                       llvm::StringRef suffix) {
   llvm::ArrayRef<int64_t> dims = x->getType().getDims();
-  ir::Value *split = c.reshape(
-      x, {dims[0], dims[1], heads, dims[2] / heads}, (suffix + "_split").str());
+  ir::Value *split = c.reshape(x, {dims[0], dims[1], heads, dims[2] / heads},
+                               (suffix + "_split").str());
   return c.transpose(split, {0, 2, 1, 3}, (suffix + "_heads").str());
 }
 
@@ -277,6 +277,8 @@ ir::Value *splitHeads(Composer &c, ir::Value *x, int64_t heads,
 /// place (head h of the result is head h / repeats of x).
 ir::Value *repeatHeads(Composer &c, ir::Value *x, int64_t repeats,
                        llvm::StringRef suffix) {
+  if (!x)
+    return nullptr; // an earlier emit failed
   llvm::ArrayRef<int64_t> d = x->getType().getDims();
   ir::Value *wide = c.op("Unsqueeze", {x}, {{"axes", Attribute::getInts({2})}},
                          (suffix + "_unsqueezed").str());
@@ -333,10 +335,10 @@ ir::Value *buildBias(Importer &importer, const onnx::NodeProto &node,
   if (mask) {
     DType maskType = mask->getType().getDType();
     if (maskType == DType::Bool)
-      bias = c.op("Where",
-                  {mask, c.scalar(".keep", dtype, 0),
-                   c.scalar(".drop", dtype, -inf)},
-                  {}, ".mask_bias");
+      bias = c.op(
+          "Where",
+          {mask, c.scalar(".keep", dtype, 0), c.scalar(".drop", dtype, -inf)},
+          {}, ".mask_bias");
     else if (maskType != dtype)
       bias = c.cast(mask, dtype, ".mask_bias");
     else
@@ -347,11 +349,12 @@ ir::Value *buildBias(Importer &importer, const onnx::NodeProto &node,
     if (int64_t missing = dims.total() - maskDims.back()) {
       llvm::SmallVector<int64_t, 8> pads(2 * maskDims.size(), 0);
       pads.back() = missing;
-      bias = c.op("Pad", {bias},
-                  {{"pads", Attribute::getInts(pads)},
-                   {"value", Attribute::getFloat(
-                                 -std::numeric_limits<float>::infinity())}},
-                  ".mask_padded");
+      bias =
+          c.op("Pad", {bias},
+               {{"pads", Attribute::getInts(pads)},
+                {"value",
+                 Attribute::getFloat(-std::numeric_limits<float>::infinity())}},
+               ".mask_padded");
     }
   }
   if (nonpad) {
@@ -424,7 +427,8 @@ llvm::Error importAttention(Importer &importer, onnx::NodeProto &node) {
     int64_t code = attrInt(node, "softmax_precision", 0);
     auto converted = convertDType(int(code));
     if (!converted || !ir::isFloatDType(*converted))
-      return importer.error(node, "softmax_precision " + onnxDTypeName(int(code)) +
+      return importer.error(node, "softmax_precision " +
+                                      onnxDTypeName(int(code)) +
                                       " is not a float type snug supports");
     softmaxType = *converted;
   }
@@ -445,8 +449,8 @@ llvm::Error importAttention(Importer &importer, onnx::NodeProto &node) {
   ir::Value *k4 = split ? splitHeads(c, k, dims->kvHeads, ".k") : k;
   ir::Value *v4 = split ? splitHeads(c, v, dims->kvHeads, ".v") : v;
   auto axis2 = ir::AttributeMap{{"axis", Attribute::getInt(2)}};
-  ir::Value *keys = pastKey ? c.op("Concat", {pastKey, k4}, axis2, ".present_key")
-                            : k4;
+  ir::Value *keys =
+      pastKey ? c.op("Concat", {pastKey, k4}, axis2, ".present_key") : k4;
   ir::Value *values =
       pastValue ? c.op("Concat", {pastValue, v4}, axis2, ".present_value") : v4;
 
@@ -454,8 +458,10 @@ llvm::Error importAttention(Importer &importer, onnx::NodeProto &node) {
   ir::Value *qScaled = c.op("Mul", {q4, factor}, {}, ".q_scaled");
   ir::Value *kScaled = c.op("Mul", {keys, factor}, {}, ".k_scaled");
   int64_t repeats = dims->qHeads / dims->kvHeads;
-  ir::Value *kRead = repeats > 1 ? repeatHeads(c, kScaled, repeats, ".k") : kScaled;
-  ir::Value *vRead = repeats > 1 ? repeatHeads(c, values, repeats, ".v") : values;
+  ir::Value *kRead =
+      repeats > 1 ? repeatHeads(c, kScaled, repeats, ".k") : kScaled;
+  ir::Value *vRead =
+      repeats > 1 ? repeatHeads(c, values, repeats, ".v") : values;
   ir::Value *kT = c.transpose(kRead, {0, 1, 3, 2}, ".k_transposed");
   ir::Value *scores = c.op("MatMul", {qScaled, kT}, {}, ".scores");
 
@@ -473,11 +479,13 @@ llvm::Error importAttention(Importer &importer, onnx::NodeProto &node) {
                    c.scalar(".causal_fill", dtype,
                             -std::numeric_limits<double>::infinity())},
                   {}, ".causal_masked");
-  if (ir::Value *bias = buildBias(importer, node, c, mask, nonpad, *dims, dtype))
+  if (ir::Value *bias =
+          buildBias(importer, node, c, mask, nonpad, *dims, dtype))
     logits = c.op("Add", {logits, bias}, {}, ".masked");
 
-  ir::Value *softmaxInput =
-      softmaxType != dtype ? c.cast(logits, softmaxType, ".softmax_input") : logits;
+  ir::Value *softmaxInput = softmaxType != dtype
+                                ? c.cast(logits, softmaxType, ".softmax_input")
+                                : logits;
   ir::Value *probs = c.op("Softmax", {softmaxInput},
                           {{"axis", Attribute::getInt(-1)}}, ".probs");
   if (softmaxType != dtype)
@@ -572,21 +580,19 @@ llvm::Error importRotaryEmbedding(Importer &importer, onnx::NodeProto &node) {
     const TensorType &posType = positions->getType();
     if (!ir::isIntegerDType(posType.getDType()) || posType.getRank() != 2 ||
         !broadcastsTo(posType.getDims(), {batch, seq}))
-      return importer.error(node, "position_ids " + posType.str() +
-                                      " is not an integer [" +
-                                      std::to_string(batch) + "," +
-                                      std::to_string(seq) + "]");
+      return importer.error(
+          node, "position_ids " + posType.str() + " is not an integer [" +
+                    std::to_string(batch) + "," + std::to_string(seq) + "]");
     if (cacheDims.size() != 2 || cacheDims[1] != half)
       return importer.error(node, "cos_cache " + cos->getType().str() +
                                       " is not [positions," +
                                       std::to_string(half) + "]");
   } else if (cacheDims.size() != 3 || cacheDims[2] != half ||
              !broadcastsTo(cacheDims.take_front(2), {batch, seq})) {
-    return importer.error(node, "cos_cache " + cos->getType().str() +
-                                    " without position_ids is not [" +
-                                    std::to_string(batch) + "," +
-                                    std::to_string(seq) + "," +
-                                    std::to_string(half) + "]");
+    return importer.error(
+        node, "cos_cache " + cos->getType().str() +
+                  " without position_ids is not [" + std::to_string(batch) +
+                  "," + std::to_string(seq) + "," + std::to_string(half) + "]");
   }
 
   Composer c(importer, node);
@@ -602,30 +608,28 @@ llvm::Error importRotaryEmbedding(Importer &importer, onnx::NodeProto &node) {
                 ("." + name + "_heads").str());
   };
   ir::Value *cosHalf = table(cos, "cos"), *sinHalf = table(sin, "sin");
-  ir::Value *rotated = rotary < head ? c.sliceLast(x4, 0, rotary, 1, ".rotated")
-                                     : x4;
+  ir::Value *rotated =
+      rotary < head ? c.sliceLast(x4, 0, rotary, 1, ".rotated") : x4;
   ir::Value *result;
   if (attrInt(node, "interleaved", 0)) {
     ir::Value *even = c.sliceLast(rotated, 0, rotary, 2, ".even");
     ir::Value *odd = c.sliceLast(rotated, 1, rotary, 2, ".odd");
-    ir::Value *real = c.op(
-        "Sub",
-        {c.op("Mul", {cosHalf, even}, {}, ".cos_even"),
-         c.op("Mul", {sinHalf, odd}, {}, ".sin_odd")},
-        {}, ".real");
-    ir::Value *imag = c.op(
-        "Add",
-        {c.op("Mul", {sinHalf, even}, {}, ".sin_even"),
-         c.op("Mul", {cosHalf, odd}, {}, ".cos_odd")},
-        {}, ".imag");
+    ir::Value *real = c.op("Sub",
+                           {c.op("Mul", {cosHalf, even}, {}, ".cos_even"),
+                            c.op("Mul", {sinHalf, odd}, {}, ".sin_odd")},
+                           {}, ".real");
+    ir::Value *imag = c.op("Add",
+                           {c.op("Mul", {sinHalf, even}, {}, ".sin_even"),
+                            c.op("Mul", {cosHalf, odd}, {}, ".cos_odd")},
+                           {}, ".imag");
     auto pairAxis = ir::AttributeMap{{"axes", Attribute::getInts({4})}};
     ir::Value *pairs =
         c.concatLast({c.op("Unsqueeze", {real}, pairAxis, ".real_pair"),
                       c.op("Unsqueeze", {imag}, pairAxis, ".imag_pair")},
                      ".pairs");
-    llvm::SmallVector<int64_t, 4> rotatedDims(x4->getType().getDims().begin(),
-                                              x4->getType().getDims().end());
-    rotatedDims.back() = rotary;
+    llvm::SmallVector<int64_t, 4> rotatedDims{batch, 0, 0, rotary};
+    rotatedDims[1] = rank == 4 ? xDims[1] : seq;
+    rotatedDims[2] = rank == 4 ? seq : heads;
     result = c.reshape(pairs, rotatedDims, ".zipped");
   } else {
     ir::Value *cosFull = c.concatLast({cosHalf, cosHalf}, ".cos_full");
@@ -640,8 +644,8 @@ llvm::Error importRotaryEmbedding(Importer &importer, onnx::NodeProto &node) {
                   {}, ".rotary");
   }
   if (rotary < head)
-    result = c.concatLast(
-        {result, c.sliceLast(x4, rotary, head, 1, ".passed")}, ".joined");
+    result = c.concatLast({result, c.sliceLast(x4, rotary, head, 1, ".passed")},
+                          ".joined");
   if (rank == 3)
     result = c.reshape(result, xDims, ".merged");
   return c.finish({result});
