@@ -154,7 +154,7 @@ using OpImporter = llvm::Error (*)(Importer &, onnx::NodeProto &);
 /// nullptr when snug does not import `opType` of the default domain.
 OpImporter lookupOpImporter(llvm::StringRef opType);
 /// The normalizers of OnnxShapeOps.cpp, OnnxNNOps.cpp, OnnxLossOps.cpp,
-/// OnnxCompositeOps.cpp and OnnxRecurrentOps.cpp.
+/// OnnxCompositeOps.cpp, OnnxRecurrentOps.cpp and OnnxAttentionOps.cpp.
 void registerShapeOpImporters(llvm::StringMap<OpImporter> &map);
 void registerNNOpImporters(llvm::StringMap<OpImporter> &map);
 void registerLossOpImporters(llvm::StringMap<OpImporter> &map);
@@ -163,6 +163,7 @@ void registerRecurrentOpImporters(llvm::StringMap<OpImporter> &map);
 /// Einsum as a composition (OnnxEinsum.cpp; registered with the
 /// compositions).
 llvm::Error importEinsum(Importer &importer, onnx::NodeProto &node);
+void registerAttentionOpImporters(llvm::StringMap<OpImporter> &map);
 
 //===----------------------------------------------------------------------===//
 // Helpers the normalizers share (OnnxOps.cpp, OnnxShapeOps.cpp)

@@ -591,6 +591,7 @@ static const llvm::StringMap<OpImporter> &getOpImporters() {
     registerLossOpImporters(map);
     registerCompositeOpImporters(map);
     registerRecurrentOpImporters(map);
+    registerAttentionOpImporters(map);
     return map;
   }();
   return table;
