@@ -56,6 +56,7 @@ constexpr DTypeSet IntTypes = dtypeBit(DType::I64) | dtypeBit(DType::I32) |
                               dtypeBit(DType::I16) | dtypeBit(DType::I8) |
                               dtypeBit(DType::U8);
 constexpr DTypeSet BoolTypes = dtypeBit(DType::Bool);
+constexpr DTypeSet UnsignedTypes = dtypeBit(DType::U8);
 constexpr DTypeSet NumericTypes = FloatTypes | IntTypes;
 constexpr DTypeSet AnyType = NumericTypes | BoolTypes;
 } // namespace dtype_sets

@@ -150,12 +150,13 @@ attrFloats(const onnx::NodeProto &node, llvm::StringRef name);
 using OpImporter = llvm::Error (*)(Importer &, onnx::NodeProto &);
 /// nullptr when snug does not import `opType` of the default domain.
 OpImporter lookupOpImporter(llvm::StringRef opType);
-/// The normalizers of OnnxShapeOps.cpp, OnnxNNOps.cpp, OnnxLossOps.cpp and
-/// OnnxCompositeOps.cpp.
+/// The normalizers of OnnxShapeOps.cpp, OnnxNNOps.cpp, OnnxLossOps.cpp,
+/// OnnxCompositeOps.cpp and OnnxQuantOps.cpp.
 void registerShapeOpImporters(llvm::StringMap<OpImporter> &map);
 void registerNNOpImporters(llvm::StringMap<OpImporter> &map);
 void registerLossOpImporters(llvm::StringMap<OpImporter> &map);
 void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map);
+void registerQuantOpImporters(llvm::StringMap<OpImporter> &map);
 
 //===----------------------------------------------------------------------===//
 // Helpers the normalizers share (OnnxOps.cpp, OnnxShapeOps.cpp)

@@ -573,6 +573,7 @@ static const llvm::StringMap<OpImporter> &getOpImporters() {
     registerNNOpImporters(map);
     registerLossOpImporters(map);
     registerCompositeOpImporters(map);
+    registerQuantOpImporters(map);
     return map;
   }();
   return table;
