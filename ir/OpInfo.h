@@ -57,6 +57,8 @@ constexpr DTypeSet IntTypes = dtypeBit(DType::I64) | dtypeBit(DType::I32) |
                               dtypeBit(DType::U8) | dtypeBit(DType::U16) |
                               dtypeBit(DType::U32) | dtypeBit(DType::U64);
 constexpr DTypeSet BoolTypes = dtypeBit(DType::Bool);
+constexpr DTypeSet UnsignedTypes = dtypeBit(DType::U8) | dtypeBit(DType::U16) |
+                                   dtypeBit(DType::U32) | dtypeBit(DType::U64);
 constexpr DTypeSet NumericTypes = FloatTypes | IntTypes;
 constexpr DTypeSet AnyType = NumericTypes | BoolTypes;
 } // namespace dtype_sets

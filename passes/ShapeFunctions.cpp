@@ -221,6 +221,13 @@ broadcastOperands(const ShapeQuery &query, unsigned first, bool sameDType) {
 }
 
 static llvm::Expected<ResultTypes> inferBroadcast(const ShapeQuery &query) {
+  // BitShift's kernels read any direction but "LEFT" as a right shift.
+  if (query.op == OpCode::BitShift) {
+    if (!query.attributes.count("direction"))
+      return shapeError("direction is required (LEFT or RIGHT)");
+    if (llvm::Error error = checkChoice(query, "direction", {"LEFT", "RIGHT"}))
+      return error;
+  }
   auto dims = broadcastOperands(query, 0, true);
   if (!dims)
     return dims.takeError();

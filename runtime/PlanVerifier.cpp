@@ -37,6 +37,8 @@ constexpr uint32_t IntTypes =
     bit(DTypeI64) | bit(DTypeI32) | bit(DTypeI16) | bit(DTypeI8) | bit(DTypeU8) |
     bit(DTypeU16) | bit(DTypeU32) | bit(DTypeU64);
 constexpr uint32_t BoolTypes = bit(DTypeBool);
+constexpr uint32_t UnsignedTypes =
+    bit(DTypeU8) | bit(DTypeU16) | bit(DTypeU32) | bit(DTypeU64);
 constexpr uint32_t NumericTypes = FloatTypes | IntTypes;
 constexpr uint32_t AnyType = NumericTypes | BoolTypes;
 

@@ -783,6 +783,24 @@ struct BitwiseXor : BinaryBase {
     return bitwise(BitOp::Xor, a, b);
   }
 };
+/// a's bits shifted by b places, as the unsigned 64-bit word the compute
+/// type holds (so a right shift brings in zeros whatever the width); the
+/// store wraps a left shift to the element's width. Shifts of 64 or more
+/// give 0, as every bit is shifted out (C leaves them undefined).
+template <class C> SNUG_HD C shiftBits(C a, C b, bool left) {
+  uint64_t bits = (uint64_t)(int64_t)a, count = (uint64_t)(int64_t)b;
+  if (count >= 64)
+    return C(0);
+  return C((int64_t)(left ? bits << count : bits >> count));
+}
+/// ONNX types it on unsigned integers only (Ops.def), which compute in
+/// int64_t; the float instantiations exist only for the emitter's sake.
+struct BitShift : BinaryBase {
+  static constexpr const char *kChoice = "LEFT"; // direction
+  template <class C> SNUG_HD static C apply(C a, C b, const Params &p) {
+    return shiftBits(a, b, p.i != 0);
+  }
+};
 
 // Comparisons: the result is bool; NaN compares false.
 struct CompareBase : BinaryBase {

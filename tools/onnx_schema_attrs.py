@@ -7,8 +7,10 @@ on any difference (the ctest onnx-schema-attrs).
 
 What snug imports is read from the sources, so that the table cannot miss an
 op: the ONNX names of ir/Ops.def's OP lines (snug's own ops, `snug.*`, are
-not ONNX ops) and of its ONNX_ATTR lines (ONNX ops the table does not hold,
-like Upsample or Trilu); the opset range from kMinOnnxOpset and
+not ONNX ops), of its ONNX_ATTR lines (ONNX ops the table does not hold,
+like Upsample or Trilu) and of the importer's registrations (`map["Op"] =`
+in compiler/onnx/*.cpp: compositions without attributes, like
+MatMulInteger); the opset range from kMinOnnxOpset and
 kMaxOnnxOpset in compiler/onnx/OnnxImporter.h. An op with no schema in that
 range is an error (a misspelt ONNX_ATTR op), except in an older onnx's
 --check, which leaves out the ops newer than its opsets (RMSNormalization,
@@ -38,6 +40,7 @@ import onnx.defs
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPS_DEF = os.path.join(ROOT, "ir", "Ops.def")
 IMPORTER_H = os.path.join(ROOT, "compiler", "onnx", "OnnxImporter.h")
+IMPORTER_DIR = os.path.join(ROOT, "compiler", "onnx")
 OUTPUT = "compiler/onnx/OnnxSchemaAttrs.def"
 
 
@@ -48,7 +51,15 @@ def imported_ops():
     onnx_attr = re.findall(r'^\s*ONNX_ATTR\(\s*"([^"]+)"', text, re.M)
     if not table:
         sys.exit(f"{OPS_DEF}: no OP lines found")
-    return sorted({name for name in table + onnx_attr
+    # Ops with an importer of their own but neither a table row nor an
+    # attribute (MatMulInteger, a composition): their registration line.
+    registered = []
+    for name in sorted(os.listdir(IMPORTER_DIR)):
+        if name.endswith(".cpp"):
+            with open(os.path.join(IMPORTER_DIR, name)) as f:
+                registered += re.findall(r'^\s*map\["([^"]+)"\]\s*=', f.read(),
+                                         re.M)
+    return sorted({name for name in table + onnx_attr + registered
                    if not name.startswith("snug.")})
 
 
@@ -125,7 +136,8 @@ def generate(first, last, newer_ops_allowed=False):
     emit("// script writes.")
     emit("//")
     emit("// Every ONNX op snug imports (the ONNX names of ir/Ops.def's OP and")
-    emit("// ONNX_ATTR lines), over the opsets the importer accepts:")
+    emit("// ONNX_ATTR lines and of the importer's registrations), over the")
+    emit("// opsets the importer accepts:")
     emit("//   ONNX_SCHEMA_OPSETS(first, last)  the importer's range")
     emit("//   ONNX_SCHEMA_OP(\"Op\", since)      Op has a schema at every opset from")
     emit("//                                    `since` to `last` (none before)")

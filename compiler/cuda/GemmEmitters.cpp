@@ -15,8 +15,8 @@
 // batch dims where that holds is one strided call, and the dims before it
 // become separate calls. When that would take too many calls, or for
 // integer dtypes, the tiled kernel below computes the product instead
-// (integers as the host does: operands converted to float, sums in
-// double, rounded to float).
+// (integers as the host does: MatMul's exactly, in wrapping 64-bit sums;
+// Gemm's operands converted to float, sums in double, rounded to float).
 //
 // Gemm's C is broadcast into Y first (a copy when it already is [M,N], a
 // small kernel otherwise) and cuBLAS adds the product with Gemm's beta.
@@ -391,13 +391,20 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   bool withC =
       context.node.is(ir::OpCode::Gemm) && context.hasIn(2) && beta != 0;
   bool isFloat = cublasDType(y.dtype) != 0;
+  // An integer MatMul sums exactly, in wrapping 64-bit words, as the host
+  // does; an integer Gemm (alpha and beta are floats) as the host does too.
+  bool exactInteger = !isFloat && context.node.is(ir::OpCode::MatMul);
   llvm::Optional<MmaElement> mma =
       MmaElement::select(a.dtype, b.dtype, context.stringAttr("math"));
   std::string acc = isFloat ? cudaComputeTypeName(y.dtype) : "double";
+  if (exactInteger)
+    acc = "uint64_t";
   if (mma)
     acc = "float";
   std::string operand =
-      isFloat ? "(" + acc + ")snug_load" : "(double)(float)snug_load";
+      isFloat ? "(" + acc + ")snug_load"
+              : exactInteger ? "(uint64_t)(int64_t)snug_load"
+                             : "(double)(float)snug_load";
   int64_t tileRows = mma ? kTileM : kBlockTile;
   int64_t tileCols = mma ? kTileN : kBlockTile;
   int64_t rowTiles = (product.m + tileRows - 1) / tileRows;
@@ -413,7 +420,9 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   if (withC)
     result += " + (" + acc + ")" + cudaFloatLiteral(beta) +
               " * snug_load(c + " + offsetInC(context.in(2), row, col) + ")";
-  if (!isFloat) // the host rounds its double result to float first
+  if (exactInteger)
+    result = "(int64_t)(" + result + ")";
+  else if (!isFloat) // the host rounds its double result to float first
     result = "(float)(" + result + ")";
 
   int64_t tiles = product.batchCount() * rowTiles;

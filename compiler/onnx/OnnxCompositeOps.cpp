@@ -16,6 +16,10 @@
 //                       plus depth where negative; depth a constant
 //   Einsum(x...)        transposes, reshapes, diagonal slices, ReduceSum,
 //                       MatMul and Mul (OnnxEinsum.cpp)
+//   MeanVarianceNormalization(x)
+//                       (x - E[x]) / (Sqrt(E[x^2] - E[x]^2) + 1e-9), the
+//                       means ReduceMean over axes (default [0, 2, 3]),
+//                       as its ONNX function body writes it
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
@@ -301,6 +305,58 @@ llvm::Error importOneHot(Importer &importer, onnx::NodeProto &node) {
   return importer.emitAndBind(node, "Where", {*hot, *on, *off}, {});
 }
 
+llvm::Error importMeanVarianceNormalization(Importer &importer,
+                                            onnx::NodeProto &node) {
+  auto x = floatInput(importer, node);
+  if (!x)
+    return x.takeError();
+  int64_t rank = (*x)->getType().getRank();
+  Ints given{0, 2, 3};
+  if (auto attr = attrInts(node, "axes"))
+    given = *attr;
+  auto axes = axesFor(importer, node, given, rank);
+  if (!axes)
+    return axes.takeError();
+  ir::AttributeMap reduce{{"axes", Attribute::getInts(*axes)},
+                          {"keepdims", Attribute::getInt(1)}};
+  auto step = [&](llvm::StringRef op, llvm::ArrayRef<ir::Value *> operands,
+                  llvm::StringRef suffix, ir::AttributeMap attributes = {}) {
+    return firstResult(
+        importer.emit(node, op, operands, std::move(attributes), 1, suffix));
+  };
+  auto mean = step("ReduceMean", {*x}, ".mean", reduce);
+  if (!mean)
+    return mean.takeError();
+  auto meanSquared = step("Mul", {*mean, *mean}, ".mean_squared");
+  if (!meanSquared)
+    return meanSquared.takeError();
+  auto squares = step("Mul", {*x, *x}, ".squares");
+  if (!squares)
+    return squares.takeError();
+  auto meanOfSquares = step("ReduceMean", {*squares}, ".mean_of_squares",
+                            reduce);
+  if (!meanOfSquares)
+    return meanOfSquares.takeError();
+  auto variance =
+      step("Sub", {*meanOfSquares, *meanSquared}, ".variance");
+  if (!variance)
+    return variance.takeError();
+  auto deviation = step("Sqrt", {*variance}, ".std");
+  if (!deviation)
+    return deviation.takeError();
+  auto centered = step("Sub", {*x, *mean}, ".centered");
+  if (!centered)
+    return centered.takeError();
+  auto denominator = step(
+      "Add",
+      {*deviation, addScalarWeight(importer, node, ".epsilon",
+                                   (*x)->getType().getDType(), 1e-9)},
+      ".denominator");
+  if (!denominator)
+    return denominator.takeError();
+  return importer.emitAndBind(node, "Div", {*centered, *denominator}, {});
+}
+
 } // namespace
 
 void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map) {
@@ -311,6 +367,7 @@ void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map) {
   map["EyeLike"] = importEyeLike;
   map["OneHot"] = importOneHot;
   map["Einsum"] = importEinsum;
+  map["MeanVarianceNormalization"] = importMeanVarianceNormalization;
 }
 
 } // namespace onnx_import

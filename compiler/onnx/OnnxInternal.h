@@ -154,7 +154,8 @@ using OpImporter = llvm::Error (*)(Importer &, onnx::NodeProto &);
 /// nullptr when snug does not import `opType` of the default domain.
 OpImporter lookupOpImporter(llvm::StringRef opType);
 /// The normalizers of OnnxShapeOps.cpp, OnnxNNOps.cpp, OnnxLossOps.cpp,
-/// OnnxCompositeOps.cpp, OnnxRecurrentOps.cpp and OnnxAttentionOps.cpp.
+/// OnnxCompositeOps.cpp, OnnxRecurrentOps.cpp, OnnxAttentionOps.cpp and
+/// OnnxQuantOps.cpp.
 void registerShapeOpImporters(llvm::StringMap<OpImporter> &map);
 void registerNNOpImporters(llvm::StringMap<OpImporter> &map);
 void registerLossOpImporters(llvm::StringMap<OpImporter> &map);
@@ -164,6 +165,7 @@ void registerRecurrentOpImporters(llvm::StringMap<OpImporter> &map);
 /// compositions).
 llvm::Error importEinsum(Importer &importer, onnx::NodeProto &node);
 void registerAttentionOpImporters(llvm::StringMap<OpImporter> &map);
+void registerQuantOpImporters(llvm::StringMap<OpImporter> &map);
 
 //===----------------------------------------------------------------------===//
 // Helpers the normalizers share (OnnxOps.cpp, OnnxShapeOps.cpp)

@@ -592,6 +592,7 @@ static const llvm::StringMap<OpImporter> &getOpImporters() {
     registerCompositeOpImporters(map);
     registerRecurrentOpImporters(map);
     registerAttentionOpImporters(map);
+    registerQuantOpImporters(map);
     return map;
   }();
   return table;

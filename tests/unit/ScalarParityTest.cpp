@@ -195,6 +195,10 @@ std::vector<ir::AttributeMap> attributeSets(ir::OpCode op) {
     sets.push_back({{"approximate", Attribute::getString("tanh")}});
     break;
   case ir::OpCode::Mod: sets.push_back({{"fmod", Attribute::getInt(1)}}); break;
+  case ir::OpCode::BitShift: // direction is required: both, no default
+    sets = {{{"direction", Attribute::getString("LEFT")}},
+            {{"direction", Attribute::getString("RIGHT")}}};
+    break;
   case ir::OpCode::Clip:
     sets.push_back({{"min", f(-1.0f)}, {"max", f(2.0f)}});
     break;
@@ -669,6 +673,24 @@ TEST_F(ScalarParityTest, SpecialValueRules) {
   EXPECT_EQ(ints[0 * m + 4], std::numeric_limits<int64_t>::min());
   EXPECT_EQ(ints[2 * m + 5], 0);
   EXPECT_EQ(ints[2 * m + 3], 3); // -7 / -2 truncates
+
+  // BitShift u8 pairs, values 0, 1, 0, 1, 2, 3, 7, 40, 254, 255 (indices
+  // 0-9): a left shift wraps to 8 bits, shifts past the word give 0.
+  for (const Case &c : state->m.cases) {
+    if (c.what != "BitShift u8 {direction} pairs")
+      continue;
+    bool left = c.node->getAttributes().find("direction")->second.getString() ==
+                "LEFT";
+    std::vector<uint8_t> data = result(c);
+    ASSERT_EQ(data.size(), 100u);
+    auto at = [&](int row, int col) { return int(data[row * 10 + col]); };
+    EXPECT_EQ(at(9, 1), left ? 254 : 127); // 255 by 1
+    EXPECT_EQ(at(8, 6), left ? 0 : 1);     // 254 by 7
+    EXPECT_EQ(at(9, 6), left ? 128 : 1);   // 255 by 7
+    EXPECT_EQ(at(5, 4), left ? 12 : 0);    // 3 by 2
+    EXPECT_EQ(at(9, 7), 0);                // 255 by 40
+    EXPECT_EQ(at(9, 9), 0);                // 255 by 255
+  }
 
   // The same edges for every narrower signed integer, and Mod, Neg and Abs:
   // MIN / -1 wraps to MIN, x / 0 = 0, MIN % -1 = 0 (both fmod rules),

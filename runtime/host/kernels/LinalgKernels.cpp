@@ -2,7 +2,8 @@
 //
 // MatMul with numpy semantics (1-d operands promoted, batch dims broadcast)
 // and Gemm (transA/transB, alpha, beta, C broadcast to M x N). Accumulation
-// is in double: these are the oracle, not the fast path. Under
+// is in double: these are the oracle, not the fast path. An integer MatMul
+// is exact instead: int64 sums, wrapped to the result's width. Under
 // --precision=tf32 (math = "tf32") A and B are rounded to TF32 first
 // (runtime/ScalarOps.h's roundToTf32, as the device's tensor cores take
 // them); C and the sums stay as they are.
@@ -49,9 +50,27 @@ Status matMulKernel(KernelContext &ctx) {
     batchCount *= d;
   if (yv.numElements != batchCount * m * n)
     return ctx.error("result size does not match the product");
+  Broadcast walk(batch, {&aBatch, &bBatch});
+  if (!isFloatCode(yv.dtype)) {
+    // Integers multiply exactly, as onnxruntime's integer MatMul does: the
+    // sums in 64 bits, wrapping, stored wrapped to the result's width
+    // (MatMulInteger's int32 products, compiler/onnx/OnnxQuantOps.cpp).
+    walk.forEach([&](int64_t index, const int64_t *offsets) {
+      int64_t baseA = offsets[0] * m * k, baseB = offsets[1] * k * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          uint64_t acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += uint64_t(loadInt(av.data, av.dtype, baseA + i * k + p)) *
+                   uint64_t(loadInt(bv.data, bv.dtype, baseB + p * n + j));
+          storeInt(yv.data, yv.dtype, index * m * n + i * n + j,
+                   int64_t(acc));
+        }
+    });
+    return Status::ok();
+  }
   FloatInput a(av, ctx.isTf32()), b(bv, ctx.isTf32());
   FloatOutput y(yv);
-  Broadcast walk(batch, {&aBatch, &bBatch});
   std::vector<double> row(n);
   walk.forEach([&](int64_t index, const int64_t *offsets) {
     const float *pa = a.data() + offsets[0] * m * k;
