@@ -21,8 +21,9 @@
 //     (runtime/host/kernels/*) rely on: Conv/ConvTranspose/pool windows,
 //     Slice, Pad and MatMul extents whose index arithmetic cannot overflow,
 //     Gather's integer indices, axes within the rank, Resize's scales,
-//     DepthToSpace's and LRN's sizes, and the indexing ops' (CumSum, the
-//     element gathers and scatters) index shapes within the data.
+//     DepthToSpace's and LRN's sizes, the indexing ops' (CumSum, the
+//     element gathers and scatters) index shapes within the data, and
+//     GridSample's grid and result shapes.
 // The reader (not this) bounds every location, the manifest's sizes
 // (kMaxTensorBytes), an empty tensor's other dims, and every pointer, copy
 // and GEMM extent of the device plan. A kernel image is code: no load-time

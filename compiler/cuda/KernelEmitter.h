@@ -181,6 +181,7 @@ struct EmitterEntry {
 llvm::ArrayRef<EmitterEntry> getElementwiseEmitters();   // ElementwiseEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getDataMovementEmitters();  // DataMovementEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getIndexingEmitters();      // IndexingEmitters.cpp
+llvm::ArrayRef<EmitterEntry> getSamplingEmitters();      // SamplingEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getReductionEmitters();     // ReductionEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getPoolingEmitters();       // PoolingEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getConvEmitters();          // ConvEmitters.cpp

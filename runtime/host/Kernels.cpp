@@ -32,6 +32,7 @@ static const KernelTable &getTable() {
     registerAttentionKernels(t);
     registerDataMovementKernels(t);
     registerIndexingKernels(t);
+    registerSamplingKernels(t);
     registerFusedKernels(t);
     return t;
   }();

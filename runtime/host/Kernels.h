@@ -103,6 +103,7 @@ void registerConvKernels(KernelTable &table);
 void registerLinalgKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
 void registerIndexingKernels(KernelTable &table);
+void registerSamplingKernels(KernelTable &table); // GridSampleKernel.cpp
 void registerAttentionKernels(KernelTable &table);
 
 //===----------------------------------------------------------------------===//

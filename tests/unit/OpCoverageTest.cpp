@@ -87,6 +87,7 @@ TEST(OpCoverageTest, EveryCudaEmitterIsRegisteredOnce) {
   for (auto table : {cuda::getElementwiseEmitters(),
                      cuda::getDataMovementEmitters(),
                      cuda::getIndexingEmitters(),
+                     cuda::getSamplingEmitters(),
                      cuda::getReductionEmitters(), cuda::getPoolingEmitters(),
                      cuda::getConvEmitters(), cuda::getGemmEmitters(),
                      cuda::getFusedEmitters(), cuda::getAttentionEmitters()})
