@@ -126,6 +126,7 @@ CostRule getCostRule(OpCode op) {
   case OpCode::TopK:
     return CostRule::Reduction;
   case OpCode::Resize:
+  case OpCode::GridSample:
     return CostRule::Resize;
   case OpCode::Cast:
   case OpCode::Concat:
@@ -496,6 +497,19 @@ static void addReduction(const Node &node, Cost &cost) {
 }
 
 static void addResize(const Node &node, Cost &cost) {
+  if (node.is(OpCode::GridSample)) {
+    // A multiply-add per tap (1, 2 or 4 along each of the k spatial dims)
+    // per result element; the coordinate math per element is small beside
+    // it.
+    llvm::StringRef mode = getStringAttr(node.getAttributes(), "mode", "linear");
+    uint64_t perDim = mode == "nearest" ? 1 : mode == "cubic" ? 4 : 2;
+    uint64_t taps = 1;
+    for (unsigned d = 2; d < node.getOperand(0)->getType().getRank(); ++d)
+      taps *= perDim;
+    addFlops(cost, getComputeDType(node),
+             2 * taps * elementsOf(node.getResult(0)), 0, false);
+    return;
+  }
   if (getStringAttr(node.getAttributes(), "mode", "nearest") != "linear")
     return; // nearest: a gather
   // Linear over d resized axes blends 2^d neighbours with 2^d - 1 lerps,

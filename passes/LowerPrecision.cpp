@@ -36,7 +36,10 @@
 //
 // Keep rules: the op types Exp, Pow, Log, ReduceSumSquare, ReduceProd and
 // ReduceL2 (results that overflow or lose all precision in 16 bits on
-// ordinary ranges; default-keep=0 drops them), plus option keep=A,B,...,
+// ordinary ranges), and GridSample (its grid's normalized coordinates: in a
+// 1000-pixel image a 16-bit one lands up to a quarter pixel off in f16 and
+// two in bf16; torch's autocast keeps grid_sampler in f32 too);
+// default-keep=0 drops them; plus option keep=A,B,...,
 // each a node name or an op type. LayerNorm, Softmax and the reductions
 // compute their statistics in f32 or wider inside the kernel already, so
 // they need no rule of their own.
@@ -146,6 +149,7 @@ bool LowerPrecision::isKept(const ir::Node &node) const {
   case OpCode::ReduceSumSquare:
   case OpCode::ReduceProd:
   case OpCode::ReduceL2:
+  case OpCode::GridSample:
     return true;
   default:
     return false;

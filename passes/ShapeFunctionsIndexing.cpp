@@ -4,7 +4,9 @@
 // GatherND (the index tuples' batch shape and the slice they name) and the
 // scatters (the data's type, with the updates' shape checked against the
 // indices). Indices must be integers; their values are the kernels' to
-// check, since most are runtime data.
+// check, since most are runtime data. GridSample indexes by coordinates: X
+// [N, C, spatial...] at grid [N, out spatial..., k] gives [N, C, out
+// spatial...], k the spatial rank (1 to 3: runtime/GridSampleTaps.h).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/ShapeFunctionsInternal.h"
@@ -186,9 +188,46 @@ llvm::Expected<ResultTypes> inferTopK(const ShapeQuery &query) {
                      TensorType(ir::DType::I64, dims)};
 }
 
+llvm::Expected<ResultTypes> inferGridSample(const ShapeQuery &query) {
+  auto first = requireOperand(query, 0);
+  if (!first)
+    return first.takeError();
+  auto second = requireOperand(query, 1);
+  if (!second)
+    return second.takeError();
+  const TensorType &x = **first, &grid = **second;
+  int64_t rank = x.getRank();
+  // runtime/GridSampleTaps.h's kMaxDims: the kernels' loops.
+  if (rank < 3 || rank > 5)
+    return shapeError("input " + x.str() +
+                      " must have 1 to 3 spatial dims after N and C");
+  if (!ir::isFloatDType(grid.getDType()))
+    return shapeError("grid " + grid.str() + " is not a float tensor");
+  llvm::ArrayRef<int64_t> xDims = x.getDims(), gridDims = grid.getDims();
+  if (grid.getRank() != rank || gridDims[0] != xDims[0] ||
+      gridDims[rank - 1] != rank - 2)
+    return shapeError("grid " + grid.str() + " must be [" +
+                      llvm::Twine(xDims[0]) + ", out spatial..., " +
+                      llvm::Twine(rank - 2) + "] for input " + x.str());
+  if (llvm::Error error = checkChoice(query, "mode", {"nearest", "linear", "cubic"}))
+    return error;
+  if (llvm::Error error =
+          checkChoice(query, "padding_mode", {"zeros", "border", "reflection"}))
+    return error;
+  llvm::SmallVector<int64_t, 5> dims{xDims[0], xDims[1]};
+  dims.append(gridDims.begin() + 1, gridDims.end() - 1);
+  TensorType result(x.getDType(), dims);
+  if (result.getNumElements() != 0)
+    for (int64_t d = 2; d < rank; ++d)
+      if (xDims[d] == 0)
+        return shapeError("cannot sample the empty input " + x.str());
+  return ResultTypes{result};
+}
+
 } // namespace
 
 void registerIndexingShapeFunctions(ShapeFunctionTable &map) {
+  map[size_t(ir::OpCode::GridSample)] = inferGridSample;
   map[size_t(ir::OpCode::CumSum)] = inferCumSum;
   map[size_t(ir::OpCode::GatherElements)] = inferGatherElements;
   map[size_t(ir::OpCode::GatherND)] = inferGatherND;

@@ -228,6 +228,10 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
     break;
   case OpCode::ScatterND:
     return "its index tuples address dim 0";
+  case OpCode::GridSample:
+    // Sample n reads X[n] and grid[n] only; the operand checks above
+    // refused a grid or input shared by every sample.
+    break;
   case OpCode::Slice:
     if (intsContain(node, "axes", 0, node.getOperand(0)->getType().getRank()))
       return "it slices dim 0";

@@ -390,6 +390,32 @@ std::string checkTopK(const PlanOp &op) {
   return "";
 }
 
+/// GridSample (runtime/host/kernels/GridSampleKernel.cpp): 1 to 3 spatial
+/// dims, a float grid [N, out spatial..., k] and the result [N, C, out
+/// spatial...], a non-empty input where the result is not empty (the taps
+/// clamp into [0, size)), so that every element the kernels address exists.
+std::string checkGridSample(const PlanOp &op) {
+  const Location &x = op.operands[0], &grid = op.operands[1],
+                 &y = op.results[0];
+  size_t rank = x.dims.size();
+  if (rank < 3 || rank > 5)
+    return "operand 0 must have 1 to 3 spatial dims";
+  if (grid.dtype != DTypeF32 && grid.dtype != DTypeF64 &&
+      grid.dtype != DTypeF16 && grid.dtype != DTypeBF16)
+    return std::string("grid must be a float tensor, not ") +
+           dtypeName(grid.dtype);
+  if (grid.dims.size() != rank || grid.dims[0] != x.dims[0] ||
+      grid.dims[rank - 1] != int64_t(rank - 2))
+    return "grid does not match the operand";
+  std::vector<int64_t> expected{x.dims[0], x.dims[1]};
+  expected.insert(expected.end(), grid.dims.begin() + 1, grid.dims.end() - 1);
+  if (y.dims != expected || y.dtype != x.dtype)
+    return "result does not match the operand and grid";
+  if (y.numElements && !x.numElements)
+    return "cannot sample an empty tensor";
+  return "";
+}
+
 const std::vector<int64_t> *intsAttr(const PlanOp &op, const char *name) {
   const Attr *attr = op.getAttr(name);
   return attr && attr->kind == AttrInts ? &attr->ints : nullptr;
@@ -579,6 +605,8 @@ std::string checkOp(const PlanOp &op, const OpSpec &spec) {
     return checkIndexing(op);
   if (name == "TopK")
     return checkTopK(op);
+  if (name == "GridSample")
+    return checkGridSample(op);
   if (name == "Slice")
     return checkSlice(op);
   if (name == "MatMul")

@@ -24,6 +24,7 @@
 //     DepthToSpace's and LRN's sizes, the indexing ops' (CumSum, the
 //     element gathers and scatters) index shapes within the data, and
 //     TopK's k within its axis.
+//     GridSample's grid and result shapes.
 // The reader (not this) bounds every location, the manifest's sizes
 // (kMaxTensorBytes), an empty tensor's other dims, and every pointer, copy
 // and GEMM extent of the device plan. A kernel image is code: no load-time

@@ -211,6 +211,7 @@ llvm::Error EmitContext::unsupported(const llvm::Twine &why) const {
 EmitFn lookupEmitter(ir::OpCode op) {
   for (auto table : {getElementwiseEmitters(), getDataMovementEmitters(),
                      getIndexingEmitters(), getTopKEmitters(),
+                     getIndexingEmitters(), getSamplingEmitters(),
                      getReductionEmitters(), getPoolingEmitters(),
                      getConvEmitters(), getGemmEmitters(),
                      getFusedEmitters(), getAttentionEmitters()})

@@ -9,6 +9,8 @@
 // SNUG_CUDA_SIM the same text compiles as host C++ for the simulator
 // (tests/cudasim), which provides the CUDA built-ins; ScalarOps.h then takes
 // its host branch, so simulated kernels compute what the host kernels do.
+// After it, runtime/GridSampleTaps.h verbatim the same way (GridSample's
+// sampling rule, which the host kernel calls too).
 // Last, the tensor-core products of the f16/bf16 convolutions and products
 // (kMma) and of the f32 ones under --precision=tf32 (kMmaTf32): inline PTX
 // on sm_80 and newer, a scalar emulation of the same fragments on sm_75 and
@@ -43,6 +45,12 @@ typedef unsigned long long uint64_t;
 /// runtime/ScalarOps.h as it was at build time (EmbedText.cmake).
 static const char kScalarOps[] =
 #include "ScalarOpsText.inc"
+    ;
+
+/// runtime/GridSampleTaps.h as it was at build time; its include of
+/// ScalarOps.h is skipped (the text above defined its guard).
+static const char kGridSampleTaps[] =
+#include "GridSampleTapsText.inc"
     ;
 
 /// Loads, stores and the reductions, on top of ScalarOps.h.
@@ -231,7 +239,7 @@ SNUG_DEVICE void snug_mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], co
 
 llvm::StringRef getCudaPrelude() {
   static const std::string prelude =
-      std::string(kHead) + kScalarOps + kTail + kReductions + kMma + kMmaTf32;
+      std::string(kHead) + kScalarOps + kGridSampleTaps + kTail + kReductions + kMma + kMmaTf32;
   return prelude;
 }
 

@@ -183,6 +183,7 @@ llvm::ArrayRef<EmitterEntry> getElementwiseEmitters();   // ElementwiseEmitters.
 llvm::ArrayRef<EmitterEntry> getDataMovementEmitters();  // DataMovementEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getIndexingEmitters();      // IndexingEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getTopKEmitters();          // TopKEmitter.cpp
+llvm::ArrayRef<EmitterEntry> getSamplingEmitters();      // SamplingEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getReductionEmitters();     // ReductionEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getPoolingEmitters();       // PoolingEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getConvEmitters();          // ConvEmitters.cpp

@@ -20,6 +20,10 @@
 //                       (x - E[x]) / (Sqrt(E[x^2] - E[x]^2) + 1e-9), the
 //                       means ReduceMean over axes (default [0, 2, 3]),
 //                       as its ONNX function body writes it
+//   HannWindow, HammingWindow, BlackmanWindow(size)
+//                       a constant: the window's generalized-cosine sum at
+//                       import (size must be a constant: it is the result's
+//                       one dim)
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
@@ -357,6 +361,50 @@ llvm::Error importMeanVarianceNormalization(Importer &importer,
   return importer.emitAndBind(node, "Div", {*centered, *denominator}, {});
 }
 
+/// The generalized cosine windows of opset 17: w[n] = a0 - a1 cos(2 pi n /
+/// N) + a2 cos(4 pi n / N) for n in [0, size), N = size when periodic, size
+/// - 1 otherwise (the ONNX spec's formulas; Hann a = (1/2, 1/2, 0), Hamming
+/// (25/46, 21/46, 0), Blackman (0.42, 0.5, 0.08)). Computed in double and
+/// stored once in output_datatype. A symmetric window of size 1 divides by
+/// N = 0, as the spec's formula does (its reference gives NaN there too).
+llvm::Error importWindow(Importer &importer, onnx::NodeProto &node) {
+  llvm::StringRef op = node.op_type();
+  double a0 = 0.5, a1 = 0.5, a2 = 0.0;
+  if (op == "HammingWindow") {
+    a0 = 25.0 / 46.0;
+    a1 = 21.0 / 46.0;
+  } else if (op == "BlackmanWindow") {
+    a0 = 0.42;
+    a2 = 0.08;
+  }
+  auto size = importer.getConstantFloats(node, 0, "size");
+  if (!size)
+    return size.takeError();
+  if (size->size() != 1 || !((*size)[0] >= 0))
+    return importer.error(node, "size must be one non-negative value");
+  int64_t count = int64_t((*size)[0]);
+  int64_t code = attrInt(node, "output_datatype", 1);
+  auto dtype = convertDType(int(code));
+  if (!dtype || *dtype == DType::Bool)
+    return importer.error(node, "output_datatype " +
+                                    onnxDTypeName(int(code)) +
+                                    " is not a supported numeric type");
+  TensorType result(*dtype, {count});
+  if (llvm::Error error = checkMaterialized(importer, node, result))
+    return error;
+  double period = double(attrInt(node, "periodic", 1) ? count : count - 1);
+  const double kTwoPi = 6.283185307179586476925286766559;
+  std::vector<uint8_t> bytes(result.getByteSize());
+  uint8_t hostCode = getHostDTypeCode(*dtype);
+  for (int64_t n = 0; n < count; ++n) {
+    double angle = kTwoPi * double(n) / period;
+    rt::storeDouble(bytes.data(), hostCode, n,
+                    a0 - a1 * std::cos(angle) + a2 * std::cos(2 * angle));
+  }
+  importer.bindConstant(node, result, bytes);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map) {
@@ -368,6 +416,9 @@ void registerCompositeOpImporters(llvm::StringMap<OpImporter> &map) {
   map["OneHot"] = importOneHot;
   map["Einsum"] = importEinsum;
   map["MeanVarianceNormalization"] = importMeanVarianceNormalization;
+  map["HannWindow"] = importWindow;
+  map["HammingWindow"] = importWindow;
+  map["BlackmanWindow"] = importWindow;
 }
 
 } // namespace onnx_import

@@ -540,7 +540,45 @@ static llvm::Error importResize(Importer &importer, onnx::NodeProto &node) {
   return importer.emitAndBind(node, "Resize", {*input}, std::move(attributes));
 }
 
+/// GridSample: opset 16 spells the interpolations bilinear and bicubic and
+/// takes 4-d input only; opset 20 renamed them linear and cubic (the
+/// canonical names) and allowed 1 to N spatial dims. Each opset's names are
+/// taken at that opset only.
+static llvm::Error importGridSample(Importer &importer, onnx::NodeProto &node) {
+  auto input = requireInput(importer, node, 0);
+  if (!input)
+    return input.takeError();
+  auto grid = requireInput(importer, node, 1);
+  if (!grid)
+    return grid.takeError();
+  bool renamed = importer.opset >= 20;
+  std::string mode = attrString(node, "mode", renamed ? "linear" : "bilinear");
+  if (!renamed && mode != "nearest") {
+    if (mode != "bilinear" && mode != "bicubic")
+      return importer.error(node, "mode '" + mode +
+                                      "' is not an opset-16 mode (bilinear, "
+                                      "nearest, bicubic)");
+    mode = mode == "bilinear" ? "linear" : "cubic";
+  } else if (renamed && mode != "linear" && mode != "nearest" &&
+             mode != "cubic") {
+    return importer.error(node, "mode '" + mode +
+                                    "' is not one of linear, nearest, cubic");
+  }
+  if (!renamed && (*input)->getType().getRank() != 4)
+    return importer.error(node, "input " + (*input)->getType().str() +
+                                    " is not 4-d (opset 16 samples 2-d "
+                                    "images only)");
+  return importer.emitAndBind(
+      node, "GridSample", {*input, *grid},
+      {{"mode", Attribute::getString(mode)},
+       {"padding_mode",
+        Attribute::getString(attrString(node, "padding_mode", "zeros"))},
+       {"align_corners",
+        Attribute::getInt(attrInt(node, "align_corners", 0))}});
+}
+
 void registerShapeOpImporters(llvm::StringMap<OpImporter> &map) {
+  map["GridSample"] = importGridSample;
   map["Shape"] = importShape;
   map["Reshape"] = importReshape;
   map["Flatten"] = importFlatten;

@@ -33,6 +33,7 @@ static const KernelTable &getTable() {
     registerDataMovementKernels(t);
     registerIndexingKernels(t);
     registerTopKKernel(t);
+    registerSamplingKernels(t);
     registerFusedKernels(t);
     return t;
   }();

@@ -104,6 +104,7 @@ void registerLinalgKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
 void registerIndexingKernels(KernelTable &table);
 void registerTopKKernel(KernelTable &table);
+void registerSamplingKernels(KernelTable &table); // GridSampleKernel.cpp
 void registerAttentionKernels(KernelTable &table);
 
 //===----------------------------------------------------------------------===//

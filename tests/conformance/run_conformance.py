@@ -20,8 +20,9 @@ Exit 1 when passed / (passed + failed) is below --min-pass-ratio, or when
 fewer than --min-passed tests pass.
 
 A graph input that snugc refuses as a runtime parameter (Reshape's shape,
-a Reduce's axes, Resize's sizes) is frozen to its test data with
---freeze-input and the test compiled again; such passes are counted as
+a Reduce's axes, Resize's sizes), or that such a parameter is computed
+from, is frozen to its test data with --freeze-input and the test compiled
+again; such passes are counted as
 passes and the summary says how many.
 
 Inputs whose shapes in the model are symbolic are bound (--input NAME:DIMS)
@@ -121,11 +122,31 @@ def graph_inputs(test_dir):
             for index, name in enumerate(names)}
 
 
+def source_inputs(test_dir, name, inputs):
+    """The graph inputs among `inputs` that value `name` is computed from
+    (through the graph's nodes; itself when it is one)."""
+    model = onnx.load(os.path.join(test_dir, "model.onnx"), load_external_data=False)
+    producer = {out: node for node in model.graph.node for out in node.output}
+    found, seen, stack = [], set(), [name]
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if value in inputs:
+            found.append(value)
+        elif value in producer:
+            stack.extend(v for v in producer[value].input if v)
+    return sorted(found)
+
+
 def compile_freezing(compile_cmd, test_dir):
-    """Runs snugc; while it refuses a graph input as a runtime parameter (a
-    shape, axes or bound snug needs at compile time), compiles again with
-    that input frozen to its test data (--freeze-input), as a deployment
-    that knows it would. (result, {frozen name: file})."""
+    """Runs snugc; while it refuses a runtime parameter (a shape, axes or
+    bound snug needs at compile time) that is a graph input or computed
+    from graph inputs (an ONNX function's expansion casts its size input
+    first), compiles again with those inputs frozen to their test data
+    (--freeze-input), as a deployment that knows them would. (result,
+    {frozen name: file})."""
     files, frozen = graph_inputs(test_dir), {}
     while True:
         flags = [f"--freeze-input={n}=@{p}" for n, p in frozen.items()]
@@ -134,10 +155,12 @@ def compile_freezing(compile_cmd, test_dir):
         match = RUNTIME_PARAMETER.search(result.stderr)
         if result.returncode == 0 or not match:
             return result, frozen
-        name = match.group(1)
-        if name in frozen or not os.path.exists(files.get(name, "")):
+        sources = [n for n in source_inputs(test_dir, match.group(1), files)
+                   if n not in frozen]
+        if not sources or not all(os.path.exists(files[n]) for n in sources):
             return result, frozen
-        frozen[name] = files[name]
+        for n in sources:
+            frozen[n] = files[n]
 
 
 def run_inputs(test_dir, frozen):

@@ -88,6 +88,7 @@ TEST(OpCoverageTest, EveryCudaEmitterIsRegisteredOnce) {
                      cuda::getDataMovementEmitters(),
                      cuda::getIndexingEmitters(),
                      cuda::getTopKEmitters(),
+                     cuda::getSamplingEmitters(),
                      cuda::getReductionEmitters(), cuda::getPoolingEmitters(),
                      cuda::getConvEmitters(), cuda::getGemmEmitters(),
                      cuda::getFusedEmitters(), cuda::getAttentionEmitters()})
