@@ -18,6 +18,7 @@
 #include "llvm/Support/ErrorHandling.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace snug {
 
@@ -510,18 +511,32 @@ static void addResize(const Node &node, Cost &cost) {
              2 * taps * elementsOf(node.getResult(0)), 0, false);
     return;
   }
-  if (getStringAttr(node.getAttributes(), "mode", "nearest") != "linear")
-    return; // nearest: a gather
-  // Linear over d resized axes blends 2^d neighbours with 2^d - 1 lerps,
-  // a + t*(b - a) being 3 FLOPs each.
+  llvm::StringRef mode = getStringAttr(node.getAttributes(), "mode", "nearest");
+  if (mode == "nearest")
+    return; // a gather
   llvm::ArrayRef<int64_t> in = node.getOperand(0)->getType().getDims();
   llvm::ArrayRef<int64_t> out = node.getResult(0)->getType().getDims();
-  unsigned resized = 0;
-  for (size_t i = 0; i < std::min(in.size(), out.size()); ++i)
-    resized += in[i] != out[i];
-  uint64_t lerps = (uint64_t(1) << resized) - 1;
-  addFlops(cost, getComputeDType(node),
-           3 * lerps * elementsOf(node.getResult(0)), 0, false);
+  bool antialias = getIntAttr(node.getAttributes(), "antialias", 0) != 0;
+  uint64_t taps = 1, resized = 0;
+  bool wide = false; // a tap count other than linear's 2
+  for (size_t i = 0; i < std::min(in.size(), out.size()); ++i) {
+    if (in[i] == out[i])
+      continue;
+    uint64_t count = mode == "cubic" ? 4 : 2;
+    // An antialiased downscale stretches the filter by in / out.
+    if (antialias && out[i] > 0 && out[i] < in[i])
+      count = uint64_t(std::ceil(double(count) * double(in[i]) /
+                                 double(out[i]))) + 2;
+    wide |= count != 2;
+    taps *= count;
+    ++resized;
+  }
+  // Linear over d resized axes blends 2^d neighbours with 2^d - 1 lerps,
+  // a + t*(b - a) being 3 FLOPs each; wider filters sum t^d products of d
+  // weights and a value, about 2 * d FLOPs each.
+  uint64_t perElement = wide ? 2 * resized * taps : 3 * (taps - 1);
+  addFlops(cost, getComputeDType(node), perElement * elementsOf(node.getResult(0)),
+           0, false);
 }
 
 /// The FLOPs and MACs of `node`; no bytes.

@@ -635,28 +635,33 @@ static llvm::Expected<ResultTypes> inferResize(const ShapeQuery &query) {
   if (sizes->size() != (*input)->getRank())
     return shapeError("sizes " + dimsString(*sizes) + " do not match " +
                       (*input)->str());
-  // What the kernels refuse (runtime/host/kernels/DataMovementKernels.cpp).
-  llvm::StringRef mode = getStringAttr(query.attributes, "mode", "nearest");
-  if (mode != "nearest" && mode != "linear")
-    return shapeError("mode '" + mode + "' is not supported (nearest, linear)");
-  if (getStringAttr(query.attributes, "coordinate_transformation_mode", "") ==
-      "tf_crop_and_resize")
-    return shapeError("coordinate_transformation_mode tf_crop_and_resize is "
-                      "not supported");
-  if (getIntAttr(query.attributes, "antialias", 0))
-    return shapeError("antialias is not supported");
   // The kernels (runtime/ResizeCoordinates.h) take any other string as the
   // default: refuse it rather than compute something else.
+  if (llvm::Error error =
+          checkChoice(query, "mode", {"nearest", "linear", "cubic"}))
+    return error;
   if (llvm::Error error = checkChoice(
           query, "coordinate_transformation_mode",
-          {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
-           "tf_half_pixel_for_nearest"}))
+          {"half_pixel", "half_pixel_symmetric", "asymmetric", "align_corners",
+           "pytorch_half_pixel", "tf_half_pixel_for_nn",
+           "tf_crop_and_resize"}))
     return error;
   if (llvm::Error error =
           checkChoice(query, "nearest_mode",
                       {"round_prefer_floor", "round_prefer_ceil", "floor",
                        "ceil"}))
     return error;
+  // tf_crop_and_resize reads its region: a start and an end per axis.
+  size_t roiSize = 0;
+  auto roi = query.attributes.find("roi");
+  if (roi != query.attributes.end() &&
+      roi->second.getKind() == ir::Attribute::Kind::Floats)
+    roiSize = roi->second.getFloats().size();
+  if (getStringAttr(query.attributes, "coordinate_transformation_mode", "") ==
+          "tf_crop_and_resize" &&
+      roiSize != 2 * (*input)->getRank())
+    return shapeError("tf_crop_and_resize needs a roi of " +
+                      llvm::Twine(2 * (*input)->getRank()) + " floats");
   TensorType result((*input)->getDType(), *sizes);
   if ((*input)->getNumElements() == 0 && result.getNumElements() != 0)
     return shapeError("cannot resize the empty tensor " + (*input)->str() +

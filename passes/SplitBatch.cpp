@@ -53,6 +53,7 @@
 #include "ir/Module.h"
 #include "passes/GradientRules.h"
 #include "passes/Passes.h"
+#include "passes/ShapeFunctions.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -279,8 +280,20 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
     break;
   }
   case OpCode::Resize: {
+    // Dim 0 must map sample to sample: the same size, scale 1 and, under
+    // tf_crop_and_resize, the whole of it as the region.
     const ir::Attribute *scales = node.getAttribute("scales");
-    if (scales && !scales->getFloats().empty() && scales->getFloats()[0] != 1)
+    const ir::Attribute *roi = node.getAttribute("roi");
+    llvm::ArrayRef<int64_t> in = node.getOperand(0)->getType().getDims();
+    llvm::ArrayRef<int64_t> out = node.getResult(0)->getType().getDims();
+    bool crops = roi && roi->getFloats().size() == 2 * in.size() &&
+                 getStringAttr(node.getAttributes(),
+                               "coordinate_transformation_mode", "") ==
+                     "tf_crop_and_resize" &&
+                 (roi->getFloats()[0] != 0 || roi->getFloats()[in.size()] != 1);
+    if ((scales && !scales->getFloats().empty() &&
+         scales->getFloats()[0] != 1) ||
+        (!in.empty() && !out.empty() && in[0] != out[0]) || crops)
       return "it resizes dim 0";
     break;
   }

@@ -441,102 +441,200 @@ static llvm::Error importPad(Importer &importer, onnx::NodeProto &node) {
                                {"value", Attribute::getFloat(value)}});
 }
 
+/// Resize's per-axis parameters as given: scales or sizes (one of them),
+/// the roi, and the axes they name (every axis when the node names none).
+struct ResizeParameters {
+  llvm::SmallVector<double, 4> scales;
+  Ints sizes;
+  llvm::SmallVector<double, 8> roi;
+  Ints axes;
+};
+
+/// Reads Resize's (opset 11+) scales, sizes, roi and axes inputs and
+/// attributes, checks their counts against the axes, and spreads them over
+/// every axis: an axis not named keeps its size (scale 1, roi [0, 1]), as
+/// the reference does.
+static llvm::Error readResizeInputs(Importer &importer, onnx::NodeProto &node,
+                                    llvm::ArrayRef<int64_t> dims,
+                                    bool crop, ResizeParameters &given) {
+  int64_t rank = dims.size();
+  if (auto axes = attrInts(node, "axes")) {
+    for (int64_t value : *axes) {
+      auto axis = axisFor(importer, node, value, rank);
+      if (!axis)
+        return axis.takeError();
+      if (llvm::is_contained(given.axes, *axis))
+        return importer.error(node, "axes " + dimsString(*axes) +
+                                        " name an axis twice");
+      given.axes.push_back(*axis);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      given.axes.push_back(d);
+  }
+  size_t count = given.axes.size();
+  for (unsigned index : {2u, 3u}) {
+    auto present = importer.getInput(node, index);
+    if (!present)
+      return present.takeError();
+    if (!*present || (*present)->getType().getNumElements() == 0)
+      continue;
+    if (index == 2) {
+      auto values = importer.getConstantFloats(node, 2, "scales");
+      if (!values)
+        return values.takeError();
+      given.scales = *values;
+    } else {
+      auto values = importer.getConstantInts(node, 3, "sizes");
+      if (!values)
+        return values.takeError();
+      given.sizes = *values;
+    }
+  }
+  if (!given.scales.empty() && !given.sizes.empty())
+    return importer.error(node, "gives both scales and sizes (one of them)");
+  if (given.scales.size() + given.sizes.size() != count)
+    return importer.error(node, "needs scales or sizes for each of its " +
+                                    llvm::Twine(count) + " axes");
+  for (int64_t size : given.sizes)
+    if (size < 0)
+      return importer.error(node, "sizes " + dimsString(given.sizes) +
+                                      " hold a negative size");
+  if (crop) {
+    // The region is read only under tf_crop_and_resize (other modes
+    // ignore it): a start per axis, then an end per axis.
+    auto roi = importer.getConstantFloats(node, 1, "roi");
+    if (!roi)
+      return roi.takeError();
+    if (roi->size() != 2 * count)
+      return importer.error(node, "roi of " + llvm::Twine(roi->size()) +
+                                      " values does not match its " +
+                                      llvm::Twine(count) +
+                                      " axes (a start and an end each)");
+    given.roi.assign(2 * rank, 0.0);
+    for (int64_t d = 0; d < rank; ++d)
+      given.roi[rank + d] = 1.0;
+    for (size_t i = 0; i < count; ++i) {
+      given.roi[given.axes[i]] = (*roi)[i];
+      given.roi[rank + given.axes[i]] = (*roi)[count + i];
+    }
+  }
+  // Spread over every axis.
+  if (!given.scales.empty()) {
+    llvm::SmallVector<double, 4> scales(rank, 1.0);
+    for (size_t i = 0; i < count; ++i)
+      scales[given.axes[i]] = given.scales[i];
+    given.scales = scales;
+  } else {
+    Ints sizes(dims.begin(), dims.end());
+    for (size_t i = 0; i < count; ++i)
+      sizes[given.axes[i]] = given.sizes[i];
+    given.sizes = sizes;
+  }
+  return llvm::Error::success();
+}
+
+/// keep_aspect_ratio_policy not_larger / not_smaller (opset 18, with
+/// sizes): one scale for every named axis, the smallest or largest of the
+/// sizes' ratios, and the sizes it rounds to (half up).
+static void applyAspectPolicy(llvm::StringRef policy,
+                              llvm::ArrayRef<int64_t> dims,
+                              ResizeParameters &given) {
+  double scale = policy == "not_larger" ? INFINITY : 0.0;
+  for (int64_t d : given.axes) {
+    double ratio = double(given.sizes[d]) / double(dims[d]);
+    scale = policy == "not_larger" ? std::min(scale, ratio)
+                                   : std::max(scale, ratio);
+  }
+  given.scales.assign(dims.size(), 1.0);
+  for (int64_t d : given.axes) {
+    given.scales[d] = scale;
+    given.sizes[d] = int64_t(scale * double(dims[d]) + 0.5);
+  }
+}
+
 static llvm::Error importResize(Importer &importer, onnx::NodeProto &node) {
   auto input = requireInput(importer, node, 0);
   if (!input)
     return input.takeError();
   llvm::ArrayRef<int64_t> dims = (*input)->getType().getDims();
   bool upsample = node.op_type() == "Upsample";
+  bool modern = !upsample && importer.opset >= 11;
   std::string mode = attrString(node, "mode", "nearest");
   std::string transform = "asymmetric", nearest = "floor";
-  llvm::SmallVector<double, 4> scales;
-  Ints sizes;
+  ResizeParameters given;
   if (upsample && importer.opset < 9) {
-    auto given =
+    auto scales =
         attrFloats(node, "scales").getValueOr(llvm::SmallVector<float, 4>());
-    scales.assign(given.begin(), given.end());
-  } else if (upsample || importer.opset < 11) {
-    auto given = importer.getConstantFloats(node, 1, "scales");
-    if (!given)
-      return given.takeError();
-    scales = *given;
+    given.scales.assign(scales.begin(), scales.end());
+  } else if (!modern) {
+    auto scales = importer.getConstantFloats(node, 1, "scales");
+    if (!scales)
+      return scales.takeError();
+    given.scales = *scales;
   } else {
     transform =
         attrString(node, "coordinate_transformation_mode", "half_pixel");
     nearest = attrString(node, "nearest_mode", "round_prefer_floor");
-    if (findAttr(node, "axes"))
-      return importer.error(node, "the axes attribute of Resize is not "
-                                  "supported");
-    std::string policy =
-        attrString(node, "keep_aspect_ratio_policy", "stretch");
-    if (policy != "stretch")
-      return importer.error(node, "keep_aspect_ratio_policy '" + policy +
-                                      "' is not supported (only stretch)");
-    if (transform == "tf_crop_and_resize")
-      return importer.error(node, "coordinate_transformation_mode "
-                                  "tf_crop_and_resize is not supported");
-    for (unsigned index : {2u, 3u}) {
-      auto present = importer.getInput(node, index);
-      if (!present)
-        return present.takeError();
-      if (!*present || (*present)->getType().getNumElements() == 0)
-        continue;
-      if (index == 2) {
-        auto given = importer.getConstantFloats(node, 2, "scales");
-        if (!given)
-          return given.takeError();
-        scales = *given;
-      } else {
-        auto given = importer.getConstantInts(node, 3, "sizes");
-        if (!given)
-          return given.takeError();
-        sizes = *given;
-      }
-    }
   }
-  if (mode != "nearest" && mode != "linear" && mode != "bilinear")
-    return importer.error(node, "mode '" + mode +
-                                    "' is not supported "
-                                    "(nearest, linear)");
+  bool cubic = modern && mode == "cubic";
+  if (mode != "nearest" && mode != "linear" && mode != "bilinear" && !cubic)
+    return importer.error(node, "mode '" + mode + "' is not supported (" +
+                                    (modern ? "nearest, linear, cubic"
+                                            : "nearest, linear") +
+                                    ")");
   if (mode == "bilinear")
     mode = "linear";
-  if (!sizes.empty()) {
-    if (sizes.size() != dims.size())
-      return importer.error(node, "sizes " + dimsString(sizes) +
-                                      " do not match the input rank");
-    scales.clear();
-    for (size_t i = 0; i < dims.size(); ++i)
-      scales.push_back(static_cast<double>(sizes[i]) / dims[i]);
-  } else {
-    if (scales.size() != dims.size())
+  std::string policy = attrString(node, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    return importer.error(node, "keep_aspect_ratio_policy '" + policy +
+                                    "' is not one of stretch, not_larger, "
+                                    "not_smaller");
+  if (modern)
+    if (llvm::Error error = readResizeInputs(
+            importer, node, dims, transform == "tf_crop_and_resize", given))
+      return error;
+  if (!given.sizes.empty() && policy != "stretch")
+    applyAspectPolicy(policy, dims, given);
+  if (given.sizes.empty()) {
+    if (given.scales.size() != dims.size())
       return importer.error(node, "needs scales or sizes for every axis of " +
                                       (*input)->getType().str());
     for (size_t i = 0; i < dims.size(); ++i) {
-      double size = std::floor(dims[i] * static_cast<float>(scales[i]));
+      double size = std::floor(dims[i] * static_cast<float>(given.scales[i]));
       // A NaN, negative or huge scale would make the cast below undefined.
       if (!(size >= 0 && size < 1e15))
-        return importer.error(node, "scale " + std::to_string(scales[i]) +
+        return importer.error(node, "scale " + std::to_string(given.scales[i]) +
                                         " of axis " + llvm::Twine(i) +
                                         " gives no valid size");
-      sizes.push_back(static_cast<int64_t>(size));
+      given.sizes.push_back(static_cast<int64_t>(size));
     }
   }
-  // antialias (opset 18) filters a linear or cubic downscale; the kernels
-  // do not, so a Resize it changes is refused rather than computed without
-  // it (it was dropped before). Nearest modes and upscales ignore it.
-  if (attrInt(node, "antialias", 0) && mode == "linear" &&
-      llvm::any_of(scales, [](double scale) { return scale < 1; }))
-    return importer.error(node, "antialias is not supported (a linear "
-                                "Resize that downscales)");
-  llvm::SmallVector<float, 4> floatScales(scales.begin(), scales.end());
   AttributeMap attributes{
       {"mode", Attribute::getString(mode)},
       {"coordinate_transformation_mode", Attribute::getString(transform)},
       {"nearest_mode", Attribute::getString(nearest)},
       {"cubic_coeff_a",
        Attribute::getFloat(attrFloat(node, "cubic_coeff_a", -0.75f))},
-      {"scales", Attribute::getFloats(floatScales)},
-      {"sizes", Attribute::getInts(sizes)}};
+      {"sizes", Attribute::getInts(given.sizes)}};
+  // The rest only where they change something (the IR's defaults else).
+  if (attrInt(node, "antialias", 0) && mode != "nearest")
+    attributes["antialias"] = Attribute::getInt(1);
+  if (attrInt(node, "exclude_outside", 0) && cubic)
+    attributes["exclude_outside"] = Attribute::getInt(1);
+  // Given sizes alone, the kernels take out / in in double as the scale,
+  // as the reference does; given scales (or a policy's), these.
+  if (!given.scales.empty()) {
+    llvm::SmallVector<float, 4> scales(given.scales.begin(),
+                                       given.scales.end());
+    attributes["scales"] = Attribute::getFloats(scales);
+  }
+  if (!given.roi.empty()) {
+    llvm::SmallVector<float, 8> roi(given.roi.begin(), given.roi.end());
+    attributes["roi"] = Attribute::getFloats(roi);
+    attributes["extrapolation_value"] =
+        Attribute::getFloat(attrFloat(node, "extrapolation_value", 0.0f));
+  }
   return importer.emitAndBind(node, "Resize", {*input}, std::move(attributes));
 }
 

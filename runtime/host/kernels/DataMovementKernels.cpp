@@ -328,64 +328,72 @@ Status resizeKernel(KernelContext &ctx) {
   std::string transform =
       ctx.getString("coordinate_transformation_mode", "half_pixel");
   std::string nearest = ctx.getString("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear")
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return ctx.error("mode '" + mode + "' is not supported");
-  if (transform == "tf_crop_and_resize")
-    return ctx.error("tf_crop_and_resize is not supported");
-  if (ctx.getInt("antialias", 0))
-    return ctx.error("antialias is not supported");
-  std::vector<double> scales(rank);
   const std::vector<float> *given = ctx.getFloats("scales");
-  for (size_t d = 0; d < rank; ++d)
-    scales[d] = given && given->size() == rank
-                    ? double((*given)[d])
-                    : (x.dim(d) ? double(y.dim(d)) / double(x.dim(d)) : 1.0);
-  // Per axis and output coordinate: two source indices and the weight of the
-  // second (nearest uses only the first).
-  std::vector<std::vector<int64_t>> low(rank), high(rank);
-  std::vector<std::vector<double>> weight(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t n = x.dim(d);
-    for (int64_t o = 0; o < y.dim(d); ++o) {
-      double src = resize::sourceCoordinate(transform, double(o), scales[d], n, y.dim(d));
-      if (x.dim(d) == y.dim(d) && scales[d] == 1.0)
-        src = double(o);
-      if (mode == "nearest") {
-        int64_t i = std::min(std::max<int64_t>(resize::nearestIndex(nearest, src), 0), n - 1);
-        low[d].push_back(i), high[d].push_back(i), weight[d].push_back(0.0);
-      } else {
-        src = std::min(std::max(src, 0.0), double(n - 1));
-        int64_t i0 = int64_t(std::floor(src));
-        int64_t i1 = std::min(i0 + 1, n - 1);
-        low[d].push_back(i0), high[d].push_back(i1);
-        weight[d].push_back(src - double(i0));
-      }
-    }
-  }
-  std::vector<int64_t> strides = stridesOf(*x.dims);
-  unsigned size = y.elementSize();
+  const std::vector<float> *roi = ctx.getFloats("roi");
+  if (transform == "tf_crop_and_resize" && (!roi || roi->size() != 2 * rank))
+    return ctx.error("tf_crop_and_resize needs a roi of 2 x rank values");
   if (x.numElements == 0 && y.numElements)
     return ctx.error("cannot resize an empty tensor");
+  // Per axis, every output coordinate's taps (runtime/ResizeCoordinates.h).
+  std::vector<resize::AxisTable> tables;
+  for (size_t d = 0; d < rank; ++d) {
+    resize::Axis axis;
+    axis.mode = mode, axis.transform = transform, axis.nearest = nearest;
+    axis.in = x.dim(d), axis.out = y.dim(d);
+    // Without scales (sizes given), the scale is out / in in double, as
+    // the reference computes it.
+    axis.scale = given && given->size() == rank
+                     ? double((*given)[d])
+                     : (x.dim(d) ? double(y.dim(d)) / double(x.dim(d)) : 1.0);
+    axis.cubicA = ctx.getFloat("cubic_coeff_a", -0.75f);
+    axis.antialias = ctx.getInt("antialias", 0) != 0;
+    axis.excludeOutside = ctx.getInt("exclude_outside", 0) != 0;
+    if (roi && roi->size() == 2 * rank)
+      axis.roiStart = (*roi)[d], axis.roiEnd = (*roi)[d + rank];
+    tables.push_back(resize::axisTable(axis));
+  }
+  std::vector<uint8_t> extrapolation(y.elementSize());
+  storeDouble(extrapolation.data(), y.dtype, 0,
+              ctx.getFloat("extrapolation_value", 0.0f));
+  std::vector<int64_t> strides = stridesOf(*x.dims);
+  unsigned size = y.elementSize();
+  bool copies = mode == "nearest";
   forEachIndex(*y.dims, [&](int64_t i, const std::vector<int64_t> &index) {
-    if (mode == "nearest") {
+    for (size_t d = 0; d < rank; ++d)
+      if (tables[d].outside[index[d]]) {
+        std::memcpy(y.data + i * size, extrapolation.data(), size);
+        return;
+      }
+    if (copies) { // one tap per axis: the element itself, any dtype
       int64_t src = 0;
       for (size_t d = 0; d < rank; ++d)
-        src += low[d][index[d]] * strides[d];
+        src += tables[d].index[index[d]] * strides[d];
       std::memcpy(y.data + i * size, x.data + src * size, size);
       return;
     }
+    // Every combination of the axes' taps, axis 0's varying fastest, the
+    // weights multiplied in axis order and zero-weight ones skipped (a NaN
+    // there would otherwise spread).
+    std::vector<int64_t> tap(rank, 0);
     double acc = 0;
-    for (uint64_t corner = 0; corner < (uint64_t(1) << rank); ++corner) {
+    while (true) {
       double w = 1;
       int64_t src = 0;
       for (size_t d = 0; d < rank && w != 0; ++d) {
-        bool second = (corner >> d) & 1;
-        double wd = weight[d][index[d]];
-        w *= second ? wd : 1.0 - wd;
-        src += (second ? high[d][index[d]] : low[d][index[d]]) * strides[d];
+        const resize::AxisTable &table = tables[d];
+        int64_t at = index[d] * table.count + tap[d];
+        w *= table.weight[at];
+        src += table.index[at] * strides[d];
       }
       if (w != 0)
         acc += w * loadDouble(x.data, x.dtype, src);
+      size_t d = 0;
+      while (d < rank && ++tap[d] == tables[d].count)
+        tap[d++] = 0;
+      if (d == rank)
+        break;
     }
     storeDouble(y.data, y.dtype, i, acc);
   });

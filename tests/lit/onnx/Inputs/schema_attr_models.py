@@ -55,8 +55,8 @@ CASES = {
                                               attr("saturate", "INT", "i: 1"))]),
     # Trilu's first schema is opset 14's.
     "trilu-upper-opset13": (13, [X, Y, node("Trilu", ["x"], attr("upper", "INT", "i: 0"))]),
-    # Resize's antialias (opset 18) filters a linear downscale, which the
-    # kernels do not: refused there, accepted where it changes nothing.
+    # Resize's antialias (opset 18) filters a linear downscale; an upscale
+    # it does not change.
     "resize-antialias-down": (18, [input4d("x", [1, 1, 4, 4]), Y, scales_initializer([1, 1, 0.5, 0.5]),
                                    node("Resize", ["x", "", "scales"], attr("mode", "STRING", 's: "linear"') +
                                         attr("antialias", "INT", "i: 1"))]),
