@@ -146,30 +146,26 @@ def compile_freezing(compile_cmd, test_dir):
     from graph inputs (an ONNX function's expansion casts its size input
     first), compiles again with those inputs frozen to their test data
     (--freeze-input), as a deployment that knows them would. (result,
-    {frozen name: file})."""
-    files, frozen = graph_inputs(test_dir), {}
+    frozen, snug-run's --input flags: when inputs were frozen, the bundle's
+    input indices no longer match the files', so the rest go by name; none
+    otherwise). The model is read only once a parameter is refused."""
+    files, frozen = None, {}
     while True:
         flags = [f"--freeze-input={n}=@{p}" for n, p in frozen.items()]
         result = subprocess.run(compile_cmd + flags, capture_output=True,
                                 text=True, timeout=300)
         match = RUNTIME_PARAMETER.search(result.stderr)
         if result.returncode == 0 or not match:
-            return result, frozen
+            inputs = [f"--input={n}=@{p}" for n, p in files.items()
+                      if n not in frozen] if frozen else []
+            return result, frozen, inputs
+        files = files or graph_inputs(test_dir)
         sources = [n for n in source_inputs(test_dir, match.group(1), files)
                    if n not in frozen]
         if not sources or not all(os.path.exists(files[n]) for n in sources):
-            return result, frozen
+            return result, frozen, []
         for n in sources:
             frozen[n] = files[n]
-
-
-def run_inputs(test_dir, frozen):
-    """snug-run's --input flags when inputs were frozen (the bundle's input
-    indices no longer match the files'); none otherwise."""
-    if not frozen:
-        return []
-    return [f"--input={n}=@{p}" for n, p in graph_inputs(test_dir).items()
-            if n not in frozen]
 
 
 def compile_failure(stderr):
@@ -213,8 +209,7 @@ def run_one_cudasim(test_dir, tools, scratch, planner, cudasim_dir):
                    os.path.join(test_dir, "model.onnx"), "-o", bundle,
                    "--memory-report=none", "--planner=" + planner,
                    "--target=cuda", "--arch=sm_80", "--dump-cuda", work] + flags
-    result, frozen = compile_freezing(compile_cmd, test_dir)
-    inputs = run_inputs(test_dir, frozen)
+    result, frozen, inputs = compile_freezing(compile_cmd, test_dir)
     if result.returncode != 0:
         refused = CUDA_REFUSED.search(result.stderr)
         if refused:
@@ -298,7 +293,7 @@ def run_one(test_dir, tools, scratch, planner, device="host"):
                    os.path.join(test_dir, "model.onnx"), "-o", bundle,
                    "--memory-report=none", "--planner=" + planner,
                    "--target=" + ("cuda" if device == "cuda" else "host")] + flags
-    result, frozen = compile_freezing(compile_cmd, test_dir)
+    result, frozen, inputs = compile_freezing(compile_cmd, test_dir)
     if result.returncode != 0:
         refused = CUDA_REFUSED.search(result.stderr)
         if device == "cuda" and refused:
@@ -306,7 +301,7 @@ def run_one(test_dir, tools, scratch, planner, device="host"):
         return (name,) + compile_failure(result.stderr)
     run_cmd = [os.path.join(tools, "snug-run"), bundle, "--device", device,
                "--check", os.path.join(test_dir, "test_data_set_0")]
-    run_cmd += run_inputs(test_dir, frozen)
+    run_cmd += inputs
     run_cmd += ["--poison"] if device == "host" else ["--runs", "1", "--warmup", "0"]
     result = subprocess.run(run_cmd, capture_output=True, text=True, timeout=300)
     os.remove(bundle)
