@@ -953,6 +953,28 @@ SNUG_HD bool dropoutKeeps(uint64_t seed, uint32_t salt, uint64_t index,
 /// user divides in f32, correctly rounded on the host and the device).
 SNUG_HD float dropoutScale(float ratio) { return 1.0f / (1.0f - ratio); }
 
+/// TopK's order as unsigned 64-bit keys (the kernels compare keys; ties go
+/// to the lower index): an integer with its sign bit flipped; a float,
+/// widened to double with -0.0 as +0.0, with a negative number's bits
+/// inverted and a positive one's sign bit set (IEEE 754 magnitudes order
+/// as their bit patterns), NaN the largest key.
+SNUG_HD uint64_t topKKey(int64_t value) {
+  return uint64_t(value) ^ (uint64_t(1) << 63);
+}
+SNUG_HD uint64_t topKKey(double value) {
+  if (value != value)
+    return ~uint64_t(0);
+  if (value == 0)
+    value = 0; // -0.0 sorts with +0.0
+#if defined(__CUDACC__)
+  uint64_t bits = uint64_t(__double_as_longlong(value));
+#else
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+#endif
+  return (bits >> 63) ? ~bits : bits | (uint64_t(1) << 63);
+}
+
 } // namespace scalar
 } // namespace snug
 

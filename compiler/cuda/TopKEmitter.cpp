@@ -2,7 +2,8 @@
 //
 // TopK(x) {axis, k, largest, sorted} -> (values, i64 indices) with the host
 // reference's semantics (runtime/host/kernels/TopKKernel.cpp): elements
-// ordered by an unsigned 64-bit key (the same sortKey: integers with the
+// ordered by an unsigned 64-bit key (runtime/ScalarOps.h's topKKey, the
+// host's too: integers with the
 // sign bit flipped, floats as IEEE bit patterns made monotone, -0.0 as
 // +0.0, NaN the largest key; inverted when largest = 0), equal keys by
 // increasing index. That order is total, so the pick is deterministic.
@@ -31,22 +32,12 @@ namespace {
 
 std::string lit(int64_t value) { return cudaIntLiteral(value); }
 
-/// Statements defining `key` (uint64_t) for the element at `pointer`, the
-/// host's sortKey, inverted unless `largest`.
+/// Statements defining `key` (uint64_t) for the element at `pointer`:
+/// ScalarOps.h's topKKey, as the host kernel's, inverted unless `largest`.
 std::string keyOf(ir::DType dtype, llvm::StringRef pointer, bool largest) {
-  std::string text;
-  if (ir::isFloatDType(dtype))
-    text = "        double v = snug_load_as<double>(" + pointer.str() +
-           ");\n"
-           "        if (v == 0.0)\n          v = 0.0; // -0.0 as +0.0\n"
-           "        const uint64_t bits = "
-           "(uint64_t)__double_as_longlong(v);\n"
-           "        uint64_t key = v != v ? ~0ull\n"
-           "                     : (bits >> 63) ? ~bits : bits | (1ull << "
-           "63);\n";
-  else
-    text = "        uint64_t key = (uint64_t)snug_load_as<int64_t>(" +
-           pointer.str() + ") ^ (1ull << 63);\n";
+  std::string text = "        uint64_t key = snug::scalar::topKKey(snug_load_as<" +
+                     std::string(ir::isFloatDType(dtype) ? "double" : "int64_t") +
+                     ">(" + pointer.str() + "));\n";
   if (!largest)
     text += "        key = ~key;\n";
   return text;

@@ -9,12 +9,13 @@
 // by index, and -0.0 equals +0.0. `sorted` = 0 lets ONNX return the k
 // elements in any order; this kernel returns them sorted all the same.
 //
-// The order is one of unsigned 64-bit keys (sortKey below), ties broken by
+// The order is one of unsigned 64-bit keys (ScalarOps.h's topKKey), ties broken by
 // index: a total order, so the selection is deterministic. The CUDA kernel
 // (compiler/cuda/TopKEmitter.cpp) computes the same keys and picks the
 // same elements in the same order; values are copied, never converted.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/ScalarOps.h"
 #include "runtime/host/Kernels.h"
 
 #include <algorithm>
@@ -29,22 +30,11 @@ using namespace bundle;
 
 namespace {
 
-/// Element `i` as a key whose unsigned order is the value order: integers
-/// with the sign bit flipped; floats (widened to double, -0.0 as +0.0)
-/// with negative numbers' bits inverted and positive numbers' sign bit set
-/// (IEEE 754 magnitudes order as their bit patterns), NaN the largest key.
+/// Element `i` as TopK's key (runtime/ScalarOps.h's topKKey, which the
+/// CUDA kernel calls too).
 uint64_t sortKey(const uint8_t *base, uint8_t dtype, int64_t i) {
-  const uint64_t sign = uint64_t(1) << 63;
-  if (!isFloatCode(dtype))
-    return uint64_t(loadInt(base, dtype, i)) ^ sign;
-  double value = loadDouble(base, dtype, i);
-  if (value != value)
-    return ~uint64_t(0);
-  if (value == 0)
-    value = 0; // -0.0 sorts with +0.0
-  uint64_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return (bits & sign) ? ~bits : bits | sign;
+  return isFloatCode(dtype) ? scalar::topKKey(loadDouble(base, dtype, i))
+                            : scalar::topKKey(int64_t(loadInt(base, dtype, i)));
 }
 
 Status topKKernel(KernelContext &ctx) {
