@@ -3,7 +3,8 @@
 // A content-addressed store of what NVRTC produced, so that recompiling a
 // model whose kernels did not change skips NVRTC. An entry's key is the
 // SHA-256 of everything that decides the image: the translation unit,
-// NVRTC's options, the image kind and architecture, and NVRTC's version.
+// the options of NVRTC (and of nvJitLink, for a cubin), the image kind and
+// architecture, and the compilers' versions.
 // Its file (KEY.img in the directory) holds a magic, the SHA-256 of the
 // payload and the payload, so a truncated, edited or foreign file is a miss
 // (and is rewritten), never a wrong image. Entries are written atomically

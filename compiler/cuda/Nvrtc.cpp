@@ -4,10 +4,9 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
-#include <thread>
 
 #ifdef SNUG_HAVE_NVRTC
-#include <nvrtc.h>
+#include "compiler/cuda/NvrtcLibrary.h"
 #endif
 
 namespace snug {
@@ -21,65 +20,143 @@ llvm::Error makeError(const llvm::Twine &message) {
 }
 
 #ifdef SNUG_HAVE_NVRTC
-struct Job {
-  bundle::KernelImage image;
-  std::string log;
-  std::string failure;
+/// NVRTC's options for the PTX of compute_`arch`: part of the cache key of
+/// that PTX and of every cubin assembled from it.
+std::vector<std::string> getNvrtcOptions(unsigned arch) {
+  return {"--gpu-architecture=compute_" + std::to_string(arch), "--std=c++17",
+          "--fmad=true", "--device-as-default-execution-space"};
+}
+
+/// nvJitLink's options for the cubin of sm_`arch`.
+std::vector<std::string> getJitLinkOptions(unsigned arch) {
+  return {"-arch=sm_" + std::to_string(arch)};
+}
+
+/// The versions of both compilers, read once per process: each library is
+/// mapped for the moment it takes and closed again.
+struct CompilerVersions {
+  std::string nvrtc, jitLink;
+  std::vector<unsigned> archs; // what NVRTC compiles for
+  std::string error;           // why a library would not load
 };
 
-/// NVRTC's options for one image: part of the cache key.
-std::vector<std::string> getOptions(const bundle::KernelImage &image) {
-  std::string arch = (image.kind == bundle::ImagePtx ? "compute_" : "sm_") +
-                     std::to_string(image.arch);
-  return {"--gpu-architecture=" + arch, "--std=c++17", "--fmad=true",
-          "--device-as-default-execution-space"};
+const CompilerVersions &getCompilerVersions() {
+  static const CompilerVersions versions = [] {
+    CompilerVersions result;
+    if (auto nvrtc = NvrtcLibrary::load()) {
+      int major = 0, minor = 0;
+      if (nvrtc->version(&major, &minor) == NVRTC_SUCCESS)
+        result.nvrtc = std::to_string(major) + "." + std::to_string(minor);
+      int count = 0;
+      if (nvrtc->getNumSupportedArchs(&count) == NVRTC_SUCCESS && count > 0) {
+        std::vector<int> values(size_t(count), 0);
+        if (nvrtc->getSupportedArchs(values.data()) == NVRTC_SUCCESS)
+          result.archs.assign(values.begin(), values.end());
+      }
+    } else {
+      result.error = llvm::toString(nvrtc.takeError());
+      return result;
+    }
+    if (auto jitLink = JitLinkLibrary::load()) {
+      unsigned major = 0, minor = 0;
+      if (jitLink->version(&major, &minor) == NVJITLINK_SUCCESS)
+        result.jitLink = std::to_string(major) + "." + std::to_string(minor);
+    } else {
+      result.error = llvm::toString(jitLink.takeError());
+    }
+    return result;
+  }();
+  return versions;
 }
 
-std::string getNvrtcVersion() {
-  int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
-    return "unknown";
-  return std::to_string(major) + "." + std::to_string(minor);
-}
-
-void compileOne(const std::string &source, Job &job) {
-  nvrtcProgram program;
-  nvrtcResult result = nvrtcCreateProgram(&program, source.c_str(), "snug.cu",
-                                          0, nullptr, nullptr);
-  if (result != NVRTC_SUCCESS) {
-    job.failure = nvrtcGetErrorString(result);
-    return;
+/// One image of the bundle: where it comes from and its cache key.
+struct Slot {
+  Slot(uint8_t kind, unsigned arch, size_t group, const KernelCache::Key &key)
+      : group(group), key(key) {
+    image.kind = kind;
+    image.arch = arch;
   }
-  std::vector<std::string> optionText = getOptions(job.image);
+  bundle::KernelImage image;
+  size_t group; // the PTX it is (or is assembled from)
+  KernelCache::Key key;
+  bool cached = false;
+};
+
+/// Compiles the source to PTX for compute_`arch`; the log (warnings too)
+/// goes to `log`.
+llvm::Expected<std::vector<uint8_t>> compilePtx(const NvrtcLibrary &nvrtc,
+                                                const std::string &source,
+                                                unsigned arch,
+                                                std::string &log) {
+  nvrtcProgram program;
+  nvrtcResult result = nvrtc.createProgram(&program, source.c_str(),
+                                           "snug.cu", 0, nullptr, nullptr);
+  if (result != NVRTC_SUCCESS)
+    return makeError(nvrtc.getErrorString(result));
+  std::vector<std::string> optionText = getNvrtcOptions(arch);
   std::vector<const char *> options;
   for (const std::string &option : optionText)
     options.push_back(option.c_str());
-  result = nvrtcCompileProgram(program, int(options.size()), options.data());
+  result = nvrtc.compileProgram(program, int(options.size()), options.data());
   size_t logSize = 0;
-  if (nvrtcGetProgramLogSize(program, &logSize) == NVRTC_SUCCESS &&
+  if (nvrtc.getProgramLogSize(program, &logSize) == NVRTC_SUCCESS &&
       logSize > 1) {
-    job.log.resize(logSize);
-    nvrtcGetProgramLog(program, job.log.data());
-    job.log.resize(logSize - 1);
+    log.resize(logSize);
+    nvrtc.getProgramLog(program, log.data());
+    log.resize(logSize - 1);
   }
-  if (result != NVRTC_SUCCESS) {
-    job.failure = nvrtcGetErrorString(result);
-    nvrtcDestroyProgram(&program);
-    return;
-  }
+  std::vector<uint8_t> ptx;
   size_t size = 0;
-  if (job.image.kind == bundle::ImagePtx) {
-    nvrtcGetPTXSize(program, &size);
-    job.image.bytes.resize(size);
-    result = nvrtcGetPTX(program, reinterpret_cast<char *>(job.image.bytes.data()));
-  } else {
-    nvrtcGetCUBINSize(program, &size);
-    job.image.bytes.resize(size);
-    result = nvrtcGetCUBIN(program, reinterpret_cast<char *>(job.image.bytes.data()));
+  if (result == NVRTC_SUCCESS &&
+      (result = nvrtc.getPTXSize(program, &size)) == NVRTC_SUCCESS) {
+    ptx.resize(size);
+    result = nvrtc.getPTX(program, reinterpret_cast<char *>(ptx.data()));
   }
+  nvrtc.destroyProgram(&program);
   if (result != NVRTC_SUCCESS)
-    job.failure = nvrtcGetErrorString(result);
-  nvrtcDestroyProgram(&program);
+    return makeError(nvrtc.getErrorString(result));
+  return ptx;
+}
+
+/// Assembles PTX into the cubin of sm_`arch`.
+llvm::Expected<std::vector<uint8_t>>
+assembleCubin(const JitLinkLibrary &jitLink, llvm::ArrayRef<uint8_t> ptx,
+              unsigned arch) {
+  std::vector<std::string> optionText = getJitLinkOptions(arch);
+  std::vector<const char *> options;
+  for (const std::string &option : optionText)
+    options.push_back(option.c_str());
+  nvJitLinkHandle handle;
+  nvJitLinkResult result =
+      jitLink.create(&handle, uint32_t(options.size()), options.data());
+  if (result != NVJITLINK_SUCCESS)
+    return makeError("nvJitLink error " + llvm::Twine(int(result)));
+  std::vector<uint8_t> cubin;
+  size_t size = 0;
+  // The PTX image ends in its NUL, which nvJitLink does not take as text.
+  size_t ptxBytes = ptx.size() - (!ptx.empty() && ptx.back() == 0);
+  if ((result = jitLink.addData(handle, NVJITLINK_INPUT_PTX, ptx.data(),
+                                ptxBytes, "snug.ptx")) == NVJITLINK_SUCCESS &&
+      (result = jitLink.complete(handle)) == NVJITLINK_SUCCESS &&
+      (result = jitLink.getLinkedCubinSize(handle, &size)) ==
+          NVJITLINK_SUCCESS) {
+    cubin.resize(size);
+    result = jitLink.getLinkedCubin(handle, cubin.data());
+  }
+  std::string log;
+  size_t logSize = 0;
+  if (result != NVJITLINK_SUCCESS &&
+      jitLink.getErrorLogSize(handle, &logSize) == NVJITLINK_SUCCESS &&
+      logSize > 1) {
+    log.resize(logSize);
+    jitLink.getErrorLog(handle, log.data());
+    log.resize(logSize - 1);
+  }
+  jitLink.destroy(&handle);
+  if (result != NVJITLINK_SUCCESS)
+    return makeError("nvJitLink error " + llvm::Twine(int(result)) + ":\n" +
+                     log);
+  return cubin;
 }
 
 /// "node 'conv1' (Conv)" for the kernels NVRTC's log points at (lines
@@ -107,20 +184,58 @@ std::string blameKernels(const CudaProgram &program, llvm::StringRef log) {
 }
 #endif
 
+/// The values of `__CUDA_ARCH__` the source compares against (800 for
+/// `__CUDA_ARCH__ >= 800`): GPUs on the same side of every one compile
+/// the same code, so one PTX serves them all. None when the source tests
+/// the macro some other way (==, >, ...): then every arch gets its own.
+llvm::Optional<std::vector<unsigned>>
+getArchThresholds(llvm::StringRef source) {
+  std::vector<unsigned> thresholds;
+  static constexpr llvm::StringLiteral kMacro = "__CUDA_ARCH__";
+  for (size_t at = source.find(kMacro); at != llvm::StringRef::npos;
+       at = source.find(kMacro, at + kMacro.size())) {
+    llvm::StringRef before = source.substr(0, at).rtrim(" \t(");
+    // Whether it is defined is the same on every GPU.
+    if (before.endswith("defined") || before.endswith("#ifdef") ||
+        before.endswith("#ifndef"))
+      continue;
+    llvm::StringRef after = source.substr(at + kMacro.size()).ltrim(" \t");
+    if (!after.consume_front(">=") && !after.consume_front("<"))
+      return llvm::None;
+    unsigned value;
+    if (after.ltrim(" \t").consumeInteger(10, value))
+      return llvm::None;
+    thresholds.push_back(value);
+  }
+  return thresholds;
+}
+
 } // namespace
 
+std::vector<std::vector<unsigned>>
+groupArchsByPtx(llvm::ArrayRef<unsigned> archs, llvm::StringRef source) {
+  auto thresholds = getArchThresholds(source);
+  auto level = [&](unsigned arch) {
+    return size_t(std::count_if(
+        thresholds->begin(), thresholds->end(),
+        [&](unsigned threshold) { return arch * 10 >= threshold; }));
+  };
+  std::vector<std::vector<unsigned>> groups;
+  for (unsigned arch : archs)
+    if (groups.empty() || !thresholds ||
+        level(arch) != level(groups.back().front()))
+      groups.push_back({arch});
+    else
+      groups.back().push_back(arch);
+  return groups;
+}
+
 std::vector<unsigned> getNvrtcArchs() {
-  std::vector<unsigned> archs;
 #ifdef SNUG_HAVE_NVRTC
-  int count = 0;
-  if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0)
-    return archs;
-  std::vector<int> values(size_t(count), 0);
-  if (nvrtcGetSupportedArchs(values.data()) != NVRTC_SUCCESS)
-    return archs;
-  archs.assign(values.begin(), values.end());
+  return getCompilerVersions().archs;
+#else
+  return {};
 #endif
-  return archs;
 }
 
 bool isNvrtcAvailable() {
@@ -141,49 +256,107 @@ compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
 #else
   if (archs.empty())
     return makeError("no CUDA architecture given");
-  std::vector<Job> jobs(archs.size() + 1);
-  for (size_t i = 0; i < archs.size(); ++i)
-    jobs[i].image = {bundle::ImageCubin, archs[i], {}};
-  jobs.back().image = {bundle::ImagePtx,
-                       *std::max_element(archs.begin(), archs.end()), {}};
-  std::string version = getNvrtcVersion();
-  std::vector<KernelCache::Key> keys;
-  std::vector<Job *> toCompile;
-  for (Job &job : jobs) {
-    keys.push_back(KernelCache::makeKey(program.source, getOptions(job.image),
-                                        job.image.kind, job.image.arch,
-                                        version));
-    if (auto cached = cache.lookup(keys.back()))
-      job.image.bytes = std::move(*cached);
-    else
-      toCompile.push_back(&job);
+  const CompilerVersions &versions = getCompilerVersions();
+  if (!versions.error.empty())
+    return makeError(versions.error);
+  std::vector<unsigned> sorted(archs.begin(), archs.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::vector<std::vector<unsigned>> groups =
+      groupArchsByPtx(sorted, program.source);
+
+  // The images in bundle order: a cubin per arch, then each group's PTX.
+  std::vector<Slot> slots;
+  std::vector<size_t> ptxSlot(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (unsigned arch : groups[g]) {
+      std::vector<std::string> options = getNvrtcOptions(groups[g].front());
+      for (std::string &option : getJitLinkOptions(arch))
+        options.push_back(std::move(option));
+      slots.emplace_back(bundle::ImageCubin, arch, g,
+                         KernelCache::makeKey(program.source, options,
+                                            bundle::ImageCubin, arch,
+                                            "nvrtc " + versions.nvrtc +
+                                                " nvJitLink " +
+                                                versions.jitLink));
+    }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    ptxSlot[g] = slots.size();
+    unsigned arch = groups[g].front();
+    slots.emplace_back(bundle::ImagePtx, arch, g,
+                       KernelCache::makeKey(program.source,
+                                            getNvrtcOptions(arch),
+                                            bundle::ImagePtx, arch,
+                                            "nvrtc " + versions.nvrtc));
   }
-  std::vector<std::thread> threads;
-  unsigned parallel = std::max(1u, std::thread::hardware_concurrency());
-  for (size_t first = 0; first < toCompile.size(); first += parallel) {
-    threads.clear();
-    for (size_t i = first; i < std::min(toCompile.size(), first + parallel); ++i)
-      threads.emplace_back(compileOne, std::cref(program.source),
-                           std::ref(*toCompile[i]));
-    for (std::thread &thread : threads)
-      thread.join();
+  for (Slot &slot : slots)
+    if (auto bytes = cache.lookup(slot.key)) {
+      slot.image.bytes = std::move(*bytes);
+      slot.cached = true;
+    }
+
+  // One compiler mapped at a time, and NVRTC's heap handed back before
+  // ptxas runs: a cold compile peaks at the larger of the two, not their
+  // sum (squeezenet: 115 MiB peak RSS when NVRTC made cubins itself).
+  {
+    llvm::Optional<NvrtcLibrary> nvrtc;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (slots[ptxSlot[g]].cached)
+        continue;
+      if (!nvrtc) {
+        auto loaded = NvrtcLibrary::load();
+        if (!loaded)
+          return loaded.takeError();
+        nvrtc.emplace(std::move(*loaded));
+      }
+      std::string log;
+      auto ptx = compilePtx(*nvrtc, program.source, groups[g].front(), log);
+      if (!ptx)
+        return makeError("internal error: NVRTC could not compile the "
+                         "kernels of " +
+                         blameKernels(program, log) + " for compute_" +
+                         llvm::Twine(groups[g].front()) + " (" +
+                         llvm::toString(ptx.takeError()) + "):\n" + log);
+      slots[ptxSlot[g]].image.bytes = std::move(*ptx);
+    }
+  }
+  releaseFreeHeap();
+  {
+    llvm::Optional<JitLinkLibrary> jitLink;
+    for (Slot &slot : slots) {
+      if (slot.cached || slot.image.kind != bundle::ImageCubin)
+        continue;
+      if (!jitLink) {
+        auto loaded = JitLinkLibrary::load();
+        if (!loaded)
+          return loaded.takeError();
+        jitLink.emplace(std::move(*loaded));
+      }
+      auto cubin = assembleCubin(*jitLink, slots[ptxSlot[slot.group]].image.bytes,
+                                 slot.image.arch);
+      if (!cubin)
+        return makeError("internal error: nvJitLink could not assemble the "
+                         "kernels' PTX for sm_" +
+                         llvm::Twine(slot.image.arch) + " (" +
+                         llvm::toString(cubin.takeError()) + ")");
+      slot.image.bytes = std::move(*cubin);
+    }
+  }
+  releaseFreeHeap();
+
+  std::vector<bundle::KernelImage> images;
+  unsigned compiled = 0;
+  for (Slot &slot : slots) {
+    // What was compiled goes to the cache (a failure has returned above).
+    if (!slot.cached) {
+      cache.store(slot.key, slot.image.bytes);
+      ++compiled;
+    }
+    images.push_back(std::move(slot.image));
   }
   if (statistics) {
-    statistics->fromCache = unsigned(jobs.size() - toCompile.size());
-    statistics->compiled = unsigned(toCompile.size());
-  }
-  std::vector<bundle::KernelImage> images;
-  for (Job &job : jobs) {
-    if (!job.failure.empty())
-      return makeError(
-          "internal error: NVRTC could not compile the kernels of " +
-          blameKernels(program, job.log) + " for " +
-          (job.image.kind == bundle::ImagePtx ? "compute_" : "sm_") +
-          llvm::Twine(job.image.arch) + " (" + job.failure + "):\n" + job.log);
-    // What NVRTC compiled goes to the cache (a failure has returned above).
-    if (std::find(toCompile.begin(), toCompile.end(), &job) != toCompile.end())
-      cache.store(keys[size_t(&job - jobs.data())], job.image.bytes);
-    images.push_back(std::move(job.image));
+    statistics->fromCache = unsigned(images.size()) - compiled;
+    statistics->compiled = compiled;
   }
   return images;
 #endif

@@ -1,10 +1,16 @@
 //===- Nvrtc.h - Compiling emitted CUDA ahead of time ------------*- C++ -*-===//
 //
-// Compiles a CudaProgram's translation unit with NVRTC, without a GPU: a
-// cubin per target arch and PTX (compute_XX) for the newest, so a newer GPU
-// can JIT it. The compilations run in parallel; images already in the
-// kernel cache (KernelCache.h) are not compiled again. A failure is an internal
-// error naming the op whose kernel failed and carrying NVRTC's log.
+// Compiles a CudaProgram's translation unit without a GPU: NVRTC makes PTX,
+// nvJitLink (ptxas) assembles it into a cubin per target arch. Archs that
+// no `__CUDA_ARCH__` test in the source tells apart share one PTX, for the
+// lowest of them, which also goes into the bundle so that GPUs without a
+// cubin JIT it (sm_80 and sm_90 share compute_80 PTX today, so an sm_86 or
+// sm_89 GPU runs the bundle too). The steps run one at a time, each
+// compiler mapped only while it works: a cold compile's memory is the
+// larger of NVRTC's and ptxas's, not their sum (NvrtcLibrary.h). Images
+// already in the kernel cache (KernelCache.h) are not compiled again. A
+// failure is an internal error naming the op whose kernel failed and
+// carrying the compiler's log.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_CUDA_NVRTC_H
@@ -28,6 +34,13 @@ bool isNvrtcAvailable();
 /// without NVRTC.
 std::vector<unsigned> getNvrtcArchs();
 
+/// The groups of `archs` (sorted, unique) that share one PTX: consecutive
+/// archs that no `__CUDA_ARCH__ >= N` or `< N` test in `source` tells
+/// apart. The PTX is for the first of each group, the lowest. A source that
+/// tests the macro any other way (==, >, ...) gets one group per arch.
+std::vector<std::vector<unsigned>>
+groupArchsByPtx(llvm::ArrayRef<unsigned> archs, llvm::StringRef source);
+
 /// How many images a compile took from the kernel cache and how many NVRTC
 /// compiled.
 struct CompileStatistics {
@@ -35,7 +48,8 @@ struct CompileStatistics {
   unsigned compiled = 0;
 };
 
-/// Cubins for each of `archs` (80 = sm_80) and PTX for the newest. Images
+/// Cubins for each of `archs` (80 = sm_80), then the PTX each group of
+/// them was assembled from (see above). Images
 /// `cache` holds for the same source, options, arch and NVRTC version are
 /// taken from it (byte for byte what NVRTC gave when they were stored);
 /// the others are compiled and stored.

@@ -136,20 +136,70 @@ TEST(CudaEmitterTest, NvrtcCompilesCubinsAndPtx) {
   ASSERT_TRUE(bool(program)) << toString(program.takeError());
   auto images = cuda::compileCudaProgram(*program, {80, 90});
   ASSERT_TRUE(bool(images)) << toString(images.takeError());
+  // sm_80 and sm_90 compile the same code (the prelude tests only
+  // __CUDA_ARCH__ >= 800), so both cubins come from one compute_80 PTX.
   ASSERT_EQ(images->size(), 3u);
   EXPECT_EQ((*images)[0].kind, bundle::ImageCubin);
   EXPECT_EQ((*images)[0].arch, 80u);
   EXPECT_EQ((*images)[1].arch, 90u);
   EXPECT_EQ((*images)[2].kind, bundle::ImagePtx);
-  EXPECT_EQ((*images)[2].arch, 90u);
-  // Cubins are ELF files; PTX is NUL-terminated text naming the kernel.
-  EXPECT_EQ(std::string((*images)[0].bytes.begin(), (*images)[0].bytes.begin() + 4),
-            "\x7f" "ELF");
+  EXPECT_EQ((*images)[2].arch, 80u);
+  // Cubins are ELF files for their own SM (a cubin's e_flags hold it in
+  // bits 8-15); PTX is NUL-terminated text naming the kernel.
+  for (size_t i = 0; i < 2; ++i) {
+    const std::vector<uint8_t> &cubin = (*images)[i].bytes;
+    ASSERT_GT(cubin.size(), 52u);
+    EXPECT_EQ(std::string(cubin.begin(), cubin.begin() + 4), "\x7f" "ELF");
+    EXPECT_EQ(cubin[0x31], (*images)[i].arch) << "cubin " << i;
+  }
   const std::vector<uint8_t> &ptx = (*images)[2].bytes;
   ASSERT_FALSE(ptx.empty());
   EXPECT_EQ(ptx.back(), 0);
-  EXPECT_NE(std::string(ptx.begin(), ptx.end()).find(program->plan.kernels[0]),
-            std::string::npos);
+  std::string text(ptx.begin(), ptx.end());
+  EXPECT_NE(text.find(program->plan.kernels[0]), std::string::npos);
+  EXPECT_NE(text.find(".target sm_80"), std::string::npos);
+}
+
+// An arch on the other side of the prelude's __CUDA_ARCH__ >= 800 test
+// gets a PTX of its own: sm_75 from compute_75, sm_80 and sm_90 from
+// compute_80; both PTX go into the bundle.
+TEST(CudaEmitterTest, NvrtcCompilesOnePtxPerArchGroup) {
+  if (!cuda::isNvrtcAvailable())
+    GTEST_SKIP() << "built without NVRTC";
+  auto program = emit(kTwoRelus);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  auto images = cuda::compileCudaProgram(*program, {75, 80, 90});
+  ASSERT_TRUE(bool(images)) << toString(images.takeError());
+  std::vector<std::pair<uint8_t, unsigned>> kinds;
+  for (const bundle::KernelImage &image : *images)
+    kinds.push_back({image.kind, image.arch});
+  EXPECT_EQ(kinds, (std::vector<std::pair<uint8_t, unsigned>>{
+                       {bundle::ImageCubin, 75},
+                       {bundle::ImageCubin, 80},
+                       {bundle::ImageCubin, 90},
+                       {bundle::ImagePtx, 75},
+                       {bundle::ImagePtx, 80}}));
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ((*images)[i].bytes.at(0x31), (*images)[i].arch);
+}
+
+TEST(CudaEmitterTest, ArchsShareAPtxUnlessTheSourceTellsThemApart) {
+  using Groups = std::vector<std::vector<unsigned>>;
+  std::vector<unsigned> archs = {75, 80, 86, 90};
+  EXPECT_EQ(cuda::groupArchsByPtx(archs, "__global__ void k() {}"),
+            (Groups{{75, 80, 86, 90}}));
+  EXPECT_EQ(cuda::groupArchsByPtx(
+                archs, "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n"
+                       "#endif\n#ifdef __CUDA_ARCH__\n#endif\n"),
+            (Groups{{75}, {80, 86, 90}}));
+  EXPECT_EQ(cuda::groupArchsByPtx(archs, "#if __CUDA_ARCH__ < 900\n#endif\n"
+                                         "#if __CUDA_ARCH__>=860\n#endif\n"),
+            (Groups{{75, 80}, {86}, {90}}));
+  // A test the grouping does not read: every arch on its own.
+  EXPECT_EQ(cuda::groupArchsByPtx(archs, "#if __CUDA_ARCH__ == 900\n#endif\n"),
+            (Groups{{75}, {80}, {86}, {90}}));
+  EXPECT_EQ(cuda::groupArchsByPtx(archs, "// __CUDA_ARCH__ matters here\n"),
+            (Groups{{75}, {80}, {86}, {90}}));
 }
 
 // The tiled GEMM kernel on the tensor cores (an f16 MatMul and a bf16

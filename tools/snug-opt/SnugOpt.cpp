@@ -25,7 +25,6 @@
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
 
-#include "llvm/Pass.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -54,6 +53,8 @@ static cl::list<std::string>
 static cl::opt<bool> printIrAfterAll("print-ir-after-all",
                                      cl::desc("Print IR after every pass"),
                                      cl::cat(category));
+static cl::opt<bool> timePasses("time-passes",
+                                cl::desc("Print the time each pass takes"));
 static cl::opt<bool> passStatistics("pass-statistics",
                                     cl::desc("Print per-pass statistics"),
                                     cl::cat(category));
@@ -98,8 +99,7 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
   options.verifyEach = verifyEach;
   options.printIrAfter = printIrAfter;
   options.printIrAfterAll = printIrAfterAll;
-  // libLLVM already owns the --time-passes flag; snug reads its value.
-  options.timePasses = llvm::TimePassesIsEnabled;
+  options.timePasses = timePasses;
   options.statistics = passStatistics;
   options.printOptions.elideWeightsOver = elideWeightsOver;
   PassManager passManager(options);

@@ -1,0 +1,128 @@
+//===- NvrtcLibrary.cpp - NVRTC and nvJitLink, loaded only while used -----===//
+#include "compiler/cuda/NvrtcLibrary.h"
+
+#include <dlfcn.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace snug {
+namespace cuda {
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 message.str());
+}
+
+std::string dlError() {
+  const char *text = dlerror();
+  return text ? text : "unknown error";
+}
+
+} // namespace
+
+llvm::Expected<SharedLibrary>
+SharedLibrary::open(const std::vector<std::string> &candidates,
+                    llvm::StringRef what) {
+  std::string errors;
+  for (const std::string &candidate : candidates) {
+    if (void *handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL))
+      return SharedLibrary(handle, candidate);
+    errors += (errors.empty() ? "" : "; ") + dlError();
+  }
+  return makeError("cannot load " + what + " (" + errors +
+                   "); the CUDA toolkit snugc was built with must be "
+                   "installed to compile kernels, or use --target=host");
+}
+
+SharedLibrary::SharedLibrary(SharedLibrary &&other) noexcept
+    : handle(other.handle), path(std::move(other.path)) {
+  other.handle = nullptr;
+}
+
+SharedLibrary &SharedLibrary::operator=(SharedLibrary &&other) noexcept {
+  if (this != &other) {
+    if (handle)
+      dlclose(handle);
+    handle = other.handle;
+    path = std::move(other.path);
+    other.handle = nullptr;
+  }
+  return *this;
+}
+
+SharedLibrary::~SharedLibrary() {
+  if (handle)
+    dlclose(handle);
+}
+
+void *SharedLibrary::lookup(const char *name) const {
+  return dlsym(handle, name);
+}
+
+llvm::Error SharedLibrary::missing(const char *name) const {
+  return makeError(path + " lacks " + name + " (" + dlError() +
+                   "); it is not the CUDA toolkit snugc was built with");
+}
+
+llvm::Expected<NvrtcLibrary> NvrtcLibrary::load() {
+  auto library = SharedLibrary::open({SNUG_NVRTC_PATH, SNUG_NVRTC_SONAME},
+                                     "NVRTC");
+  if (!library)
+    return library.takeError();
+  NvrtcLibrary n{std::move(*library)};
+  auto with = [](auto *&function, const char *name) {
+    return std::pair<decltype(function), const char *>(function, name);
+  };
+  if (llvm::Error error = n.library.bind(
+          with(n.version, "nvrtcVersion"),
+          with(n.getNumSupportedArchs, "nvrtcGetNumSupportedArchs"),
+          with(n.getSupportedArchs, "nvrtcGetSupportedArchs"),
+          with(n.getErrorString, "nvrtcGetErrorString"),
+          with(n.createProgram, "nvrtcCreateProgram"),
+          with(n.compileProgram, "nvrtcCompileProgram"),
+          with(n.getProgramLogSize, "nvrtcGetProgramLogSize"),
+          with(n.getProgramLog, "nvrtcGetProgramLog"),
+          with(n.getPTXSize, "nvrtcGetPTXSize"), with(n.getPTX, "nvrtcGetPTX"),
+          with(n.destroyProgram, "nvrtcDestroyProgram")))
+    return error;
+  return n;
+}
+
+llvm::Expected<JitLinkLibrary> JitLinkLibrary::load() {
+  auto library = SharedLibrary::open(
+      {SNUG_NVJITLINK_PATH, SNUG_NVJITLINK_SONAME}, "nvJitLink");
+  if (!library)
+    return library.takeError();
+  JitLinkLibrary j{std::move(*library)};
+  auto with = [](auto *&function, const char *name) {
+    return std::pair<decltype(function), const char *>(function, name);
+  };
+  // The versioned names the toolkit's header calls (see the header).
+#define SNUG_VERSIONED(name) "__" name SNUG_NVJITLINK_SUFFIX
+  if (llvm::Error error = j.library.bind(
+          with(j.version, "nvJitLinkVersion"),
+          with(j.create, SNUG_VERSIONED("nvJitLinkCreate")),
+          with(j.addData, SNUG_VERSIONED("nvJitLinkAddData")),
+          with(j.complete, SNUG_VERSIONED("nvJitLinkComplete")),
+          with(j.getLinkedCubinSize,
+               SNUG_VERSIONED("nvJitLinkGetLinkedCubinSize")),
+          with(j.getLinkedCubin, SNUG_VERSIONED("nvJitLinkGetLinkedCubin")),
+          with(j.getErrorLogSize, SNUG_VERSIONED("nvJitLinkGetErrorLogSize")),
+          with(j.getErrorLog, SNUG_VERSIONED("nvJitLinkGetErrorLog")),
+          with(j.destroy, SNUG_VERSIONED("nvJitLinkDestroy"))))
+    return error;
+#undef SNUG_VERSIONED
+  return j;
+}
+
+void releaseFreeHeap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+} // namespace cuda
+} // namespace snug

@@ -1,0 +1,117 @@
+//===- NvrtcLibrary.h - NVRTC and nvJitLink, loaded only while used -*- C++ -*-===//
+//
+// The CUDA toolkit's two compilers, opened with dlopen by the compile that
+// needs them and closed when it is done, one at a time: NVRTC turns the
+// translation unit into PTX, nvJitLink assembles PTX into a cubin. Only
+// mapping libnvrtc (109 MB) makes about 28 MiB resident, its relocations
+// and initialisers, and nvJitLink about 25 MiB more; a compile whose images
+// all come from the kernel cache, or a --target=host compile, maps neither,
+// and a cold compile never holds both, nor NVRTC's working memory beside
+// ptxas's (see Nvrtc.cpp for the figures).
+//
+// Each library is looked for where the build found it, then by its soname
+// on the loader's path. Only Nvrtc.cpp includes this header (it needs the
+// toolkit's headers).
+//
+//===----------------------------------------------------------------------===//
+#ifndef SNUG_COMPILER_CUDA_NVRTCLIBRARY_H
+#define SNUG_COMPILER_CUDA_NVRTCLIBRARY_H
+
+#include "llvm/Support/Error.h"
+
+#include <nvJitLink.h>
+#include <nvrtc.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace snug {
+namespace cuda {
+
+/// A dlopen'ed library, closed (unmapped) when this goes away.
+class SharedLibrary {
+public:
+  /// The first of `candidates` (paths or sonames) that loads; the error
+  /// names every one tried and why it failed.
+  static llvm::Expected<SharedLibrary>
+  open(const std::vector<std::string> &candidates, llvm::StringRef what);
+
+  SharedLibrary(SharedLibrary &&other) noexcept;
+  SharedLibrary &operator=(SharedLibrary &&other) noexcept;
+  SharedLibrary(const SharedLibrary &) = delete;
+  SharedLibrary &operator=(const SharedLibrary &) = delete;
+  ~SharedLibrary();
+
+  /// Binds each (function pointer, symbol) pair; an error naming the
+  /// library and the first symbol it lacks.
+  template <typename... Bindings>
+  llvm::Error bind(Bindings &&...bindings) const {
+    const char *absent = nullptr;
+    (bindOne(absent, bindings.first, bindings.second), ...);
+    return absent ? missing(absent) : llvm::Error::success();
+  }
+
+  const std::string &getPath() const { return path; }
+
+private:
+  SharedLibrary(void *handle, std::string path)
+      : handle(handle), path(std::move(path)) {}
+  template <typename Function>
+  void bindOne(const char *&absent, Function *&function,
+               const char *name) const {
+    function = reinterpret_cast<Function *>(lookup(name));
+    if (!function && !absent)
+      absent = name;
+  }
+  void *lookup(const char *name) const;
+  llvm::Error missing(const char *name) const;
+
+  void *handle = nullptr;
+  std::string path;
+};
+
+/// The NVRTC entry points snug calls.
+struct NvrtcLibrary {
+  SharedLibrary library;
+  decltype(&::nvrtcVersion) version = nullptr;
+  decltype(&::nvrtcGetNumSupportedArchs) getNumSupportedArchs = nullptr;
+  decltype(&::nvrtcGetSupportedArchs) getSupportedArchs = nullptr;
+  decltype(&::nvrtcGetErrorString) getErrorString = nullptr;
+  decltype(&::nvrtcCreateProgram) createProgram = nullptr;
+  decltype(&::nvrtcCompileProgram) compileProgram = nullptr;
+  decltype(&::nvrtcGetProgramLogSize) getProgramLogSize = nullptr;
+  decltype(&::nvrtcGetProgramLog) getProgramLog = nullptr;
+  decltype(&::nvrtcGetPTXSize) getPTXSize = nullptr;
+  decltype(&::nvrtcGetPTX) getPTX = nullptr;
+  decltype(&::nvrtcDestroyProgram) destroyProgram = nullptr;
+
+  static llvm::Expected<NvrtcLibrary> load();
+};
+
+/// The nvJitLink entry points snug calls. Its header maps each call to a
+/// symbol named for the toolkit's version (__nvJitLinkCreate_13_0); the
+/// build reads that suffix from the header it compiles against.
+struct JitLinkLibrary {
+  SharedLibrary library;
+  decltype(&::nvJitLinkVersion) version = nullptr;
+  decltype(&::nvJitLinkCreate) create = nullptr;
+  decltype(&::nvJitLinkAddData) addData = nullptr;
+  decltype(&::nvJitLinkComplete) complete = nullptr;
+  decltype(&::nvJitLinkGetLinkedCubinSize) getLinkedCubinSize = nullptr;
+  decltype(&::nvJitLinkGetLinkedCubin) getLinkedCubin = nullptr;
+  decltype(&::nvJitLinkGetErrorLogSize) getErrorLogSize = nullptr;
+  decltype(&::nvJitLinkGetErrorLog) getErrorLog = nullptr;
+  decltype(&::nvJitLinkDestroy) destroy = nullptr;
+
+  static llvm::Expected<JitLinkLibrary> load();
+};
+
+/// Hands the heap's free pages back to the system (glibc keeps them
+/// otherwise), so what NVRTC freed does not stay resident under ptxas.
+void releaseFreeHeap();
+
+} // namespace cuda
+} // namespace snug
+
+#endif // SNUG_COMPILER_CUDA_NVRTCLIBRARY_H
