@@ -8,19 +8,23 @@
 //
 // Usage: plan-buffers-bench [--time-limit=SECONDS] [--seed=N]
 //                           [--random=N[,N...]] [--training=N[,N...]]
-//                           [--tilings=COUNT] [--strategies=best,...] DIR...
+//                           [--tilings=COUNT] [--tiling-seed=N]
+//                           [--only=TEXT] [--strategies=best,...] DIR...
 // --random adds synthetic DAG-like problems of N buffers (the shape used by
 // the unit tests) to the table, e.g. to time a 10,000-buffer plan;
 // --training adds generated training steps of about N buffers and
 // --tilings COUNT guillotine tilings of 200-800 buffers (optimum = LB), see
-// passes/PackingInstances.h. --strategies limits the columns (the last one
-// listed is the one summarised as "best").
+// passes/PackingInstances.h; --tiling-seed moves the tilings' seeds (1000 by
+// default) to check other instances. --only keeps the problems whose name
+// contains TEXT (one tiling of a series, say). --strategies limits the
+// columns (the last one listed is the one summarised as "best").
 //
 //===----------------------------------------------------------------------===//
 #include "passes/BufferTrace.h"
 #include "passes/MemoryPlanner.h"
 #include "passes/PackingInstances.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
@@ -112,6 +116,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> dirs;
   std::vector<size_t> randomSizes, trainingSizes;
   size_t tilings = 0;
+  uint64_t tilingSeed = 1000;
+  std::string only;
   auto parseSizes = [](llvm::StringRef arg, std::vector<size_t> &out) {
     llvm::SmallVector<llvm::StringRef, 4> sizes;
     arg.split(sizes, ',');
@@ -150,6 +156,13 @@ int main(int argc, char **argv) {
         llvm::errs() << "error: bad --tilings\n";
         return 2;
       }
+    } else if (arg.consume_front("--tiling-seed=")) {
+      if (arg.getAsInteger(10, tilingSeed)) {
+        llvm::errs() << "error: bad --tiling-seed\n";
+        return 2;
+      }
+    } else if (arg.consume_front("--only=")) {
+      only = arg.str();
     } else if (arg.consume_front("--strategies=")) {
       llvm::SmallVector<llvm::StringRef, 5> names;
       arg.split(names, ',');
@@ -166,7 +179,8 @@ int main(int argc, char **argv) {
     } else if (arg.startswith("-")) {
       llvm::errs() << "usage: " << argv[0]
                    << " [--time-limit=SECONDS] [--seed=N] [--random=N,...] "
-                      "DIR...\n";
+                      "[--training=N,...] [--tilings=COUNT] [--tiling-seed=N] "
+                      "[--only=TEXT] [--strategies=NAME,...] DIR...\n";
       return 2;
     } else {
       dirs.push_back(arg.str());
@@ -184,13 +198,18 @@ int main(int argc, char **argv) {
     problems.push_back(
         {"training-" + std::to_string(n), makeTrainingTrace(n, /*seed=*/n)});
   // Tiling k has 200 + 600 k / COUNT pieces over a 1 MiB x 1000-step
-  // rectangle (seed 1000 + k).
+  // rectangle (seed --tiling-seed + k).
   for (size_t k = 0; k < tilings; ++k) {
     size_t pieces = 200 + 600 * k / std::max<size_t>(tilings, 1);
-    problems.push_back({"tiling-" + std::to_string(pieces) + "-s" +
-                            std::to_string(1000 + k),
-                        makeGuillotineTiling(1 << 20, 1000, pieces, 1000 + k)});
+    problems.push_back(
+        {"tiling-" + std::to_string(pieces) + "-s" +
+             std::to_string(tilingSeed + k),
+         makeGuillotineTiling(1 << 20, 1000, pieces, tilingSeed + k)});
   }
+  if (!only.empty())
+    llvm::erase_if(problems, [&](const Problem &problem) {
+      return problem.name.find(only) == std::string::npos;
+    });
 
   llvm::outs() << "| trace | buffers | LB |";
   for (PlannerStrategy strategy : kStrategies)
