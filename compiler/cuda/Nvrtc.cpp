@@ -82,6 +82,50 @@ struct Slot {
   bool cached = false;
 };
 
+/// The images of a compile in bundle order, a cubin per arch and then each
+/// group's PTX, with what the cache already holds filled in.
+struct Slots {
+  std::vector<Slot> slots;
+  std::vector<size_t> ptxOf; // group -> its PTX's slot
+
+  Slots(const CudaProgram &program,
+        const std::vector<std::vector<unsigned>> &groups,
+        const CompilerVersions &versions, const KernelCache &cache) {
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (unsigned arch : groups[g]) {
+        std::vector<std::string> options = getNvrtcOptions(groups[g].front());
+        for (std::string &option : getJitLinkOptions(arch))
+          options.push_back(std::move(option));
+        slots.emplace_back(
+            bundle::ImageCubin, arch, g,
+            KernelCache::makeKey(program.source, options, bundle::ImageCubin,
+                                 arch,
+                                 "nvrtc " + versions.nvrtc + " nvJitLink " +
+                                     versions.jitLink));
+      }
+    for (size_t g = 0; g < groups.size(); ++g) {
+      ptxOf.push_back(slots.size());
+      unsigned arch = groups[g].front();
+      slots.emplace_back(bundle::ImagePtx, arch, g,
+                         KernelCache::makeKey(program.source,
+                                              getNvrtcOptions(arch),
+                                              bundle::ImagePtx, arch,
+                                              "nvrtc " + versions.nvrtc));
+    }
+    for (Slot &slot : slots)
+      if (auto bytes = cache.lookup(slot.key)) {
+        slot.image.bytes = std::move(*bytes);
+        slot.cached = true;
+      }
+  }
+
+  bool anyMissing(uint8_t kind) const {
+    return std::any_of(slots.begin(), slots.end(), [&](const Slot &slot) {
+      return !slot.cached && slot.image.kind == kind;
+    });
+  }
+};
+
 /// Compiles the source to PTX for compute_`arch`; the log (warnings too)
 /// goes to `log`.
 llvm::Expected<std::vector<uint8_t>> compilePtx(const NvrtcLibrary &nvrtc,
@@ -182,6 +226,55 @@ std::string blameKernels(const CudaProgram &program, llvm::StringRef log) {
     return "the prelude or an unknown kernel";
   return llvm::join(nodes, ", ");
 }
+
+/// NVRTC's step: the PTX of every group the cache lacks. NVRTC is mapped
+/// only if there is one, and unmapped on return.
+llvm::Error compileMissingPtx(const CudaProgram &program, Slots &slots) {
+  if (!slots.anyMissing(bundle::ImagePtx))
+    return llvm::Error::success();
+  auto nvrtc = NvrtcLibrary::load();
+  if (!nvrtc)
+    return nvrtc.takeError();
+  for (size_t index : slots.ptxOf) {
+    Slot &slot = slots.slots[index];
+    if (slot.cached)
+      continue;
+    std::string log;
+    auto ptx = compilePtx(*nvrtc, program.source, slot.image.arch, log);
+    if (!ptx)
+      return makeError("internal error: NVRTC could not compile the kernels "
+                       "of " +
+                       blameKernels(program, log) + " for compute_" +
+                       llvm::Twine(slot.image.arch) + " (" +
+                       llvm::toString(ptx.takeError()) + "):\n" + log);
+    slot.image.bytes = std::move(*ptx);
+  }
+  return llvm::Error::success();
+}
+
+/// ptxas's step: every cubin the cache lacks, from its group's PTX.
+/// nvJitLink is mapped only if there is one, and unmapped on return.
+llvm::Error assembleMissingCubins(Slots &slots) {
+  if (!slots.anyMissing(bundle::ImageCubin))
+    return llvm::Error::success();
+  auto jitLink = JitLinkLibrary::load();
+  if (!jitLink)
+    return jitLink.takeError();
+  for (Slot &slot : slots.slots) {
+    if (slot.cached || slot.image.kind != bundle::ImageCubin)
+      continue;
+    auto cubin = assembleCubin(
+        *jitLink, slots.slots[slots.ptxOf[slot.group]].image.bytes,
+        slot.image.arch);
+    if (!cubin)
+      return makeError("internal error: nvJitLink could not assemble the "
+                       "kernels' PTX for sm_" +
+                       llvm::Twine(slot.image.arch) + " (" +
+                       llvm::toString(cubin.takeError()) + ")");
+    slot.image.bytes = std::move(*cubin);
+  }
+  return llvm::Error::success();
+}
 #endif
 
 /// The values of `__CUDA_ARCH__` the source compares against (800 for
@@ -265,88 +358,21 @@ compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
   std::vector<std::vector<unsigned>> groups =
       groupArchsByPtx(sorted, program.source);
 
-  // The images in bundle order: a cubin per arch, then each group's PTX.
-  std::vector<Slot> slots;
-  std::vector<size_t> ptxSlot(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g)
-    for (unsigned arch : groups[g]) {
-      std::vector<std::string> options = getNvrtcOptions(groups[g].front());
-      for (std::string &option : getJitLinkOptions(arch))
-        options.push_back(std::move(option));
-      slots.emplace_back(bundle::ImageCubin, arch, g,
-                         KernelCache::makeKey(program.source, options,
-                                            bundle::ImageCubin, arch,
-                                            "nvrtc " + versions.nvrtc +
-                                                " nvJitLink " +
-                                                versions.jitLink));
-    }
-  for (size_t g = 0; g < groups.size(); ++g) {
-    ptxSlot[g] = slots.size();
-    unsigned arch = groups[g].front();
-    slots.emplace_back(bundle::ImagePtx, arch, g,
-                       KernelCache::makeKey(program.source,
-                                            getNvrtcOptions(arch),
-                                            bundle::ImagePtx, arch,
-                                            "nvrtc " + versions.nvrtc));
-  }
-  for (Slot &slot : slots)
-    if (auto bytes = cache.lookup(slot.key)) {
-      slot.image.bytes = std::move(*bytes);
-      slot.cached = true;
-    }
-
+  Slots slots(program, groups, versions, cache);
   // One compiler mapped at a time, and NVRTC's heap handed back before
   // ptxas runs: a cold compile peaks at the larger of the two, not their
-  // sum (squeezenet: 115 MiB peak RSS when NVRTC made cubins itself).
-  {
-    llvm::Optional<NvrtcLibrary> nvrtc;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      if (slots[ptxSlot[g]].cached)
-        continue;
-      if (!nvrtc) {
-        auto loaded = NvrtcLibrary::load();
-        if (!loaded)
-          return loaded.takeError();
-        nvrtc.emplace(std::move(*loaded));
-      }
-      std::string log;
-      auto ptx = compilePtx(*nvrtc, program.source, groups[g].front(), log);
-      if (!ptx)
-        return makeError("internal error: NVRTC could not compile the "
-                         "kernels of " +
-                         blameKernels(program, log) + " for compute_" +
-                         llvm::Twine(groups[g].front()) + " (" +
-                         llvm::toString(ptx.takeError()) + "):\n" + log);
-      slots[ptxSlot[g]].image.bytes = std::move(*ptx);
-    }
-  }
+  // sum (squeezenet: 115 MiB peak RSS when NVRTC made the cubins itself,
+  // 86 MiB so).
+  if (llvm::Error error = compileMissingPtx(program, slots))
+    return error;
   releaseFreeHeap();
-  {
-    llvm::Optional<JitLinkLibrary> jitLink;
-    for (Slot &slot : slots) {
-      if (slot.cached || slot.image.kind != bundle::ImageCubin)
-        continue;
-      if (!jitLink) {
-        auto loaded = JitLinkLibrary::load();
-        if (!loaded)
-          return loaded.takeError();
-        jitLink.emplace(std::move(*loaded));
-      }
-      auto cubin = assembleCubin(*jitLink, slots[ptxSlot[slot.group]].image.bytes,
-                                 slot.image.arch);
-      if (!cubin)
-        return makeError("internal error: nvJitLink could not assemble the "
-                         "kernels' PTX for sm_" +
-                         llvm::Twine(slot.image.arch) + " (" +
-                         llvm::toString(cubin.takeError()) + ")");
-      slot.image.bytes = std::move(*cubin);
-    }
-  }
+  if (llvm::Error error = assembleMissingCubins(slots))
+    return error;
   releaseFreeHeap();
 
   std::vector<bundle::KernelImage> images;
   unsigned compiled = 0;
-  for (Slot &slot : slots) {
+  for (Slot &slot : slots.slots) {
     // What was compiled goes to the cache (a failure has returned above).
     if (!slot.cached) {
       cache.store(slot.key, slot.image.bytes);
