@@ -1,9 +1,15 @@
 //===- WeightBlob.cpp - The module's weight storage -----------------------===//
 #include "ir/WeightBlob.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 
 #include <algorithm>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace snug {
 namespace ir {
@@ -58,6 +64,96 @@ uint64_t WeightBlob::getTotalBytes() const {
   for (const Segment &segment : segments)
     total += segment.size;
   return total;
+}
+
+/// Whether a segment's bytes are pages of a file mapping, which the kernel
+/// can drop and read again (not memory the process wrote).
+static bool isFileBacked(const std::shared_ptr<llvm::MemoryBuffer> &mapped) {
+  return mapped &&
+         mapped->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
+}
+
+/// Writes `pieces` to an unlinked file in `directory`, each at its offset,
+/// and maps it read-only; null when any step fails.
+static std::shared_ptr<llvm::MemoryBuffer>
+spillToFile(llvm::ArrayRef<llvm::ArrayRef<uint8_t>> pieces,
+            llvm::ArrayRef<uint64_t> fileOffsets, uint64_t fileBytes,
+            llvm::StringRef directory) {
+  llvm::SmallString<256> model(directory.empty() ? "." : directory);
+  llvm::sys::path::append(model, ".snug-weights-%%%%%%%%.tmp");
+  int fd = -1;
+  llvm::SmallString<256> path;
+  if (llvm::sys::fs::createUniqueFile(model, fd, path))
+    return nullptr;
+  // Unlinked at once: the open descriptor and then the mapping keep it,
+  // and nothing is left behind however the process ends.
+  llvm::sys::fs::remove(path);
+  bool written = true;
+  for (size_t i = 0; i < pieces.size() && written; ++i) {
+    llvm::ArrayRef<uint8_t> bytes = pieces[i];
+    for (uint64_t done = 0; done < bytes.size() && written;) {
+      ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
+                           off_t(fileOffsets[i] + done));
+      written = n > 0;
+      done += n > 0 ? uint64_t(n) : 0;
+    }
+  }
+  std::shared_ptr<llvm::MemoryBuffer> buffer;
+  if (written && ::ftruncate(fd, off_t(fileBytes)) == 0) {
+    auto mapped = llvm::MemoryBuffer::getOpenFile(
+        fd, path, fileBytes, /*RequiresNullTerminator=*/false);
+    if (mapped)
+      buffer = std::move(*mapped);
+  }
+  ::close(fd);
+  return buffer;
+}
+
+uint64_t WeightBlob::releaseResidentPages(llvm::StringRef directory) {
+  const uint64_t page = llvm::sys::Process::getPageSizeEstimate();
+  // Owned bytes, and windows of buffers read into memory (the importer's
+  // initializers) rather than mapped.
+  std::vector<Segment *> toMove;
+  std::vector<llvm::ArrayRef<uint8_t>> pieces;
+  std::vector<uint64_t> fileOffsets;
+  uint64_t fileBytes = 0;
+  for (Segment &segment : segments)
+    if (!isFileBacked(segment.mapped) && segment.size) {
+      toMove.push_back(&segment);
+      pieces.push_back(segment.mapped
+                           ? llvm::ArrayRef<uint8_t>(segment.mappedData,
+                                                     segment.size)
+                           : llvm::ArrayRef<uint8_t>(segment.owned));
+      fileOffsets.push_back(fileBytes);
+      fileBytes = llvm::alignTo(fileBytes + segment.size, page);
+    }
+  uint64_t moved = 0;
+  if (fileBytes)
+    if (std::shared_ptr<llvm::MemoryBuffer> buffer =
+            spillToFile(pieces, fileOffsets, fileBytes, directory))
+      for (size_t i = 0; i < toMove.size(); ++i) {
+        Segment &segment = *toMove[i];
+        segment.mappedData =
+            reinterpret_cast<const uint8_t *>(buffer->getBufferStart()) +
+            fileOffsets[i];
+        segment.mapped = buffer;
+        std::vector<uint8_t>().swap(segment.owned);
+        moved += segment.size;
+      }
+  // The file-backed windows' pages, whole pages inside each window only (a
+  // buffer read into memory is left alone: dropping its pages would lose
+  // the bytes).
+  for (const Segment &segment : segments) {
+    if (!isFileBacked(segment.mapped))
+      continue;
+    uintptr_t begin = llvm::alignTo(uintptr_t(segment.mappedData), page);
+    uintptr_t end = llvm::alignDown(uintptr_t(segment.mappedData) +
+                                        segment.size,
+                                    page);
+    if (begin < end)
+      ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+  }
+  return moved;
 }
 
 } // namespace ir

@@ -34,6 +34,17 @@ public:
   /// Sum of segment sizes (padding excluded).
   uint64_t getTotalBytes() const;
 
+  /// Lets the weights leave this process's resident memory while it does
+  /// something else big (snugc compiling kernels): the segments in memory
+  /// (owned, or windows of buffers read rather than mapped) are written to
+  /// one unlinked temporary file in `directory` and mapped back read-only,
+  /// and every file mapping's pages are handed back (madvise). Offsets and
+  /// bytes stay as they were; reading a weight faults its pages in again
+  /// from the page cache. Invalidates the ArrayRefs getBytes returned
+  /// before. Best effort: what cannot be moved (no temporary file) stays
+  /// where it is. Returns the bytes moved to the file.
+  uint64_t releaseResidentPages(llvm::StringRef directory);
+
 private:
   struct Segment {
     uint64_t offset;

@@ -341,9 +341,11 @@ bool isNvrtcAvailable() {
 
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
-                   const KernelCache &cache, CompileStatistics *statistics) {
+                   const KernelCache &cache, CompileStatistics *statistics,
+                   llvm::function_ref<void()> beforeCompiling) {
 #ifndef SNUG_HAVE_NVRTC
-  (void)program, (void)archs, (void)cache, (void)statistics;
+  (void)program, (void)archs, (void)cache, (void)statistics,
+      (void)beforeCompiling;
   return makeError("this snugc was built without NVRTC (no CUDA toolkit); "
                    "compile with --target=host");
 #else
@@ -359,6 +361,9 @@ compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
       groupArchsByPtx(sorted, program.source);
 
   Slots slots(program, groups, versions, cache);
+  if (beforeCompiling && (slots.anyMissing(bundle::ImagePtx) ||
+                          slots.anyMissing(bundle::ImageCubin)))
+    beforeCompiling();
   // One compiler mapped at a time, and NVRTC's heap handed back before
   // ptxas runs: a cold compile peaks at the larger of the two, not their
   // sum (squeezenet: 115 MiB peak RSS when NVRTC made the cubins itself,

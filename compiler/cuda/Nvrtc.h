@@ -20,6 +20,7 @@
 #include "compiler/cuda/KernelCache.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <vector>
@@ -52,11 +53,14 @@ struct CompileStatistics {
 /// them was assembled from (see above). Images
 /// `cache` holds for the same source, options, arch and NVRTC version are
 /// taken from it (byte for byte what NVRTC gave when they were stored);
-/// the others are compiled and stored.
+/// the others are compiled and stored. `beforeCompiling`, when given, is
+/// called once before a compiler is loaded (not when every image comes
+/// from the cache), so that the caller can make room.
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
                    const KernelCache &cache = KernelCache(),
-                   CompileStatistics *statistics = nullptr);
+                   CompileStatistics *statistics = nullptr,
+                   llvm::function_ref<void()> beforeCompiling = {});
 
 } // namespace cuda
 } // namespace snug

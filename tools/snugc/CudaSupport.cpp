@@ -145,7 +145,8 @@ void addTargetOutputs(llvm::StringRef stem, std::vector<NamedPath> &outputs) {
 }
 
 llvm::Expected<std::vector<bundle::KernelImage>>
-compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem) {
+compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem,
+                 llvm::function_ref<void()> beforeCompiling) {
   if (!dumpCuda.empty()) {
     if (std::error_code error = llvm::sys::fs::create_directories(dumpCuda))
       return userError("--dump-cuda: cannot create '" + dumpCuda +
@@ -162,7 +163,8 @@ compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem) {
                               ? std::string()
                               : cuda::KernelCache::getDefaultDirectory());
   cuda::CompileStatistics statistics;
-  auto images = cuda::compileCudaProgram(program, *archs, cache, &statistics);
+  auto images = cuda::compileCudaProgram(program, *archs, cache, &statistics,
+                                         beforeCompiling);
   if (images)
     llvm::errs() << "kernels: " << statistics.compiled
                  << " images compiled by NVRTC, " << statistics.fromCache

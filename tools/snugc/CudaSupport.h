@@ -17,6 +17,7 @@
 
 #include "runtime/FileAccess.h"
 #include "llvm/ADT/Optional.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 namespace snug {
@@ -40,9 +41,11 @@ emitForTarget(const ir::Module &module);
 /// Adds the file --dump-cuda writes (DIR/<stem>.cu) to `outputs`.
 void addTargetOutputs(llvm::StringRef stem, std::vector<NamedPath> &outputs);
 /// Writes --dump-cuda DIR/<stem>.cu (source and plan), then compiles the
-/// program with NVRTC for --arch.
+/// program with NVRTC for --arch; `beforeCompiling` as for
+/// cuda::compileCudaProgram.
 llvm::Expected<std::vector<bundle::KernelImage>>
-compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem);
+compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem,
+                 llvm::function_ref<void()> beforeCompiling = {});
 
 } // namespace snugc
 } // namespace snug
