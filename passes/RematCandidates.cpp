@@ -12,14 +12,37 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <numeric>
 
 namespace snug {
 
 namespace {
 /// At most this many nodes are copied for one value.
 constexpr size_t kMaxChain = 16;
+/// Pairs are formed among at most this many chains keeping one value.
+constexpr size_t kMaxChainsPerKept = 16;
+
+/// The bytes saved at each step from after `lastBefore` to before
+/// `firstAfter`, each capped at the step's excess over the target, summed.
+double getRelief(int64_t lastBefore, int64_t firstAfter, int64_t saving,
+                 llvm::ArrayRef<uint64_t> excess) {
+  double relief = 0;
+  if (saving <= 0)
+    return relief;
+  for (int64_t step = lastBefore + 1; step < firstAfter; ++step)
+    relief += double(std::min<uint64_t>(excess[step], uint64_t(saving)));
+  return relief;
+}
 } // namespace
+
+unsigned RematCandidate::getNumCopies() const {
+  unsigned copies = unsigned(chain.size());
+  for (const RematCandidate &other : alongside)
+    copies += other.getNumCopies();
+  return copies;
+}
 
 llvm::SmallVector<ir::Value *, 4>
 RematDecider::membersBefore(const ArenaBuffer &buffer, int64_t peak) const {
@@ -30,11 +53,10 @@ RematDecider::membersBefore(const ArenaBuffer &buffer, int64_t peak) const {
   return members;
 }
 
-std::vector<RematCandidate> RematDecider::collect() const {
+std::vector<RematCandidate>
+RematDecider::collectChains(llvm::ArrayRef<uint64_t> excess) const {
   std::vector<RematCandidate> candidates;
   int64_t peak = plan.peakStep;
-  if (peak < 0)
-    return candidates;
   const ir::Node &atPeak = *module.getNodes()[peak];
   llvm::DenseSet<const ir::Value *> touchedAtPeak;
   for (const ir::Value *operand : atPeak.getOperands())
@@ -42,15 +64,6 @@ std::vector<RematCandidate> RematDecider::collect() const {
   for (unsigned i = 0; i < atPeak.getNumResults(); ++i)
     touchedAtPeak.insert(atPeak.getResult(i));
   const DeviceSpec &device = getDefaultDevice();
-  // What each step has live over the target: the budget while the bound is
-  // above it, else (the arena is over the budget but the bound is not) the
-  // steps at the bound.
-  std::vector<uint64_t> live = getLiveBytes(plan);
-  uint64_t target =
-      budget < plan.lowerBoundBytes ? budget : plan.lowerBoundBytes - 1;
-  std::vector<uint64_t> excess(live.size());
-  for (size_t step = 0; step < live.size(); ++step)
-    excess[step] = live[step] > target ? live[step] - target : 0;
   for (const ArenaBuffer &buffer : plan.buffers) {
     if (buffer.kind != ArenaBuffer::Kind::Values || buffer.firstStep >= peak ||
         buffer.lastStep <= peak)
@@ -130,21 +143,26 @@ std::vector<RematCandidate> RematDecider::collect() const {
       candidate.chain.assign(order.begin(), order.begin() + limit);
       llvm::DenseSet<const ir::Node *> members(candidate.chain.begin(),
                                                candidate.chain.end());
+      candidate.lastBefore = lastBefore;
+      candidate.firstAfter = firstAfter;
       // What the chain reads that died before the peak and is not in it is
       // kept alive to the copies: it costs its bytes.
-      llvm::DenseSet<const ir::Value *> kept;
       for (const ir::Node *node : candidate.chain)
-        for (const ir::Value *operand : node->getOperands())
-          if (diedBefore(operand) &&
-              !members.count(operand->getDefiningNode()) &&
-              kept.insert(operand).second)
+        for (const ir::Value *operand : node->getOperands()) {
+          if (!operand || operand->isWeight() ||
+              members.count(operand->getDefiningNode()))
+            continue;
+          if (!diedBefore(operand)) {
+            if (!llvm::is_contained(candidate.readAcross, operand))
+              candidate.readAcross.push_back(operand);
+          } else if (!llvm::is_contained(candidate.kept, operand)) {
+            candidate.kept.push_back(operand);
             candidate.saving -= int64_t(
                 alignBytesUp(operand->getType().getByteSize(), plan.alignment));
-      if (candidate.saving <= 0)
-        continue;
-      for (int64_t step = lastBefore + 1; step < firstAfter; ++step)
-        candidate.relief += double(
-            std::min<uint64_t>(excess[step], uint64_t(candidate.saving)));
+          }
+        }
+      candidate.relief =
+          getRelief(lastBefore, firstAfter, candidate.saving, excess);
       std::sort(candidate.chain.begin(), candidate.chain.end(),
                 [&](const ir::Node *a, const ir::Node *b) {
                   return getStep(a) < getStep(b);
@@ -157,52 +175,199 @@ std::vector<RematCandidate> RematDecider::collect() const {
       candidates.push_back(std::move(candidate));
     }
   }
+  return candidates;
+}
+
+std::vector<RematCandidate>
+RematDecider::pairChains(llvm::ArrayRef<RematCandidate> chains,
+                         llvm::ArrayRef<uint64_t> excess) const {
+  std::vector<RematCandidate> pairs;
+  auto bytesOf = [&](const ir::Value *value) {
+    return int64_t(
+        alignBytesUp(value->getType().getByteSize(), plan.alignment));
+  };
+  // The chains that keep each value, cheapest first, at most
+  // kMaxChainsPerKept of them (a value many chains read would otherwise
+  // make the pairs quadratic in them).
+  llvm::DenseMap<const ir::Value *, std::vector<size_t>> keptBy;
+  std::vector<size_t> byFlops(chains.size());
+  std::iota(byFlops.begin(), byFlops.end(), 0);
+  std::stable_sort(byFlops.begin(), byFlops.end(), [&](size_t a, size_t b) {
+    return chains[a].flops < chains[b].flops;
+  });
+  for (size_t index : byFlops)
+    for (const ir::Value *value : chains[index].kept) {
+      std::vector<size_t> &list = keptBy[value];
+      if (list.size() < kMaxChainsPerKept)
+        list.push_back(index);
+    }
+  // Whether a chain reads a value of the other's buffer: its copies would
+  // keep that value alive across the peak, which the other frees.
+  auto readsBuffer = [](const RematCandidate &reader,
+                        const RematCandidate &other) {
+    return llvm::any_of(reader.readAcross, [&](const ir::Value *value) {
+      return llvm::is_contained(other.buffer->values, value);
+    });
+  };
+  // The best pair per two buffers, by the ranking's key.
+  llvm::DenseMap<std::pair<const ArenaBuffer *, const ArenaBuffer *>, size_t>
+      best;
+  // Values of keptBy in a fixed order (the chains'), for a deterministic
+  // result.
+  llvm::DenseSet<const ir::Value *> visited;
+  for (const RematCandidate &chain : chains)
+    for (const ir::Value *shared : chain.kept) {
+      if (!visited.insert(shared).second)
+        continue;
+      const std::vector<size_t> &list = keptBy[shared];
+      for (size_t i = 0; i < list.size(); ++i)
+        for (size_t j = i + 1; j < list.size(); ++j) {
+          const RematCandidate &a = chains[list[i]], &b = chains[list[j]];
+          if (a.buffer == b.buffer || readsBuffer(a, b) || readsBuffer(b, a))
+            continue;
+          // A pair that shares more than one kept value is met once per
+          // value: the first (its chains' kept values seen in order).
+          const ir::Value *first = nullptr;
+          for (const ir::Value *value : a.kept)
+            if (llvm::is_contained(b.kept, value)) {
+              first = value;
+              break;
+            }
+          if (first != shared)
+            continue;
+          int64_t saving = bytesOf(a.root) + bytesOf(b.root);
+          llvm::SmallVector<const ir::Value *, 8> kept(a.kept.begin(),
+                                                       a.kept.end());
+          for (const ir::Value *value : b.kept)
+            if (!llvm::is_contained(kept, value))
+              kept.push_back(value);
+          for (const ir::Value *value : kept)
+            saving -= bytesOf(value);
+          // Only worth a decision where it saves more than either alone.
+          if (saving <= std::max<int64_t>(0, std::max(a.saving, b.saving)))
+            continue;
+          // Both values are gone where their steps overlap, each alone
+          // (with its own chain's kept values) elsewhere.
+          int64_t from = std::max(a.lastBefore, b.lastBefore);
+          int64_t to = std::min(a.firstAfter, b.firstAfter);
+          RematCandidate pair = a.firstAfter <= b.firstAfter ? a : b;
+          const RematCandidate &second = a.firstAfter <= b.firstAfter ? b : a;
+          pair.relief = getRelief(from, to, saving, excess);
+          if (pair.relief <= 0)
+            continue;
+          pair.relief +=
+              getRelief(a.lastBefore, std::min(a.firstAfter, from + 1),
+                        a.saving, excess) +
+              getRelief(b.lastBefore, std::min(b.firstAfter, from + 1),
+                        b.saving, excess) +
+              getRelief(std::max(a.lastBefore, to - 1), a.firstAfter, a.saving,
+                        excess) +
+              getRelief(std::max(b.lastBefore, to - 1), b.firstAfter, b.saving,
+                        excess);
+          pair.saving = saving;
+          pair.seconds = a.seconds + b.seconds;
+          pair.flops = a.flops + b.flops;
+          pair.kept.assign(kept.begin(), kept.end());
+          pair.alongside.push_back(second);
+          auto key = std::make_pair(std::min(a.buffer, b.buffer),
+                                    std::max(a.buffer, b.buffer));
+          auto [it, inserted] = best.try_emplace(key, pairs.size());
+          if (inserted)
+            pairs.push_back(std::move(pair));
+          else if (isBetter(pair, pairs[it->second]))
+            pairs[it->second] = std::move(pair);
+        }
+    }
+  return pairs;
+}
+std::vector<RematCandidate> RematDecider::collect() const {
+  std::vector<RematCandidate> candidates;
+  if (plan.peakStep < 0)
+    return candidates;
+  // What each step has live over the target: the budget while the bound is
+  // above it, else (the arena is over the budget but the bound is not) the
+  // steps at the bound.
+  std::vector<uint64_t> live = getLiveBytes(plan);
+  uint64_t target =
+      budget < plan.lowerBoundBytes ? budget : plan.lowerBoundBytes - 1;
+  std::vector<uint64_t> excess(live.size());
+  for (size_t step = 0; step < live.size(); ++step)
+    excess[step] = live[step] > target ? live[step] - target : 0;
+  std::vector<RematCandidate> chains = collectChains(excess);
+  for (const RematCandidate &chain : chains)
+    if (chain.saving > 0)
+      candidates.push_back(chain);
+  std::vector<RematCandidate> pairs = pairChains(chains, excess);
+  std::move(pairs.begin(), pairs.end(), std::back_inserter(candidates));
   std::stable_sort(candidates.begin(), candidates.end(),
                    [&](const RematCandidate &a, const RematCandidate &b) {
-                     auto key = [&](const RematCandidate &c) {
-                       if (c.relief <= 0)
-                         return std::numeric_limits<double>::infinity();
-                       switch (ranking) {
-                       case RematRanking::PerByteStep:
-                         return c.flops / c.relief;
-                       case RematRanking::PerByte:
-                         return c.flops / double(c.saving);
-                       case RematRanking::Flops:
-                         return c.flops;
-                       }
-                       llvm_unreachable("unknown ranking");
-                     };
-                     double ka = key(a), kb = key(b);
-                     if (ka != kb)
-                       return ka < kb;
-                     if (a.relief != b.relief)
-                       return a.relief > b.relief;
-                     double sa = a.seconds / double(a.saving);
-                     double sb = b.seconds / double(b.saving);
-                     if (sa != sb)
-                       return sa < sb;
-                     return a.saving > b.saving;
+                     return isBetter(a, b);
                    });
   return candidates;
 }
 
+bool RematDecider::isBetter(const RematCandidate &a,
+                            const RematCandidate &b) const {
+  auto key = [&](const RematCandidate &c) {
+    if (c.relief <= 0)
+      return std::numeric_limits<double>::infinity();
+    switch (ranking) {
+    case RematRanking::PerByteStep:
+      return c.flops / c.relief;
+    case RematRanking::PerByte:
+      return c.flops / double(c.saving);
+    case RematRanking::Flops:
+      return c.flops;
+    }
+    llvm_unreachable("unknown ranking");
+  };
+  double ka = key(a), kb = key(b);
+  if (ka != kb)
+    return ka < kb;
+  if (a.relief != b.relief)
+    return a.relief > b.relief;
+  double sa = a.seconds / double(a.saving);
+  double sb = b.seconds / double(b.saving);
+  if (sa != sb)
+    return sa < sb;
+  return a.saving > b.saving;
+}
+
 RematChange RematDecider::apply(const RematCandidate &candidate) const {
   RematChange change;
+  // A group's values in the order of their first reads after the peak, as
+  // separate decisions would make them (pairChains puts the earlier first).
+  applyOne(candidate, change);
+  for (const RematCandidate &other : candidate.alongside)
+    applyOne(other, change);
+  return change;
+}
+
+void RematDecider::applyOne(const RematCandidate &candidate,
+                            RematChange &change) const {
+  // Positions now: a group's earlier values have inserted copies after the
+  // peak (never before it, so the steps up to the peak are the plan's).
+  llvm::DenseMap<const ir::Node *, int64_t> position;
+  auto nodes = module.getNodes();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    position[nodes[i].get()] = int64_t(i);
   int64_t peak = plan.peakStep;
   llvm::SmallVector<ir::Value *, 4> members =
       membersBefore(*candidate.buffer, peak);
   // Reads after the peak, collected before any is changed.
   std::vector<RematChange::Redirect> reads;
   int64_t firstRead = std::numeric_limits<int64_t>::max();
+  const ir::Node *firstUser = nullptr;
   for (ir::Value *value : members)
     for (const ir::Value::Use &use : value->getUses())
-      if (getStep(use.user) > peak) {
+      if (position.lookup(use.user) > peak) {
         reads.push_back({use.user, use.operandIndex, value});
-        if (getStep(use.user) < firstRead) {
-          firstRead = getStep(use.user);
-          change.firstUser = use.user;
+        if (position.lookup(use.user) < firstRead) {
+          firstRead = position.lookup(use.user);
+          firstUser = use.user;
         }
       }
+  change.firstUsers.push_back(firstUser);
   // The chain's copies in schedule order, then copies of the views before
   // the peak (the buffer lists them in definition order), each reading the
   // copies of what it reads.
@@ -212,6 +377,7 @@ RematChange RematDecider::apply(const RematCandidate &candidate) const {
       originals.push_back(value->getDefiningNode());
   llvm::DenseMap<const ir::Value *, ir::Value *> copyOf;
   size_t index = size_t(firstRead);
+  size_t firstCopy = change.copies.size();
   for (ir::Node *original : originals) {
     llvm::SmallVector<ir::Value *, 4> operands;
     for (ir::Value *operand : original->getOperands()) {
@@ -232,22 +398,32 @@ RematChange RematDecider::apply(const RematCandidate &candidate) const {
   // that one copy serves them all and the earlier ones die sooner.
   // Without this, an ancestor copied along with a value is computed once
   // more for a later read an earlier decision had given a copy of its own
-  // (seen on chains against the oracle).
+  // (seen on chains against the oracle). A group's earlier values' copies
+  // count as earlier decisions'.
   llvm::DenseSet<std::pair<const ir::Node *, unsigned>> redirected;
+  for (const RematChange::Redirect &read : change.redirects)
+    redirected.insert({read.user, read.operand});
   for (const RematChange::Redirect &read : reads)
     redirected.insert({read.user, read.operand});
-  for (size_t k = 0; k < candidate.chain.size(); ++k)
-    for (ir::Node *instance : instancesOf.lookup(getOrigin(candidate.chain[k])))
+  for (size_t k = 0; k < candidate.chain.size(); ++k) {
+    const ir::Node *origin = getOrigin(candidate.chain[k]);
+    llvm::SmallVector<ir::Node *, 4> instances(instancesOf.lookup(origin));
+    for (size_t c = 0; c < firstCopy; ++c)
+      if (getOrigin(change.originals[c]) == origin)
+        instances.push_back(change.copies[c]);
+    ir::Node *copy = change.copies[firstCopy + k];
+    for (ir::Node *instance : instances)
       for (unsigned i = 0; i < instance->getNumResults(); ++i)
         for (const ir::Value::Use &use : instance->getResult(i)->getUses())
-          if (stepOf.count(use.user) && getStep(use.user) >= firstRead &&
+          if (position.count(use.user) &&
+              position.lookup(use.user) >= firstRead &&
               redirected.insert({use.user, use.operandIndex}).second)
             reads.push_back({use.user, use.operandIndex, instance->getResult(i),
-                             change.copies[k]->getResult(i)});
+                             copy->getResult(i)});
+  }
   for (const RematChange::Redirect &read : reads)
     read.user->setOperand(read.operand, read.copy);
-  change.redirects = std::move(reads);
-  return change;
+  change.redirects.insert(change.redirects.end(), reads.begin(), reads.end());
 }
 
 } // namespace snug

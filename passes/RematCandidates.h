@@ -39,6 +39,23 @@ struct RematCandidate {
   /// before the peak and its first read after it, each step's capped at
   /// that step's excess over the target (see collect).
   double relief = 0;
+  /// The value is not live from after `lastBefore` (its last read before
+  /// the peak, or its definition) to before `firstAfter` (its first read
+  /// after the peak): the steps of the plan the candidate was found in.
+  int64_t lastBefore = 0, firstAfter = 0;
+  /// What the chain reads that died before the peak and is not in it: kept
+  /// alive to the copies, which costs its bytes.
+  llvm::SmallVector<const ir::Value *, 4> kept;
+  /// What the chain reads that is live across the peak anyway.
+  llvm::SmallVector<const ir::Value *, 4> readAcross;
+  /// Other values recomputed in the same decision, each by its own chain
+  /// copied before its own first read after the peak, which keep alive a
+  /// value this one keeps too (it is paid for once): `seconds`, `flops`,
+  /// `saving` and `relief` above are the whole group's.
+  std::vector<RematCandidate> alongside;
+
+  /// The nodes the decision copies, the group's together.
+  unsigned getNumCopies() const;
 };
 
 /// A change made on the module, to keep or undo.
@@ -52,9 +69,9 @@ struct RematChange {
     ir::Value *copy = nullptr;
   };
   std::vector<Redirect> redirects;
-  /// The first node after the peak that reads the value (the copies run
-  /// just before it).
-  const ir::Node *firstUser = nullptr;
+  /// Per value recomputed (one, or a group's), the first node after the
+  /// peak that reads it (its copies run just before it).
+  llvm::SmallVector<const ir::Node *, 2> firstUsers;
   /// Per copy, the node it copies (for redo).
   std::vector<const ir::Node *> originals;
 };
@@ -80,10 +97,23 @@ public:
   /// The candidates at the plan's peak step, best first (see Remat.cpp).
   std::vector<RematCandidate> collect() const;
   /// Copies the candidate's chain before its first reader after the peak
-  /// and points the reads there at the copies.
+  /// and points the reads there at the copies; a group's values each
+  /// before their own, in one change.
   RematChange apply(const RematCandidate &candidate) const;
 
 private:
+  /// Every depth of chain for every value live across the peak, whatever
+  /// it saves.
+  std::vector<RematCandidate>
+  collectChains(llvm::ArrayRef<uint64_t> excess) const;
+  /// Pairs of chains that keep a value alive for both (see Remat.cpp).
+  std::vector<RematCandidate> pairChains(llvm::ArrayRef<RematCandidate> chains,
+                                         llvm::ArrayRef<uint64_t> excess) const;
+  /// Whether `a` ranks before `b`.
+  bool isBetter(const RematCandidate &a, const RematCandidate &b) const;
+  /// Adds one value's copies to `change` (a group's earlier values'
+  /// copies are already there).
+  void applyOne(const RematCandidate &candidate, RematChange &change) const;
   int64_t getStep(const ir::Node *node) const { return stepOf.lookup(node); }
   const ir::Node *getOrigin(const ir::Node *node) const {
     const ir::Node *origin = originOf.lookup(node);
