@@ -28,6 +28,21 @@
 //    chain, up to kMaxChain nodes) or kept alive, which costs its bytes;
 //    every depth of the chain is a candidate of its own, since a small
 //    value kept can save a long chain;
+//  - two values can be recomputed in one decision, each by its own chain
+//    before its own first read after p, where their chains keep alive a
+//    value in common: it is paid for once, so the pair saves more than
+//    either alone (which can save nothing: a chain that keeps a value as
+//    large as the one it frees). Such a pair is a candidate where it saves
+//    more than each of its two alone; per two buffers only the best-ranked
+//    pair is kept, and pairs are formed among at most 16 chains keeping one
+//    value, cheapest first. Its relief counts the pair's saving where both
+//    values are gone and each one's own elsewhere. On the 60-node random
+//    DAG of seed 2 at 97 % the optimum (CBC's) recomputes a cheap chain
+//    before one reader and its first two nodes again before another, one
+//    value kept for both; with single decisions the pass paid 8.9 times
+//    its FLOPs for one chain through a MatMul. A copy of the common prefix
+//    shared by both readers is not tried (the pass places copies only
+//    right before a reader);
 //  - candidates are ranked by FLOPs recomputed per byte-step of relief:
 //    the bytes saved, at each step between the value's last read before p
 //    and its first read after it, capped by that step's excess over the
@@ -97,6 +112,9 @@
 // time-limit per plan, ...), which must match plan-memory's so that the
 // plans compared are the plans made.
 //
+// Collecting and applying candidates is passes/RematCandidates.cpp; this
+// file is the loop that keeps, looks ahead and undoes.
+//
 // References: Chen et al., "Training deep nets with sublinear memory cost"
 // (2016), for recomputing instead of storing; Jain et al., "Checkmate"
 // (MLSys 2020), whose greedy baselines score by cost per byte; the exact
@@ -106,8 +124,9 @@
 #include "ir/Module.h"
 #include "passes/BudgetSearch.h"
 #include "passes/CostModel.h"
-#include "passes/PlanMemory.h"
 #include "passes/Passes.h"
+#include "passes/PlanMemory.h"
+#include "passes/RematCandidates.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -121,11 +140,6 @@
 
 namespace snug {
 namespace {
-
-/// What candidates are ranked by (the lower first), among those that
-/// relieve some step over the target: FLOPs recomputed per byte-step of
-/// relief, per byte saved at the peak, or the FLOPs alone.
-enum class Ranking { PerByteStep, PerByte, Flops };
 
 class Remat : public Pass {
 public:
@@ -146,321 +160,12 @@ private:
   unsigned maxDecisions = 1000;
   unsigned maxTries = 16;
   unsigned lookaheadWidth = 4;
-  Ranking ranking = Ranking::PerByteStep;
+  RematRanking ranking = RematRanking::PerByteStep;
   double timeLimitSeconds = 60;
 };
 
-/// A value to recompute and what it would take: the nodes to copy (its
-/// producer and the ancestors whose results died before the peak, in
-/// schedule order), their cost, and the bytes saved at the peak.
-struct Candidate {
-  const ArenaBuffer *buffer = nullptr;
-  ir::Value *root = nullptr;
-  std::vector<ir::Node *> chain;
-  double seconds = 0;
-  double flops = 0;
-  int64_t saving = 0;
-  /// The bytes saved summed over the steps between the value's last read
-  /// before the peak and its first read after it, each step's capped at
-  /// that step's excess over the target (see collect).
-  double relief = 0;
-};
-
-/// At most this many nodes are copied for one value.
-constexpr size_t kMaxChain = 16;
-
-/// A change made on the module, to keep or undo.
-struct Change {
-  std::vector<ir::Node *> copies;
-  struct Redirect {
-    ir::Node *user;
-    unsigned operand;
-    ir::Value *original;
-    /// What it reads instead (a result of one of `copies`).
-    ir::Value *copy = nullptr;
-  };
-  std::vector<Redirect> redirects;
-  /// The first node after the peak that reads the value (the copies run
-  /// just before it).
-  const ir::Node *firstUser = nullptr;
-  /// Per copy, the node it copies (for redo).
-  std::vector<const ir::Node *> originals;
-};
-
-class Decider {
-public:
-  /// `originOf` maps each copy remat kept to the original node it
-  /// computes again.
-  Decider(ir::Module &module, const ModuleMemoryPlan &plan, uint64_t budget,
-          const llvm::DenseMap<const ir::Node *, const ir::Node *> &originOf,
-          Ranking ranking)
-      : module(module), plan(plan), budget(budget), originOf(originOf),
-        ranking(ranking) {
-    auto nodes = module.getNodes();
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      stepOf[nodes[i].get()] = i;
-      instancesOf[getOrigin(nodes[i].get())].push_back(nodes[i].get());
-    }
-  }
-
-  std::vector<Candidate> collect() const;
-  Change apply(const Candidate &candidate) const;
-
-private:
-  int64_t getStep(const ir::Node *node) const { return stepOf.lookup(node); }
-  const ir::Node *getOrigin(const ir::Node *node) const {
-    const ir::Node *origin = originOf.lookup(node);
-    return origin ? origin : node;
-  }
-  /// Members of `buffer` defined before the peak: the root, then views.
-  llvm::SmallVector<ir::Value *, 4> membersBefore(const ArenaBuffer &buffer,
-                                                  int64_t peak) const;
-
-  ir::Module &module;
-  const ModuleMemoryPlan &plan;
-  uint64_t budget;
-  const llvm::DenseMap<const ir::Node *, const ir::Node *> &originOf;
-  Ranking ranking;
-  llvm::DenseMap<const ir::Node *, int64_t> stepOf;
-  /// Every node computing the same value: an original and its copies.
-  llvm::DenseMap<const ir::Node *, llvm::SmallVector<ir::Node *, 2>>
-      instancesOf;
-};
-
-llvm::SmallVector<ir::Value *, 4>
-Decider::membersBefore(const ArenaBuffer &buffer, int64_t peak) const {
-  llvm::SmallVector<ir::Value *, 4> members;
-  for (const ir::Value *value : buffer.values)
-    if (getStep(value->getDefiningNode()) < peak)
-      members.push_back(const_cast<ir::Value *>(value));
-  return members;
-}
-
-std::vector<Candidate> Decider::collect() const {
-  std::vector<Candidate> candidates;
-  int64_t peak = plan.peakStep;
-  if (peak < 0)
-    return candidates;
-  const ir::Node &atPeak = *module.getNodes()[peak];
-  llvm::DenseSet<const ir::Value *> touchedAtPeak;
-  for (const ir::Value *operand : atPeak.getOperands())
-    touchedAtPeak.insert(operand);
-  for (unsigned i = 0; i < atPeak.getNumResults(); ++i)
-    touchedAtPeak.insert(atPeak.getResult(i));
-  const DeviceSpec &device = getDefaultDevice();
-  // What each step has live over the target: the budget while the bound is
-  // above it, else (the arena is over the budget but the bound is not) the
-  // steps at the bound.
-  std::vector<uint64_t> live = getLiveBytes(plan);
-  uint64_t target = budget < plan.lowerBoundBytes ? budget
-                                                  : plan.lowerBoundBytes - 1;
-  std::vector<uint64_t> excess(live.size());
-  for (size_t step = 0; step < live.size(); ++step)
-    excess[step] = live[step] > target ? live[step] - target : 0;
-  for (const ArenaBuffer &buffer : plan.buffers) {
-    if (buffer.kind != ArenaBuffer::Kind::Values ||
-        buffer.firstStep >= peak || buffer.lastStep <= peak)
-      continue;
-    const ir::Value *root = buffer.values.front();
-    if (!root->isResult() ||
-        root->getDefiningNode()->getOpInfo().hasSideEffects() ||
-        root->getDefiningNode()->getOpInfo().isView())
-      continue;
-    bool usable = true;
-    for (size_t k = 0; k < buffer.values.size() && usable; ++k) {
-      const ir::Value *value = buffer.values[k];
-      // What joined after the peak (in place over the value, say) reads
-      // it there and is pointed at the copy like any other reader.
-      if (k > 0 && getStep(value->getDefiningNode()) > peak)
-        continue;
-      usable = !module.isOutput(value) && !touchedAtPeak.count(value) &&
-               (k == 0 || llvm::StringRef(buffer.reasons[k]) == "view");
-    }
-    if (!usable)
-      continue;
-    // The steps the value stops being live at: after its last read before
-    // the peak (or its definition) and before its first read after it.
-    int64_t lastBefore = buffer.firstStep, firstAfter = buffer.lastStep + 1;
-    for (const ir::Value *value : membersBefore(buffer, peak))
-      for (const ir::Value::Use &use : value->getUses()) {
-        int64_t step = getStep(use.user);
-        if (step < peak)
-          lastBefore = std::max(lastBefore, step);
-        else if (step > peak)
-          firstAfter = std::min(firstAfter, step);
-      }
-    // One candidate per depth: the values that died before the peak are
-    // recomputed too, up to `limit` nodes, and past that kept alive to the
-    // copy. Where to stop is a trade: a small value kept can save a long
-    // chain (or one ending at a graph input, kept anyway), seen on random
-    // DAGs against the oracle; so every depth up to kMaxChain is offered.
-    // The copies read what is live at the peak anyway for free. The chain
-    // grows by the latest-scheduled producer of a value that died before
-    // the peak and that it reads, so a depth's chain is the one before it
-    // and one node more, and a node two of its members read joins before
-    // the ancestors of either (growing depth first, a value read twice was
-    // counted kept at one read while the chain took it in at the other;
-    // on a random DAG of 60 nodes that hid the cheapest chain).
-    auto diedBefore = [&](const ir::Value *operand) {
-      if (!operand || operand->isWeight())
-        return false;
-      auto interval = plan.intervals.find(operand);
-      return interval != plan.intervals.end() &&
-             interval->second.second < peak;
-    };
-    std::vector<ir::Node *> order;
-    llvm::DenseSet<const ir::Node *> inChain;
-    std::vector<ir::Node *> frontier{root->getDefiningNode()};
-    while (!frontier.empty() && order.size() < kMaxChain) {
-      auto latest = std::max_element(
-          frontier.begin(), frontier.end(),
-          [&](const ir::Node *a, const ir::Node *b) {
-            return getStep(a) < getStep(b);
-          });
-      ir::Node *node = *latest;
-      frontier.erase(latest);
-      order.push_back(node);
-      inChain.insert(node);
-      for (const ir::Value *operand : node->getOperands()) {
-        if (!diedBefore(operand))
-          continue;
-        ir::Node *producer = operand->getDefiningNode();
-        if (producer && !producer->getOpInfo().hasSideEffects() &&
-            !inChain.count(producer) && !llvm::is_contained(frontier, producer))
-          frontier.push_back(producer);
-      }
-    }
-    for (size_t limit = 1; limit <= order.size(); ++limit) {
-      Candidate candidate;
-      candidate.buffer = &buffer;
-      candidate.root = const_cast<ir::Value *>(root);
-      candidate.saving = int64_t(alignBytesUp(buffer.bytes, plan.alignment));
-      candidate.chain.assign(order.begin(), order.begin() + limit);
-      llvm::DenseSet<const ir::Node *> members(candidate.chain.begin(),
-                                               candidate.chain.end());
-      // What the chain reads that died before the peak and is not in it is
-      // kept alive to the copies: it costs its bytes.
-      llvm::DenseSet<const ir::Value *> kept;
-      for (const ir::Node *node : candidate.chain)
-        for (const ir::Value *operand : node->getOperands())
-          if (diedBefore(operand) &&
-              !members.count(operand->getDefiningNode()) &&
-              kept.insert(operand).second)
-            candidate.saving -= int64_t(
-                alignBytesUp(operand->getType().getByteSize(), plan.alignment));
-      if (candidate.saving <= 0)
-        continue;
-      for (int64_t step = lastBefore + 1; step < firstAfter; ++step)
-        candidate.relief += double(std::min<uint64_t>(
-            excess[step], uint64_t(candidate.saving)));
-      std::sort(candidate.chain.begin(), candidate.chain.end(),
-                [&](const ir::Node *a, const ir::Node *b) {
-                  return getStep(a) < getStep(b);
-                });
-      for (const ir::Node *node : candidate.chain) {
-        Cost cost = costOfNode(*node);
-        candidate.seconds += estimateSeconds(cost, device);
-        candidate.flops += double(cost.getFlops());
-      }
-      candidates.push_back(std::move(candidate));
-    }
-  }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [&](const Candidate &a, const Candidate &b) {
-                     auto key = [&](const Candidate &c) {
-                       if (c.relief <= 0)
-                         return std::numeric_limits<double>::infinity();
-                       switch (ranking) {
-                       case Ranking::PerByteStep:
-                         return c.flops / c.relief;
-                       case Ranking::PerByte:
-                         return c.flops / double(c.saving);
-                       case Ranking::Flops:
-                         return c.flops;
-                       }
-                       llvm_unreachable("unknown ranking");
-                     };
-                     double ka = key(a), kb = key(b);
-                     if (ka != kb)
-                       return ka < kb;
-                     if (a.relief != b.relief)
-                       return a.relief > b.relief;
-                     double sa = a.seconds / double(a.saving);
-                     double sb = b.seconds / double(b.saving);
-                     if (sa != sb)
-                       return sa < sb;
-                     return a.saving > b.saving;
-                   });
-  return candidates;
-}
-
-Change Decider::apply(const Candidate &candidate) const {
-  Change change;
-  int64_t peak = plan.peakStep;
-  llvm::SmallVector<ir::Value *, 4> members =
-      membersBefore(*candidate.buffer, peak);
-  // Reads after the peak, collected before any is changed.
-  std::vector<Change::Redirect> reads;
-  int64_t firstRead = std::numeric_limits<int64_t>::max();
-  for (ir::Value *value : members)
-    for (const ir::Value::Use &use : value->getUses())
-      if (getStep(use.user) > peak) {
-        reads.push_back({use.user, use.operandIndex, value});
-        if (getStep(use.user) < firstRead) {
-          firstRead = getStep(use.user);
-          change.firstUser = use.user;
-        }
-      }
-  // The chain's copies in schedule order, then copies of the views before
-  // the peak (the buffer lists them in definition order), each reading the
-  // copies of what it reads.
-  std::vector<ir::Node *> originals = candidate.chain;
-  for (ir::Value *value : members)
-    if (value != candidate.root)
-      originals.push_back(value->getDefiningNode());
-  llvm::DenseMap<const ir::Value *, ir::Value *> copyOf;
-  size_t index = size_t(firstRead);
-  for (ir::Node *original : originals) {
-    llvm::SmallVector<ir::Value *, 4> operands;
-    for (ir::Value *operand : original->getOperands()) {
-      ir::Value *mapped = operand ? copyOf.lookup(operand) : nullptr;
-      operands.push_back(mapped ? mapped : operand);
-    }
-    ir::Node *copy = module.insertCopy(index++, *original, operands);
-    change.copies.push_back(copy);
-    change.originals.push_back(original);
-    for (unsigned i = 0; i < original->getNumResults(); ++i)
-      copyOf[original->getResult(i)] = copy->getResult(i);
-  }
-  for (Change::Redirect &read : reads)
-    read.copy = copyOf.lookup(read.original);
-  // The copies are now the latest computations of what they copy: every
-  // read from here on of an earlier computation of the same value (the
-  // original, or a copy an earlier decision made) reads them instead, so
-  // that one copy serves them all and the earlier ones die sooner.
-  // Without this, an ancestor copied along with a value is computed once
-  // more for a later read an earlier decision had given a copy of its own
-  // (seen on chains against the oracle).
-  llvm::DenseSet<std::pair<const ir::Node *, unsigned>> redirected;
-  for (const Change::Redirect &read : reads)
-    redirected.insert({read.user, read.operand});
-  for (size_t k = 0; k < candidate.chain.size(); ++k)
-    for (ir::Node *instance : instancesOf.lookup(getOrigin(candidate.chain[k])))
-      for (unsigned i = 0; i < instance->getNumResults(); ++i)
-        for (const ir::Value::Use &use : instance->getResult(i)->getUses())
-          if (stepOf.count(use.user) && getStep(use.user) >= firstRead &&
-              redirected.insert({use.user, use.operandIndex}).second)
-            reads.push_back({use.user, use.operandIndex,
-                             instance->getResult(i),
-                             change.copies[k]->getResult(i)});
-  for (const Change::Redirect &read : reads)
-    read.user->setOperand(read.operand, read.copy);
-  change.redirects = std::move(reads);
-  return change;
-}
-
-void undo(ir::Module &module, const Change &change) {
-  for (const Change::Redirect &read : change.redirects)
+void undo(ir::Module &module, const RematChange &change) {
+  for (const RematChange::Redirect &read : change.redirects)
     read.user->setOperand(read.operand, read.original);
   llvm::DenseSet<const ir::Node *> copies(change.copies.begin(),
                                           change.copies.end());
@@ -471,11 +176,11 @@ void undo(ir::Module &module, const Change &change) {
 /// Whether undoing `change` now leaves every other change intact: each
 /// read it redirected still reads its copy, and nothing else reads its
 /// copies.
-bool isUndoable(const ir::Module &module, const Change &change) {
+bool isUndoable(const ir::Module &module, const RematChange &change) {
   llvm::DenseSet<const ir::Node *> copies(change.copies.begin(),
                                           change.copies.end());
   llvm::DenseSet<std::pair<const ir::Node *, unsigned>> redirected;
-  for (const Change::Redirect &read : change.redirects) {
+  for (const RematChange::Redirect &read : change.redirects) {
     if (read.user->getOperand(read.operand) != read.copy)
       return false;
     redirected.insert({read.user, read.operand});
@@ -502,7 +207,7 @@ struct Snapshot {
   std::vector<llvm::SmallVector<ir::Value *, 2>> results;
 };
 
-Snapshot takeSnapshot(const ir::Module &module, const Change &change) {
+Snapshot takeSnapshot(const ir::Module &module, const RematChange &change) {
   Snapshot snapshot;
   llvm::DenseMap<const ir::Node *, size_t> positionOf;
   auto nodes = module.getNodes();
@@ -519,7 +224,7 @@ Snapshot takeSnapshot(const ir::Module &module, const Change &change) {
 
 /// Makes an undone change again from its snapshot: the same copies at the
 /// same positions reading the same operands, the same reads redirected.
-void redo(ir::Module &module, Change &change, const Snapshot &snapshot) {
+void redo(ir::Module &module, RematChange &change, const Snapshot &snapshot) {
   std::vector<size_t> order(change.copies.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -541,7 +246,7 @@ void redo(ir::Module &module, Change &change, const Snapshot &snapshot) {
       renewed[snapshot.results[k][i]] = copy->getResult(i);
     change.copies[k] = copy;
   }
-  for (Change::Redirect &read : change.redirects) {
+  for (RematChange::Redirect &read : change.redirects) {
     read.copy = renewed.lookup(read.copy);
     read.user->setOperand(read.operand, read.copy);
   }
@@ -570,11 +275,11 @@ llvm::Error Remat::setOption(llvm::StringRef key, llvm::StringRef value) {
   }
   if (key == "ranking") {
     if (value == "flops-per-byte-step")
-      ranking = Ranking::PerByteStep;
+      ranking = RematRanking::PerByteStep;
     else if (value == "flops-per-byte")
-      ranking = Ranking::PerByte;
+      ranking = RematRanking::PerByte;
     else if (value == "flops")
-      ranking = Ranking::Flops;
+      ranking = RematRanking::Flops;
     else
       return bad("flops-per-byte-step, flops-per-byte or flops");
     return llvm::Error::success();
@@ -612,10 +317,10 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   uint64_t arenaBefore = plan->arenaBytes;
   uint64_t flopsBefore = costOfModule(module).getFlops();
   std::vector<std::string> decisions;
-  std::vector<Change> changes;
+  std::vector<RematChange> changes;
   std::vector<unsigned> chainSizes;
   llvm::DenseMap<const ir::Node *, const ir::Node *> originOf;
-  auto recordOrigins = [&](const Change &change) {
+  auto recordOrigins = [&](const RematChange &change) {
     for (size_t k = 0; k < change.copies.size(); ++k) {
       const ir::Node *origin = originOf.lookup(change.originals[k]);
       originOf[change.copies[k]] = origin ? origin : change.originals[k];
@@ -631,7 +336,7 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   // copy of a copy copies what that copy computed.
   auto forgetCopies = [&](size_t index, llvm::ArrayRef<ir::Node *> gone,
                           const Snapshot &snapshot, bool remade) {
-    const Change &source = changes[index];
+    const RematChange &source = changes[index];
     llvm::DenseMap<const ir::Node *, size_t> where;
     for (size_t i = 0; i < gone.size(); ++i)
       where[gone[i]] = i;
@@ -643,40 +348,40 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
     for (size_t other = 0; other < changes.size(); ++other) {
       if (other == index)
         continue;
-      Change &change = changes[other];
+      RematChange &change = changes[other];
       for (const ir::Node *&original : change.originals)
         if (auto it = where.find(original); it != where.end())
-          original = remade ? source.copies[it->second]
-                            : source.originals[it->second];
+          original =
+              remade ? source.copies[it->second] : source.originals[it->second];
       // A read this change took over from a result of a gone copy goes
       // back, on its undo, to what stands for that copy now (its original
       // when dropped, its new copy when remade): the old value is freed.
-      for (Change::Redirect &read : change.redirects)
+      for (RematChange::Redirect &read : change.redirects)
         if (auto it = resultOf.find(read.original); it != resultOf.end())
           read.original = (remade ? source.copies[it->second.first]
                                   : source.originals[it->second.first])
                               ->getResult(it->second.second);
       if (!remade) {
-        llvm::erase_if(change.redirects, [&](const Change::Redirect &read) {
-          return where.count(read.user);
-        });
+        llvm::erase_if(change.redirects,
+                       [&](const RematChange::Redirect &read) {
+                         return where.count(read.user);
+                       });
         continue;
       }
-      for (Change::Redirect &read : change.redirects)
+      for (RematChange::Redirect &read : change.redirects)
         if (auto it = where.find(read.user); it != where.end())
           read.user = source.copies[it->second];
     }
   };
   // Undoes decision `index` for good when `accept` takes the plan without
   // it, else makes it again exactly as it was; true when it is gone.
-  auto tryDrop =
-      [&](size_t index,
-          llvm::function_ref<bool(const ModuleMemoryPlan &)> accept)
+  auto tryDrop = [&](size_t index,
+                     llvm::function_ref<bool(const ModuleMemoryPlan &)> accept)
       -> llvm::Expected<bool> {
-    Change &change = changes[index];
+    RematChange &change = changes[index];
     // Reads a later decision pointed at its own copies are its business
     // now: undoing this one leaves them alone.
-    llvm::erase_if(change.redirects, [](const Change::Redirect &read) {
+    llvm::erase_if(change.redirects, [](const RematChange::Redirect &read) {
       return read.user->getOperand(read.operand) != read.copy;
     });
     if (!isUndoable(module, change))
@@ -708,7 +413,7 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   // A decision tried and not kept yet: applied to the module, its line
   // written.
   struct Step {
-    Change change;
+    RematChange change;
     std::string line;
     unsigned chainSize;
   };
@@ -722,27 +427,38 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
   // was, and the result is empty.
   std::function<llvm::Expected<std::optional<ModuleMemoryPlan>>(
       const ModuleMemoryPlan &, unsigned, unsigned)>
-      search = [&](const ModuleMemoryPlan &base, unsigned depth,
-                   unsigned width)
+      search = [&](const ModuleMemoryPlan &base, unsigned depth, unsigned width)
       -> llvm::Expected<std::optional<ModuleMemoryPlan>> {
-    Decider decider(module, base, arenaBudget, originOf, ranking);
-    std::vector<Candidate> candidates = decider.collect();
+    RematDecider decider(module, base, arenaBudget, originOf, ranking);
+    std::vector<RematCandidate> candidates = decider.collect();
     for (size_t k = 0; k < candidates.size() && k < width && !outOfTime();
          ++k) {
-      const Candidate &candidate = candidates[k];
-      std::string what = candidate.root->describe();
-      std::string producer = candidate.root->getDefiningNode()->describe();
-      Change change = decider.apply(candidate);
+      const RematCandidate &candidate = candidates[k];
+      // What each value of the decision is and where its copies go, read
+      // before the change (after it, the views' names can be a copy's).
+      std::vector<const RematCandidate *> parts{&candidate};
+      for (const RematCandidate &other : candidate.alongside)
+        parts.push_back(&other);
+      std::vector<std::string> values;
+      for (const RematCandidate *part : parts) {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        os << part->root->describe() << " (" << part->buffer->bytes
+           << " B, from " << part->root->getDefiningNode()->describe() << ")";
+        values.push_back(os.str());
+      }
+      RematChange change = decider.apply(candidate);
       llvm::Expected<ModuleMemoryPlan> trial =
           planModuleMemory(module, options);
       if (!trial)
         return trial.takeError();
       std::string line;
       llvm::raw_string_ostream os(line);
-      os << "recompute " << what << " (" << candidate.buffer->bytes
-         << " B, from " << producer << ") to just before "
-         << change.firstUser->describe() << ": live across peak step "
-         << base.peakStep << "; arena "
+      os << "recompute ";
+      for (size_t v = 0; v < values.size(); ++v)
+        os << (v ? " and " : "") << values[v] << " to just before "
+           << change.firstUsers[v]->describe();
+      os << ": live across peak step " << base.peakStep << "; arena "
          << describeDecisionBytes(base.arenaBytes) << " -> "
          << describeDecisionBytes(trial->arenaBytes);
       bool better = scorePlan(*trial) < score;
@@ -752,8 +468,8 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
         continue;
       }
       recordOrigins(change);
-      pending.push_back({std::move(change), os.str(),
-                         unsigned(candidate.chain.size())});
+      pending.push_back(
+          {std::move(change), os.str(), candidate.getNumCopies()});
       if (better)
         return std::optional<ModuleMemoryPlan>(std::move(*trial));
       llvm::Expected<std::optional<ModuleMemoryPlan>> deeper =
@@ -783,9 +499,9 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
     if (!*found)
       break;
     for (size_t k = 0; k < pending.size(); ++k) {
-      decisions.push_back(pending[k].line +
-                          (k + 1 < pending.size() ? " (kept with the next)"
-                                                  : ""));
+      decisions.push_back(pending[k].line + (k + 1 < pending.size()
+                                                 ? " (kept with the next)"
+                                                 : ""));
       changes.push_back(std::move(pending[k].change));
       chainSizes.push_back(pending[k].chainSize);
     }
@@ -798,7 +514,7 @@ llvm::Expected<bool> Remat::run(ir::Module &module) {
     // computes copies nothing reads: drop it unless the plan gets worse.
     for (size_t j = changes.size() - 1; j-- > 0;) {
       bool unread = llvm::none_of(
-          changes[j].redirects, [](const Change::Redirect &read) {
+          changes[j].redirects, [](const RematChange::Redirect &read) {
             return read.user->getOperand(read.operand) == read.copy;
           });
       if (!unread)
