@@ -165,6 +165,11 @@ unsigned rewriteRotaries(ir::Module &module);
 /// (ReshapePairPattern.cpp). Returns how many were rewritten.
 unsigned sinkReshapePairs(ir::Module &module);
 
+/// Concat(Slice(x, a, ...), ..., x, ...) {axis = a}, some Slice strided in
+/// memory -> Gather(x, constant rows) {axis = a} (SliceConcatPattern.cpp:
+/// torch.roll). Returns how many were rewritten.
+unsigned rewriteSliceConcats(ir::Module &module);
+
 /// MatMul(Q, Kᵀ), an optional scale by a constant scalar, an optional
 /// additive or Where mask (or two additive masks, one after the other),
 /// Softmax over the last axis, MatMul(., V) ->
