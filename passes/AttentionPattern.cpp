@@ -9,6 +9,10 @@
 //       causal Where on a constant bool buffer, then the padding mask
 //       [batch, 1, 1, Skv] added: mask = "where_add", the bool mask fills
 //       before the additive one adds, as the nodes did)
+//   s = Add(Add(s, mask), mask2)  two additive masks in that order (Swin's
+//       relative position bias, then its shifted windows' mask, which
+//       ReshapePairPattern.cpp took out of the Reshapes it was added
+//       between): mask = "add_add"
 //   p = Softmax(s) {axis = last}
 //   y = MatMul(p, V)
 // which stores the scores and the probabilities, each heads x Sq x Skv: at
@@ -199,9 +203,32 @@ bool matchWhere(const ir::Module &module, Value *value, ir::Node *user,
   return false;
 }
 
+/// Matches value = Add(s, mask) | Add(mask, s) over the scores (read by
+/// `user` alone) into `match` (mask "add"): the first of two additive
+/// masks (Swin's relative position bias, then its shifted windows' mask).
+bool matchAdded(const ir::Module &module, Value *value, ir::Node *user,
+                Match &match) {
+  ir::Node *node = privateDefiner(module, value, user);
+  if (!node || !node->is(OpCode::Add) || node->getNumOperands() != 2)
+    return false;
+  for (unsigned i = 0; i < 2; ++i) {
+    Match attempt = match;
+    if (!matchScores(module, node->getOperand(i), node, attempt))
+      continue;
+    if (node->getOperand(i)->getType() != value->getType())
+      return false;
+    attempt.mask = node->getOperand(1 - i);
+    attempt.maskKind = "add";
+    attempt.nodes.push_back(node);
+    match = std::move(attempt);
+    return true;
+  }
+  return false;
+}
+
 /// Matches what feeds the Softmax: [mask]([scale](MatMul(Q, Kt))), the
-/// mask an Add, a Where, or an Add after a Where (HF GPT-2: the causal
-/// Where, then the padding mask added).
+/// mask an Add, a Where, an Add after a Where (HF GPT-2: the causal
+/// Where, then the padding mask added), or an Add after an Add (Swin).
 bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
                  Match &match) {
   if (matchScores(module, logits, softmax, match))
@@ -213,7 +240,10 @@ bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
     for (unsigned i = 0; i < 2; ++i) {
       Match attempt = match;
       bool scores = matchScores(module, node->getOperand(i), node, attempt);
-      if (!scores && !matchWhere(module, node->getOperand(i), node, attempt))
+      bool where = !scores &&
+                   matchWhere(module, node->getOperand(i), node, attempt);
+      if (!scores && !where &&
+          !matchAdded(module, node->getOperand(i), node, attempt))
         continue;
       // The scores keep their type: the mask does not widen them.
       if (node->getOperand(i)->getType() != logits->getType())
@@ -223,7 +253,7 @@ bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
         attempt.maskKind = "add";
       } else {
         attempt.bias = node->getOperand(1 - i);
-        attempt.maskKind = "where_add";
+        attempt.maskKind = where ? "where_add" : "add_add";
       }
       attempt.nodes.push_back(node);
       match = std::move(attempt);

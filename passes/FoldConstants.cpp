@@ -3,9 +3,10 @@
 // Folds every node whose operands are all weights (with data) into new
 // weights, in schedule order so that chains fold in one run; Shape and Size
 // fold whatever their operand, since every shape is static. Also removes
-// Identity, inference-mode Dropout and a Cast to its operand's own type (a
+// Identity, inference-mode Dropout, a Cast to its operand's own type (a
 // rename, not a computation: torch's exports put Cast(f32 -> f32) around
-// the softmax and the norms of HF models), so that
+// the softmax and the norms of HF models) and a Pad by 0 everywhere (HF
+// Swin's pad to a multiple of the window), so that
 // exported transformer graphs, whose shape arithmetic (Shape, Gather, Concat,
 // Unsqueeze, Reshape, ConstantOfShape, Where, ...) is all constant once
 // shapes are bound, come out static and small. Ops the evaluator
@@ -124,7 +125,25 @@ static bool isIdentityCast(const ir::Node &node) {
          node.getOperand(0)->getType() == node.getResult(0)->getType();
 }
 
-/// Identity, Dropout and an identity Cast pass their operand through: point
+/// Whether `node` is a Pad that adds nothing (every pad 0, any mode): HF's
+/// Swin pads its windows to a multiple of the window size, by 0 when the
+/// size already is one, and exports the Pad anyway.
+static bool isIdentityPad(const ir::Node &node) {
+  if (!node.is(ir::OpCode::Pad) || node.getNumOperands() != 1 ||
+      !node.getOperand(0) || node.getNumResults() != 1 ||
+      node.getOperand(0)->getType() != node.getResult(0)->getType())
+    return false;
+  const ir::Attribute *pads = node.getAttribute("pads");
+  if (!pads || pads->getKind() != ir::Attribute::Kind::Ints)
+    return false;
+  for (int64_t pad : pads->getInts())
+    if (pad != 0)
+      return false;
+  return true;
+}
+
+/// Identity, Dropout, an identity Cast and an identity Pad pass their
+/// operand through: point
 /// their users at it.
 /// A graph output keeps its name, so the operand takes the name when it is an
 /// unnamed-to-the-outside intermediate; otherwise the node stays.
@@ -256,7 +275,7 @@ llvm::Expected<bool> FoldConstants::run(ir::Module &module) {
   heldBytes = peakHeldBytes = 0;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
     if (node->is(ir::OpCode::Identity) || node->is(ir::OpCode::Dropout) ||
-        isIdentityCast(*node)) {
+        isIdentityCast(*node) || isIdentityPad(*node)) {
       if (forwardNode(module, *node)) {
         folded.insert(node.get());
         addStatistic("nodes-forwarded");

@@ -35,7 +35,10 @@
 // ops they spell (LayerNorm, RMSNorm), inference BatchNorms after a Conv are
 // folded into its weights, the others become a per-channel Mul and Add,
 // rotary embeddings become snug.rotary and attention snug.attention
-// (FusePatterns.h).
+// (FusePatterns.h); an elementwise op between a Reshape and its inverse
+// moves onto the unreshaped tensor, so that those chains are unbroken, and
+// a Concat of strided Slices of one tensor along its axis (torch.roll)
+// becomes one Gather.
 //
 // Micro-batches (gradient accumulation, MicroBatchPhases.h): a producer
 // joins only a root of its own micro-batch's phase. Otherwise the running
@@ -362,6 +365,14 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   unsigned rotaries = rewriteRotaries(module);
   if (rotaries)
     addStatistic("rotaries", rotaries);
+  unsigned sliceConcats = rewriteSliceConcats(module);
+  if (sliceConcats)
+    addStatistic("slice-concats", sliceConcats);
+  // Before attentions: a mask added between inverse Reshapes of the
+  // scores (Swin's shifted windows) is then an Add on the scores.
+  unsigned reshapePairs = sinkReshapePairs(module);
+  if (reshapePairs)
+    addStatistic("reshape-pairs", reshapePairs);
   unsigned attentions = rewriteAttentions(module);
   if (attentions)
     addStatistic("attentions", attentions);
@@ -377,7 +388,9 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
       groups.push_back(std::move(group));
   }
   if (groups.empty())
-    return layerNorms + batchNorms + rotaries + attentions != 0;
+    return layerNorms + batchNorms + rotaries + sliceConcats + reshapePairs +
+               attentions !=
+           0;
 
   // The new schedule: each fused node where its root was. The members stay
   // in it (at the end, as setSchedule takes every node) until they are

@@ -160,8 +160,19 @@ unsigned fuseEpilogues(ir::Module &module);
 /// many were rewritten.
 unsigned rewriteRotaries(ir::Module &module);
 
+/// Reshape(E(Reshape(s), m)) back to s's dims, E a two-operand
+/// elementwise op -> E(s, Reshape(m)) when m fits s's dims
+/// (ReshapePairPattern.cpp). Returns how many were rewritten.
+unsigned sinkReshapePairs(ir::Module &module);
+
+/// Concat(Slice(x, a, ...), ..., x, ...) {axis = a}, some Slice strided in
+/// memory -> Gather(x, constant rows) {axis = a} (SliceConcatPattern.cpp:
+/// torch.roll). Returns how many were rewritten.
+unsigned rewriteSliceConcats(ir::Module &module);
+
 /// MatMul(Q, Kᵀ), an optional scale by a constant scalar, an optional
-/// additive or Where mask, Softmax over the last axis, MatMul(., V) ->
+/// additive or Where mask (or two additive masks, one after the other),
+/// Softmax over the last axis, MatMul(., V) ->
 /// snug.attention (AttentionPattern.cpp). Returns how many were rewritten.
 unsigned rewriteAttentions(ir::Module &module);
 

@@ -472,12 +472,13 @@ static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {
   if (kind.hasMaskOperand() != !!mask)
     return shapeError(mask
                           ? "a mask operand needs mask = \"add\", "
-                            "\"where\", \"where_add\" or \"causal_add\""
+                            "\"add_add\", \"where\", \"where_add\" or "
+                            "\"causal_add\""
                           : "mask = \"" + maskKind + "\" needs a mask operand");
   if (kind.bias != !!bias)
     return shapeError(bias ? "an additive mask after the mask (operand 4) "
-                             "needs mask = \"where_add\""
-                           : "mask = \"where_add\" needs an additive mask "
+                             "needs mask = \"where_add\" or \"add_add\""
+                           : "mask = \"" + maskKind + "\" needs an additive mask "
                              "(operand 4)");
   if (mask && mask->getDType() != (kind.where ? DType::Bool : dtype))
     return shapeError("mask " + mask->str() + " must be " +

@@ -4,7 +4,8 @@
 // snug.attention(Q, K, V[, mask[, additive mask]]) computes
 // softmax(scale * Q Kᵀ (+ mask)) V over the last axis without storing the
 // scores (ir/Ops.def); with mask = "where_add" a bool mask fills, then an
-// additive mask (operand 4) is added. Its shape
+// additive mask (operand 4) is added, and with "add_add" two additive masks
+// (operands 3 and 4) are added in that order. Its shape
 // rule is here, std-only, so that the shape function, the cost model, the
 // scratch request, the host kernel and the CUDA emitter read the same
 // sizes and strides from the same dims.
@@ -85,7 +86,8 @@ struct AttentionShape {
 /// diagonal offset attribute, computed, never stored), a bool mask
 /// (operand 3 of "where" and "where_add": `fill` where it equals
 /// fill_if), an additive mask (operand 3 of "add" and "causal_add"), and
-/// the additive mask after a bool one (operand 4 of "where_add").
+/// the additive mask after a bool or an additive one (operand 4 of
+/// "where_add" and "add_add").
 struct AttentionMaskKind {
   bool valid = false;
   bool causal = false;
@@ -98,7 +100,8 @@ struct AttentionMaskKind {
 
 /// The valid mask kinds, for messages.
 inline const char *attentionMaskKindsText() {
-  return "'none', 'add', 'where', 'where_add', 'causal' and 'causal_add'";
+  return "'none', 'add', 'add_add', 'where', 'where_add', 'causal' and "
+         "'causal_add'";
 }
 
 inline AttentionMaskKind getAttentionMaskKind(const std::string &name) {
@@ -110,6 +113,8 @@ inline AttentionMaskKind getAttentionMaskKind(const std::string &name) {
     kind.where = true;
   else if (name == "where_add")
     kind.where = kind.bias = true;
+  else if (name == "add_add")
+    kind.additive = kind.bias = true;
   else if (name == "causal")
     kind.causal = true;
   else if (name == "causal_add")
