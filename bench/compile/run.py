@@ -23,8 +23,8 @@ model with an empty kernel cache (cold: NVRTC compiles every image) and
 again with it filled (warm: the images come from the cache), wall time and
 peak RSS of each, the model's weight bytes (the memory report's), whether
 each peak is within 1.5x the weights plus 100 MiB (a cold compile holds
-NVRTC's own memory, 60-190 MiB more than a warm one), and whether the
-two bundles are byte-identical (they must be). --large adds a decoder of
+NVRTC's or ptxas's working memory, 40-75 MiB more than a warm one), and
+whether the two bundles are byte-identical (they must be). --large adds a decoder of
 GPT-2 medium's size (24 blocks, d 1024, 16 heads, vocab 32000, sequence
 128: about 1.47 GB of f32 weights, random), exported into the cache on
 first use (a few minutes), never into git.
