@@ -4,10 +4,11 @@
 // needs them and closed when it is done, one at a time: NVRTC turns the
 // translation unit into PTX, nvJitLink assembles PTX into a cubin. Only
 // mapping libnvrtc (109 MB) makes about 28 MiB resident, its relocations
-// and initialisers, and nvJitLink about 25 MiB more; a compile whose images
-// all come from the kernel cache, or a --target=host compile, maps neither,
-// and a cold compile never holds both, nor NVRTC's working memory beside
-// ptxas's (see Nvrtc.cpp for the figures).
+// and initialisers, and nvJitLink about 25 MiB more. A compile whose images
+// all come from the kernel cache maps each only for the moment it takes to
+// read its version (part of the cache key), a --target=host compile maps
+// neither, and a cold compile never holds both, nor NVRTC's working memory
+// beside ptxas's (see Nvrtc.cpp for the figures).
 //
 // Each library is looked for where the build found it, then by its soname
 // on the loader's path. Only Nvrtc.cpp includes this header (it needs the

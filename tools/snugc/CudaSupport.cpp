@@ -80,7 +80,9 @@ static llvm::Expected<std::vector<unsigned>> parseArchs() {
   }
   if (archs.empty())
     return userError("--arch: no architecture given");
-  std::vector<unsigned> supported = cuda::getNvrtcArchs();
+  // Asking NVRTC maps it for a moment: only when kernels will be compiled.
+  std::vector<unsigned> supported =
+      target == "cuda" ? cuda::getNvrtcArchs() : std::vector<unsigned>();
   for (unsigned arch : archs)
     if (!supported.empty() &&
         std::find(supported.begin(), supported.end(), arch) == supported.end()) {
