@@ -1,6 +1,8 @@
 //===- WeightBlob.cpp - The module's weight storage -----------------------===//
 #include "ir/WeightBlob.h"
 
+#include "runtime/FileAccess.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
@@ -89,15 +91,11 @@ spillToFile(llvm::ArrayRef<llvm::ArrayRef<uint8_t>> pieces,
   // and nothing is left behind however the process ends.
   llvm::sys::fs::remove(path);
   bool written = true;
-  for (size_t i = 0; i < pieces.size() && written; ++i) {
-    llvm::ArrayRef<uint8_t> bytes = pieces[i];
-    for (uint64_t done = 0; done < bytes.size() && written;) {
-      ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
-                           off_t(fileOffsets[i] + done));
-      written = n > 0;
-      done += n > 0 ? uint64_t(n) : 0;
-    }
-  }
+  std::string error;
+  for (size_t i = 0; i < pieces.size() && written; ++i)
+    written = ::lseek(fd, off_t(fileOffsets[i]), SEEK_SET) >= 0 &&
+              writeAllToFd(fd, pieces[i].data(), pieces[i].size(),
+                           path.str().str(), error);
   std::shared_ptr<llvm::MemoryBuffer> buffer;
   if (written && ::ftruncate(fd, off_t(fileBytes)) == 0) {
     auto mapped = llvm::MemoryBuffer::getOpenFile(

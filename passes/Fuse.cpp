@@ -347,35 +347,24 @@ llvm::Expected<bool> Fuse::run(ir::Module &module) {
 
 llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   // Patterns first (FusePatterns.h): their nodes would otherwise be taken
-  // into elementwise groups.
-  unsigned layerNorms = rewriteDecomposedLayerNorms(module);
-  if (layerNorms)
-    addStatistic("layernorms", layerNorms);
-  unsigned rmsNorms = rewriteDecomposedRmsNorms(module);
-  if (rmsNorms)
-    addStatistic("rmsnorms", rmsNorms);
-  layerNorms += rmsNorms;
-  unsigned batchNorms = foldBatchNormsIntoConvs(module);
-  if (batchNorms)
-    addStatistic("batchnorms-folded", batchNorms);
-  unsigned affine = rewriteBatchNormsAsAffine(module);
-  if (affine)
-    addStatistic("batchnorms-affine", affine);
-  batchNorms += affine;
-  unsigned rotaries = rewriteRotaries(module);
-  if (rotaries)
-    addStatistic("rotaries", rotaries);
-  unsigned sliceConcats = rewriteSliceConcats(module);
-  if (sliceConcats)
-    addStatistic("slice-concats", sliceConcats);
+  // into elementwise groups. Each rewrite is a statistic; any changes the
+  // module.
+  unsigned rewritten = 0;
+  auto count = [&](const char *statistic, unsigned done) {
+    if (done)
+      addStatistic(statistic, done);
+    rewritten += done;
+  };
+  count("layernorms", rewriteDecomposedLayerNorms(module));
+  count("rmsnorms", rewriteDecomposedRmsNorms(module));
+  count("batchnorms-folded", foldBatchNormsIntoConvs(module));
+  count("batchnorms-affine", rewriteBatchNormsAsAffine(module));
+  count("rotaries", rewriteRotaries(module));
+  count("slice-concats", rewriteSliceConcats(module));
   // Before attentions: a mask added between inverse Reshapes of the
   // scores (Swin's shifted windows) is then an Add on the scores.
-  unsigned reshapePairs = sinkReshapePairs(module);
-  if (reshapePairs)
-    addStatistic("reshape-pairs", reshapePairs);
-  unsigned attentions = rewriteAttentions(module);
-  if (attentions)
-    addStatistic("attentions", attentions);
+  count("reshape-pairs", sinkReshapePairs(module));
+  count("attentions", rewriteAttentions(module));
   GroupBuilder builder(module, maxOps, maxOperands);
   std::vector<Group> groups;
   auto nodes = module.getNodes();
@@ -388,9 +377,7 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
       groups.push_back(std::move(group));
   }
   if (groups.empty())
-    return layerNorms + batchNorms + rotaries + sliceConcats + reshapePairs +
-               attentions !=
-           0;
+    return rewritten != 0;
 
   // The new schedule: each fused node where its root was. The members stay
   // in it (at the end, as setSchedule takes every node) until they are
