@@ -65,7 +65,11 @@ static FusedGroup describeAttention(const ir::Node &node) {
     add("Where", scoreBytes);
   if (mask.additive || mask.bias)
     add("Add", scoreBytes);
+  if (mask.whereAfter)
+    add("Where", scoreBytes);
   add("Softmax", scoreBytes);
+  if (getIntAttr(node.getAttributes(), "zero_filled", 0))
+    add("Where", scoreBytes);
   if (node.getAttribute("y_perm")) {
     add("MatMul", result.getByteSize());
     group.ops.push_back("Transpose");

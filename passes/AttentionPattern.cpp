@@ -13,7 +13,12 @@
 //       relative position bias, then its shifted windows' mask, which
 //       ReshapePairPattern.cpp took out of the Reshapes it was added
 //       between): mask = "add_add"
+//   s = Where(m, fill, Add(s, bias))  an additive mask, then a bool one
+//       (DeBERTa's disentangled position bias, then its padding mask):
+//       mask = "add_where"
 //   p = Softmax(s) {axis = last}
+//   p = Where(m, 0, p) | Where(m, p, 0)  optional, m the mask that filled,
+//       zero where it filled (DeBERTa's XSoftmax): zero_filled = 1
 //   y = MatMul(p, V)
 // which stores the scores and the probabilities, each heads x Sq x Skv: at
 // sequence 1024 they are the largest values of a transformer.
@@ -24,8 +29,9 @@
 //
 // Around that core the pattern also takes in what the exports put on its
 // operands and result when nothing else reads it: a constant scale on Q
-// (torch's MultiheadAttention divides q by sqrt(d) before the product)
-// joins the scale, and the Transposes that split the heads of Q, K and V
+// (torch's MultiheadAttention divides q by sqrt(d) before the product) or
+// on Kᵀ (DeBERTa divides the transposed keys) joins the scale, and the
+// Transposes that split the heads of Q, K and V
 // and merge them in the result become the op's perms (q_perm, k_perm,
 // v_perm, y_perm): the kernels read and write through strides, so those
 // copies are never made. The Reshapes around them are views and stay. f32,
@@ -57,8 +63,9 @@
 // mask after it (operand 3). The constant then has no reader and goes.
 //
 // Not recognized: a scale after the mask (another function unless the
-// mask is 0/-inf), a Where after an added mask (Where(m, s + a, fill)
-// fills without the addend: another function than where_add), a causal
+// mask is 0/-inf), a Where after two added masks, a zeroing Where by
+// another mask than the one that filled (or of another constant than 0,
+// or in the other polarity), a causal
 // mask built inside the graph from Trilu, and Q, K or V that broadcast
 // over batch dims.
 //
@@ -78,7 +85,8 @@ using ir::Value;
 
 struct Match {
   Value *q = nullptr, *k = nullptr, *v = nullptr, *mask = nullptr;
-  /// The additive mask after a Where (mask "where_add").
+  /// Operand 4: the additive mask after a Where or an Add (mask
+  /// "where_add", "add_add"), or the bool mask after an Add ("add_where").
   Value *bias = nullptr;
   /// Empty: as stored (ir/Ops.def's q_perm, k_perm, v_perm, y_perm).
   std::vector<int64_t> qPerm, kPerm, vPerm, yPerm;
@@ -88,6 +96,8 @@ struct Match {
   bool fillIfTrue = true;
   /// The diagonal offset of mask "causal" and "causal_add".
   int64_t causal = 0;
+  /// The filled probabilities are zeroed after the Softmax (zero_filled).
+  bool zeroFilled = false;
   llvm::SmallVector<ir::Node *, 8> nodes; // the last one is the result's
 };
 
@@ -170,16 +180,30 @@ bool matchScores(const ir::Module &module, Value *value, ir::Node *user,
       match.nodes.push_back(qScale);
       qUser = qScale;
     }
+  // Likewise on Kᵀ (DeBERTa divides the transposed keys by its scale).
+  ir::Node *kUser = node;
+  if (ir::Node *kScale = privateDefiner(module, match.k, node))
+    if (llvm::Optional<Scaling> scaling = asScaling(module, *kScale)) {
+      match.scale *= scaling->factor;
+      match.k = scaling->operand;
+      match.nodes.push_back(kScale);
+      kUser = kScale;
+    }
   match.q = readThroughTranspose(module, match.q, qUser, match.qPerm, match);
-  match.k = readThroughTranspose(module, match.k, node, match.kPerm, match);
+  match.k = readThroughTranspose(module, match.k, kUser, match.kPerm, match);
   return true;
 }
 
+bool matchAdded(const ir::Module &module, Value *value, ir::Node *user,
+                Match &match);
+
 /// Matches value = Where(m, fill, s) | Where(m, s, fill) over the scores
 /// (read by `user` alone), fill a constant scalar, into `match` (mask
-/// "where").
+/// "where"); with `afterAdded`, s may also be the scores plus an additive
+/// mask (mask "add_where", m then operand 4: DeBERTa's bias, then its
+/// padding mask).
 bool matchWhere(const ir::Module &module, Value *value, ir::Node *user,
-                Match &match) {
+                Match &match, bool afterAdded) {
   ir::Node *node = privateDefiner(module, value, user);
   if (!node || !node->is(OpCode::Where) || node->getNumOperands() != 3)
     return false;
@@ -187,12 +211,24 @@ bool matchWhere(const ir::Module &module, Value *value, ir::Node *user,
     llvm::Optional<float> fill =
         readScalarWeight(module, node->getOperand(3 - i));
     Match attempt = match;
-    if (!fill || !matchScores(module, node->getOperand(i), node, attempt))
+    if (!fill)
       continue;
+    bool added = false;
+    if (!matchScores(module, node->getOperand(i), node, attempt)) {
+      added = afterAdded &&
+              matchAdded(module, node->getOperand(i), node, attempt);
+      if (!added)
+        continue;
+    }
     if (node->getOperand(i)->getType() != value->getType())
       return false;
-    attempt.mask = node->getOperand(0);
-    attempt.maskKind = "where";
+    if (added) {
+      attempt.bias = node->getOperand(0);
+      attempt.maskKind = "add_where";
+    } else {
+      attempt.mask = node->getOperand(0);
+      attempt.maskKind = "where";
+    }
     attempt.fill = *fill;
     // Where(m, fill, s) fills where m holds; Where(m, s, fill) where not.
     attempt.fillIfTrue = i == 2;
@@ -240,8 +276,8 @@ bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
     for (unsigned i = 0; i < 2; ++i) {
       Match attempt = match;
       bool scores = matchScores(module, node->getOperand(i), node, attempt);
-      bool where = !scores &&
-                   matchWhere(module, node->getOperand(i), node, attempt);
+      bool where = !scores && matchWhere(module, node->getOperand(i), node,
+                                         attempt, /*afterAdded=*/false);
       if (!scores && !where &&
           !matchAdded(module, node->getOperand(i), node, attempt))
         continue;
@@ -261,7 +297,7 @@ bool matchLogits(const ir::Module &module, Value *logits, ir::Node *softmax,
     }
     return false;
   }
-  return matchWhere(module, logits, softmax, match);
+  return matchWhere(module, logits, softmax, match, /*afterAdded=*/true);
 }
 
 /// k when `mask` is a constant bool lower triangle over the scores [...,
@@ -318,14 +354,38 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
       type != ir::DType::BF16)
     return llvm::None;
   ir::Node *output = soleUser(module, softmax.getResult(0));
+  // DeBERTa's XSoftmax zeroes the filled probabilities: Where(m, 0, p) or
+  // Where(m, p, 0), m the mask that filled.
+  ir::Node *zeroing = nullptr;
+  Value *probabilities = softmax.getResult(0);
+  if (output && output->is(OpCode::Where) && output->getNumOperands() == 3 &&
+      output->getResult(0)->getType() == probabilities->getType()) {
+    zeroing = output;
+    probabilities = zeroing->getResult(0);
+    output = soleUser(module, probabilities);
+  }
   if (!output || !output->is(OpCode::MatMul) ||
-      output->getNumOperands() != 2 ||
-      output->getOperand(0) != softmax.getResult(0))
+      output->getNumOperands() != 2 || output->getOperand(0) != probabilities)
     return llvm::None;
   Match match;
   if (!matchLogits(module, logits, &softmax, match))
     return llvm::None;
   match.nodes.push_back(&softmax);
+  if (zeroing) {
+    AttentionMaskKind kind = getAttentionMaskKind(match.maskKind);
+    Value *filledBy = kind.where ? match.mask : kind.whereAfter ? match.bias
+                                                                : nullptr;
+    // The fill mask, in the polarity it filled: the zero where it filled.
+    unsigned zeroAt = match.fillIfTrue ? 1 : 2;
+    llvm::Optional<float> zero =
+        readScalarWeight(module, zeroing->getOperand(zeroAt));
+    if (!filledBy || zeroing->getOperand(0) != filledBy || !zero ||
+        *zero != 0.0f ||
+        zeroing->getOperand(3 - zeroAt) != softmax.getResult(0))
+      return llvm::None;
+    match.zeroFilled = true;
+    match.nodes.push_back(zeroing);
+  }
   match.v = readThroughTranspose(module, output->getOperand(1), output,
                                  match.vPerm, match);
   match.nodes.push_back(output);
@@ -374,7 +434,10 @@ llvm::Optional<Match> matchAt(const ir::Module &module, ir::Node &softmax) {
       shape.resultDims != dimsOf(match.nodes.back()->getResult(0)) ||
       match.q->getType().getDType() != type ||
       match.v->getType().getDType() != type ||
-      (match.bias && match.bias->getType().getDType() != type))
+      (match.bias &&
+       match.bias->getType().getDType() !=
+           (getAttentionMaskKind(match.maskKind).whereAfter ? ir::DType::Bool
+                                                            : type)))
     return llvm::None;
   return match;
 }
@@ -504,12 +567,14 @@ unsigned rewriteAttentions(ir::Module &module) {
             attributes[name] = ir::Attribute::getInts(*perm);
         attributes["mask"] = ir::Attribute::getString(match.maskKind);
         AttentionMaskKind kind = getAttentionMaskKind(match.maskKind);
-        if (kind.where || kind.causal)
+        if (kind.fills())
           attributes["fill"] = ir::Attribute::getFloat(match.fill);
-        if (kind.where)
+        if (kind.where || kind.whereAfter)
           attributes["fill_if"] = ir::Attribute::getInt(match.fillIfTrue);
         if (kind.causal)
           attributes["causal"] = ir::Attribute::getInt(match.causal);
+        if (match.zeroFilled)
+          attributes["zero_filled"] = ir::Attribute::getInt(1);
         return node;
       });
 }

@@ -326,7 +326,9 @@ static void addContraction(const Node &node, Cost &cost) {
     uint64_t scores = uint64_t(shape.batch * shape.sq * shape.skv);
     macs = scores * uint64_t(shape.d + shape.dv);
     AttentionMaskKind mask = getAttentionMaskKind(node);
-    extra = scores * (6 + mask.causal + mask.where + mask.additive + mask.bias);
+    extra = scores * (6 + mask.causal + mask.where + mask.additive +
+                      mask.bias + mask.whereAfter +
+                      !!getIntAttr(node.getAttributes(), "zero_filled", 0));
     break;
   }
   default:

@@ -5,8 +5,9 @@
 // fold whatever their operand, since every shape is static. Also removes
 // Identity, inference-mode Dropout, a Cast to its operand's own type (a
 // rename, not a computation: torch's exports put Cast(f32 -> f32) around
-// the softmax and the norms of HF models) and a Pad by 0 everywhere (HF
-// Swin's pad to a multiple of the window), so that
+// the softmax and the norms of HF models), a Pad by 0 everywhere (HF
+// Swin's pad to a multiple of the window) and a Slice that keeps the whole
+// tensor in place (DeBERTa's relative positions), so that
 // exported transformer graphs, whose shape arithmetic (Shape, Gather, Concat,
 // Unsqueeze, Reshape, ConstantOfShape, Where, ...) is all constant once
 // shapes are bound, come out static and small. Ops the evaluator
@@ -142,9 +143,27 @@ static bool isIdentityPad(const ir::Node &node) {
   return true;
 }
 
-/// Identity, Dropout, an identity Cast and an identity Pad pass their
-/// operand through: point
-/// their users at it.
+/// Whether `node` is a Slice that keeps every element in place: the
+/// operand's dims, every step 1 (a step of -1 over a whole axis keeps the
+/// dims too, but reverses it). DeBERTa's exports slice its relative
+/// positions [0:S) of an axis of extent S.
+static bool isIdentitySlice(const ir::Node &node) {
+  if (!node.is(ir::OpCode::Slice) || node.getNumOperands() != 1 ||
+      !node.getOperand(0) || node.getNumResults() != 1 ||
+      node.getOperand(0)->getType() != node.getResult(0)->getType())
+    return false;
+  if (const ir::Attribute *steps = node.getAttribute("steps")) {
+    if (steps->getKind() != ir::Attribute::Kind::Ints)
+      return false;
+    for (int64_t step : steps->getInts())
+      if (step != 1)
+        return false;
+  }
+  return true;
+}
+
+/// Identity, Dropout, an identity Cast, Pad or Slice pass their operand
+/// through: point their users at it.
 /// A graph output keeps its name, so the operand takes the name when it is an
 /// unnamed-to-the-outside intermediate; otherwise the node stays.
 bool FoldConstants::forwardNode(ir::Module &module, ir::Node &node) {
@@ -275,7 +294,8 @@ llvm::Expected<bool> FoldConstants::run(ir::Module &module) {
   heldBytes = peakHeldBytes = 0;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
     if (node->is(ir::OpCode::Identity) || node->is(ir::OpCode::Dropout) ||
-        isIdentityCast(*node) || isIdentityPad(*node)) {
+        isIdentityCast(*node) || isIdentityPad(*node) ||
+        isIdentitySlice(*node)) {
       if (forwardNode(module, *node)) {
         folded.insert(node.get());
         addStatistic("nodes-forwarded");

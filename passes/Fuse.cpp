@@ -364,6 +364,7 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
   // Before attentions: a mask added between inverse Reshapes of the
   // scores (Swin's shifted windows) is then an Add on the scores.
   count("reshape-pairs", sinkReshapePairs(module));
+  count("unit-reshapes", commuteUnitReshapesWithTransposes(module));
   count("attentions", rewriteAttentions(module));
   GroupBuilder builder(module, maxOps, maxOperands);
   std::vector<Group> groups;

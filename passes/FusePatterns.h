@@ -160,10 +160,18 @@ unsigned fuseEpilogues(ir::Module &module);
 /// many were rewritten.
 unsigned rewriteRotaries(ir::Module &module);
 
-/// Reshape(E(Reshape(s), m)) back to s's dims, E a two-operand
-/// elementwise op -> E(s, Reshape(m)) when m fits s's dims
-/// (ReshapePairPattern.cpp). Returns how many were rewritten.
+/// Reshape(E(Reshape(s), m)) back to s's dims, E a chain of elementwise
+/// ops and Softmaxes over a last dim the Reshape keeps -> E(s, Reshape(m))
+/// when every m fits s's dims (ReshapePairPattern.cpp). Returns how many
+/// were rewritten.
 unsigned sinkReshapePairs(ir::Module &module);
+
+/// Reshape(Transpose(x)) that drops only unit dims -> Transpose(Reshape(x)),
+/// and Transpose(Reshape(x)) that only inserts unit dims ->
+/// Reshape(Transpose(x)), so that the Transposes splitting and merging
+/// heads touch the attention's MatMuls (UnitReshapeTransposePattern.cpp).
+/// Returns how many were rewritten.
+unsigned commuteUnitReshapesWithTransposes(ir::Module &module);
 
 /// Concat(Slice(x, a, ...), ..., x, ...) {axis = a}, some Slice strided in
 /// memory -> Gather(x, constant rows) {axis = a} (SliceConcatPattern.cpp:
@@ -171,8 +179,9 @@ unsigned sinkReshapePairs(ir::Module &module);
 unsigned rewriteSliceConcats(ir::Module &module);
 
 /// MatMul(Q, Kᵀ), an optional scale by a constant scalar, an optional
-/// additive or Where mask (or two additive masks, one after the other),
-/// Softmax over the last axis, MatMul(., V) ->
+/// additive or Where mask (or two masks, one after the other), Softmax
+/// over the last axis, an optional Where zeroing the filled
+/// probabilities, MatMul(., V) ->
 /// snug.attention (AttentionPattern.cpp). Returns how many were rewritten.
 unsigned rewriteAttentions(ir::Module &module);
 

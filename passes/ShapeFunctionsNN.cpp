@@ -475,18 +475,23 @@ static llvm::Expected<ResultTypes> inferAttention(const ShapeQuery &query) {
                             "\"add_add\", \"where\", \"where_add\" or "
                             "\"causal_add\""
                           : "mask = \"" + maskKind + "\" needs a mask operand");
-  if (kind.bias != !!bias)
-    return shapeError(bias ? "an additive mask after the mask (operand 4) "
-                             "needs mask = \"where_add\" or \"add_add\""
-                           : "mask = \"" + maskKind + "\" needs an additive mask "
+  if (kind.hasSecondMask() != !!bias)
+    return shapeError(bias ? "a second mask (operand 4) needs mask = "
+                             "\"where_add\", \"add_add\" or \"add_where\""
+                           : "mask = \"" + maskKind + "\" needs a second mask "
                              "(operand 4)");
   if (mask && mask->getDType() != (kind.where ? DType::Bool : dtype))
     return shapeError("mask " + mask->str() + " must be " +
                       (kind.where ? "bool" : "of Q's element type") +
                       " for mask = \"" + maskKind + "\"");
-  if (bias && bias->getDType() != dtype)
-    return shapeError("additive mask " + bias->str() +
-                      " must be of Q's element type");
+  if (bias && bias->getDType() != (kind.whereAfter ? DType::Bool : dtype))
+    return shapeError("second mask " + bias->str() + " must be " +
+                      (kind.whereAfter ? "bool" : "of Q's element type") +
+                      " for mask = \"" + maskKind + "\"");
+  if (getIntAttr(query.attributes, "zero_filled", 0) && !kind.fills())
+    return shapeError("zero_filled needs a mask kind that fills (\"where\", "
+                      "\"where_add\", \"add_where\", \"causal\" or "
+                      "\"causal_add\")");
   AttentionShape shape = attentionShapeOf(query.operands, query.attributes);
   if (!shape.isValid())
     return shapeError(shape.error);

@@ -4,8 +4,9 @@
 // snug.attention(Q, K, V[, mask[, additive mask]]) computes
 // softmax(scale * Q Kᵀ (+ mask)) V over the last axis without storing the
 // scores (ir/Ops.def); with mask = "where_add" a bool mask fills, then an
-// additive mask (operand 4) is added, and with "add_add" two additive masks
-// (operands 3 and 4) are added in that order. Its shape
+// additive mask (operand 4) is added, with "add_add" two additive masks
+// (operands 3 and 4) are added in that order, and with "add_where" an
+// additive mask is added, then a bool one (operand 4) fills. Its shape
 // rule is here, std-only, so that the shape function, the cost model, the
 // scratch request, the host kernel and the CUDA emitter read the same
 // sizes and strides from the same dims.
@@ -21,7 +22,7 @@
 // Q, K and V have the same batch dims B... (the zoo's exports never
 // broadcast them). The mask broadcasts to the scores by numpy's rules
 // (right-aligned, each dim 1 or the score's), stored as it is; so does the
-// additive mask of mask = "where_add".
+// second mask (operand 4).
 //
 // The strides say where logical element (b..., x, y) of each operand lies:
 // sum of index * stride in elements of the operand's own memory, 0 where
@@ -44,7 +45,7 @@ struct AttentionShape {
   int64_t sq = 0, skv = 0, d = 0, dv = 0;
   /// Per logical dim (the batch dims, then the two matrix dims), in
   /// elements of each operand's memory; maskStrides is empty without a
-  /// mask, biasStrides without the additive mask of mask = "where_add".
+  /// mask (operand 3), biasStrides without a second one (operand 4).
   std::vector<int64_t> qStrides, kStrides, vStrides, yStrides, maskStrides,
       biasStrides;
   /// The result's dims as stored (through y_perm).
@@ -81,27 +82,41 @@ struct AttentionShape {
 
 /// What snug.attention's mask attribute (ir/Ops.def) puts where; one
 /// reading for the shape rule, the host kernel, the CUDA emitter, the
-/// cost model and the fusion report. Per score, in this order: a causal fill (mask "causal"
-/// and "causal_add": score (i, j) becomes `fill` where j > i + causal, the
-/// diagonal offset attribute, computed, never stored), a bool mask
-/// (operand 3 of "where" and "where_add": `fill` where it equals
-/// fill_if), an additive mask (operand 3 of "add" and "causal_add"), and
-/// the additive mask after a bool or an additive one (operand 4 of
-/// "where_add" and "add_add").
+/// cost model and the fusion report. Per score, in this order: a causal
+/// fill (mask "causal" and "causal_add": score (i, j) becomes `fill` where
+/// j > i + causal, the diagonal offset attribute, computed, never stored),
+/// a bool mask (operand 3 of "where" and "where_add": `fill` where it
+/// equals fill_if), an additive mask (operand 3 of "add", "add_add",
+/// "add_where" and "causal_add"), then operand 4: an additive mask after
+/// the first mask ("where_add" and "add_add"), or a bool mask filling
+/// after the additive one ("add_where": DeBERTa's relative-position bias
+/// added, then the padding mask's fill).
+///
+/// With zero_filled = 1 (kinds that fill), the probability of every score
+/// a fill replaced is 0 after the softmax, which still normalizes over
+/// every score (DeBERTa's XSoftmax: Where(m, 0, Softmax(Where(m, fill,
+/// s)))); a row whose scores were all filled gives 0, not the mean of V.
 struct AttentionMaskKind {
   bool valid = false;
   bool causal = false;
   bool where = false;
   bool additive = false;
+  /// Operand 4 is an additive mask (after operand 3).
   bool bias = false;
+  /// Operand 4 is a bool mask filling after operand 3, an additive one.
+  bool whereAfter = false;
   /// Whether operand 3 is a mask (bool for `where`, else Q's type).
   bool hasMaskOperand() const { return where || additive; }
+  /// Whether operand 4 is a mask (bool for `whereAfter`, else Q's type).
+  bool hasSecondMask() const { return bias || whereAfter; }
+  /// Whether some score may be replaced by `fill`.
+  bool fills() const { return causal || where || whereAfter; }
 };
 
 /// The valid mask kinds, for messages.
 inline const char *attentionMaskKindsText() {
-  return "'none', 'add', 'add_add', 'where', 'where_add', 'causal' and "
-         "'causal_add'";
+  return "'none', 'add', 'add_add', 'add_where', 'where', 'where_add', "
+         "'causal' and 'causal_add'";
 }
 
 inline AttentionMaskKind getAttentionMaskKind(const std::string &name) {
@@ -115,6 +130,8 @@ inline AttentionMaskKind getAttentionMaskKind(const std::string &name) {
     kind.where = kind.bias = true;
   else if (name == "add_add")
     kind.additive = kind.bias = true;
+  else if (name == "add_where")
+    kind.additive = kind.whereAfter = true;
   else if (name == "causal")
     kind.causal = true;
   else if (name == "causal_add")
@@ -185,8 +202,8 @@ inline void readThrough(const AttentionOperand &operand,
 
 /// The sizes and strides of an attention over these operands, the mask of
 /// dims *mask when not null, the result stored through *yPerm when not
-/// null, and the additive mask after a where mask (mask = "where_add",
-/// operand 4) of dims *bias when not null.
+/// null, and the second mask (operand 4: "where_add", "add_add",
+/// "add_where") of dims *bias when not null.
 inline AttentionShape
 getAttentionShape(AttentionOperand q, AttentionOperand k, AttentionOperand v,
                   const std::vector<int64_t> *mask,
@@ -269,7 +286,7 @@ getAttentionShape(AttentionOperand q, AttentionOperand k, AttentionOperand v,
   };
   if (mask && !broadcastTo(*mask, "mask", shape.maskStrides))
     return shape;
-  if (bias && !broadcastTo(*bias, "additive mask", shape.biasStrides))
+  if (bias && !broadcastTo(*bias, "second mask", shape.biasStrides))
     return shape;
   return shape;
 }

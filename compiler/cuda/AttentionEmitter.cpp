@@ -1,8 +1,8 @@
 //===- AttentionEmitter.cpp - snug.attention as one flash-style kernel ----===//
 //
-// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def, with mask = "where_add"
-// a fill by a bool mask then an added one; sizes by
-// runtime/AttentionShape.h) in one launch that never stores the scores, in
+// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def and runtime/AttentionShape.h:
+// the mask kinds, zero_filled, the sizes) in one launch that never stores
+// the scores, in
 // the manner of FlashAttention (Dao et al., 2022, algorithm 1) without its
 // tensor cores: a block of kRows threads owns kRows query rows of one batch
 // item, one row a thread, its q row and its output accumulator in
@@ -12,7 +12,8 @@
 // its contiguous axis), and each thread keeps its row's running max m and sum l
 // (the online softmax, Milakov and Gimelshein 2018): per tile, the new max
 // rescales the accumulator and the sum by exp(m_old - m_new) before the
-// tile's exp(s - m_new) weights add their V rows. The output is acc / l.
+// tile's exp(s - m_new) weights add their V rows (under zero_filled, a
+// filled key's weight adds to l only). The output is acc / l.
 // A row every score of which is -inf (fully masked) gives 0 / 0 = NaN, as
 // the unfused Softmax does.
 //
@@ -51,6 +52,7 @@ constexpr int64_t kMaxHeadDim = 256;
 /// Shared memory for one K tile and one V tile.
 constexpr int64_t kTileBytes = 32 << 10;
 constexpr int64_t kMaxTile = 32;
+static_assert(kMaxTile <= 32, "zero_filled keeps a tile's fills in 32 bits");
 
 std::string lit(int64_t value) { return cudaIntLiteral(value); }
 
@@ -141,10 +143,13 @@ llvm::Error emitAttention(EmitContext &context) {
   if (kind.hasMaskOperand())
     os << "  const int64_t maskRow = " << batchOffset(shape, shape.maskStrides)
        << " + (int64_t)i * " << lit(S::rowStride(shape.maskStrides)) << ";\n";
-  bool withBias = kind.bias;
-  if (withBias)
-    os << "  const int64_t biasRow = " << batchOffset(shape, shape.biasStrides)
-       << " + (int64_t)i * " << lit(S::rowStride(shape.biasStrides)) << ";\n";
+  // Operand 4: an additive mask ("bias") or a bool one ("mask2").
+  const char *second = kind.bias ? "bias" : "mask2";
+  if (kind.hasSecondMask())
+    os << "  const int64_t secondRow = "
+       << batchOffset(shape, shape.biasStrides) << " + (int64_t)i * "
+       << lit(S::rowStride(shape.biasStrides)) << ";\n";
+  const bool zeroFilled = context.intAttr("zero_filled", 0) != 0;
   // Kᵀ is [D, Skv]: key row jj of the tile is its column j0 + jj.
   os << "  for (int j0 = 0; j0 < " << lit(skv) << "; j0 += " << tile
      << ") {\n"
@@ -158,7 +163,12 @@ llvm::Error emitAttention(EmitContext &context) {
      << "      continue;\n"
      << "    const int n = " << lit(skv) << " - j0 < " << tile << " ? "
      << lit(skv) << " - j0 : " << tile << ";\n"
-     << "    " << acc << " top = m;\n"
+     << "    " << acc << " top = m;\n";
+  // zero_filled: bit jj says key j0 + jj was filled, and its weight only
+  // normalizes (tiles hold at most 32 keys).
+  if (zeroFilled)
+    os << "    unsigned filled = 0;\n";
+  os
      // Not unrolled: ptxas would unroll both key loops to keep s[] in
      // registers. On bert_small's kernel (D 64, tiles of 32) that took 243
      // registers, and ptxas 1.6 s and 80 MiB, the peak of the whole compile;
@@ -180,20 +190,28 @@ llvm::Error emitAttention(EmitContext &context) {
                 lit(S::columnStride(shape.maskStrides));
   std::string fill =
       "(" + acc + ")" + cudaFloatLiteral(double(context.floatAttr("fill", 0.0f)));
+  std::string fillIt = zeroFilled
+                           ? " {\n        dot = " + fill +
+                                 ";\n        filled |= 1u << jj;\n      }\n"
+                           : "\n        dot = " + fill + ";\n";
+  std::string fillIf = context.intAttr("fill_if", 1) ? "true" : "false";
+  std::string secondAt =
+      !kind.hasSecondMask()
+          ? ""
+          : "secondRow + (int64_t)(j0 + jj) * " +
+                lit(S::columnStride(shape.biasStrides));
   if (kind.causal)
     os << "      if ((int64_t)(j0 + jj) > (int64_t)i + "
-       << lit(context.intAttr("causal", 0)) << ")\n"
-       << "        dot = " << fill << ";\n";
+       << lit(context.intAttr("causal", 0)) << ")" << fillIt;
   if (kind.additive)
     os << "      dot += (" << acc << ")snug_load(mask + " << maskAt << ");\n";
   else if (kind.where)
-    os << "      if (mask[" << maskAt << "] == "
-       << (context.intAttr("fill_if", 1) ? "true" : "false") << ")\n"
-       << "        dot = " << fill << ";\n";
-  if (withBias)
-    os << "      dot += (" << acc
-       << ")snug_load(bias + biasRow + (int64_t)(j0 + "
-       << "jj) * " << lit(S::columnStride(shape.biasStrides)) << ");\n";
+    os << "      if (mask[" << maskAt << "] == " << fillIf << ")" << fillIt;
+  if (kind.bias)
+    os << "      dot += (" << acc << ")snug_load(bias + " << secondAt
+       << ");\n";
+  else if (kind.whereAfter)
+    os << "      if (mask2[" << secondAt << "] == " << fillIf << ")" << fillIt;
   os << "      s[jj] = dot;\n"
      << "      top = dot > top ? dot : top;\n"
      << "    }\n"
@@ -207,8 +225,11 @@ llvm::Error emitAttention(EmitContext &context) {
      << "    for (int jj = 0; jj < n; ++jj) {\n"
      << "      const " << acc << " p = top == -" << inf << " ? (" << acc
      << ")0 : " << exp << "(s[jj] - top);\n"
-     << "      l += p;\n"
-     << "      for (int e = 0; e < " << dv << "; ++e)\n"
+     << "      l += p;\n";
+  if (zeroFilled)
+    os << "      if ((filled >> jj) & 1u)\n"
+       << "        continue;\n";
+  os << "      for (int e = 0; e < " << dv << "; ++e)\n"
      << "        o[e] += p * vs[jj * " << lit(dv) << " + e];\n"
      << "    }\n"
      << "    m = top;\n"
@@ -217,7 +238,12 @@ llvm::Error emitAttention(EmitContext &context) {
      << "    for (int e = 0; e < " << dv << "; ++e)\n"
      << "      snug_store(y + yb + (int64_t)i * "
      << lit(S::rowStride(shape.yStrides)) << " + (int64_t)e * "
-     << lit(S::columnStride(shape.yStrides)) << ", o[e] / l);\n";
+     << lit(S::columnStride(shape.yStrides)) << ", "
+     // Under zero_filled a row whose keys were all filled with -inf sums
+     // no weight: 0, as Where(m, 0, NaN) gave.
+     << (zeroFilled ? "l > (" + acc + ")0 ? o[e] / l : (" + acc + ")0"
+                    : std::string("o[e] / l"))
+     << ");\n";
 
   Kernel kernel;
   kernel.tag = "attention";
@@ -228,8 +254,8 @@ llvm::Error emitAttention(EmitContext &context) {
   kernel.addTensor("v", context.in(2), true);
   if (kind.hasMaskOperand())
     kernel.addTensor("mask", context.in(3), true);
-  if (withBias)
-    kernel.addTensor("bias", context.in(4), true);
+  if (kind.hasSecondMask())
+    kernel.addTensor(second, context.in(4), true);
   kernel.addTensor("y", y, false);
   kernel.body = os.str();
   context.launch(std::move(kernel));

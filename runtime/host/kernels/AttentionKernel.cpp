@@ -1,11 +1,11 @@
 //===- AttentionKernel.cpp - snug.attention, a row block at a time --------===//
 //
-// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def: mask = "where_add" fills
-// by a bool mask, then adds operand 4; sizes by
-// runtime/AttentionShape.h) without the score matrix: for each batch item
-// and each block of kAttentionRowBlock query rows, the block's scores go to
-// the op's planned scratch (its second result in the host plan, written by
-// the bundle writer), become probabilities there, and are multiplied by V.
+// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def and runtime/AttentionShape.h:
+// the mask kinds, zero_filled, the sizes) without the score matrix: for
+// each batch item and each block of kAttentionRowBlock query rows, the
+// block's scores go to the op's planned scratch (its second result in the
+// host plan, written by the bundle writer), become probabilities there
+// (0 for a filled score under zero_filled), and are multiplied by V.
 // Q, K, V and the result are read and written through their strides
 // (their perms), so the head Transposes the op took in are never made.
 // The arithmetic is the unfused nodes' as the host runs them: dot products
@@ -36,7 +36,8 @@ Status attentionKernel(KernelContext &ctx) {
   const TensorView *mask = ctx.hasInput(3) ? &ctx.in(3) : nullptr;
   const TensorView *bias = ctx.hasInput(4) ? &ctx.in(4) : nullptr;
   AttentionMaskKind kind = getAttentionMaskKind(maskKind);
-  if (!kind.valid || kind.hasMaskOperand() != !!mask || kind.bias != !!bias)
+  if (!kind.valid || kind.hasMaskOperand() != !!mask ||
+      kind.hasSecondMask() != !!bias)
     return ctx.error("mask '" + maskKind + "' and the operands disagree");
   const char *permNames[4] = {"q_perm", "k_perm", "v_perm", "y_perm"};
   const std::vector<int64_t> *perms[4];
@@ -71,7 +72,7 @@ Status attentionKernel(KernelContext &ctx) {
     maskCopy = widen(*mask);
     additive = maskCopy.data();
   }
-  if (bias) {
+  if (kind.bias) {
     biasCopy = widen(*bias);
     after = biasCopy.data();
   }
@@ -79,6 +80,7 @@ Status attentionKernel(KernelContext &ctx) {
   const float fill = ctx.getFloat("fill", 0.0f);
   const bool fillIf = ctx.getInt("fill_if", 1) != 0;
   const int64_t diagonal = ctx.getInt("causal", 0);
+  const bool zeroFilled = ctx.getInt("zero_filled", 0) != 0;
   const int64_t sq = shape.sq, skv = shape.skv, d = shape.d, dv = shape.dv;
   // Element strides of the matrix dims: Q's rows and columns, Kᵀ's, ...
   const int64_t qi = AttentionShape::rowStride(shape.qStrides),
@@ -99,6 +101,22 @@ Status attentionKernel(KernelContext &ctx) {
     float *yb = out.data() + shape.batchOffset(b, shape.yStrides);
     int64_t maskBase = mask ? shape.batchOffset(b, shape.maskStrides) : 0;
     int64_t biasBase = bias ? shape.batchOffset(b, shape.biasStrides) : 0;
+    // Where score (i, j) of this batch item is in operand 3 and 4.
+    auto maskAt = [&](int64_t i, int64_t j) {
+      return maskBase + i * AttentionShape::rowStride(shape.maskStrides) +
+             j * AttentionShape::columnStride(shape.maskStrides);
+    };
+    auto biasAt = [&](int64_t i, int64_t j) {
+      return biasBase + i * AttentionShape::rowStride(shape.biasStrides) +
+             j * AttentionShape::columnStride(shape.biasStrides);
+    };
+    // Whether a fill replaces score (i, j) (the kinds' order aside: a
+    // later additive mask adds to the fill, but the score was filled).
+    auto filled = [&](int64_t i, int64_t j) {
+      return (kind.causal && j > i + diagonal) ||
+             (kind.where && (mask->data[maskAt(i, j)] != 0) == fillIf) ||
+             (kind.whereAfter && (bias->data[biasAt(i, j)] != 0) == fillIf);
+    };
     for (int64_t first = 0; first < sq; first += kAttentionRowBlock) {
       int64_t rows = std::min(kAttentionRowBlock, sq - first);
       for (int64_t r = 0; r < rows; ++r) {
@@ -113,19 +131,15 @@ Status attentionKernel(KernelContext &ctx) {
             s *= scale;
           if (kind.causal && j > i + diagonal)
             s = fill;
-          if (mask) {
-            int64_t at =
-                maskBase + i * AttentionShape::rowStride(shape.maskStrides) +
-                j * AttentionShape::columnStride(shape.maskStrides);
-            if (additive)
-              s += additive[at];
-            else if ((mask->data[at] != 0) == fillIf)
-              s = fill;
-          }
+          if (additive)
+            s += additive[maskAt(i, j)];
+          else if (kind.where && (mask->data[maskAt(i, j)] != 0) == fillIf)
+            s = fill;
           if (after)
-            s += after[biasBase +
-                       i * AttentionShape::rowStride(shape.biasStrides) +
-                       j * AttentionShape::columnStride(shape.biasStrides)];
+            s += after[biasAt(i, j)];
+          else if (kind.whereAfter &&
+                   (bias->data[biasAt(i, j)] != 0) == fillIf)
+            s = fill;
           scores[j] = s;
         }
         // Softmax of the row, in double as the Softmax kernel computes it.
@@ -136,7 +150,9 @@ Status attentionKernel(KernelContext &ctx) {
         for (int64_t j = 0; j < skv; ++j)
           sum += std::exp(double(scores[j]) - top);
         for (int64_t j = 0; j < skv; ++j)
-          scores[j] = float(std::exp(double(scores[j]) - top) / sum);
+          scores[j] = zeroFilled && filled(i, j)
+                          ? 0.0f
+                          : float(std::exp(double(scores[j]) - top) / sum);
       }
       for (int64_t r = 0; r < rows; ++r) {
         std::fill(accumulator.begin(), accumulator.end(), 0.0);
