@@ -42,6 +42,8 @@ the emitted kernels, a simulator error or a mismatch is FAILED. With
 executor but fails on the simulator. Bounded subsets: --max-test-bytes N
 keeps the tests whose model and test data take at most N bytes,
 --per-op-set N the first N tests of each set of op types a model uses.
+--snugc-flag F (repeatable) adds F to every compile, e.g.
+--snugc-flag=--disable-pass=fuse to run the tests with fusion off.
 """
 import argparse
 import collections
@@ -194,7 +196,7 @@ def first_error(text, fallback_chars=300):
     return lines[0] if lines else text[-fallback_chars:]
 
 
-def run_one_cudasim(test_dir, tools, scratch, planner, cudasim_dir):
+def run_one_cudasim(test_dir, tools, scratch, planner, cudasim_dir, extra=()):
     """(name, outcome, detail, passes on the host) on the CUDA simulator."""
     name = os.path.relpath(test_dir, os.path.dirname(os.path.dirname(test_dir)))
     work = os.path.join(scratch, name.replace(os.sep, "__"))
@@ -205,10 +207,11 @@ def run_one_cudasim(test_dir, tools, scratch, planner, cudasim_dir):
         flags = bindings_for(test_dir)
     except Exception as error:  # a model onnx itself cannot read
         return name, "failed", f"cannot read the model: {error}", False
-    compile_cmd = [os.path.join(tools, "snugc"), "compile",
-                   os.path.join(test_dir, "model.onnx"), "-o", bundle,
-                   "--memory-report=none", "--planner=" + planner,
-                   "--target=cuda", "--arch=sm_80", "--dump-cuda", work] + flags
+    compile_cmd = ([os.path.join(tools, "snugc"), "compile",
+                    os.path.join(test_dir, "model.onnx"), "-o", bundle,
+                    "--memory-report=none", "--planner=" + planner,
+                    "--target=cuda", "--arch=sm_80", "--dump-cuda", work]
+                   + list(extra) + flags)
     result, frozen, inputs = compile_freezing(compile_cmd, test_dir)
     if result.returncode != 0:
         refused = CUDA_REFUSED.search(result.stderr)
@@ -282,17 +285,18 @@ def first_per_op_set(tests, count):
     return kept
 
 
-def run_one(test_dir, tools, scratch, planner, device="host"):
+def run_one(test_dir, tools, scratch, planner, device="host", extra=()):
     name = os.path.relpath(test_dir, os.path.dirname(os.path.dirname(test_dir)))
     bundle = os.path.join(scratch, name.replace(os.sep, "__") + ".snug")
     try:
         flags = bindings_for(test_dir)
     except Exception as error:  # a model onnx itself cannot read
         return name, "failed", f"cannot read the model: {error}"
-    compile_cmd = [os.path.join(tools, "snugc"), "compile",
-                   os.path.join(test_dir, "model.onnx"), "-o", bundle,
-                   "--memory-report=none", "--planner=" + planner,
-                   "--target=" + ("cuda" if device == "cuda" else "host")] + flags
+    compile_cmd = ([os.path.join(tools, "snugc"), "compile",
+                    os.path.join(test_dir, "model.onnx"), "-o", bundle,
+                    "--memory-report=none", "--planner=" + planner,
+                    "--target=" + ("cuda" if device == "cuda" else "host")]
+                   + list(extra) + flags)
     result, frozen, inputs = compile_freezing(compile_cmd, test_dir)
     if result.returncode != 0:
         refused = CUDA_REFUSED.search(result.stderr)
@@ -324,6 +328,9 @@ def main():
     parser.add_argument("--tools", required=True)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--planner", default="best")
+    parser.add_argument("--snugc-flag", action="append", default=[],
+                        help="one more snugc compile flag (repeatable), e.g. "
+                             "--snugc-flag=--disable-pass=fuse")
     parser.add_argument("--min-pass-ratio", type=float, default=0.9)
     parser.add_argument("--min-passed", type=int, default=1)
     parser.add_argument("--device", choices=["host", "cudasim", "cuda"], default="host")
@@ -362,11 +369,13 @@ def main():
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             if args.device == "cudasim":
                 futures = [pool.submit(run_one_cudasim, t, args.tools, scratch,
-                                       args.planner, args.cudasim_dir)
+                                       args.planner, args.cudasim_dir,
+                                       args.snugc_flag)
                            for t in tests]
             else:
                 futures = [pool.submit(run_one, t, args.tools, scratch,
-                                       args.planner, args.device)
+                                       args.planner, args.device,
+                                       args.snugc_flag)
                            for t in tests]
             for future in futures:
                 name, outcome, detail = future.result()[:3]
