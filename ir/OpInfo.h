@@ -80,6 +80,10 @@ struct OpInfo {
   bool hasSideEffects() const { return has(op_traits::SideEffects); }
   bool hasHostResult() const { return has(op_traits::HostResult); }
   bool takesEpilogue() const { return has(op_traits::Epilogue); }
+  bool isConversion() const { return has(op_traits::Conversion); }
+  /// What a snug.fused body may hold: Elementwise ops and conversions (the
+  /// fuse pass, the verifier and the region runners agree on this set).
+  bool isFusable() const { return isElementwise() || isConversion(); }
   bool isFoldable() const {
     return !has(op_traits::NoFold) && !hasSideEffects();
   }

@@ -21,6 +21,7 @@ enum : unsigned {
   NoFold = 1u << 5,
   HostResult = 1u << 6,
   Epilogue = 1u << 7,
+  Conversion = 1u << 8,
 };
 } // namespace op_traits
 } // namespace snug

@@ -289,10 +289,11 @@ void ModuleVerifier::verifyFusedBody(const Node &node) {
                         operand->getType().str());
   }
   for (const std::unique_ptr<Node> &inside : body.getNodes()) {
-    if (!inside->getOpInfo().isElementwise())
+    if (!inside->getOpInfo().isFusable())
       report(inside.get(), "is not elementwise; the body of " +
                                node.getOpName() + " holds elementwise ops "
-                               "only (it is run per element)");
+                               "and conversions only (it is run per "
+                               "element)");
     verifyNode(*inside, inner);
   }
   llvm::ArrayRef<Value *> yield = body.getYield();

@@ -1,10 +1,14 @@
 //===- Fuse.cpp - Elementwise fusion into snug.fused regions --------------===//
 //
 // Groups connected elementwise nodes (the op table's Elementwise trait:
-// unary, binary with numpy broadcasting, Where, PRelu, ...) into one
-// snug.fused node whose body holds them, so that one kernel computes what
-// took one kernel each, and the intermediates between them live in
-// registers instead of the arena. The host executor and the CUDA emitter
+// unary, binary with numpy broadcasting, Where, PRelu, ...) and conversions
+// (its Conversion trait: Cast, snug.cast) into one snug.fused node whose body
+// holds them, so that one kernel computes what took one kernel each, and
+// the intermediates between them live in registers instead of the arena.
+// A conversion joins like any member, by the same roles and cost model: a
+// Cast of a mask multiplied into an activation (a bool or i64 mask to f32,
+// HF's attention masks) is then read in its own narrower or equal dtype,
+// and the converted copy is never stored. The host executor and the CUDA emitter
 // run a body element by element from the same scalar definitions the single
 // kernels use (runtime/ScalarOps.h), each intermediate rounded to its dtype,
 // so a fused group gives the bits its nodes give one by one.
@@ -103,11 +107,12 @@ struct Group {
   llvm::SmallVector<ir::Node *, 2> extraOutputs;
 };
 
-/// What fusion may put in a body: an elementwise node with one result,
-/// no body and every operand present (the body ops read block arguments or
-/// body values, never an absent operand).
+/// What fusion may put in a body: an elementwise node or a conversion
+/// (OpInfo::isFusable) with one result, no body and every operand present
+/// (the body ops read block arguments or body values, never an absent
+/// operand).
 bool isFusable(const ir::Node &node) {
-  if (!node.getOpInfo().isElementwise() || node.hasBody() ||
+  if (!node.getOpInfo().isFusable() || node.hasBody() ||
       node.getNumResults() != 1)
     return false;
   for (const ir::Value *operand : node.getOperands())

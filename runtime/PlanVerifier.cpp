@@ -699,8 +699,9 @@ std::string checkHostOp(const PlanOp &op) {
       std::string why =
           checkSignature(inner.opName, inner.operands.size(),
                          inner.results.size(), inner.attributes, innerSpec);
-      if (why.empty() && !(innerSpec->traits & op_traits::Elementwise))
-        why = "op '" + inner.opName + "' is not elementwise";
+      if (why.empty() &&
+          !(innerSpec->traits & (op_traits::Elementwise | op_traits::Conversion)))
+        why = "op '" + inner.opName + "' is not elementwise or a conversion";
       for (int k = 0; why.empty() && k < innerSpec->minOperands; ++k)
         if (inner.operands[k] == kNoValue)
           why = "operand " + std::to_string(k) + " is required but absent";

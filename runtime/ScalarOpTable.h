@@ -1,7 +1,9 @@
 //===- ScalarOpTable.h - Ops.def's elementwise ops as scalar ops -*- C++ -*-===//
 //
 // The mechanical link from ir/Ops.def to runtime/ScalarOps.h: every op with
-// the Elementwise trait is the struct snug::scalar::<ID>. forEachScalarOp
+// the Elementwise trait is the struct snug::scalar::<ID> (the Conversion ops,
+// Cast and snug.cast, share scalar::Cast: forEachConversionOp lists them).
+// forEachScalarOp
 // walks the table and calls `visitor.template visit<scalar::ID, position>`
 // for each (position: its place in the table, its ir::OpCode's value), so
 // the host kernel registration and the CUDA emitter's op list are derived
@@ -94,6 +96,17 @@ template <class Visitor> void forEachScalarOp(Visitor &visitor) {
 #define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
            FAMILY, TRAITS, DTYPES)                                              \
   visitIfElementwise<scalar::ID, (TRAITS), position::ID>(visitor, NAME, #ID);
+#include "ir/Ops.def"
+}
+
+/// Calls visitor.visitConversion(name) for every op of the table with the
+/// Conversion trait (Cast, snug.cast), in table order; each runs scalar::Cast.
+template <class Visitor> void forEachConversionOp(Visitor &visitor) {
+  using namespace table;
+#define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
+           FAMILY, TRAITS, DTYPES)                                              \
+  if constexpr (((TRAITS) & Conversion) != 0)                                     \
+    visitor.visitConversion(NAME);
 #include "ir/Ops.def"
 }
 

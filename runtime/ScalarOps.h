@@ -912,6 +912,39 @@ ComputeKind computeKind(const ElementClass *classes, int count) {
 }
 
 //===----------------------------------------------------------------------===//
+// Cast
+//===----------------------------------------------------------------------===//
+
+/// Cast and snug.cast (Ops.def's Conversion trait): operand element i
+/// converted to the result's dtype. The value passes through one compute
+/// type, double when either side is a float (f16/bf16 widen exactly) and
+/// int64_t when both are integers or bool (integers then wrap to the
+/// result's width, bool reads 0/1), and the store converts it by
+/// Convert<T> above: floats to integers by the float -> integer rule, f64
+/// to f16/bf16 through float, anything to bool as x != 0. Through double
+/// rather than straight to the result, because that is what onnxruntime's
+/// Cast computes: an i64 above 2^53 rounds once to double and again to f32.
+///
+/// Not an Elementwise struct (ScalarOpTable.h does not walk it): its
+/// compute type depends on the result's dtype as well as the operand's,
+/// which computeKind cannot see. Every conversion takes kind() and apply()
+/// from here: the host's Cast kernel (DataMovementKernels.cpp), a fused
+/// body on the host (FusedKernel.cpp), and the CUDA code of both
+/// (ElementwiseExpr.cpp, for ElementwiseEmitters.cpp's emitCast and
+/// BodyCode.cpp).
+struct Cast {
+  SNUG_HD static ComputeKind kind(ElementClass from, ElementClass to) {
+    bool fromInteger =
+        from == ElementClass::Integer || from == ElementClass::U64;
+    bool toInteger = to == ElementClass::Integer || to == ElementClass::U64;
+    return fromInteger && toInteger ? ComputeKind::Int64 : ComputeKind::Double;
+  }
+  /// The value in the compute type, unchanged: the conversion is the load
+  /// into kind()'s type and the store to the result's.
+  template <class C> SNUG_HD static C apply(C x) { return x; }
+};
+
+//===----------------------------------------------------------------------===//
 // snug.dropout_mask: the counter-based hash of training-mode Dropout
 //===----------------------------------------------------------------------===//
 //

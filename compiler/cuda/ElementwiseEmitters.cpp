@@ -37,8 +37,6 @@ using namespace codegen;
 
 namespace {
 
-bool isFloat(ir::DType type) { return ir::isFloatDType(type); }
-
 /// The op's name as a symbol tag: "snug.cast" -> "cast".
 std::string tagFor(llvm::StringRef opName) {
   std::string tag = opName.lower();
@@ -253,9 +251,10 @@ llvm::Error emitScalarOp(EmitContext &context) {
 // Cast
 //===----------------------------------------------------------------------===//
 
-/// Cast / snug.cast: through double when either side is a float and int64
-/// otherwise, as the host's Cast kernel (loadDouble/storeDouble or
-/// loadInt/storeInt), with ScalarOps.h's conversions on both ends.
+/// Cast / snug.cast: scalar::Cast's compute type and conversion
+/// (runtime/ScalarOps.h), written by ElementwiseExpr as in a fused body,
+/// the store converting to the result's dtype as the host's Cast kernel
+/// does.
 llvm::Error emitCast(EmitContext &context) {
   if (!context.hasIn(0) || context.results.empty())
     return context.unsupported("expects one operand and one result");
@@ -270,13 +269,15 @@ llvm::Error emitCast(EmitContext &context) {
       ir::getDTypeSize(x.dtype) != ir::getDTypeSize(out.dtype))
     return context.unsupported("an in-place cast between element sizes "
                                "would race across threads");
-  std::string type =
-      isFloat(x.dtype) || isFloat(out.dtype) ? "double" : "int64_t";
+  auto code = buildElementwiseCode(context.node.getOpCode(),
+                                   context.node.getAttributes(), {"a0"},
+                                   {x.dtype}, "r");
+  if (!code)
+    return context.unsupported(llvm::toString(code.takeError()));
   EwKernel spec;
   spec.tag = "cast";
   spec.inputs = {{&x}};
-  spec.compute = "const " + type + " r = snug::scalar::to<" + type +
-                 ">(snug::scalar::normalize(a0));";
+  spec.compute = code->body;
   return emitElementwise(context, std::move(spec));
 }
 

@@ -6,7 +6,9 @@
 // `snug::scalar::<ID>::apply<C>(operands..., params)` with C from the same
 // computeKind the host kernels use and the params bound by the same
 // bindParams (from the op's ATTR lines), so the emitted code and the host
-// agree by construction.
+// agree by construction. The conversions (Cast, snug.cast) are written the
+// same way from scalar::Cast, whose compute type follows the result's dtype
+// (attribute `to`) as well.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/ElementwiseExpr.h"
@@ -176,6 +178,35 @@ buildCall(const char *id, const ir::AttributeMap &attributes,
   }
 }
 
+/// A conversion (Cast, snug.cast): the operand in scalar::Cast's compute
+/// type for its dtype and the result's (attribute `to`), the value the
+/// store then converts. The caller rounds it to the result's dtype (a
+/// fused body's roundTripExpr, a kernel's snug_store), as the host's
+/// storeAs does.
+llvm::Expected<ElementwiseCode>
+buildCastCode(const ir::AttributeMap &attributes,
+              llvm::ArrayRef<std::string> operands,
+              llvm::ArrayRef<ir::DType> types, llvm::StringRef result) {
+  if (operands.size() != 1 || types.size() != 1 || operands[0].empty())
+    return badOperands("Cast", operands.size());
+  auto it = attributes.find("to");
+  llvm::Optional<ir::DType> to;
+  if (it != attributes.end() &&
+      it->second.getKind() == ir::Attribute::Kind::String)
+    to = ir::parseDType(it->second.getString());
+  if (!to)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "Cast: attribute 'to' names no dtype");
+  std::string C =
+      computeTypeName(scalar::Cast::kind(classOf(types[0]), classOf(*to)));
+  ElementwiseCode code;
+  code.computeType = code.resultType = C;
+  code.body = "const " + C + " " + result.str() +
+              " = snug::scalar::Cast::apply<" + C + ">(snug::scalar::to<" + C +
+              ">(snug::scalar::normalize(" + operands[0] + ")));\n";
+  return code;
+}
+
 template <class Op>
 scalar::ComputeKind kindOf(const scalar::ElementClass *classes, int count) {
   return scalar::computeKind<Op>(classes, count);
@@ -207,6 +238,8 @@ buildElementwiseCode(ir::OpCode op, const ir::AttributeMap &attributes,
                      llvm::ArrayRef<std::string> operands,
                      llvm::ArrayRef<ir::DType> operandTypes,
                      llvm::StringRef result) {
+  if (ir::getOpInfo(op).isConversion())
+    return buildCastCode(attributes, operands, operandTypes, result);
   const Entry &entry = lookup(op);
   if (!entry.build)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),

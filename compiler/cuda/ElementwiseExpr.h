@@ -68,8 +68,12 @@ bool isScalarOp(ir::OpCode op);
 /// operands are stored elements (`in1[o1]`), moved as they are; its
 /// condition any value (nonzero is true). Every other op's operands are
 /// widened elements or compute values, converted to its compute type.
-/// Errors for an op outside the table's elementwise ops or an operand
-/// count it does not take.
+/// A conversion (Cast, snug.cast: the op table's Conversion trait) is one
+/// too: its operand in scalar::Cast's compute type for the operand's dtype
+/// and attribute `to`'s, left for the caller's store (or roundTripExpr) to
+/// convert, as the host's Cast kernel does.
+/// Errors for an op outside the table's elementwise ops and conversions or
+/// an operand count it does not take.
 llvm::Expected<ElementwiseCode>
 buildElementwiseCode(ir::OpCode op, const ir::AttributeMap &attributes,
                      llvm::ArrayRef<std::string> operands,

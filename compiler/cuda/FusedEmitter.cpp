@@ -8,7 +8,9 @@
 // stored (BodyCode.h writes the ops). Intermediates keep the single-op
 // kernels' bits: each op's result is rounded to its dtype, as the unfused
 // nodes round it in memory, and each op converts its operands to its own
-// compute type.
+// compute type. A conversion (Cast, snug.cast) is one more op: its value
+// in scalar::Cast's compute type, rounded to its result's dtype like any
+// intermediate, which is the conversion itself.
 //
 // Every operand is read before any result is written, so a result placed
 // over an operand of its shape is safe, as it is for one elementwise kernel

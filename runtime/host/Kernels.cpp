@@ -118,6 +118,15 @@ bool isFloatCode(uint8_t dtype) {
          dtype == DTypeF64;
 }
 
+scalar::ElementClass elementClassOf(uint8_t dtype) {
+  if (dtype == DTypeF64)
+    return scalar::ElementClass::F64;
+  if (dtype == DTypeU64)
+    return scalar::ElementClass::U64;
+  return isFloatCode(dtype) ? scalar::ElementClass::NarrowFloat
+                            : scalar::ElementClass::Integer;
+}
+
 template <typename T> static T loadRaw(const uint8_t *base, int64_t i) {
   T value;
   std::memcpy(&value, base + i * int64_t(sizeof(T)), sizeof(T));

@@ -25,6 +25,7 @@
 #define SNUG_RUNTIME_HOST_KERNELS_H
 
 #include "runtime/BundleReader.h"
+#include "runtime/ScalarOps.h"
 
 #include <cstring>
 #include <string>
@@ -112,6 +113,9 @@ void registerAttentionKernels(KernelTable &table);
 //===----------------------------------------------------------------------===//
 
 bool isFloatCode(uint8_t dtype);
+/// The class of a bundle dtype code for scalar::computeKind and
+/// scalar::Cast::kind (bool is an integer).
+scalar::ElementClass elementClassOf(uint8_t dtype);
 
 /// Element `i` of a `dtype` tensor as compute type C (float, double,
 /// int64_t, uint64_t or bool), converted by runtime/ScalarOps.h's rules (f16/bf16

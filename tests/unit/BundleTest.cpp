@@ -688,5 +688,5 @@ TEST(BundleTest, HostRefusesBodiesItCannotRun) {
       "  }\n"
       "  return %y\n}\n"), &error));
   EXPECT_EQ(error, "bundle 'b.snug': op #0 (snug.fused): body op 0 (Softmax): "
-                   "op 'Softmax' is not elementwise");
+                   "op 'Softmax' is not elementwise or a conversion");
 }

@@ -119,6 +119,19 @@ TEST(OpCoverageTest, TableEntriesAreConsistent) {
     bool broadcasts = info.family == ir::OpFamily::Broadcast ||
                       info.family == ir::OpFamily::Compare;
     EXPECT_TRUE(!broadcasts || info.isElementwise()) << info.name;
+    // A conversion (Cast, snug.cast) is fusable but neither Elementwise (no
+    // struct walked by ScalarOpTable.h; no lone epilogue) nor InPlace (its
+    // element size may change), and its result dtype is its `to`
+    // attribute, which scalar::Cast's users read.
+    if (info.isConversion()) {
+      EXPECT_FALSE(info.isElementwise()) << info.name;
+      EXPECT_FALSE(info.mayRunInPlace()) << info.name;
+      EXPECT_TRUE(info.isFusable()) << info.name;
+      EXPECT_EQ(info.minOperands, 1) << info.name;
+      EXPECT_EQ(info.maxOperands, 1) << info.name;
+      EXPECT_EQ(info.maxResults, 1) << info.name;
+      EXPECT_NE(ir::findAttrSpec(info.code, "to"), nullptr) << info.name;
+    }
     EXPECT_GE(info.maxOperands < 0 ? 1 << 30 : info.maxOperands,
               info.minOperands)
         << info.name;

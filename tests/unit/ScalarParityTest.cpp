@@ -1,9 +1,11 @@
 //===- ScalarParityTest.cpp - Folding, host and device give the same bits -===//
 //
 // Every elementwise op of the op table, for every dtype its row admits, and
-// Cast between every pair of dtypes, over special values (NaN of both signs,
-// ±Inf, ±0, denormals, the largest finite values, 1e19, INT_MIN, -1, 0 ...,
-// every pair of them for binary ops), computed three ways:
+// Cast between every pair of dtypes (as a node and inside a snug.fused
+// region, which must give the node's bits), over special values (NaN of
+// both signs, ±Inf, ±0, denormals, the largest finite values, 1e19,
+// INT_MIN, -1, 0 ..., every pair of them for binary ops), computed three
+// ways:
 //   - constant folding (evaluateNode, which runs the host kernels),
 //   - the host executor on a bundle of the module (plan, arena, weights),
 //   - the CUDA simulator running the emitted kernels of the same bundle's
@@ -128,6 +130,9 @@ struct Case {
   ir::Node *node;
   std::string what;
   std::vector<const ir::Value *> operands;
+  /// The node whose folded result this one must give, when `node` is not
+  /// folded itself (a snug.fused region holding it).
+  const ir::Node *folds = nullptr;
 };
 
 /// Builds the module: weights, one node per case, every result an output.
@@ -146,6 +151,19 @@ public:
     ir::Node *node = module.addNode(op, operands, {result}, std::move(attrs));
     node->getResult(0)->setName("r" + std::to_string(cases.size()));
     cases.push_back({node, std::move(what), {operands.begin(), operands.end()}});
+  }
+  /// `op` as the one op of a snug.fused body over `operand`: the case must
+  /// give what the previous case (the same op as a node) folds to.
+  void addRegion(ir::OpCode op, ir::Value *operand, TensorType result,
+                 ir::AttributeMap attrs, std::string what) {
+    const ir::Node *node = cases.back().node;
+    ir::Node *fused = module.addNode(ir::OpCode::SnugFused, {operand}, {result});
+    ir::Region &body = fused->createBody();
+    ir::Node *inner = body.addNode(op, {body.addArgument(operand->getType())},
+                                   {result}, std::move(attrs));
+    body.setYield({inner->getResult(0)});
+    fused->getResult(0)->setName("r" + std::to_string(cases.size()));
+    cases.push_back({fused, std::move(what), {operand}, node});
   }
   void finish() {
     std::vector<ir::Value *> outputs;
@@ -311,16 +329,21 @@ void buildCases(ParityModule &m) {
           {m.weight(DType::F32, {nf, 1}, floats), m.weight(DType::I32, {1, ni}, ints)},
           TensorType(DType::F32, {nf, ni}), {}, "Pow f32 ^ i32");
   }
-  // Cast between every pair of dtypes.
+  // Cast between every pair of dtypes, as a node and as the body of a
+  // snug.fused region (a conversion in a body runs FusedKernel.cpp's step on
+  // the host and FusedEmitter.cpp's code on the simulator: the same bits).
   for (DType from : kAllTypes)
     for (DType to : kAllTypes) {
       if (from == to)
         continue;
       std::vector<uint8_t> values = specialValues(from);
       int64_t n = int64_t(values.size() / ir::getDTypeSize(from));
-      m.add(ir::OpCode::Cast, {m.weight(from, {n}, values)},
-            TensorType(to, {n}), {{"to", Attribute::getString(dtypeName(to))}},
-            "Cast " + dtypeName(from) + " -> " + dtypeName(to));
+      ir::Value *operand = m.weight(from, {n}, values);
+      std::string what = "Cast " + dtypeName(from) + " -> " + dtypeName(to);
+      ir::AttributeMap attrs = {{"to", Attribute::getString(dtypeName(to))}};
+      m.add(ir::OpCode::Cast, {operand}, TensorType(to, {n}), attrs, what);
+      m.addRegion(ir::OpCode::Cast, operand, TensorType(to, {n}), attrs,
+                  what + " in a region");
     }
   m.finish();
 }
@@ -449,7 +472,7 @@ TEST_F(ScalarParityTest, FoldingHostAndSimulatorAgreeBitForBit) {
     for (const ir::Value *operand : c.operands)
       operands.push_back(operand ? OperandData(state->m.module.getWeightData(operand))
                                  : OperandData());
-    auto folded = evaluateNode(node, operands);
+    auto folded = evaluateNode(c.folds ? *c.folds : node, operands);
     ASSERT_TRUE(bool(folded)) << c.what << ": " << toString(folded.takeError());
     ASSERT_TRUE(bool(*folded)) << c.what << ": not folded";
     const std::vector<uint8_t> &f = (**folded)[0];

@@ -447,15 +447,21 @@ Status castKernel(KernelContext &ctx) {
   }
   // Element i is read before it is written, so an in-place cast is safe
   // forwards when the result's elements are not wider.
-  bool floatMath = isFloatCode(x.dtype) || isFloatCode(y.dtype);
+  // The compute type and the conversion are scalar::Cast's (ScalarOps.h),
+  // as in fused bodies and on the device.
+  bool viaDouble = scalar::Cast::kind(elementClassOf(x.dtype),
+                                      elementClassOf(y.dtype)) ==
+                   scalar::ComputeKind::Double;
   // A widening cast in place must run backwards.
   bool backwards = y.data == x.data && y.elementSize() > x.elementSize();
   for (int64_t k = 0; k < y.numElements; ++k) {
     int64_t i = backwards ? y.numElements - 1 - k : k;
-    if (floatMath)
-      storeDouble(y.data, y.dtype, i, loadDouble(x.data, x.dtype, i));
+    if (viaDouble)
+      storeAs<double>(y.data, y.dtype, i,
+                      scalar::Cast::apply(loadAs<double>(x.data, x.dtype, i)));
     else
-      storeInt(y.data, y.dtype, i, loadInt(x.data, x.dtype, i));
+      storeAs<int64_t>(y.data, y.dtype, i,
+                       scalar::Cast::apply(loadAs<int64_t>(x.data, x.dtype, i)));
   }
   return Status::ok();
 }

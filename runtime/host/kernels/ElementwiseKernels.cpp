@@ -44,15 +44,6 @@ struct AttrReader {
   }
 };
 
-scalar::ElementClass classOf(uint8_t dtype) {
-  if (dtype == DTypeF64)
-    return scalar::ElementClass::F64;
-  if (dtype == DTypeU64)
-    return scalar::ElementClass::U64;
-  return isFloatCode(dtype) ? scalar::ElementClass::NarrowFloat
-                            : scalar::ElementClass::Integer;
-}
-
 /// An operand is absent when the plan has none there or it is empty (an
 /// optional input given as "").
 bool isPresent(const KernelContext &ctx, size_t k) {
@@ -144,7 +135,7 @@ Status runScalarOp(KernelContext &ctx) {
     std::vector<scalar::ElementClass> classes;
     for (size_t k = 0; k < ctx.numInputs(); ++k) {
       if (isPresent(ctx, k))
-        classes.push_back(classOf(ctx.in(k).dtype));
+        classes.push_back(elementClassOf(ctx.in(k).dtype));
       else if (Op::kFold || k < required)
         return ctx.error("operand " + std::to_string(k) + " is absent");
     }

@@ -12,7 +12,8 @@
 // even, integers wrapped) exactly as the unfused nodes round it in memory:
 // a fused region gives the bits its nodes give one by one. Each op picks its
 // compute type from its operands' dtypes (scalar::computeKind), as the
-// single-op kernel does.
+// single-op kernel does; a conversion (Cast, snug.cast) from its operand's
+// and its result's (scalar::Cast::kind), as the Cast kernel does.
 //
 // In place is safe: an index reads all its operand elements before it
 // writes any result element. The reader checked the body (indices defined
@@ -79,15 +80,6 @@ struct BodyAttrReader {
   }
 };
 
-scalar::ElementClass classOf(uint8_t dtype) {
-  if (dtype == DTypeF64)
-    return scalar::ElementClass::F64;
-  if (dtype == DTypeU64)
-    return scalar::ElementClass::U64;
-  return isFloatCode(dtype) ? scalar::ElementClass::NarrowFloat
-                            : scalar::ElementClass::Integer;
-}
-
 template <class Op, class C> void applyIn(const Step &step, Slot *values) {
   size_t count = step.operands.size();
   auto operand = [&](size_t k) -> C {
@@ -122,6 +114,14 @@ template <class Op> void applySelect(const Step &step, Slot *values) {
   std::memmove(values[step.result].bytes, chosen, sizeof(Slot));
 }
 
+/// A conversion (Cast, snug.cast): scalar::Cast's load, apply and store,
+/// as the standalone Cast kernel runs them.
+template <class C> void applyCast(const Step &step, Slot *values) {
+  C value = loadAs<C>(values[step.operands[0]].bytes, step.operandTypes[0], 0);
+  storeAs<C>(values[step.result].bytes, step.resultType, 0,
+             scalar::Cast::apply(value));
+}
+
 /// Binds `op` (operands' dtypes known) to a Step, or says why not.
 using Binder = std::string (*)(const BodyOp &op, const PlanBody &body,
                                Step &step);
@@ -137,7 +137,7 @@ std::string bind(const BodyOp &op, const PlanBody &body, Step &step) {
     step.operandTypes.push_back(index == kNoValue ? 0
                                                   : body.values[index].dtype);
     if (index != kNoValue)
-      classes.push_back(classOf(body.values[index].dtype));
+      classes.push_back(elementClassOf(body.values[index].dtype));
   }
   if constexpr (Op::kSelect) {
     if (op.operands.size() != 3 ||
@@ -184,19 +184,37 @@ std::string bind(const BodyOp &op, const PlanBody &body, Step &step) {
   }
 }
 
-/// Collects a Binder per scalar op of the table, by op name.
+/// A conversion's Step: its compute type from both dtypes (scalar::Cast).
+std::string bindCast(const BodyOp &op, const PlanBody &body, Step &step) {
+  if (op.results.size() != 1 || op.operands.size() != 1 ||
+      op.operands[0] == kNoValue)
+    return "expects one operand and one result";
+  step.operands = op.operands;
+  step.operandTypes = {body.values[op.operands[0]].dtype};
+  step.resultType = op.results[0].dtype;
+  bool viaDouble = scalar::Cast::kind(elementClassOf(step.operandTypes[0]),
+                                      elementClassOf(step.resultType)) ==
+                   scalar::ComputeKind::Double;
+  step.apply = viaDouble ? applyCast<double> : applyCast<int64_t>;
+  return "";
+}
+
+/// Collects a Binder per scalar op and per conversion of the table, by op
+/// name.
 struct BinderCollector {
   std::unordered_map<std::string, Binder> map;
   template <class Op, unsigned Position>
   void visit(const char *name, const char *) {
     map[name] = bind<Op, Position>;
   }
+  void visitConversion(const char *name) { map[name] = bindCast; }
 };
 
 const std::unordered_map<std::string, Binder> &getBinders() {
   static const std::unordered_map<std::string, Binder> binders = [] {
     BinderCollector collector;
     scalar::forEachScalarOp(collector);
+    scalar::forEachConversionOp(collector);
     return std::move(collector.map);
   }();
   return binders;
@@ -216,7 +234,7 @@ Status bindBody(const PlanOp &op, size_t index, std::vector<Step> &steps) {
     };
     auto it = getBinders().find(inner.opName);
     if (it == getBinders().end())
-      return failure("is not an elementwise op of the host");
+      return failure("is not an elementwise op or conversion of the host");
     Step step;
     std::string why = it->second(inner, body, step);
     if (!why.empty())
