@@ -5,8 +5,9 @@
 // (the ops of the op table's Epilogue trait) whose only reader is one
 // elementwise node or snug.fused group takes that consumer as its epilogue
 // (ir/Module.h): the kernel applies it to each result element as it stores
-// it, so the raw result is never written to the arena and read back, and
-// one launch goes. This is the ResNet shape: Conv (BatchNorm folded in),
+// it (snug's kernel, or cuBLASLt's for a product whose epilogue is a bias,
+// ReLU or tanh GELU: LtEpilogue.h), so the raw result is never written to
+// the arena and read back, and one launch goes. This is the ResNet shape: Conv (BatchNorm folded in),
 // Add of the residual, Relu; MobileNet's Conv, Clip / HardSwish; and the
 // transformer's MatMul, bias Add, Gelu (either form) or residual Add.
 //
@@ -212,14 +213,15 @@ findProducer(const ir::Module &module, const ir::Node &consumer,
 
 /// Whether the roofline says the merged node is no slower than the two.
 /// A MatMul or Gemm with an epilogue cuBLASLt has (LtEpilogue.h) stays on
-/// cuBLAS (a cuBLASLt step, compiler/cuda/GemmEmitters.cpp); with any
-/// other epilogue it runs as snug's tiled kernel, not as cuBLAS; with f16 or bf16
-/// operands that kernel multiplies on the tensor cores (mma.sync, f32
-/// accumulators), as Conv's implicit-GEMM kernel does, so the merged
-/// product is estimated at the tensor peak, as the unfused cuBLAS one is,
-/// and the epilogue pays when the traffic it saves (the raw result written
-/// and read back) outweighs what merging costs; f32, f64 and integer
-/// products are on the CUDA cores either way (CostModel's vector peak).
+/// cuBLAS (a cuBLASLt step, compiler/cuda/GemmEmitters.cpp), so both sides
+/// are cuBLAS's product. With any other epilogue it runs as snug's tiled
+/// kernel, not as cuBLAS; with f16 or bf16 operands that kernel multiplies
+/// on the tensor cores (mma.sync, f32 accumulators), as Conv's
+/// implicit-GEMM kernel does. Either way the merged product is estimated
+/// at the tensor peak, as the unfused cuBLAS one is, and the epilogue pays
+/// when the traffic it saves (the raw result written and read back)
+/// outweighs what merging costs; f32, f64 and integer products are on the
+/// CUDA cores either way (CostModel's vector peak).
 /// Under --precision=tf32, f32 products are on the tensor cores either way
 /// (the tiled kernel's tf32 path, cuBLAS's FAST_TF32), but tf32-math marks
 /// them after this pass, so both sides are costed at the vector peak.
