@@ -1,7 +1,8 @@
 //===- GemmEmitters.cpp - CUDA emitters: MatMul, Gemm ---------------------===//
 //
 // f32, f16, bf16 and f64 products go to cuBLAS (one
-// cublasGemmStridedBatchedEx per DeviceGemm step). cuBLAS is column-major
+// cublasGemmStridedBatchedEx per DeviceGemm step, or one cublasLtMatmul for
+// a step with an epilogue, below). cuBLAS is column-major
 // and snug row-major, so a row-major Y[M,N] = A[M,K] B[K,N] is computed as
 // the column-major Y^T[N,M] = B^T[N,K] A^T[K,M]: cuBLAS's A is our B (ld N),
 // its B our A (ld K), m = N, n = M, and Y^T has ld N. A transposed operand
@@ -33,7 +34,7 @@
 //    planned as for any cuBLAS GEMM, ScratchRequest.cpp) and the bias and
 //    activation cost no launch;
 //  - any other (the Erf Gelu of BERT and ViT, the residual Add, SiLU,
-//    Clip; Gemm's beta * C; a product cuBLAS would split into several
+//    Clip; Gemm's beta * C; a product whose batch takes several cuBLAS
 //    calls) runs as the tiled kernel, whose store applies the epilogue per
 //    element (EpilogueStore.h) and Gemm's beta * C in the same
 //    expression: one launch where cuBLAS and the elementwise kernel after
@@ -54,8 +55,8 @@
 // the result is the host's tf32 result (LinalgKernels.cpp rounds the
 // operands alike) in another summation order. That covers the products
 // with an epilogue cuBLASLt does not run and those that would take too many
-// cuBLAS calls; the others are cuBLAS (or cuBLASLt) steps with CUBLAS_COMPUTE_32F_FAST_TF32
-// (CudaEmitter.cpp). Otherwise (f32, f64, integers) it runs on the CUDA cores:
+// cuBLAS calls; the others are cuBLAS (or cuBLASLt) steps with
+// CUBLAS_COMPUTE_32F_FAST_TF32 (CudaEmitter.cpp). Otherwise (f32, f64, integers) it runs on the CUDA cores:
 // 16x16 threads, each a 4x4 register tile of the same 64x64 tile. Either is
 // plainer than cuBLAS (no multi-stage copy pipeline, no split-K), so slower on
 // large products; EpiloguePattern.cpp keeps the long-K products cuBLAS would
