@@ -5,8 +5,9 @@
 // (the ops of the op table's Epilogue trait) whose only reader is one
 // elementwise node or snug.fused group takes that consumer as its epilogue
 // (ir/Module.h): the kernel applies it to each result element as it stores
-// it, so the raw result is never written to the arena and read back, and
-// one launch goes. This is the ResNet shape: Conv (BatchNorm folded in),
+// it (snug's kernel, or cuBLASLt's for a product whose epilogue is a bias,
+// ReLU or tanh GELU: LtEpilogue.h), so the raw result is never written to
+// the arena and read back, and one launch goes. This is the ResNet shape: Conv (BatchNorm folded in),
 // Add of the residual, Relu; MobileNet's Conv, Clip / HardSwish; and the
 // transformer's MatMul, bias Add, Gelu (either form) or residual Add.
 //
@@ -43,6 +44,10 @@
 // Cost model: fused only when the roofline (passes/CostModel.h) estimates
 // the merged node no slower than the two apart; it is, unless a tiny
 // producer meets a consumer whose FLOPs dominate, which the estimate sees.
+// A product cuBLAS would split along K is fused only when its epilogue is
+// one cuBLASLt runs itself (bias, ReLU, tanh GELU: LtEpilogue.h), since it
+// then stays on cuBLAS; any other would move it to the tiled kernel, which
+// has no split-K (see pays()).
 // Where a consumer reads two producers' results (the downsample branch of
 // ResNet: Add(conv, conv)), the later producer takes it; the earlier one's
 // result is the residual.
@@ -50,6 +55,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/CostModel.h"
 #include "passes/FusePatterns.h"
+#include "passes/LtEpilogue.h"
 #include "passes/ScratchRequest.h"
 #include "passes/StepPhases.h"
 
@@ -206,14 +212,16 @@ findProducer(const ir::Module &module, const ir::Node &consumer,
 }
 
 /// Whether the roofline says the merged node is no slower than the two.
-/// A MatMul or Gemm with an epilogue runs as snug's tiled kernel
-/// (compiler/cuda/GemmEmitters.cpp), not as cuBLAS; with f16 or bf16
-/// operands that kernel multiplies on the tensor cores (mma.sync, f32
-/// accumulators), as Conv's implicit-GEMM kernel does, so the merged
-/// product is estimated at the tensor peak, as the unfused cuBLAS one is,
-/// and the epilogue pays when the traffic it saves (the raw result written
-/// and read back) outweighs what merging costs; f32, f64 and integer
-/// products are on the CUDA cores either way (CostModel's vector peak).
+/// A MatMul or Gemm with an epilogue cuBLASLt has (LtEpilogue.h) stays on
+/// cuBLAS (a cuBLASLt step, compiler/cuda/GemmEmitters.cpp), so both sides
+/// are cuBLAS's product. With any other epilogue it runs as snug's tiled
+/// kernel, not as cuBLAS; with f16 or bf16 operands that kernel multiplies
+/// on the tensor cores (mma.sync, f32 accumulators), as Conv's
+/// implicit-GEMM kernel does. Either way the merged product is estimated
+/// at the tensor peak, as the unfused cuBLAS one is, and the epilogue pays
+/// when the traffic it saves (the raw result written and read back)
+/// outweighs what merging costs; f32, f64 and integer products are on the
+/// CUDA cores either way (CostModel's vector peak).
 /// Under --precision=tf32, f32 products are on the tensor cores either way
 /// (the tiled kernel's tf32 path, cuBLAS's FAST_TF32), but tf32-math marks
 /// them after this pass, so both sides are costed at the vector peak.
@@ -222,12 +230,17 @@ findProducer(const ir::Module &module, const ir::Node &consumer,
 /// ldmatrix, no split-K) reach less of it than cuBLAS on large products.
 ///
 /// A product cuBLAS would split along K (a long K over too few output
-/// tiles to fill the GPU, passes/ScratchRequest.h) never pays: the tiled
-/// kernel has no split-K and would run that K on a handful of blocks
-/// (32x4096 by 4096x64: one block of 132 SMs).
-bool pays(const ir::Node &producer, const ir::Node &consumer) {
+/// tiles to fill the GPU, passes/ScratchRequest.h) pays only when the
+/// epilogue is one cuBLASLt runs itself (LtEpilogue.h: bias, ReLU, tanh
+/// GELU): the product then stays on cuBLAS, split-K and all, and the
+/// roofline's two sides are both cuBLAS's. Any other epilogue would put it
+/// on the tiled kernel, which has no split-K and would run that K on a
+/// handful of blocks (32x4096 by 4096x64: one block of 132 SMs).
+bool pays(const ir::Node &producer, const ir::Node &consumer,
+          const ir::Value *raw) {
   if (!producer.is(ir::OpCode::Conv) &&
-      getScratchRequest(producer, ScratchOptions()).bytes != 0)
+      getScratchRequest(producer, ScratchOptions()).bytes != 0 &&
+      matchLtEpilogue(producer, consumer, raw) == LtEpilogue::None)
     return false;
   const DeviceSpec &device = getDefaultDevice();
   const ir::Node *pair[] = {&producer, &consumer};
@@ -390,7 +403,9 @@ unsigned fuseEpilogues(ir::Module &module) {
     if (!producer || erased.count(producer) ||
         (match.regroup.view &&
          !regroupYieldsProduct(*consumer, *producer, match.regroup)) ||
-        !pays(*producer, *consumer))
+        !pays(*producer, *consumer,
+              match.regroup.view ? match.regroup.view->getResult(0)
+                                 : producer->getResult(0)))
       continue;
     size_t index = 0;
     while (module.getNodes()[index].get() != consumer)

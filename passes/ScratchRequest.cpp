@@ -40,6 +40,7 @@
 #include "passes/ScratchRequest.h"
 
 #include "ir/OpInfo.h"
+#include "passes/LtEpilogue.h"
 #include "passes/ShapeFunctions.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -164,8 +165,11 @@ ScratchRequest getScratchRequest(const ir::Node &node,
     return request;
   }
   // A product with an epilogue runs as snug's tiled kernel, not cuBLAS
-  // (compiler/cuda/GemmEmitters.cpp), and needs no workspace.
-  if (!options.cuda || node.getNumResults() != 1 || node.hasEpilogue())
+  // (compiler/cuda/GemmEmitters.cpp), and needs no workspace; unless
+  // cuBLASLt runs the epilogue itself (LtEpilogue.h), when the product is
+  // a cuBLAS GEMM as before and its workspace the same.
+  if (!options.cuda || node.getNumResults() != 1 ||
+      (node.hasEpilogue() && matchLtEpilogue(node).kind == LtEpilogue::None))
     return request;
   GemmShape shape;
   if (node.is(ir::OpCode::MatMul))

@@ -19,8 +19,10 @@
 //
 // It does not decide how a node is lowered: for a MatMul whose batch the
 // CUDA emitter splits into more than 64 calls (it then runs a tiled kernel),
-// the request still assumes cuBLAS; that costs arena bytes, never
-// correctness.
+// or one with a cuBLASLt epilogue (passes/LtEpilogue.h) that would take
+// more than one call (the tiled kernel again), the request still assumes
+// cuBLAS; that costs arena bytes, never correctness. A product with any
+// other epilogue is the tiled kernel and asks for nothing.
 //
 // The GEMM rule and its sources are in ScratchRequest.cpp.
 //

@@ -1,4 +1,4 @@
-//===- BundleFormat.h - The .snug file layout, version 5 --------*- C++ -*-===//
+//===- BundleFormat.h - The .snug file layout, version 6 --------*- C++ -*-===//
 //
 // Constants and codes shared by the bundle writer (compiler/bundle) and the
 // bundle reader (runtime). Header-only and free of LLVM so both sides include
@@ -89,9 +89,11 @@ constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'B', 'N', 'D', 'L'};
 /// (runtime/DevicePlan.h). 3: host plan ops carry a has-body byte and op
 /// bodies. 4: a 64-byte header with a SHA-256 digest in place of FNV-1a 64.
 /// 5: each GEMM of the device plan carries a math byte (GemmMath, TF32 for
-/// --precision=tf32). The reader still reads versions 1 to 4 (their GEMMs
-/// run at default math).
-constexpr uint32_t kBundleVersion = 5;
+/// --precision=tf32). 6: each GEMM carries an epilogue byte (GemmEpilogue:
+/// bias, ReLU, tanh GELU run by cuBLASLt) and, when it has a bias, its
+/// arg. The reader still reads versions 1 to 5 (their GEMMs run at default
+/// math before 5, and without an epilogue).
+constexpr uint32_t kBundleVersion = 6;
 /// The oldest version the reader still reads.
 constexpr uint32_t kOldestBundleVersion = 1;
 /// The first version whose host plan ops carry a has-body byte.
@@ -104,6 +106,8 @@ constexpr uint32_t kNoValue = 0xffffffffu;
 constexpr uint32_t kFirstVersionWithDigest = 4;
 /// The first version whose device plan GEMMs carry a math byte.
 constexpr uint32_t kFirstVersionWithGemmMath = 5;
+/// The first version whose device plan GEMMs carry an epilogue byte.
+constexpr uint32_t kFirstVersionWithGemmEpilogue = 6;
 constexpr uint64_t kHeaderSize = 64;
 /// The header size of versions before kFirstVersionWithDigest.
 constexpr uint64_t kLegacyHeaderSize = 32;

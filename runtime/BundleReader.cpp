@@ -599,12 +599,49 @@ bool readDeviceArg(Cursor &cursor, DeviceArg &arg, uint64_t bytes,
 }
 
 /// The workspace a version-1 plan gave every GEMM; whether GEMMs carry a
-/// math byte (from version 5).
+/// math byte (from version 5) and an epilogue byte (from version 6).
 struct SharedWorkspace {
   bool legacy = false;
   uint64_t offset = 0, bytes = 0;
   bool withMath = true;
+  bool withEpilogue = true;
 };
+
+/// Reads a GEMM's epilogue byte and bias (format v6) after its math byte:
+/// a known epilogue, on a dtype cuBLASLt's epilogues take, its bias m
+/// elements inside the arena or the weights and clear of C (cuBLASLt
+/// reads the bias while it writes C). `biasBytes` is set to the bias's size.
+bool readGemmEpilogue(Cursor &cursor, DeviceGemm &g, uint64_t cBytes,
+                      uint64_t arenaSize, uint64_t weightsSize,
+                      const std::string &what, uint64_t &biasBytes) {
+  biasBytes = 0;
+  if (!cursor.u8(g.epilogue))
+    return false;
+  if (g.epilogue > GemmEpilogueLast)
+    return cursor.fail(what + ": unknown GEMM epilogue " +
+                       std::to_string(g.epilogue));
+  if (g.epilogue != GemmEpilogueNone && g.dtype == DTypeF64)
+    return cursor.fail(what + ": GEMM epilogue " +
+                       gemmEpilogueName(g.epilogue) +
+                       " on an f64 GEMM (cuBLASLt's epilogues take f32, "
+                       "f16 and bf16)");
+  if (!gemmEpilogueHasBias(g.epilogue))
+    return true;
+  biasBytes = uint64_t(g.m) * dtypeSize(g.dtype);
+  if (!readDeviceArg(cursor, g.bias, biasBytes, arenaSize, weightsSize,
+                     what + " bias"))
+    return false;
+  if (g.bias.kind != ArgArena && g.bias.kind != ArgWeight)
+    return cursor.fail(what + ": GEMM bias is not in the device arena or "
+                              "the weights (argument kind " +
+                       std::to_string(g.bias.kind) + ")");
+  if (g.bias.kind == ArgArena && biasBytes && cBytes &&
+      g.bias.value < g.c.value + cBytes && g.c.value < g.bias.value + biasBytes)
+    return cursor.fail(what + ": GEMM bias (" + std::to_string(biasBytes) +
+                       " bytes at offset " + std::to_string(g.bias.value) +
+                       ") overlaps its result C");
+  return true;
+}
 
 bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
               uint64_t weightsSize, const std::string &what,
@@ -670,6 +707,12 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
       return cursor.fail(what + ": TF32 math on a GEMM of dtype " +
                          std::to_string(g.dtype) + " (it takes f32 only)");
   }
+  g.epilogue = GemmEpilogueNone;
+  g.bias = DeviceArg();
+  uint64_t biasBytes = 0;
+  if (shared.withEpilogue && !readGemmEpilogue(cursor, g, cBytes, arenaSize,
+                                               weightsSize, what, biasBytes))
+    return false;
   if (!g.workspaceBytes)
     return true;
   std::string range = std::to_string(g.workspaceBytes) +
@@ -686,9 +729,9 @@ bool readGemm(Cursor &cursor, DeviceGemm &g, uint64_t arenaSize,
                        "refuses them)");
   // cuBLAS writes its workspace while it reads A and B and writes C.
   const std::pair<const DeviceArg *, uint64_t> operands[] = {
-      {&g.a, aBytes}, {&g.b, bBytes}, {&g.c, cBytes}};
-  const char *names[] = {"A", "B", "C"};
-  for (int i = 0; i < 3; ++i) {
+      {&g.a, aBytes}, {&g.b, bBytes}, {&g.c, cBytes}, {&g.bias, biasBytes}};
+  const char *names[] = {"A", "B", "C", "bias"};
+  for (int i = 0; i < 4; ++i) {
     const DeviceArg &arg = *operands[i].first;
     uint64_t bytes = operands[i].second;
     if (arg.kind == ArgArena && bytes &&
@@ -708,6 +751,7 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
   SharedWorkspace shared;
   shared.legacy = b.version < 2;
   shared.withMath = b.version >= kFirstVersionWithGemmMath;
+  shared.withEpilogue = b.version >= kFirstVersionWithGemmEpilogue;
   if (!cursor.u64(plan.arenaBytes))
     return false;
   if (shared.legacy && (!cursor.u64(shared.offset) || !cursor.u64(shared.bytes)))

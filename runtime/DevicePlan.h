@@ -20,7 +20,7 @@
 // one. Fixed addresses, one allocation.
 //
 // Encoding (DevicePlan section), in the flat stream of BundleFormat.h, for
-// bundle format version 5:
+// bundle format version 6:
 //   u64 device arena bytes
 //   list of strings: kernel symbols
 //   list of steps: u8 kind, u32 host op index, then by kind
@@ -29,7 +29,9 @@
 //     Gemm:   u8 dtype, u8 transA, u8 transB, i32 m, n, k, i32 batch,
 //             i64 lda, ldb, ldc, strideA, strideB, strideC, f32 alpha, beta,
 //             arg a, arg b, arg c, u64 workspace offset, u64 workspace bytes,
-//             u8 math (GemmMath; from version 5)
+//             u8 math (GemmMath; from version 5),
+//             u8 epilogue (GemmEpilogue; from version 6), then arg bias
+//             when the epilogue has one
 //     Copy:   arg dst, arg src, u64 bytes (into the arena from the arena,
 //             the weights or the pinned host region, or into the pinned
 //             host region from the arena: the offload copies)
@@ -38,7 +40,17 @@
 // header was u64 device arena bytes, u64 workspace offset, u64 workspace
 // bytes, and Gemm steps ended at arg c; the reader gives each Gemm step that
 // one workspace. Versions 2 to 4 had no math byte: every GEMM there is
-// GemmMathDefault.
+// GemmMathDefault. Versions 1 to 5 had no epilogue byte: every GEMM there
+// is GemmEpilogueNone.
+//
+// A Gemm step with an epilogue (GemmEpilogue other than none) runs through
+// cuBLASLt (cublasLtMatmul with CUBLASLT_MATMUL_DESC_EPILOGUE) rather than
+// cublasGemmStridedBatchedEx: C = act(alpha op(A) op(B) + beta C + bias),
+// bias an m-element vector of the GEMM's dtype added to each row i of
+// every column of every batch item (cuBLASLt's bias is per row of the
+// column-major result: per column of snug's row-major one), act ReLU or
+// the tanh GELU, computed in the compute type, then rounded to the dtype.
+// f32, f16 and bf16 only.
 // KernelImages section: list of images: u8 kind, u32 arch (80 = sm_80),
 //   u64 size + bytes. Cubins for each target arch, PTX for the newest.
 //
@@ -82,6 +94,32 @@ enum DeviceStepKind : uint8_t { StepLaunch = 1, StepGemm = 2, StepCopy = 3 };
 /// rounded to TF32 on the tensor cores, f32 sums.
 enum GemmMath : uint8_t { GemmMathDefault = 0, GemmMathTf32 = 1 };
 
+/// What a GEMM applies to its result before it stores it (cuBLASLt's
+/// cublasLtEpilogue_t of the same name): nothing; the bias; the bias, then
+/// ReLU; the bias, then the tanh GELU; ReLU; the tanh GELU.
+enum GemmEpilogue : uint8_t {
+  GemmEpilogueNone = 0,
+  GemmEpilogueBias = 1,
+  GemmEpilogueReluBias = 2,
+  GemmEpilogueGeluBias = 3,
+  GemmEpilogueRelu = 4,
+  GemmEpilogueGelu = 5,
+  GemmEpilogueLast = GemmEpilogueGelu,
+};
+
+/// Whether `epilogue` (a GemmEpilogue) reads a bias vector.
+inline bool gemmEpilogueHasBias(uint8_t epilogue) {
+  return epilogue == GemmEpilogueBias || epilogue == GemmEpilogueReluBias ||
+         epilogue == GemmEpilogueGeluBias;
+}
+
+/// "none", "bias", "relu_bias", "gelu_bias", "relu", "gelu"; "?" past them.
+inline const char *gemmEpilogueName(uint8_t epilogue) {
+  static const char *const names[] = {"none",      "bias", "relu_bias",
+                                      "gelu_bias", "relu", "gelu"};
+  return epilogue <= GemmEpilogueLast ? names[epilogue] : "?";
+}
+
 struct DeviceLaunch {
   uint32_t kernel = 0; // index into DevicePlan::kernels
   uint32_t grid[3] = {1, 1, 1};
@@ -97,6 +135,8 @@ struct DeviceLaunch {
 /// dtype is the element type of A, B and C (f32, f16, bf16 or f64);
 /// accumulation is in f32 (f64 for f64). cuBLAS may use the workspace
 /// arena[workspaceOffset, workspaceOffset + workspaceBytes) during the call.
+/// With an epilogue (GemmEpilogue), cuBLASLt applies it to C as it stores
+/// it; `bias` (m elements of dtype) when the epilogue has one.
 struct DeviceGemm {
   uint8_t dtype = 0; // DTypeCode
   uint8_t transA = 0, transB = 0;
@@ -107,6 +147,8 @@ struct DeviceGemm {
   DeviceArg a, b, c;
   uint64_t workspaceOffset = 0, workspaceBytes = 0;
   uint8_t math = GemmMathDefault;
+  uint8_t epilogue = GemmEpilogueNone;
+  DeviceArg bias; // read when gemmEpilogueHasBias(epilogue)
 };
 
 struct DeviceCopy {

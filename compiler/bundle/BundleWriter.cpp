@@ -10,9 +10,10 @@
 // one pass over the pieces; writing is a second. Writing goes through
 // runtime/FileAccess.h: a temporary file, every write checked (a full disk
 // is an error, not a SIGBUS), renamed over the target on success. Writes
-// format version 4 (the current one): every host plan op ends with a
-// has-body byte, and a node with a body (snug.fused) writes it after that
-// byte.
+// the current format version (bundle::kBundleVersion, 6): every host plan
+// op ends with a has-body byte, and a node with a body (snug.fused) writes
+// it after that byte; every device plan GEMM ends with its math byte, its
+// epilogue byte and, when the epilogue has one, its bias arg.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
@@ -185,6 +186,9 @@ void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
       writeArg(sink, g.a), writeArg(sink, g.b), writeArg(sink, g.c);
       sink.u64(g.workspaceOffset), sink.u64(g.workspaceBytes);
       sink.u8(g.math);
+      sink.u8(g.epilogue);
+      if (gemmEpilogueHasBias(g.epilogue))
+        writeArg(sink, g.bias);
       break;
     }
     case StepCopy:

@@ -444,6 +444,11 @@ std::string describeDevicePlan(const DevicePlan &plan) {
            << g.workspaceBytes << " bytes";
       if (g.math == bundle::GemmMathTf32)
         os << " math=tf32";
+      if (g.epilogue != bundle::GemmEpilogueNone) {
+        os << " epilogue=" << bundle::gemmEpilogueName(g.epilogue);
+        if (bundle::gemmEpilogueHasBias(g.epilogue))
+          os << " bias=", arg(g.bias);
+      }
     } else {
       os << "copy " << step.copy.bytes << " bytes ";
       arg(step.copy.src), os << " -> ", arg(step.copy.dst);

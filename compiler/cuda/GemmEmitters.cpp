@@ -1,7 +1,8 @@
 //===- GemmEmitters.cpp - CUDA emitters: MatMul, Gemm ---------------------===//
 //
 // f32, f16, bf16 and f64 products go to cuBLAS (one
-// cublasGemmStridedBatchedEx per DeviceGemm step). cuBLAS is column-major
+// cublasGemmStridedBatchedEx per DeviceGemm step, or one cublasLtMatmul for
+// a step with an epilogue, below). cuBLAS is column-major
 // and snug row-major, so a row-major Y[M,N] = A[M,K] B[K,N] is computed as
 // the column-major Y^T[N,M] = B^T[N,K] A^T[K,M]: cuBLAS's A is our B (ld N),
 // its B our A (ld K), m = N, n = M, and Y^T has ld N. A transposed operand
@@ -23,13 +24,21 @@
 //
 // A product with an epilogue (the bias Add, the activation and the
 // residual Add the fuse pass moved into it, passes/EpiloguePattern.cpp)
-// runs as the tiled kernel, whose store applies the epilogue per element
-// (EpilogueStore.h) and Gemm's beta * C in the same expression: one launch
-// where cuBLAS and the elementwise kernel after it were two (three with a
-// broadcast C). cuBLASLt's epilogues would keep cuBLAS's speed but cover
-// only bias, ReLU and the tanh GELU, not the Erf Gelu of BERT and ViT, the
-// residual Add or SiLU, so they would leave a kernel after most products;
-// the tiled kernel covers every epilogue the fuse pass builds.
+// takes one of two ways:
+//  - an epilogue cuBLASLt runs itself (passes/LtEpilogue.h: bias, ReLU,
+//    tanh GELU, bias then ReLU or tanh GELU; MatMul, or Gemm without C) on
+//    f32, f16 or bf16, when the product is one strided-batched call, is a
+//    Gemm step with that epilogue and its bias (DeviceGemm::epilogue): the
+//    runtime calls cublasLtMatmul with CUBLASLT_MATMUL_DESC_EPILOGUE, so
+//    the product keeps cuBLAS's kernels and split-K (its workspace is
+//    planned as for any cuBLAS GEMM, ScratchRequest.cpp) and the bias and
+//    activation cost no launch;
+//  - any other (the Erf Gelu of BERT and ViT, the residual Add, SiLU,
+//    Clip; Gemm's beta * C; a product whose batch takes several cuBLAS
+//    calls) runs as the tiled kernel, whose store applies the epilogue per
+//    element (EpilogueStore.h) and Gemm's beta * C in the same
+//    expression: one launch where cuBLAS and the elementwise kernel after
+//    it were two (three with a broadcast C).
 //
 // The tiled kernel has two bodies. When A and B are both f16 or both bf16
 // it runs on the tensor cores with the implicit-GEMM convolution's tile
@@ -45,19 +54,20 @@
 // (snug_mma_m16n8k8_tf32); the products of tf32 values are exact in f32, so
 // the result is the host's tf32 result (LinalgKernels.cpp rounds the
 // operands alike) in another summation order. That covers the products
-// with an epilogue and those that would take too many cuBLAS calls; the
-// others are cuBLAS steps with CUBLAS_COMPUTE_32F_FAST_TF32
-// (CudaEmitter.cpp). Otherwise (f32, f64, integers) it runs on the CUDA cores:
+// with an epilogue cuBLASLt does not run and those that would take too many
+// cuBLAS calls; the others are cuBLAS (or cuBLASLt) steps with
+// CUBLAS_COMPUTE_32F_FAST_TF32 (CudaEmitter.cpp). Otherwise (f32, f64, integers) it runs on the CUDA cores:
 // 16x16 threads, each a 4x4 register tile of the same 64x64 tile. Either is
 // plainer than cuBLAS (no multi-stage copy pipeline, no split-K), so slower on
 // large products; EpiloguePattern.cpp keeps the long-K products cuBLAS would
-// split on cuBLAS.
+// split on cuBLAS: unfused, unless their epilogue is a cuBLASLt one.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/EpilogueStore.h"
 #include "compiler/cuda/KernelEmitter.h"
 #include "compiler/cuda/MmaTile.h"
 
+#include "passes/LtEpilogue.h"
 #include "runtime/BundleFormat.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -140,6 +150,41 @@ bundle::DeviceGemm gemmStep(const EmitContext &context, const Product &product,
   gemm.b = a.at(uint64_t(offsetA) * size);
   gemm.c = y.at(uint64_t(offsetY) * size);
   return gemm;
+}
+
+/// The bundle's code for a cuBLASLt epilogue.
+uint8_t gemmEpilogueCode(LtEpilogue epilogue) {
+  switch (epilogue) {
+  case LtEpilogue::None:
+    return bundle::GemmEpilogueNone;
+  case LtEpilogue::Bias:
+    return bundle::GemmEpilogueBias;
+  case LtEpilogue::ReluBias:
+    return bundle::GemmEpilogueReluBias;
+  case LtEpilogue::GeluBias:
+    return bundle::GemmEpilogueGeluBias;
+  case LtEpilogue::Relu:
+    return bundle::GemmEpilogueRelu;
+  case LtEpilogue::Gelu:
+    return bundle::GemmEpilogueGelu;
+  }
+  return bundle::GemmEpilogueNone;
+}
+
+/// The node's epilogue as cuBLASLt runs it (passes/LtEpilogue.h): None
+/// without an epilogue, or when it is not one cuBLASLt has.
+LtEpilogueMatch getLtMatch(const EmitContext &context) {
+  if (!context.node.hasEpilogue())
+    return LtEpilogueMatch();
+  return matchLtEpilogue(context.node);
+}
+
+/// Gives `gemm` the node's cuBLASLt epilogue `match` and its bias.
+void setLtEpilogue(const EmitContext &context, const LtEpilogueMatch &match,
+                   bundle::DeviceGemm &gemm) {
+  gemm.epilogue = gemmEpilogueCode(match.kind);
+  if (match.biasOperand >= 0)
+    gemm.bias = context.in(unsigned(match.biasOperand)).place;
 }
 
 /// Splits `product`'s batch into strided cuBLAS calls (see the file
@@ -500,11 +545,20 @@ llvm::Error emitMatMul(EmitContext &context) {
     product.m *= product.batchCount();
     product.batch.clear();
   }
-  // cuBLAS stores the raw product; an epilogue needs the kernel's store.
-  if (!context.node.hasEpilogue() && cublasTakes(y.dtype, product)) {
+  // cuBLAS stores the raw product, or (cuBLASLt) applies a bias, ReLU or
+  // GELU epilogue in one call; any other epilogue needs the kernel's store.
+  LtEpilogueMatch lt = getLtMatch(context);
+  bool withEpilogue = context.node.hasEpilogue();
+  if ((!withEpilogue || lt.kind != LtEpilogue::None) &&
+      cublasTakes(y.dtype, product)) {
     std::vector<bundle::DeviceGemm> steps = planGemms(context, product);
-    for (const bundle::DeviceGemm &step : steps)
+    // An epilogue is the store of the whole result: one call.
+    if (withEpilogue && steps.size() != 1)
+      steps.clear();
+    for (bundle::DeviceGemm &step : steps) {
+      setLtEpilogue(context, lt, step);
       context.gemm(step);
+    }
     if (!steps.empty())
       return llvm::Error::success();
   }
@@ -561,7 +615,10 @@ llvm::Error emitGemm(EmitContext &context) {
   }
   if (!y.numElements)
     return llvm::Error::success();
-  if (context.node.hasEpilogue() || !cublasTakes(y.dtype, product))
+  // A cuBLASLt epilogue matches only a Gemm without C (LtEpilogue.h).
+  LtEpilogueMatch lt = getLtMatch(context);
+  if ((context.node.hasEpilogue() && lt.kind == LtEpilogue::None) ||
+      !cublasTakes(y.dtype, product))
     return launchTiledKernel(context, product, alpha, beta);
   // beta scales what Y holds when cuBLAS runs: C, or nothing.
   bool withC = context.hasIn(2) && beta != 0;
@@ -571,6 +628,7 @@ llvm::Error emitGemm(EmitContext &context) {
       gemmStep(context, product, 0, 0, 0, 1, BatchAxis{1, 0, 0, 0});
   gemm.alpha = alpha;
   gemm.beta = withC ? beta : 0.0f;
+  setLtEpilogue(context, lt, gemm);
   context.gemm(gemm);
   return llvm::Error::success();
 }

@@ -122,33 +122,47 @@ Status getCudaDriver(const CudaDriver *&out) {
 
 namespace {
 
-Status loadCublas(Cublas &cublas) {
-  std::vector<std::string> candidates = {"libcublas.so.13", "libcublas.so.12",
-                                         "libcublas.so"};
+/// dlopens the first of libNAME.so.13, .so.12, .so (then the build's
+/// toolkit directory) that loads; `loaded` names it. Null, with `errors`
+/// listing each try, when none does.
+void *openLibrary(const std::string &name, std::string &loaded,
+                  std::string &errors, size_t &tried) {
+  std::vector<std::string> candidates = {"lib" + name + ".so.13",
+                                         "lib" + name + ".so.12",
+                                         "lib" + name + ".so"};
 #ifdef SNUG_CUDA_LIBRARY_DIR
   // The build machine's toolkit, for trees run in place without the
   // toolkit's directory on the loader path.
-  candidates.push_back(SNUG_CUDA_LIBRARY_DIR "/libcublas.so");
+  candidates.push_back(SNUG_CUDA_LIBRARY_DIR "/lib" + name + ".so");
 #endif
-  void *library = nullptr;
-  std::string errors;
-  for (const std::string &name : candidates) {
-    library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library) {
-      cublas.library = name;
-      break;
+  tried = candidates.size();
+  for (const std::string &candidate : candidates) {
+    if (void *library = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      loaded = candidate;
+      return library;
     }
     errors += (errors.empty() ? "" : "; ") + dlError();
   }
+  return nullptr;
+}
+
+/// Binds `function` to `symbol` of `library`; whether it is there.
+template <typename Function>
+bool bindSymbol(void *library, const char *symbol, Function &function) {
+  function = reinterpret_cast<Function>(dlsym(library, symbol));
+  return function != nullptr;
+}
+
+Status loadCublas(Cublas &cublas) {
+  std::string errors;
+  size_t tried = 0;
+  void *library = openLibrary("cublas", cublas.library, errors, tried);
   if (!library)
     return Status(SNUG_ERROR_NO_DEVICE,
                   "no cuBLAS: cannot load libcuBLAS (tried " +
-                      std::to_string(candidates.size()) + " names: " + errors +
-                      ")");
+                      std::to_string(tried) + " names: " + errors + ")");
   auto bind = [&](const char *symbol, auto &function) {
-    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-        dlsym(library, symbol));
-    return function != nullptr;
+    return bindSymbol(library, symbol, function);
   };
   if (!bind("cublasCreate_v2", cublas.Create) ||
       !bind("cublasDestroy_v2", cublas.Destroy) ||
@@ -162,7 +176,51 @@ Status loadCublas(Cublas &cublas) {
   return Status::ok();
 }
 
+Status loadCublasLt(CublasLt &lt) {
+  std::string errors;
+  size_t tried = 0;
+  void *library = openLibrary("cublasLt", lt.library, errors, tried);
+  if (!library)
+    return Status(SNUG_ERROR_NO_DEVICE,
+                  "no cuBLASLt: cannot load libcublasLt (tried " +
+                      std::to_string(tried) + " names: " + errors + ")");
+  // Each symbol named, so that a missing one is named in the error.
+  const char *missing = nullptr;
+  auto bind = [&](const char *symbol, auto &function) {
+    if (!missing && !bindSymbol(library, symbol, function))
+      missing = symbol;
+  };
+  bind("cublasLtCreate", lt.Create);
+  bind("cublasLtDestroy", lt.Destroy);
+  bind("cublasLtMatmulDescCreate", lt.MatmulDescCreate);
+  bind("cublasLtMatmulDescDestroy", lt.MatmulDescDestroy);
+  bind("cublasLtMatmulDescSetAttribute", lt.MatmulDescSetAttribute);
+  bind("cublasLtMatrixLayoutCreate", lt.MatrixLayoutCreate);
+  bind("cublasLtMatrixLayoutDestroy", lt.MatrixLayoutDestroy);
+  bind("cublasLtMatrixLayoutSetAttribute", lt.MatrixLayoutSetAttribute);
+  bind("cublasLtMatmulPreferenceCreate", lt.MatmulPreferenceCreate);
+  bind("cublasLtMatmulPreferenceDestroy", lt.MatmulPreferenceDestroy);
+  bind("cublasLtMatmulPreferenceSetAttribute",
+       lt.MatmulPreferenceSetAttribute);
+  bind("cublasLtMatmulAlgoGetHeuristic", lt.MatmulAlgoGetHeuristic);
+  bind("cublasLtMatmul", lt.Matmul);
+  if (missing)
+    return Status(SNUG_ERROR_NO_DEVICE,
+                  "no cuBLASLt: " + lt.library + " lacks " + missing +
+                      "; cuBLAS 12 or newer is needed");
+  return Status::ok();
+}
+
 } // namespace
+
+Status getCublasLt(const CublasLt *&out) {
+  static CublasLt lt;
+  static Status status;
+  static std::once_flag once;
+  std::call_once(once, [] { status = loadCublasLt(lt); });
+  out = status.isOk() ? &lt : nullptr;
+  return status;
+}
 
 Status getCublas(const Cublas *&out) {
   static Cublas cublas;

@@ -6,7 +6,9 @@
 // cuGetProcAddress, which hands out the ABI version (cuMemAlloc_v2, ...)
 // that matches the toolkit headers this file was compiled with; cuBLAS is
 // dlopened only for plans that have a GEMM. The toolkit headers provide
-// types only. Both tables are loaded once per process and never unloaded.
+// types only. cuBLASLt is dlopened only for plans with a GEMM that has an
+// epilogue (DevicePlan.h). The tables are loaded once per process and never
+// unloaded.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_RUNTIME_CUDA_CUDADRIVER_H
@@ -14,6 +16,7 @@
 
 #include "runtime/Status.h"
 
+#include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda.h>
 
@@ -111,6 +114,55 @@ struct Cublas {
 /// then the toolkit's library directory of the build). Fails with
 /// SNUG_ERROR_NO_DEVICE naming what was tried; the outcome is cached.
 Status getCublas(const Cublas *&cublas);
+
+// cuBLASLt functions by their exported names: the GEMMs with an epilogue
+// (DeviceGemm::epilogue), which cublasGemmStridedBatchedEx cannot apply.
+struct CublasLt {
+  cublasStatus_t (*Create)(cublasLtHandle_t *) = nullptr;
+  cublasStatus_t (*Destroy)(cublasLtHandle_t) = nullptr;
+  cublasStatus_t (*MatmulDescCreate)(cublasLtMatmulDesc_t *,
+                                     cublasComputeType_t,
+                                     cudaDataType_t) = nullptr;
+  cublasStatus_t (*MatmulDescDestroy)(cublasLtMatmulDesc_t) = nullptr;
+  cublasStatus_t (*MatmulDescSetAttribute)(cublasLtMatmulDesc_t,
+                                           cublasLtMatmulDescAttributes_t,
+                                           const void *, size_t) = nullptr;
+  cublasStatus_t (*MatrixLayoutCreate)(cublasLtMatrixLayout_t *, cudaDataType,
+                                       uint64_t rows, uint64_t cols,
+                                       int64_t ld) = nullptr;
+  cublasStatus_t (*MatrixLayoutDestroy)(cublasLtMatrixLayout_t) = nullptr;
+  cublasStatus_t (*MatrixLayoutSetAttribute)(cublasLtMatrixLayout_t,
+                                             cublasLtMatrixLayoutAttribute_t,
+                                             const void *, size_t) = nullptr;
+  cublasStatus_t (*MatmulPreferenceCreate)(cublasLtMatmulPreference_t *) =
+      nullptr;
+  cublasStatus_t (*MatmulPreferenceDestroy)(cublasLtMatmulPreference_t) =
+      nullptr;
+  cublasStatus_t (*MatmulPreferenceSetAttribute)(
+      cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t,
+      const void *, size_t) = nullptr;
+  cublasStatus_t (*MatmulAlgoGetHeuristic)(
+      cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t a,
+      cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+      cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t, int requested,
+      cublasLtMatmulHeuristicResult_t results[], int *returned) = nullptr;
+  cublasStatus_t (*Matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t,
+                           const void *alpha, const void *a,
+                           cublasLtMatrixLayout_t, const void *b,
+                           cublasLtMatrixLayout_t, const void *beta,
+                           const void *c, cublasLtMatrixLayout_t, void *d,
+                           cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t *,
+                           void *workspace, size_t workspaceBytes,
+                           cudaStream_t) = nullptr;
+  /// The file that was loaded ("libcublasLt.so.13"), for messages.
+  std::string library;
+};
+
+/// cuBLASLt, dlopened on the first call (libcublasLt.so.13, .12,
+/// libcublasLt.so, then the toolkit's library directory of the build), as
+/// getCublas. Fails with SNUG_ERROR_NO_DEVICE naming what was tried or the
+/// function it lacks; the outcome is cached.
+Status getCublasLt(const CublasLt *&cublasLt);
 
 /// "CUBLAS_STATUS_NOT_INITIALIZED" for a status.
 const char *cublasStatusName(cublasStatus_t status);

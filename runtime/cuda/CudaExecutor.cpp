@@ -83,13 +83,25 @@ Status CudaExecutor::setUp(const CudaSessionOptions &options) {
   }
   if (Status s = checkGemmLimits(bundle))
     return s;
-  bool hasGemm = std::any_of(
-      plan.steps.begin(), plan.steps.end(),
-      [](const DeviceStep &step) { return step.kind == bundle::StepGemm; });
-  if (hasGemm)
+  // Plain GEMMs run through cuBLAS, those with an epilogue through
+  // cuBLASLt: each library is loaded only when the plan has its kind.
+  auto hasGemm = [&](bool withEpilogue) {
+    return std::any_of(plan.steps.begin(), plan.steps.end(),
+                       [&](const DeviceStep &step) {
+                         return step.kind == bundle::StepGemm &&
+                                (step.gemm.epilogue !=
+                                 bundle::GemmEpilogueNone) == withEpilogue;
+                       });
+  };
+  if (hasGemm(false))
     if (Status s = getCublas(cublas))
       return Status(s.getCode(), s.getMessage() + "; the plan of '" +
                                      bundle.path + "' has GEMMs");
+  if (hasGemm(true))
+    if (Status s = getCublasLt(cublasLt))
+      return Status(s.getCode(), s.getMessage() + "; the plan of '" +
+                                     bundle.path +
+                                     "' has GEMMs with an epilogue");
 
   // The memory check, before anything is allocated.
   size_t freeBefore = 0, total = 0;
@@ -178,6 +190,9 @@ Status CudaExecutor::setUp(const CudaSessionOptions &options) {
     return s;
   if (cublas)
     if (Status s = setUpCublas())
+      return s;
+  if (cublasLt)
+    if (Status s = setUpCublasLt())
       return s;
   if (Status s = warmUpCublas())
     return s;
@@ -279,7 +294,7 @@ Status CudaExecutor::setUpCublas() {
   // reset the handle to it). The first GEMM's is set now; useWorkspace
   // switches before a GEMM whose workspace differs.
   for (const Step &step : steps)
-    if (step.kind == bundle::StepGemm) {
+    if (step.kind == bundle::StepGemm && step.ltGemm == kNoLtGemm) {
       if (Status s = useWorkspace(step))
         return s;
       break;
@@ -312,13 +327,43 @@ Status CudaExecutor::useWorkspace(const Step &step) {
   return Status::ok();
 }
 
+Status CudaExecutor::setUpCublasLt() {
+  if (cublasStatus_t s = cublasLt->Create(&ltHandle)) {
+    ltHandle = nullptr;
+    return Status(s == CUBLAS_STATUS_ALLOC_FAILED ? SNUG_ERROR_OUT_OF_MEMORY
+                                                  : SNUG_ERROR_RUNTIME,
+                  "cublasLtCreate failed on '" + deviceName + "' (" +
+                      cublasLt->library + "): " + cublasStatusName(s));
+  }
+  // Each step's descriptors and algorithm, once: a run only enqueues.
+  for (Step &step : steps) {
+    if (step.kind != bundle::StepGemm ||
+        bundle.devicePlan.steps[step.index].gemm.epilogue ==
+            bundle::GemmEpilogueNone)
+      continue;
+    const bundle::DeviceGemm &g = bundle.devicePlan.steps[step.index].gemm;
+    step.ltGemm = ltGemms.size();
+    ltGemms.emplace_back();
+    const void *bias = bundle::gemmEpilogueHasBias(g.epilogue)
+                           ? reinterpret_cast<const void *>(resolve(g.bias))
+                           : nullptr;
+    if (Status s = ltGemms.back().create(*cublasLt, ltHandle, g, step.dataType,
+                                         step.computeType, bias,
+                                         step.workspaceBytes))
+      return Status(s.getCode(), "bundle '" + bundle.path + "' on '" +
+                                     deviceName + "': " + describeStep(step) +
+                                     ": " + s.getMessage());
+  }
+  return Status::ok();
+}
+
 Status CudaExecutor::warmUpCublas() {
   // cuBLAS chooses and loads its kernels at a GEMM shape's first call, and
   // loading takes device memory: calling every GEMM once now keeps that out
   // of the runs (and shows a GEMM cuBLAS refuses at creation). A GEMM
   // cannot fault on the arena's undefined contents. A caller's arena may
   // already hold inputs, so it is left alone.
-  if (!cublas || !ownsArena)
+  if ((!cublas && !cublasLt) || !ownsArena)
     return Status::ok();
   for (const Step &step : steps)
     if (step.kind == bundle::StepGemm)
@@ -439,6 +484,10 @@ CudaExecutor::~CudaExecutor() {
     (void)driver.GraphExecDestroy(graphExec);
   if (cublasHandle)
     (void)cublas->Destroy(cublasHandle);
+  for (LtGemm &lt : ltGemms)
+    lt.destroy(*cublasLt);
+  if (ltHandle)
+    (void)cublasLt->Destroy(ltHandle);
   if (module)
     (void)driver.ModuleUnload(module);
   if (ownsWeights)
@@ -490,6 +539,26 @@ Status CudaExecutor::enqueueStep(const Step &step) {
     return Status::ok();
   }
   case bundle::StepGemm: {
+    if (step.ltGemm != kNoLtGemm) {
+      // C is also D: the epilogue's result overwrites it (beta 0 reads
+      // nothing). The workspace is the step's own, as planned.
+      const LtGemm &lt = ltGemms[step.ltGemm];
+      void *c = reinterpret_cast<void *>(step.c);
+      void *workspace = step.workspaceBytes
+                            ? reinterpret_cast<void *>(step.workspace)
+                            : nullptr;
+      cublasStatus_t s = cublasLt->Matmul(
+          ltHandle, lt.desc, &step.alpha32,
+          reinterpret_cast<const void *>(step.a), lt.a,
+          reinterpret_cast<const void *>(step.b), lt.b, &step.beta32, c, lt.c,
+          c, lt.c, &lt.algo, workspace, step.workspaceBytes, stream);
+      if (s)
+        return Status(SNUG_ERROR_RUNTIME,
+                      "bundle '" + bundle.path + "' on '" + deviceName +
+                          "': " + describeStep(step) +
+                          ": cublasLtMatmul failed: " + cublasStatusName(s));
+      return Status::ok();
+    }
     if (Status s = useWorkspace(step))
       return s;
     bool f64 = step.computeType == CUBLAS_COMPUTE_64F;

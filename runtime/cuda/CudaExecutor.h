@@ -6,7 +6,9 @@
 // check, the weights and arena allocations (once, exactly the planned
 // sizes), the weight upload, module and function loading, cuBLAS setup
 // (each GEMM's workspace lies inside the arena, where plan-memory placed
-// it), resolving every launch argument to a
+// it), cuBLASLt setup for the GEMMs with an epilogue (their descriptors and
+// the algorithm its heuristic picks, LtGemm.h), resolving every launch
+// argument to a
 // device address or value, and one call of each GEMM (so that cuBLAS loads
 // its kernels then, not during a run). A run then only enqueues: the first
 // run executes the steps one by one, the second captures them into a CUDA
@@ -25,6 +27,7 @@
 #include "runtime/BundleReader.h"
 #include "runtime/cuda/CudaContext.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/LtGemm.h"
 
 #include <cstdint>
 #include <memory>
@@ -58,7 +61,9 @@ struct CudaMemoryStats {
 class CudaExecutor {
 public:
   /// Fails with NO_DEVICE (no driver or device, no cuBLAS for a plan with
-  /// GEMMs), UNSUPPORTED (no device plan, no image for the device's arch),
+  /// GEMMs, no cuBLASLt for one with GEMM epilogues), UNSUPPORTED (no device
+  /// plan, no image for the device's arch, no cuBLASLt algorithm for a GEMM
+  /// with an epilogue),
   /// INVALID_ARGUMENT (caller arena) or OUT_OF_MEMORY (checked before any
   /// allocation); nothing stays allocated on failure.
   static Status create(const Bundle &bundle, const CudaSessionOptions &options,
@@ -114,7 +119,11 @@ private:
     // Gemm: the workspace cuBLAS may use during the call (0 bytes: none).
     CUdeviceptr workspace = 0;
     uint64_t workspaceBytes = 0;
+    // Gemm with an epilogue: its index in ltGemms (cublasLtMatmul), or
+    // kNoLtGemm for a plain cublasGemmStridedBatchedEx.
+    size_t ltGemm = kNoLtGemm;
   };
+  static constexpr size_t kNoLtGemm = ~size_t(0);
 
   Status setUp(const CudaSessionOptions &options);
   Status loadKernels(const KernelImageRef &image);
@@ -122,6 +131,8 @@ private:
   /// Points cuBLAS at `step`'s workspace unless it already uses it.
   Status useWorkspace(const Step &step);
   Status resolveSteps();
+  /// Sets up every Gemm step with an epilogue for cuBLASLt (LtGemm.h).
+  Status setUpCublasLt();
   Status warmUpCublas();
   CUdeviceptr resolve(const bundle::DeviceArg &arg) const;
   /// Enqueues step `i` on the stream.
@@ -148,6 +159,10 @@ private:
   CUmodule module = nullptr;
   std::vector<CUfunction> functions;
   cublasHandle_t cublasHandle = nullptr;
+  /// cuBLASLt, for the Gemm steps with an epilogue (null without them).
+  const CublasLt *cublasLt = nullptr;
+  cublasLtHandle_t ltHandle = nullptr;
+  std::vector<LtGemm> ltGemms;
   // The workspace cuBLAS was last given (valid once workspaceSet).
   CUdeviceptr currentWorkspace = 0;
   uint64_t currentWorkspaceBytes = 0;

@@ -255,6 +255,28 @@ void storeElement(uint8_t *p, uint8_t dtype, double value) {
   }
 }
 
+/// cuBLASLt's epilogue (DeviceGemm::epilogue) on one element of row `row`
+/// of the column-major result, in f32 as cuBLASLt computes it: the bias
+/// element (a vector of m, one per row), then ReLU or the tanh GELU (the
+/// host's scalar forms, runtime/ScalarOps.h).
+float applyEpilogue(uint8_t epilogue, const uint8_t *bias, uint8_t dtype,
+                    int64_t row, float value) {
+  if (gemmEpilogueHasBias(epilogue))
+    value += float(loadElement(bias + row * int64_t(dtypeSize(dtype)), dtype));
+  scalar::Params params{};
+  switch (epilogue) {
+  case GemmEpilogueReluBias:
+  case GemmEpilogueRelu:
+    return scalar::Relu::apply(value, params);
+  case GemmEpilogueGeluBias:
+  case GemmEpilogueGelu:
+    params.i = 1; // approximate = "tanh"
+    return scalar::Gelu::apply(value, params);
+  default:
+    return value;
+  }
+}
+
 /// Whether [a, a + aBytes) and [b, b + bBytes) of the same region overlap.
 bool overlaps(const DeviceArg &a, uint64_t aBytes, const DeviceArg &b,
               uint64_t bBytes) {
@@ -304,7 +326,22 @@ bool referenceGemm(const DeviceGemm &g, const DeviceMemory &memory,
             ", ldc " + std::to_string(g.ldc) + ")";
     return false;
   }
+  if (g.epilogue > GemmEpilogueLast ||
+      (g.epilogue != GemmEpilogueNone && dtype == DTypeF64)) {
+    error = "GEMM epilogue " + std::to_string(g.epilogue) + " on dtype " +
+            dtypeName(dtype) + " (cuBLASLt's epilogues take f32, f16, bf16)";
+    return false;
+  }
+  uint64_t biasBytes =
+      gemmEpilogueHasBias(g.epilogue) ? uint64_t(m) * size : 0;
+  if (overlaps(g.c, cBytes, g.bias, biasBytes) ||
+      overlaps(workspace, workspaceBytes, g.bias, biasBytes)) {
+    error = "the GEMM's bias overlaps its result or its workspace "
+            "(cuBLASLt reads it while it writes them)";
+    return false;
+  }
   const uint8_t *a = memory.resolve(g.a), *b = memory.resolve(g.b);
+  const uint8_t *bias = biasBytes ? memory.resolve(g.bias) : nullptr;
   uint8_t *c = memory.resolve(g.c);
   // CUBLAS_COMPUTE_32F_FAST_TF32 (--precision=tf32): the operands as the
   // tensor cores take them, rounded as the host kernels round them
@@ -353,6 +390,8 @@ bool referenceGemm(const DeviceGemm &g, const DeviceMemory &memory,
           value += double(g.beta) * loadElement(out, dtype);
         if (dtype != DTypeF64)
           value = double(float(value)); // the f32 result, then stored
+        if (g.epilogue != GemmEpilogueNone)
+          value = applyEpilogue(g.epilogue, bias, dtype, i, float(value));
         storeElement(out, dtype, value);
       }
     }
@@ -454,11 +493,13 @@ bool runDevicePlan(const DevicePlan &plan, KernelLibrary &kernels,
       stats.gemmSeconds += s;
       if (options.trace)
         std::fprintf(options.trace,
-                     "step %zu %s: gemm %s m %d n %d k %d batch %d%s%s: "
+                     "step %zu %s: gemm %s m %d n %d k %d batch %d%s%s%s%s: "
                      "%.3f ms\n",
                      i, op.c_str(), dtypeName(g.dtype), g.m, g.n, g.k,
                      g.batch, g.transA ? " transA" : "",
-                     g.transB ? " transB" : "", s * 1e3);
+                     g.transB ? " transB" : "",
+                     g.epilogue ? " epilogue " : "",
+                     g.epilogue ? gemmEpilogueName(g.epilogue) : "", s * 1e3);
       what = "the GEMM";
     } else if (step.kind == StepCopy) {
       const DeviceCopy &c = step.copy;

@@ -225,13 +225,15 @@ private:
   CUdeviceptr pointer = 0;
 };
 
-const char *kExactBundles[] = {"mlp_f32",    "mlp_f32_ptx", "bmm_f32",
-                               "matmul_f16", "matmul_bf16", "matmul_f64"};
+const char *kExactBundles[] = {"mlp_f32",     "mlp_f32_ptx", "mlp_f32_lt",
+                               "bmm_f32",     "matmul_f16",  "matmul_bf16",
+                               "matmul_f64"};
 
 } // namespace
 
 // Every test bundle gives the host's bytes exactly (integer data), through
-// cubins, JIT-compiled PTX, batched GEMMs and each GEMM dtype.
+// cubins, JIT-compiled PTX, batched GEMMs, each GEMM dtype and a cuBLASLt
+// GEMM with the bias epilogue.
 TEST(GpuRuntimeTest, MatchesTheHostExactly) {
   SKIP_WITHOUT_DEVICE();
   for (const char *name : kExactBundles) {
@@ -283,7 +285,7 @@ TEST(GpuRuntimeTest, PredictedEqualsAllocated) {
 // so does a session with graphs off.
 TEST(GpuRuntimeTest, GraphReplayMatchesTheEagerRun) {
   SKIP_WITHOUT_DEVICE();
-  for (const char *name : {"mlp_f32", "bmm_f32", "matmul_f16"}) {
+  for (const char *name : {"mlp_f32", "mlp_f32_lt", "bmm_f32", "matmul_f16"}) {
     SCOPED_TRACE(name);
     BundleHandle b(bundlePath(name));
     ASSERT_TRUE(b.bundle);

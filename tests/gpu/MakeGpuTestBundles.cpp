@@ -5,8 +5,8 @@
 // Writes small bundles compiled for CUDA to OUT_DIR, at build time, on the
 // build machine: the GPU machine needs neither LLVM nor NVRTC to run
 // snug-gpu-tests, only the runtime and these files. Each is textual IR with
-// a hand-written device plan (cuBLAS GEMMs, two kernels compiled here with
-// NVRTC, a copy), so the executor is tested independently of the CUDA
+// a hand-written device plan (cuBLAS and cuBLASLt GEMMs, two kernels
+// compiled here with NVRTC, a copy), so the executor is tested independently of the CUDA
 // emitters. Inputs and weights are small integers, so every GEMM sum is
 // exact in every dtype and the device must match the host bit for bit.
 //
@@ -15,6 +15,8 @@
 //                 the input's bytes
 //   mlp_f32_ptx   the same with PTX compute_80 only (the driver JITs it)
 //   mlp_f32_sm80  the same with an sm_80 cubin only (no image for sm_90)
+//   mlp_f32_lt    the same with the bias Add in the GEMM: a cuBLASLt step
+//                 with the bias epilogue (no snug_add_bias launch)
 //   bmm_f32       a batch of 3 GEMMs (strides), no cuBLAS workspace
 //   matmul_f16, matmul_bf16, matmul_f64   one GEMM in each dtype
 //   huge          a 1 TiB device arena: creation fails with out-of-memory
@@ -202,8 +204,17 @@ bool writeMlps(const std::string &dir, const std::vector<KernelImage> &images,
   std::vector<KernelImage> ptx, sm80;
   for (const KernelImage &image : images80)
     (image.kind == ImagePtx ? ptx : sm80).push_back(image);
+  // The bias Add in the GEMM: a cuBLASLt step with CUBLASLT_EPILOGUE_BIAS
+  // (DevicePlan.h) that writes the Add's result; then the same leaky ReLU
+  // and copy.
+  DevicePlan lt = plan;
+  lt.steps.erase(lt.steps.begin() + 1);
+  lt.steps[0].gemm.c = DeviceArg::arena(o1);
+  lt.steps[0].gemm.epilogue = GemmEpilogueBias;
+  lt.steps[0].gemm.bias = DeviceArg::weight(w[1]);
   return write(dir, "host_only", text, nullptr, nullptr) &&
          write(dir, "mlp_f32", text, &plan, &images) &&
+         write(dir, "mlp_f32_lt", text, &lt, &images) &&
          write(dir, "mlp_f32_ptx", text, &plan, &ptx) &&
          write(dir, "mlp_f32_sm80", text, &plan, &sm80);
 }

@@ -79,6 +79,22 @@ inline bundle::DevicePlan mlpPlan() {
   return plan;
 }
 
+/// mlpPlan with the bias Add in the GEMM: a cuBLASLt step with epilogue
+/// `epilogue` (the bias, weight b at offset 64, when it has one) writing
+/// the Add's result at 128 directly; the leaky ReLU and the copy as before.
+inline bundle::DevicePlan
+mlpPlanLt(uint8_t epilogue = bundle::GemmEpilogueBias) {
+  bundle::DevicePlan plan = mlpPlan();
+  bundle::DeviceStep gemm = plan.steps[0];
+  gemm.gemm.c = bundle::DeviceArg::arena(128);
+  gemm.gemm.epilogue = epilogue;
+  if (bundle::gemmEpilogueHasBias(epilogue))
+    gemm.gemm.bias = bundle::DeviceArg::weight(64);
+  plan.steps.erase(plan.steps.begin(), plan.steps.begin() + 2);
+  plan.steps.insert(plan.steps.begin(), gemm);
+  return plan;
+}
+
 /// mlpPlan with its GEMM run twice (beta 0: the same result), each time
 /// with another workspace (512 bytes at 256, then at 768), so the executor
 /// must switch cuBLAS's workspace between them.

@@ -82,28 +82,31 @@ uint8_t *devicePlanEntry(std::vector<uint8_t> &bytes) {
   return nullptr;
 }
 
-/// Where makePlan's GEMM step ends before its math byte (format v5) in the
-/// DevicePlan section: u64 arena, kernels "snug_fill_0" (4 + 4 + 11), u32
-/// steps, the launch (u8 kind, u32 op, u32 kernel, 6 x u32 dims, u32
-/// shared, u32 count, 3 args of 9), then the GEMM: u8 kind, u32 op, 3 x u8,
-/// 4 x u32, 6 x i64, 2 x f32, 3 args, u64 workspace offset and bytes.
+/// Where makePlan's GEMM step ends before its math byte (format v5) and
+/// epilogue byte (v6) in the DevicePlan section: u64 arena, kernels
+/// "snug_fill_0" (4 + 4 + 11), u32 steps, the launch (u8 kind, u32 op, u32
+/// kernel, 6 x u32 dims, u32 shared, u32 count, 3 args of 9), then the
+/// GEMM: u8 kind, u32 op, 3 x u8, 4 x u32, 6 x i64, 2 x f32, 3 args, u64
+/// workspace offset and bytes.
 constexpr size_t kLaunchBytes = 1 + 4 + 4 + 24 + 4 + 4 + 27;
 constexpr size_t kGemmEnd =
     8 + 19 + 4 + kLaunchBytes + 5 + 3 + 16 + 48 + 8 + 27 + 16;
 
-/// Drops the GEMM's math byte from a bundle of makePlan (the section one
-/// byte shorter, the byte left as padding so that every offset stays), for
-/// the formats before 5.
-void dropGemmMath(std::vector<uint8_t> &bytes) {
+/// Drops `count` bytes at kGemmEnd + `from` from a bundle of makePlan (the
+/// section that much shorter, the bytes left as padding so that every
+/// offset stays), for the formats before the math (v5) or epilogue (v6)
+/// byte.
+void dropGemmBytes(std::vector<uint8_t> &bytes, size_t from, size_t count) {
   uint8_t *entry = devicePlanEntry(bytes);
   ASSERT_NE(entry, nullptr);
   uint64_t at, size;
   std::memcpy(&at, entry + 8, 8);
   std::memcpy(&size, entry + 16, 8);
-  std::copy(bytes.begin() + at + kGemmEnd + 1, bytes.begin() + at + size,
-            bytes.begin() + at + kGemmEnd);
-  bytes[at + size - 1] = 0;
-  --size;
+  size_t start = at + kGemmEnd + from;
+  std::copy(bytes.begin() + start + count, bytes.begin() + at + size,
+            bytes.begin() + start);
+  std::fill(bytes.begin() + at + size - count, bytes.begin() + at + size, 0);
+  size -= count;
   std::memcpy(entry + 16, &size, 8);
 }
 
@@ -177,12 +180,14 @@ TEST(DevicePlanTest, ReadsVersionOnePlans) {
   ASSERT_EQ(written[0], 256u); // the layout above is the writer's
   ASSERT_EQ(written[1], 256u);
   ASSERT_EQ(v2[gemmEnd + 16], GemmMathDefault); // the math byte (v5)
-  v1.insert(v1.end(), v2.begin() + gemmEnd + 17, v2.end());
-  v1.push_back(0); // padding for the math byte, which v1 has not
+  ASSERT_EQ(v2[gemmEnd + 17], GemmEpilogueNone); // the epilogue byte (v6)
+  v1.insert(v1.end(), v2.begin() + gemmEnd + 18, v2.end());
+  // Padding for the math and epilogue bytes, which v1 has not.
+  v1.insert(v1.end(), 2, 0);
   ASSERT_EQ(v1.size(), v2.size());
   std::copy(v1.begin(), v1.end(), bytes.begin() + at);
   {
-    uint64_t shorter = size - 1;
+    uint64_t shorter = size - 2;
     std::memcpy(devicePlanEntry(bytes) + 16, &shorter, 8);
   }
   // Nor has a v1 host plan the has-body byte (format v3): this plan's one
@@ -231,9 +236,10 @@ TEST(DevicePlanTest, GemmMathRoundTripsAndVersionFourReadsAsDefault) {
       rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
   ASSERT_FALSE(status) << status.getMessage();
   EXPECT_EQ(bundle->devicePlan.steps[1].gemm.math, GemmMathTf32);
-  // Without the math byte, but still claiming v5: the section ends early.
+  // Without the math and epilogue bytes, but still claiming v6: the
+  // section ends early.
   std::vector<uint8_t> v4 = bytes;
-  dropGemmMath(v4);
+  dropGemmBytes(v4, 0, 2);
   sealBundle(v4.data(), v4.size());
   EXPECT_NE(parseError(v4), "");
   // As version 4, it reads: the byte is not there to read.
@@ -243,6 +249,44 @@ TEST(DevicePlanTest, GemmMathRoundTripsAndVersionFourReadsAsDefault) {
   ASSERT_FALSE(status) << status.getMessage();
   EXPECT_EQ(bundle->version, 4u);
   EXPECT_EQ(bundle->devicePlan.steps[1].gemm.math, GemmMathDefault);
+  EXPECT_EQ(bundle->devicePlan.steps[1].gemm.workspaceBytes, 256u);
+  EXPECT_EQ(bundle->devicePlan.steps[2].copy.bytes, 64u);
+}
+
+// The GEMM epilogue byte and bias (format v6) round-trip, with and
+// without a bias; a version-5 bundle, which has no epilogue byte, still
+// reads, its GEMMs without an epilogue.
+TEST(DevicePlanTest, GemmEpilogueRoundTripsAndVersionFiveReadsAsNone) {
+  DevicePlan plan = makePlan();
+  plan.steps[1].gemm.epilogue = GemmEpilogueGeluBias;
+  plan.steps[1].gemm.bias = DeviceArg::weight(16);
+  std::vector<uint8_t> bytes = bundleWith(plan, makeImages());
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status =
+      rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  const DeviceGemm &read = bundle->devicePlan.steps[1].gemm;
+  EXPECT_EQ(read.epilogue, GemmEpilogueGeluBias);
+  EXPECT_EQ(read.bias.kind, ArgWeight);
+  EXPECT_EQ(read.bias.value, 16u);
+  EXPECT_EQ(bundle->devicePlan.steps[2].copy.bytes, 64u);
+  // An epilogue without a bias writes no bias arg.
+  plan.steps[1].gemm.epilogue = GemmEpilogueRelu;
+  bytes = bundleWith(plan, makeImages());
+  status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_EQ(bundle->devicePlan.steps[1].gemm.epilogue, GemmEpilogueRelu);
+  EXPECT_EQ(bundle->devicePlan.steps[1].gemm.bias.kind, 0u);
+  EXPECT_EQ(bundle->devicePlan.steps[2].copy.bytes, 64u);
+  // Version 5: no epilogue byte (makePlan's is none, a 0 dropped).
+  std::vector<uint8_t> v5 = bundleWith(makePlan(), makeImages());
+  dropGemmBytes(v5, 1, 1);
+  std::memcpy(v5.data() + 8, "\x05\0\0\0", 4);
+  sealBundle(v5.data(), v5.size());
+  status = rt::parseBundle(v5.data(), v5.size(), "v5.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_EQ(bundle->version, 5u);
+  EXPECT_EQ(bundle->devicePlan.steps[1].gemm.epilogue, GemmEpilogueNone);
   EXPECT_EQ(bundle->devicePlan.steps[1].gemm.workspaceBytes, 256u);
   EXPECT_EQ(bundle->devicePlan.steps[2].copy.bytes, 64u);
 }
@@ -311,6 +355,30 @@ TEST(DevicePlanTest, ReaderRejectsBadSteps) {
        [](DevicePlan &p) {
          p.steps[1].gemm.dtype = DTypeF16;
          p.steps[1].gemm.math = GemmMathTf32;
+       }},
+      // The epilogue byte (v6): a known kind; its bias m elements inside
+      // a region, a pointer, clear of C and of the workspace.
+      {"unknown GEMM epilogue 6",
+       [](DevicePlan &p) { p.steps[1].gemm.epilogue = 6; }},
+      {"bias: 16 bytes at offset 56 lie outside the device weights (64 bytes)",
+       [](DevicePlan &p) {
+         p.steps[1].gemm.epilogue = GemmEpilogueBias;
+         p.steps[1].gemm.bias = DeviceArg::weight(56);
+       }},
+      {"GEMM bias is not in the device arena or the weights",
+       [](DevicePlan &p) {
+         p.steps[1].gemm.epilogue = GemmEpilogueReluBias;
+         p.steps[1].gemm.bias = {ArgI32, 0};
+       }},
+      {"GEMM bias (16 bytes at offset 112) overlaps its result C",
+       [](DevicePlan &p) {
+         p.steps[1].gemm.epilogue = GemmEpilogueGeluBias;
+         p.steps[1].gemm.bias = DeviceArg::arena(112);
+       }},
+      {"overlap its operand bias (16 bytes at offset 272)",
+       [](DevicePlan &p) {
+         p.steps[1].gemm.epilogue = GemmEpilogueBias;
+         p.steps[1].gemm.bias = DeviceArg::arena(272);
        }},
   };
   for (const Case &c : cases) {

@@ -18,6 +18,7 @@
 #include <cuda.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -451,6 +452,50 @@ void gemm(bool ta, bool tb, int m, int n, int k, T alpha, const T *a, int lda,
       }
 }
 
+// cuBLASLt: descriptors remember their attributes, a matmul computes in
+// f32 (the only type the tests use) and applies the epilogue. Attribute and
+// epilogue numbers are cublasLt.h's (not included: its prototypes would
+// clash with these untyped ones).
+constexpr int kLtTransA = 3, kLtTransB = 4, kLtEpilogue = 7,
+              kLtBiasPointer = 8, kLtBiasBatchStride = 10;
+constexpr int kLtBatchCount = 5, kLtStridedBatchOffset = 6;
+constexpr int kLtMaxWorkspaceBytes = 1;
+constexpr uint32_t kLtRelu = 2, kLtBias = 4, kLtGelu = 32;
+
+struct FakeLtDesc {
+  int computeType = -1, scaleType = -1, transA = 0, transB = 0;
+  uint32_t epilogue = 1; // CUBLASLT_EPILOGUE_DEFAULT
+  const void *bias = nullptr;
+  int64_t biasBatchStride = 0;
+};
+struct FakeLtPreference {
+  size_t maxWorkspace = 0;
+};
+/// cublasLtMatmulHeuristicResult_t's layout.
+struct FakeLtHeuristicResult {
+  uint64_t algo[8];
+  size_t workspaceSize;
+  int state;
+  float wavesCount;
+  int reserved[4];
+};
+
+template <typename T> int copyAttribute(T &into, const void *from, size_t size) {
+  if (size != sizeof(T))
+    return 7; // CUBLAS_STATUS_INVALID_VALUE
+  std::memcpy(&into, from, size);
+  return 0;
+}
+
+float ltActivation(uint32_t epilogue, float x) {
+  if (epilogue & kLtRelu)
+    return x < 0 ? 0 : x;
+  if (epilogue & kLtGelu)
+    return 0.5f * x *
+           (1.0f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+  return x;
+}
+
 } // namespace
 
 extern "C" {
@@ -538,6 +583,170 @@ FAKE_CUDA_API int cublasGemmStridedBatchedEx(
                    static_cast<double *>(c), ldc, sc, batch);
     });
   }
+  return 0;
+}
+
+// cuBLASLt, by its exported names.
+FAKE_CUDA_API void fakeCudaLtNoAlgorithm(int none) {
+  stats.ltNoAlgorithm = none != 0;
+}
+FAKE_CUDA_API int cublasLtCreate(void **handle) {
+  *handle = new int(0);
+  ++stats.ltHandles;
+  return 0;
+}
+FAKE_CUDA_API int cublasLtDestroy(void *handle) {
+  delete static_cast<int *>(handle);
+  --stats.ltHandles;
+  return 0;
+}
+FAKE_CUDA_API int cublasLtMatmulDescCreate(void **desc, int computeType,
+                                           int scaleType) {
+  auto *created = new FakeLtDesc;
+  created->computeType = computeType;
+  created->scaleType = scaleType;
+  *desc = created;
+  ++stats.ltDescs;
+  return 0;
+}
+FAKE_CUDA_API int cublasLtMatmulDescDestroy(void *desc) {
+  delete static_cast<FakeLtDesc *>(desc);
+  --stats.ltDescs;
+  return 0;
+}
+FAKE_CUDA_API int cublasLtMatmulDescSetAttribute(void *desc, int attribute,
+                                                 const void *value,
+                                                 size_t size) {
+  auto *d = static_cast<FakeLtDesc *>(desc);
+  switch (attribute) {
+  case kLtTransA:
+    return copyAttribute(d->transA, value, size);
+  case kLtTransB:
+    return copyAttribute(d->transB, value, size);
+  case kLtEpilogue:
+    return copyAttribute(d->epilogue, value, size);
+  case kLtBiasPointer:
+    return copyAttribute(d->bias, value, size);
+  case kLtBiasBatchStride:
+    return copyAttribute(d->biasBatchStride, value, size);
+  default:
+    return 7;
+  }
+}
+FAKE_CUDA_API int cublasLtMatrixLayoutCreate(void **layout, int type,
+                                             uint64_t rows, uint64_t cols,
+                                             int64_t ld) {
+  auto *created = new FakeCudaStats::LtLayout;
+  created->type = type, created->rows = rows, created->cols = cols;
+  created->ld = ld;
+  *layout = created;
+  ++stats.ltLayouts;
+  return 0;
+}
+FAKE_CUDA_API int cublasLtMatrixLayoutDestroy(void *layout) {
+  delete static_cast<FakeCudaStats::LtLayout *>(layout);
+  --stats.ltLayouts;
+  return 0;
+}
+FAKE_CUDA_API int cublasLtMatrixLayoutSetAttribute(void *layout,
+                                                   int attribute,
+                                                   const void *value,
+                                                   size_t size) {
+  auto *l = static_cast<FakeCudaStats::LtLayout *>(layout);
+  if (attribute == kLtBatchCount)
+    return copyAttribute(l->batch, value, size);
+  if (attribute == kLtStridedBatchOffset)
+    return copyAttribute(l->stride, value, size);
+  return 7;
+}
+FAKE_CUDA_API int cublasLtMatmulPreferenceCreate(void **preference) {
+  *preference = new FakeLtPreference;
+  ++stats.ltPreferences;
+  return 0;
+}
+FAKE_CUDA_API int cublasLtMatmulPreferenceDestroy(void *preference) {
+  delete static_cast<FakeLtPreference *>(preference);
+  --stats.ltPreferences;
+  return 0;
+}
+FAKE_CUDA_API int cublasLtMatmulPreferenceSetAttribute(void *preference,
+                                                       int attribute,
+                                                       const void *value,
+                                                       size_t size) {
+  if (attribute != kLtMaxWorkspaceBytes)
+    return 7;
+  return copyAttribute(static_cast<FakeLtPreference *>(preference)->maxWorkspace,
+                       value, size);
+}
+FAKE_CUDA_API int cublasLtMatmulAlgoGetHeuristic(
+    void *, void *, void *, void *, void *, void *, void *preference,
+    int requested, FakeLtHeuristicResult *results, int *returned) {
+  ++stats.ltHeuristics;
+  stats.ltMaxWorkspace =
+      static_cast<FakeLtPreference *>(preference)->maxWorkspace;
+  *returned = 0;
+  if (requested < 1)
+    return 7;
+  if (stats.ltNoAlgorithm)
+    return 15; // CUBLAS_STATUS_NOT_SUPPORTED, as cuBLASLt says it
+  std::memset(&results[0], 0, sizeof results[0]);
+  results[0].algo[0] = 42;
+  *returned = 1;
+  return 0;
+}
+FAKE_CUDA_API int cublasLtMatmul(void *, void *desc, const void *alpha,
+                                 const void *a, void *aLayout, const void *b,
+                                 void *bLayout, const void *beta,
+                                 const void *c, void *cLayout, void *d,
+                                 void *dLayout, const uint64_t *algo,
+                                 void *workspace, size_t workspaceBytes,
+                                 CUstream stream) {
+  using Layout = FakeCudaStats::LtLayout;
+  const FakeLtDesc &op = *static_cast<FakeLtDesc *>(desc);
+  const Layout &la = *static_cast<Layout *>(aLayout);
+  const Layout &lb = *static_cast<Layout *>(bLayout);
+  const Layout &lc = *static_cast<Layout *>(cLayout);
+  const Layout &ld = *static_cast<Layout *>(dLayout);
+  if (la.type != 0 || lb.type != 0 || lc.type != 0 || ld.type != 0 ||
+      op.scaleType != 0 || !algo || algo[0] != 42)
+    return 15; // f32 only; an algorithm from the heuristic
+  FakeCudaStats::LtCall &call = stats.lastLt;
+  call.computeType = op.computeType, call.scaleType = op.scaleType;
+  call.transA = op.transA, call.transB = op.transB;
+  call.epilogue = op.epilogue, call.bias = op.bias;
+  call.biasBatchStride = op.biasBatchStride;
+  call.a = la, call.b = lb, call.c = lc, call.d = ld;
+  call.pointerC = c, call.pointerD = d;
+  call.workspace = workspace, call.workspaceBytes = workspaceBytes;
+  call.algo = algo[0];
+  ++stats.ltMatmuls;
+  float al = *static_cast<const float *>(alpha);
+  float be = *static_cast<const float *>(beta);
+  int m = int(ld.rows), n = int(ld.cols);
+  int k = int(op.transA ? la.rows : la.cols);
+  FakeLtDesc ops = op;
+  submit(stream, [=] {
+    float *out = static_cast<float *>(d);
+    if (c != d)
+      for (int p = 0; p < ld.batch; ++p)
+        for (int j = 0; j < n; ++j)
+          for (int i = 0; i < m; ++i)
+            out[p * ld.stride + j * ld.ld + i] =
+                static_cast<const float *>(c)[p * lc.stride + j * lc.ld + i];
+    gemm<float>(ops.transA != 0, ops.transB != 0, m, n, k, al,
+                static_cast<const float *>(a), int(la.ld), la.stride,
+                static_cast<const float *>(b), int(lb.ld), lb.stride, be, out,
+                int(ld.ld), ld.stride, ld.batch);
+    const float *bias = static_cast<const float *>(ops.bias);
+    for (int p = 0; p < ld.batch; ++p)
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+          float &x = out[p * ld.stride + j * ld.ld + i];
+          if (ops.epilogue & kLtBias)
+            x += bias[p * ops.biasBatchStride + i];
+          x = ltActivation(ops.epilogue, x);
+        }
+  });
   return 0;
 }
 

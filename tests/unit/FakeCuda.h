@@ -40,6 +40,32 @@ struct FakeCudaStats {
   // Per GEMM call, in order: the workspace its handle had then.
   std::vector<std::pair<void *, size_t>> gemmWorkspaces;
   int mathMode = -1, lastComputeType = -1;
+
+  // cuBLASLt: live objects (created minus destroyed).
+  int ltHandles = 0, ltDescs = 0, ltLayouts = 0, ltPreferences = 0;
+  int ltHeuristics = 0, ltMatmuls = 0;
+  /// Set by a test: the next heuristics find no algorithm.
+  bool ltNoAlgorithm = false;
+  /// What the last heuristic call was asked (its preference's
+  /// MAX_WORKSPACE_BYTES) and what the last cublasLtMatmul got.
+  size_t ltMaxWorkspace = 0;
+  struct LtLayout {
+    int type = -1;
+    uint64_t rows = 0, cols = 0;
+    int64_t ld = 0, stride = 0;
+    int batch = 1;
+  };
+  struct LtCall {
+    int computeType = -1, scaleType = -1, transA = 0, transB = 0;
+    uint32_t epilogue = 0;
+    const void *bias = nullptr;
+    int64_t biasBatchStride = -1;
+    LtLayout a, b, c, d;
+    const void *pointerC = nullptr, *pointerD = nullptr;
+    const void *workspace = nullptr;
+    size_t workspaceBytes = 0;
+    uint64_t algo = 0; // the algorithm's first word, as the heuristic set it
+  } lastLt;
 };
 
 #endif // SNUG_TESTS_UNIT_FAKECUDA_H

@@ -1,7 +1,7 @@
 //===- FakeCudaTest.cpp - The CUDA executor against a fake driver ---------===//
 //
-// Runs with LD_LIBRARY_PATH pointing at the fake libcuda.so.1 and
-// libcublas.so.13 of FakeCuda.cpp, so the executor's whole life — lazy
+// Runs with LD_LIBRARY_PATH pointing at the fake libcuda.so.1,
+// libcublas.so.13 and libcublasLt.so.13 of FakeCuda.cpp, so the executor's whole life — lazy
 // loading, the checks, allocation, upload, argument marshalling, eager run,
 // graph capture and replay, I/O, timing, destruction — runs on a CPU, with
 // the fake's counters as witnesses. What only a real device can show (real
@@ -192,6 +192,166 @@ TEST_F(FakeCudaTest, SwitchesWorkspaceBetweenGemms) {
   EXPECT_EQ(runMlp(session, {1, 2, 3, -4}), expected); // replayed
   EXPECT_EQ(f.setWorkspaceCalls, callsBefore + 4);
   snug_session_destroy(session);
+  expectNothingLive();
+}
+
+namespace {
+
+/// Makes the fake's cuBLASLt heuristic find no algorithm (or find again).
+void setLtNoAlgorithm(bool none) {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr);
+  auto set = reinterpret_cast<void (*)(int)>(
+      dlsym(library, "fakeCudaLtNoAlgorithm"));
+  ASSERT_NE(set, nullptr);
+  set(none ? 1 : 0);
+  dlclose(library);
+}
+
+/// The session's weights allocation: the live one that is not the arena
+/// (mlpPlan's, 256 + 1024 bytes).
+const uint8_t *weightsOf(const FakeCudaStats &f) {
+  for (const auto &[pointer, bytes] : f.allocBytes)
+    if (bytes != 256 + 1024)
+      return static_cast<const uint8_t *>(pointer);
+  return nullptr;
+}
+
+} // namespace
+
+// A GEMM with an epilogue (mlpPlanLt: the bias Add in the GEMM) runs as
+// cublasLtMatmul, set up once at creation: one heuristic per step, asked
+// for the step's planned workspace; the descriptor as the plan says
+// (CUBLAS_COMPUTE_32F = 68, scale type CUDA_R_32F = 0, no transposes,
+// CUBLASLT_EPILOGUE_BIAS = 4, the bias pointer into the weights, batch
+// stride 0), column-major layouts of A (m x k), B (k x n), C = D (m x n),
+// the workspace pointer and bytes of the plan, the heuristic's algorithm.
+// Eager, captured and replayed runs give the host's numbers; no cuBLAS
+// handle (the plan has no plain GEMM); destruction frees every descriptor.
+TEST_F(FakeCudaTest, LtGemmRunsItsEpilogue) {
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlanLt(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  const FakeCudaStats &f = fake();
+  int heuristics = f.ltHeuristics;
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  EXPECT_EQ(f.ltHeuristics, heuristics + 1);
+  EXPECT_EQ(f.ltMaxWorkspace, 1024u);
+  EXPECT_EQ(f.ltHandles, 1);
+  EXPECT_EQ(f.ltDescs, 1);
+  EXPECT_EQ(f.ltLayouts, 3);
+  EXPECT_EQ(f.ltPreferences, 0); // destroyed once the heuristic answered
+  EXPECT_EQ(f.cublasHandles, 0);
+  int matmuls = f.ltMatmuls, gemms = f.gemms;
+  std::vector<float> expected = {8.5f, -0.875f, 8.5f, -0.875f};
+  EXPECT_EQ(runMlp(session, {1, 2, 3, -4}), expected); // eager
+  EXPECT_EQ(f.ltMatmuls, matmuls + 1);
+  EXPECT_EQ(runMlp(session, {1, 2, 3, -4}), expected); // captured
+  EXPECT_EQ(runMlp(session, {0, 0, 0, 1}),
+            (std::vector<float>{-0.125f, 1.5f, -0.125f, 1.5f})); // replayed
+  EXPECT_EQ(f.ltMatmuls, matmuls + 2); // the replay calls nothing
+  EXPECT_EQ(f.ltHeuristics, heuristics + 1);
+  EXPECT_EQ(f.gemms, gemms);
+
+  const FakeCudaStats::LtCall &call = f.lastLt;
+  EXPECT_EQ(call.computeType, 68);
+  EXPECT_EQ(call.scaleType, 0);
+  EXPECT_EQ(call.transA, 0);
+  EXPECT_EQ(call.transB, 0);
+  EXPECT_EQ(call.epilogue, 4u);
+  const uint8_t *weights = weightsOf(f);
+  ASSERT_NE(weights, nullptr);
+  EXPECT_EQ(call.bias, weights + 64);
+  EXPECT_EQ(call.biasBatchStride, 0);
+  auto expectLayout = [](const FakeCudaStats::LtLayout &l, uint64_t rows,
+                         uint64_t cols, int64_t ld, const char *name) {
+    EXPECT_EQ(l.type, 0) << name;
+    EXPECT_EQ(l.rows, rows) << name;
+    EXPECT_EQ(l.cols, cols) << name;
+    EXPECT_EQ(l.ld, ld) << name;
+    EXPECT_EQ(l.batch, 1) << name;
+    EXPECT_EQ(l.stride, 0) << name;
+  };
+  expectLayout(call.a, 2, 4, 2, "A");
+  expectLayout(call.b, 4, 1, 4, "B");
+  expectLayout(call.c, 2, 1, 2, "C");
+  expectLayout(call.d, 2, 1, 2, "D");
+  // C is D, at arena + 128; the workspace at arena + 256, 1024 bytes.
+  EXPECT_EQ(call.pointerC, call.pointerD);
+  const uint8_t *arena = static_cast<const uint8_t *>(call.pointerD) - 128;
+  EXPECT_EQ(f.allocBytes.count(const_cast<uint8_t *>(arena)), 1u);
+  EXPECT_EQ(call.workspace, arena + 256);
+  EXPECT_EQ(call.workspaceBytes, 1024u);
+  EXPECT_EQ(call.algo, 42u);
+  snug_session_destroy(session);
+  EXPECT_EQ(f.ltHandles, 0);
+  EXPECT_EQ(f.ltDescs, 0);
+  EXPECT_EQ(f.ltLayouts, 0);
+  expectNothingLive();
+}
+
+// Each epilogue kind is cuBLASLt's (RELU_BIAS 6, GELU_BIAS 36, RELU 2,
+// GELU 32), the bias pointer set only with a bias, and TF32 math asks for
+// CUBLAS_COMPUTE_32F_FAST_TF32 (77) as the plain path does. ReLU with the
+// bias: y = leaky(relu(x w + b)) = [8.5, 0].
+TEST_F(FakeCudaTest, LtGemmEpilogueKindsAndMath) {
+  const struct {
+    uint8_t epilogue;
+    uint32_t lt;
+    bool tf32;
+  } cases[] = {{bundle::GemmEpilogueReluBias, 6, false},
+               {bundle::GemmEpilogueGeluBias, 36, true},
+               {bundle::GemmEpilogueRelu, 2, false},
+               {bundle::GemmEpilogueGelu, 32, false}};
+  const FakeCudaStats &f = fake();
+  for (const auto &c : cases) {
+    bundle::DevicePlan plan = mlpPlanLt(c.epilogue);
+    if (c.tf32)
+      plan.steps[0].gemm.math = bundle::GemmMathTf32;
+    Loaded loaded(cudaBundleOf(kMlp, plan, fakeImages()));
+    ASSERT_TRUE(loaded.bundle);
+    snug_session *session = nullptr;
+    snug_session_options options = cudaOptions();
+    ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+        << snug_last_error();
+    std::vector<float> out = runMlp(session, {1, 2, 3, -4});
+    EXPECT_EQ(f.lastLt.epilogue, c.lt);
+    EXPECT_EQ(f.lastLt.computeType, c.tf32 ? 77 : 68);
+    bool bias = bundle::gemmEpilogueHasBias(c.epilogue);
+    EXPECT_EQ(f.lastLt.bias == nullptr, !bias);
+    if (c.epilogue == bundle::GemmEpilogueReluBias) {
+      EXPECT_EQ(out, (std::vector<float>{8.5f, 0.0f, 8.5f, 0.0f}));
+    }
+    snug_session_destroy(session);
+  }
+  expectNothingLive();
+}
+
+// A GEMM cuBLASLt has no algorithm for fails the session's creation (not a
+// run), naming the step and its op; nothing stays allocated.
+TEST_F(FakeCudaTest, LtGemmWithoutAnAlgorithmFailsCreation) {
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlanLt(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  setLtNoAlgorithm(true);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  EXPECT_NE(snug_session_create(loaded.bundle, &options, &session), SNUG_OK);
+  setLtNoAlgorithm(false);
+  std::string error = snug_last_error();
+  EXPECT_TRUE(contains(error, "device step 0 of")) << error;
+  EXPECT_TRUE(contains(error, "MatMul")) << error;
+  EXPECT_TRUE(contains(error, "cuBLASLt has no algorithm for this GEMM with "
+                              "epilogue bias (m 2, n 1, k 4, batch 1) within "
+                              "1024 bytes of workspace"))
+      << error;
+  EXPECT_EQ(session, nullptr);
+  const FakeCudaStats &f = fake();
+  EXPECT_EQ(f.ltHandles, 0);
+  EXPECT_EQ(f.ltDescs, 0);
+  EXPECT_EQ(f.ltLayouts, 0);
+  EXPECT_EQ(f.ltPreferences, 0);
   expectNothingLive();
 }
 

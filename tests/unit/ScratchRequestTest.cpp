@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
+#include "ir/Parser.h"
 #include "passes/ScratchRequest.h"
 
 #include <gtest/gtest.h>
@@ -135,4 +136,31 @@ TEST(ScratchRequestTest, AttentionAsksForARowBlockOnBothTargets) {
                                {TensorType(DType::F32, {4, 3, 8})},
                                {{"mask", Attribute::getString("none")}});
   EXPECT_EQ(getScratchRequest(*small, host).bytes, 1024u); // 3 x 70 x 4 = 840
+}
+
+// A product with an epilogue is the tiled kernel and needs no workspace,
+// unless cuBLASLt runs the epilogue (passes/LtEpilogue.h): then it is a
+// cuBLAS GEMM as before, with the same workspace (64 x 64 by K = 65536).
+TEST(ScratchRequestTest, OnlyCublasLtEpiloguesKeepTheWorkspace) {
+  auto module = ir::parseModule(
+      "func @f(%x: f32[64,65536], %w: f32[65536,64], %b: f32[64], "
+      "%r: f32[64,64]) -> (f32[64,64], f32[64,64]) {\n"
+      "  %y = MatMul(%x, %w, %b) : f32[64,64] {\n"
+      "  ^bb(%0: f32[64,64], %1: f32[64]):\n"
+      "    %2 = Add(%0, %1) : f32[64,64]\n"
+      "    %3 = Relu(%2) : f32[64,64]\n"
+      "    yield %3\n"
+      "  }\n"
+      "  %z = MatMul(%x, %w, %r) : f32[64,64] {\n"
+      "  ^bb(%4: f32[64,64], %5: f32[64,64]):\n"
+      "    %6 = Add(%4, %5) : f32[64,64]\n"
+      "    yield %6\n"
+      "  }\n"
+      "  return %y, %z\n"
+      "}\n",
+      "scratch.ir");
+  ASSERT_TRUE(static_cast<bool>(module)) << llvm::toString(module.takeError());
+  auto nodes = (*module)->getNodes();
+  EXPECT_EQ(getScratchRequest(*nodes[0], {}).bytes, 32u * 64 * 64 * 4);
+  EXPECT_EQ(getScratchRequest(*nodes[1], {}).bytes, 0u);
 }
