@@ -285,16 +285,9 @@ ir::Node *buildEpilogue(ir::Module &module, ir::Node &producer,
   llvm::DenseMap<const ir::Value *, ir::Value *> outer;
   for (ir::Value *extra : extras)
     outer[extra] = extra;
-  auto reshape = [&](ir::Value *value, llvm::ArrayRef<int64_t> dims) {
-    ir::TensorType type(value->getType().getDType(), dims);
-    ir::Node *view =
-        module.insertNode(index++, ir::OpCode::Reshape, {value}, {type},
-                          {{"shape", ir::Attribute::getInts(dims)}});
-    return view->getResult(0);
-  };
   for (const auto &[extra, dims] : regroup.extras)
     if (llvm::makeArrayRef(dims) != extra->getType().getDims())
-      outer[extra] = reshape(extra, dims);
+      outer[extra] = insertReshapeView(module, index++, extra, dims);
   for (ir::Value *extra : extras)
     operands.push_back(outer.lookup(extra));
   ir::TensorType resultType =
@@ -346,8 +339,8 @@ ir::Node *buildEpilogue(ir::Module &module, ir::Node &producer,
   body.setYield({result});
   ir::Value *replacement = fused->getResult(0);
   if (regroup.view)
-    replacement =
-        reshape(replacement, consumer.getResult(0)->getType().getDims());
+    replacement = insertReshapeView(module, index++, replacement,
+                                    consumer.getResult(0)->getType().getDims());
   module.replaceValue(consumer.getResult(0), replacement);
   return fused;
 }

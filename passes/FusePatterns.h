@@ -70,6 +70,30 @@ inline ir::Node *soleUser(const ir::Module &module, const ir::Value *value) {
   return value->getUses()[0].user;
 }
 
+/// Where `node` stands in the module's schedule: the position a rewrite
+/// inserts its replacement at.
+inline size_t indexOfNode(const ir::Module &module, const ir::Node *node) {
+  auto nodes = module.getNodes();
+  size_t index = 0;
+  while (nodes[index].get() != node)
+    ++index;
+  return index;
+}
+
+/// Inserts `Reshape(value) {shape = dims}` (a view: no copy) at `index`,
+/// named `name`, and returns its result.
+inline ir::Value *insertReshapeView(ir::Module &module, size_t index,
+                                    ir::Value *value,
+                                    llvm::ArrayRef<int64_t> dims,
+                                    llvm::StringRef name = "") {
+  ir::Node *view = module.insertNode(
+      index, ir::OpCode::Reshape, {value},
+      {ir::TensorType(value->getType().getDType(), dims)},
+      {{"shape", ir::Attribute::getInts(dims)}});
+  view->setName(name);
+  return view->getResult(0);
+}
+
 /// The other operand of a two-operand node, given one of them.
 inline ir::Value *otherOperand(const ir::Node &node, const ir::Value *known) {
   if (node.getNumOperands() != 2)
@@ -114,10 +138,7 @@ unsigned rewriteMatches(ir::Module &module, ir::OpCode op, MatchFn matchAt,
   for (Match &match : matches) {
     ir::Node *last = match.nodes.back();
     auto [operands, attributes] = build(match, current);
-    size_t index = 0;
-    auto nodes = module.getNodes();
-    while (nodes[index].get() != last)
-      ++index;
+    size_t index = indexOfNode(module, last);
     ir::Node *node = module.insertNode(index, op, operands,
                                        {last->getResult(0)->getType()},
                                        std::move(attributes));

@@ -244,10 +244,7 @@ unsigned sinkReshapePairs(ir::Module &module) {
     std::map<std::pair<Value *, std::vector<int64_t>>, Value *> views;
     Value *current = chain.source;
     for (Link &link : chain.links) {
-      size_t index = 0;
-      auto nodes = module.getNodes();
-      while (nodes[index].get() != link.node)
-        ++index;
+      size_t index = indexOfNode(module, link.node);
       llvm::SmallVector<Value *, 4> operands;
       for (unsigned j = 0; j < link.node->getNumOperands(); ++j) {
         Value *operand = link.node->getOperand(j);
@@ -262,17 +259,10 @@ unsigned sinkReshapePairs(ir::Module &module) {
           continue;
         }
         Value *&view = views[{operand, dims}];
-        if (!view) {
-          ir::AttributeMap attributes;
-          attributes["shape"] = ir::Attribute::getInts(dims);
-          ir::Node *reshape = module.insertNode(
-              index++, OpCode::Reshape, {operand},
-              {ir::TensorType(operand->getType().getDType(), dims)},
-              std::move(attributes));
-          reshape->setName(link.node->getName().str() + ".operand" +
-                           std::to_string(j));
-          view = reshape->getResult(0);
-        }
+        if (!view)
+          view = insertReshapeView(module, index++, operand, dims,
+                                   link.node->getName().str() + ".operand" +
+                                       std::to_string(j));
         operands.push_back(view);
       }
       ir::AttributeMap attributes = link.node->getAttributes();

@@ -68,19 +68,6 @@ bool isPlainReshape(const ir::Node &node) {
          node.getNumResults() == 1;
 }
 
-ir::Node *insertReshape(ir::Module &module, size_t index, Value *operand,
-                        const std::vector<int64_t> &dims,
-                        llvm::StringRef name) {
-  ir::AttributeMap attributes;
-  attributes["shape"] = ir::Attribute::getInts(dims);
-  ir::Node *node = module.insertNode(
-      index, OpCode::Reshape, {operand},
-      {ir::TensorType(operand->getType().getDType(), dims)},
-      std::move(attributes));
-  node->setName(name);
-  return node;
-}
-
 ir::Node *insertTranspose(ir::Module &module, size_t index, Value *operand,
                           const std::vector<int64_t> &perm,
                           llvm::StringRef name) {
@@ -98,14 +85,6 @@ ir::Node *insertTranspose(ir::Module &module, size_t index, Value *operand,
   return node;
 }
 
-size_t indexOf(ir::Module &module, const ir::Node *node) {
-  auto nodes = module.getNodes();
-  size_t index = 0;
-  while (nodes[index].get() != node)
-    ++index;
-  return index;
-}
-
 /// Reshape(Transpose(x, p)) dropping only unit dims -> Transpose(Reshape(x)).
 bool sinkBelowTranspose(ir::Module &module, ir::Node &reshape) {
   if (!isPlainReshape(reshape))
@@ -121,13 +100,12 @@ bool sinkBelowTranspose(ir::Module &module, ir::Node &reshape) {
     return false;
   Value *x = transpose->getOperand(0);
   llvm::ArrayRef<int64_t> xDims = x->getType().getDims();
-  size_t index = indexOf(module, &reshape);
+  size_t index = indexOfNode(module, &reshape);
   Value *kept = x;
   std::vector<int64_t> keptDims = withoutUnitDims(xDims);
   if (keptDims.size() != xDims.size())
-    kept = insertReshape(module, index++, x, keptDims,
-                         transpose->getName().str() + ".operand")
-               ->getResult(0);
+    kept = insertReshapeView(module, index++, x, keptDims,
+                             transpose->getName().str() + ".operand");
   ir::Node *moved = insertTranspose(module, index, kept,
                                     permOverKept(xDims, *perm),
                                     transpose->getName());
@@ -155,16 +133,15 @@ bool hoistAboveTranspose(ir::Module &module, ir::Node &transpose) {
       llvm::makeArrayRef(withoutUnitDims(xDims)) != xDims ||
       llvm::makeArrayRef(withoutUnitDims(reshaped)) != xDims)
     return false;
-  size_t index = indexOf(module, &transpose);
+  size_t index = indexOfNode(module, &transpose);
   ir::Node *moved = insertTranspose(module, index++, x,
                                     permOverKept(reshaped, *perm),
                                     transpose.getName());
-  ir::Node *view = insertReshape(
-      module, index, moved->getResult(0),
-      std::vector<int64_t>(transpose.getResult(0)->getType().getDims().begin(),
-                           transpose.getResult(0)->getType().getDims().end()),
-      reshape->getName());
-  module.replaceValue(transpose.getResult(0), view->getResult(0));
+  Value *view =
+      insertReshapeView(module, index, moved->getResult(0),
+                        transpose.getResult(0)->getType().getDims(),
+                        reshape->getName());
+  module.replaceValue(transpose.getResult(0), view);
   module.eraseNodesIf([&](const ir::Node &node) {
     return &node == &transpose || &node == reshape;
   });

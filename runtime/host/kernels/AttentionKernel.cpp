@@ -81,6 +81,8 @@ Status attentionKernel(KernelContext &ctx) {
   const bool fillIf = ctx.getInt("fill_if", 1) != 0;
   const int64_t diagonal = ctx.getInt("causal", 0);
   const bool zeroFilled = ctx.getInt("zero_filled", 0) != 0;
+  // zero_filled: which scores of the current row a fill replaced.
+  std::vector<uint8_t> filledRow(zeroFilled ? size_t(shape.skv) : 0);
   const int64_t sq = shape.sq, skv = shape.skv, d = shape.d, dv = shape.dv;
   // Element strides of the matrix dims: Q's rows and columns, Kᵀ's, ...
   const int64_t qi = AttentionShape::rowStride(shape.qStrides),
@@ -110,13 +112,6 @@ Status attentionKernel(KernelContext &ctx) {
       return biasBase + i * AttentionShape::rowStride(shape.biasStrides) +
              j * AttentionShape::columnStride(shape.biasStrides);
     };
-    // Whether a fill replaces score (i, j) (the kinds' order aside: a
-    // later additive mask adds to the fill, but the score was filled).
-    auto filled = [&](int64_t i, int64_t j) {
-      return (kind.causal && j > i + diagonal) ||
-             (kind.where && (mask->data[maskAt(i, j)] != 0) == fillIf) ||
-             (kind.whereAfter && (bias->data[biasAt(i, j)] != 0) == fillIf);
-    };
     for (int64_t first = 0; first < sq; first += kAttentionRowBlock) {
       int64_t rows = std::min(kAttentionRowBlock, sq - first);
       for (int64_t r = 0; r < rows; ++r) {
@@ -129,18 +124,26 @@ Status attentionKernel(KernelContext &ctx) {
           float s = float(dot);
           if (scale != 1.0f)
             s *= scale;
-          if (kind.causal && j > i + diagonal)
+          // Each fill in its kind's order (an addend after a fill adds to
+          // it, but the score was filled).
+          bool causalFill = kind.causal && j > i + diagonal;
+          bool maskFill =
+              kind.where && (mask->data[maskAt(i, j)] != 0) == fillIf;
+          bool secondFill =
+              kind.whereAfter && (bias->data[biasAt(i, j)] != 0) == fillIf;
+          if (causalFill)
             s = fill;
           if (additive)
             s += additive[maskAt(i, j)];
-          else if (kind.where && (mask->data[maskAt(i, j)] != 0) == fillIf)
+          else if (maskFill)
             s = fill;
           if (after)
             s += after[biasAt(i, j)];
-          else if (kind.whereAfter &&
-                   (bias->data[biasAt(i, j)] != 0) == fillIf)
+          else if (secondFill)
             s = fill;
           scores[j] = s;
+          if (zeroFilled)
+            filledRow[size_t(j)] = causalFill || maskFill || secondFill;
         }
         // Softmax of the row, in double as the Softmax kernel computes it.
         double top = -std::numeric_limits<double>::infinity();
@@ -150,7 +153,7 @@ Status attentionKernel(KernelContext &ctx) {
         for (int64_t j = 0; j < skv; ++j)
           sum += std::exp(double(scores[j]) - top);
         for (int64_t j = 0; j < skv; ++j)
-          scores[j] = zeroFilled && filled(i, j)
+          scores[j] = zeroFilled && filledRow[size_t(j)]
                           ? 0.0f
                           : float(std::exp(double(scores[j]) - top) / sum);
       }
