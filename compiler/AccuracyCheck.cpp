@@ -1,7 +1,7 @@
 //===- AccuracyCheck.cpp - What lowering the precision costs -------------===//
 #include "compiler/AccuracyCheck.h"
 
-#include "passes/ConstantEval.h"
+#include "passes/simplify/ConstantEval.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"

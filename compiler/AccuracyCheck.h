@@ -3,7 +3,7 @@
 // --check-accuracy: the model at fp32 and lowered (the lower-precision
 // pass, compiler/Pipeline.h), both before fusion so that every node's
 // result can be compared, run node by node on the host reference kernels
-// (evaluateModule, passes/ConstantEval.h) on the same inputs. Every value
+// (evaluateModule, passes/simplify/ConstantEval.h) on the same inputs. Every value
 // the two share by name is compared: relative error ||low - ref|| / ||ref||
 // (the L2 norms; ||ref|| = 0 counts as 1) and the largest absolute error,
 // both in double, plus whether the lowered value holds a NaN or Inf the

@@ -1,10 +1,10 @@
 //===- Driver.cpp - Import, plan, report and bundle a model, as a library -===//
 #include "compiler/Driver.h"
-#include "passes/SplitBatch.h"
+#include "passes/memory/budget/SplitBatch.h"
 
 #include "compiler/cuda/Nvrtc.h"
-#include "passes/MemoryPlanner.h"
-#include "runtime/CheckedArithmetic.h"
+#include "passes/planner/MemoryPlanner.h"
+#include "core/CheckedArithmetic.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"

@@ -17,7 +17,7 @@
 // checks (outputs that overwrite inputs, the report's destination) between
 // the steps, so it calls them one by one.
 //
-// With a budget, planning rematerializes (passes/Remat.cpp) to meet it;
+// With a budget, planning rematerializes (passes/memory/budget/Remat.cpp) to meet it;
 // the budget is then checked against the report all the same.
 //
 //===----------------------------------------------------------------------===//
@@ -60,10 +60,10 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning);
 /// plan yet; a module the pipeline already planned is left alone (pipeline
 /// set to ""). Sets `planningMs` to the planner's time and `pipeline` to
 /// what ran. With a memory budget (bytes, 0 for none) the pipeline
-/// rematerializes (passes/Remat.cpp) until the arena fits the budget minus
+/// rematerializes (passes/memory/budget/Remat.cpp) until the arena fits the budget minus
 /// the weights; whether it got there is checkMemoryBudget's question.
 /// With `microBatches` > 1 the pipeline first splits the batch
-/// (passes/SplitBatch.cpp).
+/// (passes/memory/budget/SplitBatch.cpp).
 llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
                        const PassManagerOptions &passOptions,
                        double &planningMs, std::string &pipeline,

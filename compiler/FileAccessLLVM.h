@@ -1,6 +1,6 @@
-//===- FileAccessLLVM.h - runtime/FileAccess.h as llvm::Error --*- C++ -*-===//
+//===- FileAccessLLVM.h - core/FileAccess.h as llvm::Error --*- C++ -*-===//
 //
-// The thin llvm::Error face of runtime/FileAccess.h for the compiler and the
+// The thin llvm::Error face of core/FileAccess.h for the compiler and the
 // tools: write a product (a path, or "-" for stdout) atomically, and refuse
 // outputs that are the same file as an input or another output. Every
 // message names the path and the reason; nothing is half-written.
@@ -9,7 +9,7 @@
 #ifndef SNUG_COMPILER_FILEACCESSLLVM_H
 #define SNUG_COMPILER_FILEACCESSLLVM_H
 
-#include "runtime/FileAccess.h"
+#include "core/FileAccess.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

@@ -1,6 +1,6 @@
 //===- FusionReport.cpp - What fusion did to a module ---------------------===//
 #include "compiler/FusionReport.h"
-#include "passes/ShapeFunctions.h"
+#include "ir/ShapeFunctions.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"

@@ -1,7 +1,7 @@
 //===- FusionReport.h - What fusion did to a module -------------*- C++ -*-===//
 //
 // Read from the module itself, after the pipeline: every snug.fused node is
-// one group (passes/Fuse.cpp made it, or a hand-written IR did), and so is
+// one group (passes/fusion/Fuse.cpp made it, or a hand-written IR did), and so is
 // every op with an epilogue (its op and the body's, pattern "epilogue"). Its body
 // nodes are the nodes it replaced, and its body values that it does not
 // yield are the intermediates the arena no longer holds. A snug.attention

@@ -4,15 +4,15 @@
 // plan-memory recorded) and lists the buffers live at the peak step,
 // scratch buffers included. Pretty output is for people; JSON (keys fixed,
 // documented in README.md) is for scripts. The cost lines are the cost
-// model's (passes/CostModel.h), built, printed and written by their own
+// model's (passes/analysis/CostModel.h), built, printed and written by their own
 // functions below.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/MemoryReport.h"
 #include "compiler/bundle/BundleWriter.h"
 #include "ir/State.h"
-#include "passes/CostModel.h"
-#include "passes/PlanMemory.h"
+#include "passes/analysis/CostModel.h"
+#include "passes/memory/PlanMemory.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"

@@ -20,7 +20,7 @@
 // figure. Everything about the arena comes from getModuleMemoryPlan.
 //
 // Beside the memory, the report carries the cost model's figures for the
-// planned module (passes/CostModel.h): FLOPs and MACs, bytes moved with
+// planned module (passes/analysis/CostModel.h): FLOPs and MACs, bytes moved with
 // every node run as its own kernel, their ratio, and a roofline time
 // estimate on a named device (H200 unless told). They are estimates from
 // counts and vendor peaks, not measurements, and the report says so.
@@ -49,7 +49,7 @@ struct LiveTensor {
   uint64_t bytes = 0;
 };
 
-/// The cost model's figures for a module (passes/CostModel.h), unfused:
+/// The cost model's figures for a module (passes/analysis/CostModel.h), unfused:
 /// every node its own kernel.
 struct CostEstimate {
   uint64_t flops = 0;
@@ -110,7 +110,7 @@ struct MemoryReport {
   /// host memory, not part of the predicted device peak.
   OffloadSummary offload;
   /// Copies of the graph run one after the other, each on 1/microBatches
-  /// of the batch (passes/SplitBatch.cpp); 1 when it is not split.
+  /// of the batch (passes/memory/budget/SplitBatch.cpp); 1 when it is not split.
   int64_t microBatches = 1;
   /// What --precision lowered (compiler/PrecisionReport.h); the report
   /// shows the totals, --print-precision the per-op table.
@@ -133,7 +133,7 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
                                                uint64_t deviceArenaBytes = 0);
 
 /// The cost model's figures for `module` on `device` (a DeviceSpec name
-/// from passes/CostModel.h; "" for the default, H200). Error: an unknown
+/// from passes/analysis/CostModel.h; "" for the default, H200). Error: an unknown
 /// device, naming the known ones.
 llvm::Expected<CostEstimate> buildCostEstimate(const ir::Module &module,
                                                llvm::StringRef device = "");

@@ -1,6 +1,6 @@
 //===- Pipeline.cpp - The default pass pipelines and their options --------===//
 #include "compiler/Pipeline.h"
-#include "passes/ConstantEval.h"
+#include "passes/simplify/ConstantEval.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -11,7 +11,7 @@ namespace snug {
 
 llvm::StringRef getDefaultImportPipeline() {
   // The folding limits are spelled out so that a bundle's pipeline string
-  // says what was folded (passes/ConstantEval.h has the defaults).
+  // says what was folded (passes/simplify/ConstantEval.h has the defaults).
   static const std::string pipeline =
       "fold-constants{max-bytes=" + std::to_string(kDefaultFoldMaxBytes) +
       " max-expand-bytes=" + std::to_string(kDefaultFoldMaxExpandBytes) +
@@ -25,7 +25,7 @@ std::string getImportPipeline(const PlanningOptions &planning) {
     return pipeline;
   if (planning.precision == "tf32") {
     // Math, not storage: after fuse, which decides the epilogues the pass
-    // reads (passes/Tf32Math.cpp).
+    // reads (passes/precision/Tf32Math.cpp).
     pipeline += ",tf32-math";
     if (!planning.keepFp32.empty())
       pipeline += "{keep=" + planning.keepFp32 + "}";

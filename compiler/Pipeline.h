@@ -53,11 +53,11 @@ struct PlanningOptions {
   /// sets it from --memory-budget minus the weights).
   uint64_t arenaBudgetBytes = 0;
   /// With a memory budget that remat cannot meet: whether the model may
-  /// run in micro-batches (passes/SplitBatch.cpp; planWithinBudget in
+  /// run in micro-batches (passes/memory/budget/SplitBatch.cpp; planWithinBudget in
   /// compiler/Driver.h). snugc --allow-micro-batches.
   bool allowMicroBatches = false;
   /// With an arena budget: whether values may be parked in pinned host
-  /// memory across the peak (passes/Offload.cpp, before remat), and the
+  /// memory across the peak (passes/memory/budget/Offload.cpp, before remat), and the
   /// host link's bandwidth in GB/s it weighs the copies with (snugc
   /// --allow-offload, --offload-bandwidth).
   bool allowOffload = false;

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/PlanTimeline.h"
-#include "passes/PlanMemory.h"
+#include "passes/memory/PlanMemory.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/DJB.h"

@@ -6,7 +6,7 @@
 // --keep-fp32 or --calibration, or because the op does not take it), and
 // the inserted casts. Nodes inside fused groups count under their own op.
 // A module that was not lowered has an empty precision. Under
-// --precision=tf32 (the module's math = "tf32", passes/Tf32Math.cpp)
+// --precision=tf32 (the module's math = "tf32", passes/precision/Tf32Math.cpp)
 // storage stays f32: precision is "tf32", and the counts are of the
 // contractions (Conv, MatMul, Gemm on f32) multiplying in TF32 and of those
 // kept at full f32 math; no casts.

@@ -1,9 +1,9 @@
 //===- RematReport.h - What rematerialization did to a module ---*- C++ -*-===//
 //
-// Read from the module attributes the remat pass records (passes/Remat.cpp):
+// Read from the module attributes the remat pass records (passes/memory/budget/Remat.cpp):
 // the arena and FLOPs before its first decision, how many values it
 // recomputed, and one line per decision. Extra FLOPs are the module's FLOPs
-// now (the cost model's count, passes/CostModel.h) minus those before; the
+// now (the cost model's count, passes/analysis/CostModel.h) minus those before; the
 // peak before is the weights plus the arena before, as the report adds them.
 // A module remat never ran on has applied == false. Offload (passes/
 // Offload.cpp) records its own attributes the same way: the values parked

@@ -1,14 +1,14 @@
 //===- StepBreakdown.cpp - A training step's peak and FLOPs by phase ------===//
 //
-// See StepBreakdown.h. Forward and backward come from passes/StepPhases.h;
+// See StepBreakdown.h. Forward and backward come from passes/analysis/StepPhases.h;
 // a walk in schedule order then recognises remat's copies by signature.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/StepBreakdown.h"
 
 #include "ir/State.h"
-#include "passes/CostModel.h"
-#include "passes/StepPhases.h"
+#include "passes/analysis/CostModel.h"
+#include "passes/analysis/StepPhases.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"

@@ -4,11 +4,11 @@
 // ir/State.h) breaks the predicted peak into what a step holds at its peak
 // step and the cost model's FLOPs into the step's phases.
 //
-// Phases (passes/StepPhases.h): forward, backward, optimizer, and
+// Phases (passes/analysis/StepPhases.h): forward, backward, optimizer, and
 // recompute: when remat ran, a node that computes what an earlier node
 // (of any phase: remat also copies backward values) or an earlier copy
 // computes (the same op, attributes, body and
-// operands, copies standing for their originals: how passes/RematModule.cpp
+// operands, copies standing for their originals: how tests/support/RematModule.cpp
 // recognises a copy). Saved activations are the results of forward nodes
 // that a backward or recompute node reads.
 //
@@ -25,7 +25,7 @@
 #define SNUG_COMPILER_STEPBREAKDOWN_H
 
 #include "ir/Module.h"
-#include "passes/PlanMemory.h"
+#include "passes/memory/PlanMemory.h"
 
 #include <cstdint>
 

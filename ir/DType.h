@@ -1,13 +1,16 @@
 //===- DType.h - Element types of snug tensors ------------------*- C++ -*-===//
 //
-// The element types a tensor can hold. The set mirrors the ONNX TensorProto
-// types snug supports; names are the short forms used in the textual IR
-// (f32, bf16, i64, u32, bool, ...). Sizes are storage sizes in bytes; bool is one
-// byte, as in ONNX.
+// The element types a tensor can hold, as the IR asks about them (LLVM
+// strings and optionals). The enum and its table are core/DTypes.def's: the
+// set mirrors the ONNX TensorProto types snug supports; names are the short
+// forms used in the textual IR (f32, bf16, i64, u32, bool, ...). Sizes are
+// storage sizes in bytes; bool is one byte, as in ONNX.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_IR_DTYPE_H
 #define SNUG_IR_DTYPE_H
+
+#include "core/DType.h"
 
 #include "llvm/ADT/Optional.h"
 #include "llvm/ADT/StringRef.h"
@@ -17,22 +20,9 @@
 namespace snug {
 namespace ir {
 
-// Bool stays last: loops over every dtype run up to it (dtypeSetString).
-enum class DType : uint8_t {
-  F32,
-  F16,
-  BF16,
-  F64,
-  I64,
-  I32,
-  I16,
-  I8,
-  U8,
-  U16,
-  U32,
-  U64,
-  Bool
-};
+/// The one dtype enum (core/DTypes.def), named ir::DType here as in every
+/// IR signature.
+using DType = snug::DType;
 
 /// Short textual name ("f32", "bf16", "bool").
 llvm::StringRef getDTypeName(DType type);

@@ -2,7 +2,7 @@
 //
 // Conversions between float and the 16-bit float formats, round to nearest
 // even, NaN kept quiet, under the names the printer, the parser and the tools
-// use. The one definition is runtime/ScalarOps.h's (std-only, and embedded in
+// use. The one definition is core/ScalarOps.h's (std-only, and embedded in
 // the CUDA prelude), so the IR's text, folding, the host kernels and the
 // device round identically; this header only names it.
 //
@@ -10,7 +10,7 @@
 #ifndef SNUG_IR_FLOAT16_H
 #define SNUG_IR_FLOAT16_H
 
-#include "runtime/ScalarOps.h"
+#include "core/ScalarOps.h"
 
 #include <cstdint>
 

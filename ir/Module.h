@@ -127,7 +127,7 @@ public:
   Node(const Node &) = delete;
   Node &operator=(const Node &) = delete;
 
-  /// The op's entry in the op table (ir/Ops.def).
+  /// The op's entry in the op table (core/Ops.def).
   const OpInfo &getOpInfo() const { return *info; }
   OpCode getOpCode() const { return info->code; }
   bool is(OpCode code) const { return info->code == code; }

@@ -14,18 +14,10 @@ namespace ir {
 using namespace op_traits;
 using namespace dtype_sets;
 
-static const OpInfo opTable[] = {
-#define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
-           FAMILY, TRAITS, DTYPES)                                              \
-  {OpCode::ID,     NAME,   MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS,            \
-   MAX_RESULTS,    OpFamily::FAMILY,     unsigned(TRAITS), DTypeSet(DTYPES)},
-#include "ir/Ops.def"
-};
-
 const OpInfo *lookupOp(llvm::StringRef name) {
   static const llvm::StringMap<const OpInfo *> index = [] {
     llvm::StringMap<const OpInfo *> map;
-    for (const OpInfo &info : opTable)
+    for (const OpInfo &info : getAllOps())
       map[info.name] = &info;
     return map;
   }();
@@ -33,11 +25,9 @@ const OpInfo *lookupOp(llvm::StringRef name) {
   return it == index.end() ? nullptr : it->second;
 }
 
-const OpInfo &getOpInfo(OpCode code) {
-  return opTable[static_cast<size_t>(code)];
+llvm::ArrayRef<OpInfo> getAllOps() {
+  return llvm::makeArrayRef(getOpTable(), getAllOpsCount());
 }
-
-llvm::ArrayRef<OpInfo> getAllOps() { return opTable; }
 
 //===----------------------------------------------------------------------===//
 // Attributes
@@ -81,7 +71,7 @@ struct AttrIndex {
     specs = {
 #define ATTR(OP_ID, NAME, KIND, DEFAULT)                                       \
   makeSpec(OpCode::OP_ID, NAME, KIND, DEFAULT),
-#include "ir/Ops.def"
+#include "core/Ops.def"
     };
     std::stable_sort(specs.begin(), specs.end(),
                      [](const AttrSpec &a, const AttrSpec &b) {
@@ -161,50 +151,6 @@ std::string checkAttributeKind(OpCode op, llvm::StringRef name,
          describeAttributeKind(spec->kind).str();
 }
 
-namespace {
-constexpr Attribute::Kind Strings = Attribute::Kind::Strings;
-// ONNX's sparse tensors have no IR kind (the importer refuses them).
-const llvm::Optional<Attribute::Kind> SparseTensor = llvm::None;
-constexpr OnnxAttrSpec::Handling Resolved = OnnxAttrSpec::Handling::Resolved;
-constexpr OnnxAttrSpec::Handling Ignored = OnnxAttrSpec::Handling::Ignored;
-const OnnxAttrSpec onnxAttrTable[] = {
-#define ONNX_ATTR(ONNX_OP, NAME, KIND, HANDLING)                               \
-  {ONNX_OP, NAME, KIND, HANDLING},
-#include "ir/Ops.def"
-};
-} // namespace
-
-llvm::ArrayRef<OnnxAttrSpec> getOnnxAttrSpecs() { return onnxAttrTable; }
-
-const OnnxAttrSpec *findOnnxAttrSpec(llvm::StringRef onnxOp,
-                                     llvm::StringRef name) {
-  for (const OnnxAttrSpec &spec : onnxAttrTable)
-    if (onnxOp == spec.onnxOp && name == spec.name)
-      return &spec;
-  return nullptr;
-}
-
-llvm::Optional<Attribute::Kind> getOnnxAttrKind(llvm::StringRef onnxOp,
-                                                llvm::StringRef name) {
-  if (const OnnxAttrSpec *spec = findOnnxAttrSpec(onnxOp, name))
-    return spec->kind;
-  if (const OpInfo *info = lookupOp(onnxOp))
-    if (const AttrSpec *spec = findAttrSpec(info->code, name))
-      return spec->kind;
-  return llvm::None;
-}
-
-std::string listOnnxAttrs(llvm::StringRef onnxOp) {
-  std::string text;
-  if (const OpInfo *info = lookupOp(onnxOp))
-    for (const AttrSpec &spec : getAttrSpecs(info->code))
-      text += (text.empty() ? "" : ", ") + std::string(spec.name);
-  for (const OnnxAttrSpec &spec : onnxAttrTable)
-    if (onnxOp == spec.onnxOp)
-      text += (text.empty() ? "" : ", ") + std::string(spec.name);
-  return text.empty() ? "none" : text;
-}
-
 std::string dtypeSetString(DTypeSet set) {
   std::string text;
   for (unsigned i = 0; i <= unsigned(DType::Bool); ++i)
@@ -217,7 +163,7 @@ bool declaresGradientRule(OpCode op) {
   static const std::vector<bool> declared = [] {
     std::vector<bool> result(getAllOpsCount(), false);
 #define GRAD(OP_ID) result[size_t(OpCode::OP_ID)] = true;
-#include "ir/Ops.def"
+#include "core/Ops.def"
     return result;
   }();
   return declared[size_t(op)];

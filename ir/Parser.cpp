@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Parser.h"
-#include "runtime/CheckedArithmetic.h"
+#include "core/CheckedArithmetic.h"
 #include "ir/Float16.h"
 #include "ir/OpInfo.h"
 
@@ -452,7 +452,7 @@ bool Parser::parseType(TensorType &type) {
     return true;
   type = TensorType(*dtype, dims);
   // Keep byte sizes representable: reject types whose element count
-  // overflows 2^56, by the runtime's rule (runtime/CheckedArithmetic.h): a
+  // overflows 2^56, by the runtime's rule (core/CheckedArithmetic.h): a
   // zero dim makes the count 0 whatever the other dims are, so every type
   // the shape functions can give reads back.
   if (!checkedElementCount(dims.data(), dims.size(), uint64_t(1) << 56))

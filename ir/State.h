@@ -41,7 +41,7 @@ namespace snug {
 namespace ir {
 
 /// The i64 scalar weight every training-mode Dropout mask of a model is
-/// drawn from (ir/Ops.def: snug.dropout_mask): the importer makes it,
+/// drawn from (core/Ops.def: snug.dropout_mask): the importer makes it,
 /// snugc train's dropout-seed pass seeds it and makes it state (role
 /// statistic), advanced by one each step.
 inline constexpr const char kDropoutSeedWeight[] = "dropout.seed";

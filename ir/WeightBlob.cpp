@@ -1,7 +1,7 @@
 //===- WeightBlob.cpp - The module's weight storage -----------------------===//
 #include "ir/WeightBlob.h"
 
-#include "runtime/FileAccess.h"
+#include "core/FileAccess.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"

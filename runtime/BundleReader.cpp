@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleReader.h"
-#include "runtime/CheckedArithmetic.h"
-#include "runtime/FileAccess.h"
+#include "core/CheckedArithmetic.h"
+#include "core/FileAccess.h"
 #include "runtime/PlanVerifier.h"
 
 #include <algorithm>

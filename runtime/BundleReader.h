@@ -1,6 +1,6 @@
 //===- BundleReader.h - Reading and checking a .snug bundle -----*- C++ -*-===//
 //
-// Reads a bundle of format version 1 to 4 (runtime/BundleFormat.h; a v1
+// Reads a bundle of format version 1 to 4 (core/BundleFormat.h; a v1
 // device plan's one workspace becomes every GEMM's, v1 and v2 host plans
 // have no op bodies, v1 to v3 carry FNV-1a 64 instead of SHA-256) into
 // memory and checks it completely before anything runs: magic, version,
@@ -25,8 +25,8 @@
 #ifndef SNUG_RUNTIME_BUNDLEREADER_H
 #define SNUG_RUNTIME_BUNDLEREADER_H
 
-#include "runtime/BundleFormat.h"
-#include "runtime/DevicePlan.h"
+#include "core/BundleFormat.h"
+#include "core/DevicePlan.h"
 #include "runtime/Status.h"
 
 #include <cstdint>

@@ -1,16 +1,17 @@
 //===- PlanVerifier.cpp - Load-time checks of a decoded plan --------------===//
 //
-// The op table is ir/Ops.def read as data (its OP and ATTR lines), so the
+// The op table is core/Ops.def read as data (its OP and ATTR lines), so the
 // arity and attribute kinds checked here are the compiler's. Every number
 // that feeds a kernel's index arithmetic is bounded here with
-// runtime/CheckedArithmetic.h, so the kernels can compute in int64_t
+// core/CheckedArithmetic.h, so the kernels can compute in int64_t
 // without overflow.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/PlanVerifier.h"
 
-#include "runtime/CheckedArithmetic.h"
-#include "runtime/ScalarOpTable.h"
+#include "core/CheckedArithmetic.h"
+#include "core/OpTable.h"
+#include "core/ScalarOpTable.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -24,42 +25,7 @@ using namespace bundle;
 
 namespace {
 
-namespace spec {
-using namespace op_traits;
-enum Family { Unary, Broadcast, Compare, Other };
-
-// The DTYPES column's sets (ir/OpInfo.h's dtype_sets), as bits of the
-// bundle's dtype codes.
-constexpr uint32_t bit(DTypeCode code) { return uint32_t(1) << code; }
-constexpr uint32_t FloatTypes =
-    bit(DTypeF32) | bit(DTypeF16) | bit(DTypeBF16) | bit(DTypeF64);
-constexpr uint32_t IntTypes =
-    bit(DTypeI64) | bit(DTypeI32) | bit(DTypeI16) | bit(DTypeI8) | bit(DTypeU8) |
-    bit(DTypeU16) | bit(DTypeU32) | bit(DTypeU64);
-constexpr uint32_t BoolTypes = bit(DTypeBool);
-constexpr uint32_t UnsignedTypes =
-    bit(DTypeU8) | bit(DTypeU16) | bit(DTypeU32) | bit(DTypeU64);
-constexpr uint32_t NumericTypes = FloatTypes | IntTypes;
-constexpr uint32_t AnyType = NumericTypes | BoolTypes;
-
-struct OpSpec {
-  const char *name;
-  int minOperands, maxOperands, minResults, maxResults; // -1: unbounded
-  Family family;
-  unsigned traits;
-  uint32_t dtypes; // what operand 0 may hold
-};
-
-constexpr OpSpec kOps[] = {
-#define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
-           FAMILY, TRAITS, DTYPES)                                             \
-  {NAME,        MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS,                       \
-   MAX_RESULTS, FAMILY,       TRAITS,       DTYPES},
-#include "ir/Ops.def"
-};
-} // namespace spec
-
-using spec::OpSpec;
+using OpSpec = OpInfo;
 using AttrKindSpec = scalar::table::AttrKind;
 
 /// The largest kernel size, stride, dilation or pad a window may have; with
@@ -68,14 +34,9 @@ constexpr int64_t kMaxWindowValue = int64_t(1) << 31;
 /// The bound on a window's index span (see checkWindow).
 constexpr int64_t kMaxWindowSpan = int64_t(1) << 60;
 
-const OpSpec *findOp(const std::string &name, size_t *position = nullptr) {
-  for (size_t i = 0; i < sizeof(spec::kOps) / sizeof(spec::kOps[0]); ++i)
-    if (name == spec::kOps[i].name) {
-      if (position)
-        *position = i;
-      return &spec::kOps[i];
-    }
-  return nullptr;
+const OpSpec *findOp(const std::string &name) {
+  std::optional<OpCode> code = findOpCode(name);
+  return code ? &getOpInfo(*code) : nullptr;
 }
 
 const char *kindName(AttrKindSpec kind) {
@@ -128,8 +89,7 @@ const Attr *findAttr(const Attributes &attributes, const char *name) {
 std::string checkSignature(const std::string &opName, size_t operands,
                            size_t results, const Attributes &attributes,
                            const OpSpec *&found) {
-  size_t position = 0;
-  found = findOp(opName, &position);
+  found = findOp(opName);
   if (!found)
     return "unknown op '" + opName + "'";
   auto within = [](size_t count, int min, int max) {
@@ -148,7 +108,7 @@ std::string checkSignature(const std::string &opName, size_t operands,
     return "has " + std::to_string(results) + " results, expects " +
            range(found->minResults, found->maxResults);
   for (const scalar::table::AttrSpec &attr : scalar::table::kAttrs) {
-    if (attr.op != position)
+    if (attr.op != size_t(found->code))
       continue;
     const Attr *given = findAttr(attributes, attr.name);
     if (given && given->kind != bundleKind(attr.kind))
@@ -183,7 +143,8 @@ std::string checkAxis(const PlanOp &op, int64_t rank, bool inclusive) {
 ///   max(in, out) * stride + kernel * dilation + pads + in + out
 /// that covers every index the kernels compute (runtime/host/kernels/
 /// ConvKernels.cpp), so none overflows.
-std::string checkWindow(const PlanOp &op, const Location *weight) {
+std::string checkWindow(const PlanOp &op, OpCode code,
+                        const Location *weight) {
   const Location &x = op.operands[0], &y = op.results[0];
   size_t rank = x.dims.size();
   if (rank < 3 || rank > 5)
@@ -214,7 +175,7 @@ std::string checkWindow(const PlanOp &op, const Location *weight) {
                 // the stride gives (ONNX's test_convtranspose_output_shape);
                 // its kernel checks every output index.
                 {"pads", pads, 2 * spatial,
-                 op.opName == "ConvTranspose" ? -kMaxWindowValue : 0}};
+                 code == OpCode::ConvTranspose ? -kMaxWindowValue : 0}};
   for (const Field &field : fields) {
     const Attr *attr = op.getAttr(field.name);
     if (!attr)
@@ -305,15 +266,16 @@ std::string checkGather(const PlanOp &op) {
 /// and indices that address only inside the data (the kernels check each
 /// index value as they run), so that every offset they compute is in
 /// bounds.
-std::string checkIndexing(const PlanOp &op) {
+std::string checkIndexing(const PlanOp &op, OpCode code) {
   const Location &x = op.operands[0], &y = op.results[0];
   int64_t rank = int64_t(x.dims.size());
   if (rank < 1)
     return "operand 0 must have rank >= 1";
-  bool scatter = op.opName == "ScatterElements" || op.opName == "ScatterND";
+  bool scatter =
+      code == OpCode::ScatterElements || code == OpCode::ScatterND;
   if (scatter && (y.bytes != x.bytes || op.operands[2].dtype != x.dtype))
     return "data, updates and result differ";
-  if (op.opName == "CumSum") {
+  if (code == OpCode::CumSum) {
     if (y.bytes != x.bytes)
       return "result differs from the operand in size";
     if (op.operands.size() > 1 && op.operands[1].isPresent() &&
@@ -326,7 +288,7 @@ std::string checkIndexing(const PlanOp &op) {
     return reason;
   const Location &indices = op.operands[1];
   int64_t q = int64_t(indices.dims.size());
-  if (op.opName == "GatherElements" || op.opName == "ScatterElements") {
+  if (code == OpCode::GatherElements || code == OpCode::ScatterElements) {
     if (std::string reason = checkAxis(op, rank, false); !reason.empty())
       return reason;
     int64_t axis = op.getAttr("axis") ? op.getAttr("axis")->i : 0;
@@ -510,17 +472,22 @@ std::string checkBlocks(const PlanOp &op) {
   return checkIntRange(op, "blocksize", 1, kMaxWindowValue);
 }
 
+/// Whether operand 0 of `spec` may hold bundle dtype `code`.
+bool acceptsCode(const OpSpec &spec, uint8_t code) {
+  std::optional<DType> type = fromBundleCode(code);
+  return type && spec.acceptsDType(*type);
+}
+
 /// Ops.def's DTYPES column and the family's type rule (Ops.def's header):
 /// what the compiler's verifier checks, so a compiled plan always passes.
 std::string checkTypes(const PlanOp &op, const OpSpec &spec) {
   const Location &result = op.results[0];
   if (!op.operands.empty() && op.operands[0].isPresent() &&
-      (op.operands[0].dtype >= 32 ||
-       !(spec.dtypes & (uint32_t(1) << op.operands[0].dtype))))
+      !acceptsCode(spec, op.operands[0].dtype))
     return std::string("operand 0 has dtype ") +
            dtypeName(op.operands[0].dtype) + ", which the op does not take";
   switch (spec.family) {
-  case spec::Unary:
+  case OpFamily::Unary:
     if (result.dtype != op.operands[0].dtype ||
         result.dims != op.operands[0].dims)
       return std::string("result 0 (") + dtypeName(result.dtype) +
@@ -528,22 +495,22 @@ std::string checkTypes(const PlanOp &op, const OpSpec &spec) {
              dtypeName(op.operands[0].dtype) + dimsText(op.operands[0].dims) +
              ")";
     return "";
-  case spec::Broadcast:
-  case spec::Compare:
+  case OpFamily::Broadcast:
+  case OpFamily::Compare:
     for (size_t k = 0; k < op.operands.size(); ++k)
       if (op.operands[k].isPresent() &&
           op.operands[k].dtype != op.operands[0].dtype)
         return "operand " + std::to_string(k) + " has dtype " +
                dtypeName(op.operands[k].dtype) + ", operand 0 " +
                dtypeName(op.operands[0].dtype);
-    if (spec.family == spec::Compare ? result.dtype != DTypeBool
+    if (spec.family == OpFamily::Compare ? result.dtype != DTypeBool
                                      : result.dtype != op.operands[0].dtype)
       return std::string("result 0 has dtype ") + dtypeName(result.dtype) +
              ", expects " +
-             (spec.family == spec::Compare ? "bool"
+             (spec.family == OpFamily::Compare ? "bool"
                                            : dtypeName(op.operands[0].dtype));
     return "";
-  case spec::Other:
+  case OpFamily::Other:
     return "";
   }
   return "";
@@ -579,7 +546,6 @@ std::string checkMatMul(const PlanOp &op) {
 
 /// The op-specific rules; "" when `op` passes.
 std::string checkOp(const PlanOp &op, const OpSpec &spec) {
-  const std::string &name = op.opName;
   const Location &result = op.results[0];
   if (std::string why = checkTypes(op, spec); !why.empty())
     return why;
@@ -594,39 +560,53 @@ std::string checkOp(const PlanOp &op, const OpSpec &spec) {
       op.operands[0].bytes != result.bytes)
     return "view of " + std::to_string(op.operands[0].bytes) +
            " bytes has a result of " + std::to_string(result.bytes);
-  if (name == "Conv" || name == "ConvTranspose")
-    return checkWindow(op, &op.operands[1]);
-  if (name == "MaxPool" || name == "AveragePool")
-    return checkWindow(op, nullptr);
-  if (name == "Gather")
-    return checkGather(op);
-  if (name == "CumSum" || name == "GatherElements" || name == "GatherND" ||
-      name == "ScatterElements" || name == "ScatterND")
-    return checkIndexing(op);
-  if (name == "TopK")
-    return checkTopK(op);
-  if (name == "GridSample")
-    return checkGridSample(op);
-  if (name == "Slice")
-    return checkSlice(op);
-  if (name == "MatMul")
-    return checkMatMul(op);
-  if (name == "Pad")
-    return checkPad(op);
-  if (name == "Resize")
-    return checkResize(op);
-  if (name == "DepthToSpace" || name == "SpaceToDepth")
-    return checkBlocks(op);
-  if (name == "LRN")
-    return checkIntRange(op, "size", 1, kMaxWindowValue);
   int64_t rank = int64_t(op.operands.empty() ? 0 : op.operands[0].dims.size());
-  if (name == "Flatten")
+  switch (spec.code) {
+  case OpCode::Conv:
+  case OpCode::ConvTranspose:
+    return checkWindow(op, spec.code, &op.operands[1]);
+  case OpCode::MaxPool:
+  case OpCode::AveragePool:
+    return checkWindow(op, spec.code, nullptr);
+  case OpCode::Gather:
+    return checkGather(op);
+  case OpCode::CumSum:
+  case OpCode::GatherElements:
+  case OpCode::GatherND:
+  case OpCode::ScatterElements:
+  case OpCode::ScatterND:
+    return checkIndexing(op, spec.code);
+  case OpCode::TopK:
+    return checkTopK(op);
+  case OpCode::GridSample:
+    return checkGridSample(op);
+  case OpCode::Slice:
+    return checkSlice(op);
+  case OpCode::MatMul:
+    return checkMatMul(op);
+  case OpCode::Pad:
+    return checkPad(op);
+  case OpCode::Resize:
+    return checkResize(op);
+  case OpCode::DepthToSpace:
+  case OpCode::SpaceToDepth:
+    return checkBlocks(op);
+  case OpCode::LRN:
+    return checkIntRange(op, "size", 1, kMaxWindowValue);
+  case OpCode::Flatten:
     return checkAxis(op, rank, true);
-  if (name == "Concat" || name == "Split" || name == "Softmax" ||
-      name == "LogSoftmax" || name == "Hardmax" ||
-      name == "LayerNormalization" || name == "ArgMax" || name == "ArgMin")
+  case OpCode::Concat:
+  case OpCode::Split:
+  case OpCode::Softmax:
+  case OpCode::LogSoftmax:
+  case OpCode::Hardmax:
+  case OpCode::LayerNormalization:
+  case OpCode::ArgMax:
+  case OpCode::ArgMin:
     return checkAxis(op, rank, false);
-  return "";
+  default:
+    return "";
+  }
 }
 
 bool overlaps(const Location &a, const Location &b) {
@@ -642,9 +622,10 @@ bool overlaps(const Location &a, const Location &b) {
 /// elements with memcpy, for which overlapping ranges are undefined.
 std::string checkAliasing(const PlanOp &op, const OpSpec &spec) {
   bool exactAllowed = (spec.traits & (op_traits::InPlace | op_traits::View)) ||
-                      op.opName == "Cast" || op.opName == "snug.cast" ||
-                      op.opName == kFusedOpName;
-  bool anyAllowed = op.opName == "Concat";
+                      spec.code == OpCode::Cast ||
+                      spec.code == OpCode::SnugCast ||
+                      spec.code == OpCode::SnugFused;
+  bool anyAllowed = spec.code == OpCode::Concat;
   for (size_t r = 0; r < op.results.size(); ++r) {
     const Location &result = op.results[r];
     for (size_t k = 0; k < op.operands.size() && !anyAllowed; ++k) {
@@ -685,7 +666,7 @@ std::string checkHostOp(const PlanOp &op) {
       return "result " + std::to_string(k) +
              (hostResult ? " is not in the pinned host region"
                          : " has no arena location");
-  bool readsHost = op.opName == "snug.reload";
+  bool readsHost = spec->code == OpCode::SnugReload;
   for (size_t k = 0; k < op.operands.size(); ++k)
     if (op.operands[k].isPresent() && (op.operands[k].kind == Host) != readsHost)
       return "operand " + std::to_string(k) +

@@ -7,7 +7,7 @@
 // loads, however it was made (a digest is no authentication: anyone can
 // reseal an edited file), can only read and write inside its arena, weights
 // and I/O buffers:
-//   - the op is one of ir/Ops.def's (the table itself, not a second list),
+//   - the op is one of core/Ops.def's (the table itself, not a second list),
 //     with operand and result counts within its arity, its leading
 //     (required) operands present and every result present in the arena;
 //     body ops of snug.fused likewise, and elementwise;
@@ -53,7 +53,7 @@ namespace rt {
 /// file and the op.
 Status verifyPlan(const Bundle &bundle);
 
-/// Whether `opName` is an op of ir/Ops.def.
+/// Whether `opName` is an op of core/Ops.def.
 bool isKnownOp(const std::string &opName);
 
 /// For an op of Ops.def's Epilogue trait, its own operand count (its

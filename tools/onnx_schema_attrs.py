@@ -6,7 +6,7 @@ accepts, to stdout; with --check, compares them with FILE instead and exits 1
 on any difference (the ctest onnx-schema-attrs).
 
 What snug imports is read from the sources, so that the table cannot miss an
-op: the ONNX names of ir/Ops.def's OP lines (snug's own ops, `snug.*`, are
+op: the ONNX names of core/Ops.def's OP lines (snug's own ops, `snug.*`, are
 not ONNX ops), of its ONNX_ATTR lines (ONNX ops the table does not hold,
 like Upsample or Trilu) and of the importer's registrations (`map["Op"] =`
 in compiler/onnx/*.cpp: compositions without attributes, like
@@ -135,7 +135,7 @@ def generate(first, last, newer_ops_allowed=False):
     emit("// The unit test onnx-schema-attrs fails when this file is not what the")
     emit("// script writes.")
     emit("//")
-    emit("// Every ONNX op snug imports (the ONNX names of ir/Ops.def's OP and")
+    emit("// Every ONNX op snug imports (the ONNX names of core/Ops.def's OP and")
     emit("// ONNX_ATTR lines and of the importer's registrations), over the")
     emit("// opsets the importer accepts:")
     emit("//   ONNX_SCHEMA_OPSETS(first, last)  the importer's range")

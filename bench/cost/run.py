@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/cost: what the cost model (passes/CostModel.h) counts for each zoo
+"""bench/cost: what the cost model (passes/analysis/CostModel.h) counts for each zoo
 model, as the memory report states it, beside the MACs torchvision publishes
 where it publishes them.
 

@@ -14,15 +14,15 @@
 // the unit tests) to the table, e.g. to time a 10,000-buffer plan;
 // --training adds generated training steps of about N buffers and
 // --tilings COUNT guillotine tilings of 200-800 buffers (optimum = LB), see
-// passes/PackingInstances.h; --tiling-seed moves the tilings' seeds (1000 by
+// tests/support/PackingInstances.h; --tiling-seed moves the tilings' seeds (1000 by
 // default) to check other instances. --only keeps the problems whose name
 // contains TEXT (one tiling of a series, say). --strategies limits the
 // columns (the last one listed is the one summarised as "best").
 //
 //===----------------------------------------------------------------------===//
-#include "passes/BufferTrace.h"
-#include "passes/MemoryPlanner.h"
-#include "passes/PackingInstances.h"
+#include "passes/planner/BufferTrace.h"
+#include "passes/planner/MemoryPlanner.h"
+#include "tests/support/PackingInstances.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"

@@ -27,7 +27,7 @@
 // Prints a table; nothing passes or fails on it.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/RematInstances.h"
+#include "tests/support/RematInstances.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"

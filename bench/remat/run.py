@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/remat: the memory/compute frontier of every zoo model under
-rematerialization (passes/Remat.cpp).
+rematerialization (passes/memory/budget/Remat.cpp).
 
     .venv/bin/python bench/remat/run.py [--build build] [--cache DIR]
         [--out bench/results] [--models a,b] [--steps N]

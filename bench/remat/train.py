@@ -10,7 +10,7 @@ Per model (a chain of BLOCKS Linear+Relu blocks, tests/lit/snugc/Inputs/
 deep_mlp.py; one SGD step of an MSE loss, `snugc train`):
   none     the step planned without a budget: its predicted peak and its
            saved activations (the report's step.saved_activation_total_bytes)
-  sqrt(n)  the `sqrt-checkpoint` pass (passes/SqrtCheckpoint.cpp) after the
+  sqrt(n)  the `sqrt-checkpoint` pass (passes/memory/budget/SqrtCheckpoint.cpp) after the
            import pipeline: the forward's n nodes in segments of ceil(sqrt(n)),
            each segment's last result kept, the rest recomputed in the
            backward; its predicted peak P and recompute FLOPs

@@ -8,7 +8,7 @@
 // otherwise hold them two or three times over). The digest (SHA-256 of the
 // whole file except the digest field, as bundle::sealBundle computes it) is
 // one pass over the pieces; writing is a second. Writing goes through
-// runtime/FileAccess.h: a temporary file, every write checked (a full disk
+// core/FileAccess.h: a temporary file, every write checked (a full disk
 // is an error, not a SIGBUS), renamed over the target on success. Writes
 // the current format version (bundle::kBundleVersion, 6): every host plan
 // op ends with a has-body byte, and a node with a body (snug.fused) writes
@@ -19,12 +19,12 @@
 #include "compiler/bundle/BundleWriter.h"
 #include "ir/State.h"
 
-#include "passes/Liveness.h"
+#include "passes/memory/Liveness.h"
 #include "passes/Passes.h"
-#include "passes/PlanMemory.h"
-#include "passes/ScratchRequest.h"
-#include "runtime/BundleFormat.h"
-#include "runtime/FileAccess.h"
+#include "passes/memory/PlanMemory.h"
+#include "passes/memory/ScratchRequest.h"
+#include "core/BundleFormat.h"
+#include "core/FileAccess.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -201,25 +201,6 @@ void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
 
 } // namespace
 
-uint8_t getBundleDTypeCode(ir::DType type) {
-  switch (type) {
-  case ir::DType::F32: return DTypeF32;
-  case ir::DType::F16: return DTypeF16;
-  case ir::DType::BF16: return DTypeBF16;
-  case ir::DType::F64: return DTypeF64;
-  case ir::DType::I64: return DTypeI64;
-  case ir::DType::I32: return DTypeI32;
-  case ir::DType::I16: return DTypeI16;
-  case ir::DType::I8: return DTypeI8;
-  case ir::DType::U8: return DTypeU8;
-  case ir::DType::U16: return DTypeU16;
-  case ir::DType::U32: return DTypeU32;
-  case ir::DType::U64: return DTypeU64;
-  case ir::DType::Bool: return DTypeBool;
-  }
-  llvm_unreachable("unknown dtype");
-}
-
 WeightsLayout computeWeightsLayout(const ir::Module &module) {
   llvm::DenseSet<const ir::Value *> used;
   for (const auto &node : module.getNodes())
@@ -304,7 +285,7 @@ llvm::Error Writer::writeLocation(Sink &sink, const ir::Value *value) {
                        (onHost ? "pinned host region" : "arena") + " of " +
                        llvm::Twine(space) + " bytes");
   }
-  sink.u8(kind), sink.u8(getBundleDTypeCode(type.getDType())), sink.u16(0);
+  sink.u8(kind), sink.u8(toBundleCode(type.getDType())), sink.u16(0);
   sink.u32(type.getRank());
   for (int64_t dim : type.getDims())
     sink.i64(dim);
@@ -341,7 +322,7 @@ void Writer::writeAttribute(Sink &sink, const ir::Attribute &attr) {
     return;
   case Kind::Tensor: {
     const ir::TensorType &type = attr.getTensorType();
-    sink.u8(AttrTensor), sink.u8(getBundleDTypeCode(type.getDType()));
+    sink.u8(AttrTensor), sink.u8(toBundleCode(type.getDType()));
     sink.u32(type.getRank());
     for (int64_t dim : type.getDims())
       sink.i64(dim);
@@ -361,7 +342,7 @@ void Writer::writeAttributes(Sink &sink, const ir::AttributeMap &attributes) {
 }
 
 void writeBodyType(Sink &sink, const ir::TensorType &type) {
-  sink.u8(getBundleDTypeCode(type.getDType())), sink.u8(0), sink.u16(0);
+  sink.u8(toBundleCode(type.getDType())), sink.u8(0), sink.u16(0);
   sink.u32(type.getRank());
   for (int64_t dim : type.getDims())
     sink.i64(dim);
@@ -500,7 +481,7 @@ llvm::Expected<std::vector<Piece>> Writer::run() {
       if (llvm::Error error = writeLocation(plan, node->getResult(i)))
         return llvm::Error(std::move(error));
     if (hostScratch) {
-      plan.u8(Arena), plan.u8(getBundleDTypeCode(ir::DType::U8)), plan.u16(0);
+      plan.u8(Arena), plan.u8(toBundleCode(ir::DType::U8)), plan.u16(0);
       plan.u32(1), plan.i64(int64_t(hostScratch->bytes));
       plan.u64(hostScratch->offset);
     }
@@ -578,7 +559,7 @@ llvm::Expected<std::vector<Piece>> Writer::run() {
   }
   // The runtime runs exactly the plan it is given: a plan whose live
   // buffers overlap would run to wrong numbers, so it is refused with the
-  // verify-plan pass's message (passes/VerifyPlan.cpp; the pass changes
+  // verify-plan pass's message (passes/memory/VerifyPlan.cpp; the pass changes
   // nothing), after the location checks above have named any value that
   // has no offset or lies outside the arena.
   llvm::Expected<bool> changed =

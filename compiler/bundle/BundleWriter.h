@@ -2,7 +2,7 @@
 //
 // Serializes a module that carries a memory plan (module attribute `arena`,
 // an arena offset on every graph input and node result) into the version-1
-// bundle format of runtime/BundleFormat.h: manifest, the weights the plan
+// bundle format of core/BundleFormat.h: manifest, the weights the plan
 // uses, and the host plan. The file is written to a temporary beside `path`
 // and renamed into place, so an error never leaves a half-written bundle.
 // The same module and options give a byte-identical file (no timestamps,
@@ -17,7 +17,7 @@
 #define SNUG_COMPILER_BUNDLE_BUNDLEWRITER_H
 
 #include "ir/Module.h"
-#include "runtime/DevicePlan.h"
+#include "core/DevicePlan.h"
 
 #include "llvm/Support/Error.h"
 
@@ -57,9 +57,6 @@ WeightsLayout computeWeightsLayout(const ir::Module &module);
 
 llvm::Expected<std::vector<uint8_t>>
 serializeBundle(const ir::Module &module, const BundleOptions &options);
-
-/// The bundle's (and ONNX's TensorProto) code of an element type.
-uint8_t getBundleDTypeCode(ir::DType type);
 
 /// The bundle written atomically to `path`, streamed: the weights go from
 /// the module's own data to the file, never copied into a buffer first.

@@ -1,6 +1,6 @@
 //===- AttentionEmitter.cpp - snug.attention as one flash-style kernel ----===//
 //
-// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def and runtime/AttentionShape.h:
+// softmax(scale * Q Kᵀ (+ mask)) V (core/Ops.def and core/AttentionShape.h:
 // the mask kinds, zero_filled, the sizes) in one launch that never stores
 // the scores, in
 // the manner of FlashAttention (Dao et al., 2022, algorithm 1) without its
@@ -34,7 +34,7 @@
 #include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/ElementwiseExpr.h"
 #include "compiler/cuda/KernelEmitter.h"
-#include "passes/ShapeFunctions.h"
+#include "ir/ShapeFunctions.h"
 
 #include "llvm/Support/raw_ostream.h"
 

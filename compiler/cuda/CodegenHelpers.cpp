@@ -166,7 +166,7 @@ void collapseDims(std::vector<int64_t> &dims,
 
 /// A statement storing `value` (of `computeType`: float, double or
 /// int64_t) at `pointer` (a `dtype` element) as the host's storeDouble or
-/// storeInt would: snug_store converts by runtime/ScalarOps.h's rules (the
+/// storeInt would: snug_store converts by core/ScalarOps.h's rules (the
 /// float -> integer rule, round to nearest even), which both share.
 std::string storeConverted(ir::DType dtype, llvm::StringRef computeType,
                            llvm::StringRef pointer, llvm::StringRef value) {

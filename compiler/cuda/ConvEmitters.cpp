@@ -29,7 +29,7 @@
 // are float sums as the host's, in another order.
 //
 // f32 convolutions under --precision=tf32 (the node's math = "tf32", set by
-// passes/Tf32Math.cpp) run the same MMA kernel over MmaTile.h's tf32 element
+// passes/precision/Tf32Math.cpp) run the same MMA kernel over MmaTile.h's tf32 element
 // width: one f32 element per word, rounded to tf32 on load (the prelude's
 // snug_tf32, cvt.rna.tf32.f32), 8 k deep per step, each product an
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (snug_mma_m16n8k8_tf32).

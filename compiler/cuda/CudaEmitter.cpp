@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CudaEmitter.h"
 #include "compiler/cuda/KernelEmitter.h"
-#include "passes/Liveness.h"
-#include "passes/PlanMemory.h"
+#include "passes/memory/Liveness.h"
+#include "passes/memory/PlanMemory.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -184,7 +184,7 @@ void EmitContext::gemm(const DeviceGemm &gemm) {
   step.kind = StepGemm;
   step.op = opIndex;
   step.gemm = gemm;
-  // --precision=tf32 marks the node (passes/Tf32Math.cpp); cuBLAS then
+  // --precision=tf32 marks the node (passes/precision/Tf32Math.cpp); cuBLAS then
   // multiplies f32 in TF32. One place for every GEMM step a node makes.
   if (gemm.dtype == bundle::DTypeF32 && stringAttr("math") == "tf32")
     step.gemm.math = bundle::GemmMathTf32;

@@ -21,8 +21,8 @@
 
 #include "compiler/bundle/BundleWriter.h"
 #include "ir/Module.h"
-#include "runtime/BundleFormat.h"
-#include "runtime/DevicePlan.h"
+#include "core/BundleFormat.h"
+#include "core/DevicePlan.h"
 
 #include "llvm/Support/Error.h"
 

@@ -2,14 +2,14 @@
 //
 // NVRTC compiles without the standard library or CUDA headers here, so the
 // prelude defines the fixed-width types itself, then embeds
-// runtime/ScalarOps.h verbatim (generated from the file at build time by
+// core/ScalarOps.h verbatim (generated from the file at build time by
 // EmbedText.cmake: half and bfloat16 storage and conversions, the float ->
 // integer rule, every elementwise op), so device arithmetic is the host
 // reference's; then loads, stores and the reductions kernels share. Under
 // SNUG_CUDA_SIM the same text compiles as host C++ for the simulator
 // (tests/cudasim), which provides the CUDA built-ins; ScalarOps.h then takes
 // its host branch, so simulated kernels compute what the host kernels do.
-// After it, runtime/GridSampleTaps.h verbatim the same way (GridSample's
+// After it, core/GridSampleTaps.h verbatim the same way (GridSample's
 // sampling rule, which the host kernel calls too).
 // Last, the tensor-core products of the f16/bf16 convolutions and products
 // (kMma) and of the f32 ones under --precision=tf32 (kMmaTf32): inline PTX
@@ -39,15 +39,15 @@ typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #endif
 #define SNUG_DEVICE __device__ __forceinline__
-// runtime/ScalarOps.h, verbatim:
+// core/ScalarOps.h, verbatim:
 )cuda";
 
-/// runtime/ScalarOps.h as it was at build time (EmbedText.cmake).
+/// core/ScalarOps.h as it was at build time (EmbedText.cmake).
 static const char kScalarOps[] =
 #include "ScalarOpsText.inc"
     ;
 
-/// runtime/GridSampleTaps.h as it was at build time; its include of
+/// core/GridSampleTaps.h as it was at build time; its include of
 /// ScalarOps.h is skipped (the text above defined its guard).
 static const char kGridSampleTaps[] =
 #include "GridSampleTapsText.inc"

@@ -25,8 +25,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/KernelEmitter.h"
-#include "runtime/CheckedArithmetic.h"
-#include "runtime/ResizeCoordinates.h"
+#include "core/CheckedArithmetic.h"
+#include "core/ResizeCoordinates.h"
 
 #include "ir/Float16.h"
 
@@ -752,7 +752,7 @@ std::vector<resize::Axis> resizeAxes(EmitContext &context, const TensorRef &x,
 }
 
 /// Cubic, antialiased and tf_crop_and_resize axes: the host's tap tables
-/// (runtime/ResizeCoordinates.h), baked into the kernel as static arrays
+/// (core/ResizeCoordinates.h), baked into the kernel as static arrays
 /// (input offsets and weights per output coordinate), and the same sum in
 /// the same order as the host: axis 0's taps varying fastest, the weight
 /// multiplied in axis order, zero weights skipped.

@@ -8,7 +8,7 @@
 // and the bytes line up, the kernel moves 16-byte vectors instead.
 //
 // What a node computes is not written here: ElementwiseExpr.h turns the op
-// into a call of its definition in runtime/ScalarOps.h (embedded in the
+// into a call of its definition in core/ScalarOps.h (embedded in the
 // prelude), with the compute type and bound attributes the host kernels
 // use, and the op list is the table's (every op ElementwiseExpr knows), so
 // the emitted kernels and the host reference agree by construction (see
@@ -252,7 +252,7 @@ llvm::Error emitScalarOp(EmitContext &context) {
 //===----------------------------------------------------------------------===//
 
 /// Cast / snug.cast: scalar::Cast's compute type and conversion
-/// (runtime/ScalarOps.h), written by ElementwiseExpr as in a fused body,
+/// (core/ScalarOps.h), written by ElementwiseExpr as in a fused body,
 /// the store converting to the result's dtype as the host's Cast kernel
 /// does.
 llvm::Error emitCast(EmitContext &context) {

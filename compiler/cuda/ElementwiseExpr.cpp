@@ -1,7 +1,7 @@
 //===- ElementwiseExpr.cpp - One elementwise op as CUDA statements --------===//
 //
-// The table of elementwise ops is derived from ir/Ops.def and
-// runtime/ScalarOps.h (ScalarOpTable.h): for each op, a builder
+// The table of elementwise ops is derived from core/Ops.def and
+// core/ScalarOps.h (ScalarOpTable.h): for each op, a builder
 // instantiated on its scalar struct writes the call
 // `snug::scalar::<ID>::apply<C>(operands..., params)` with C from the same
 // computeKind the host kernels use and the params bound by the same
@@ -14,7 +14,7 @@
 #include "compiler/cuda/ElementwiseExpr.h"
 
 #include "compiler/cuda/KernelEmitter.h"
-#include "runtime/ScalarOpTable.h"
+#include "core/ScalarOpTable.h"
 
 #include <array>
 

@@ -2,7 +2,7 @@
 //
 // An elementwise op of the op table as a function from (op, attributes,
 // operand expressions, operand dtypes) to CUDA statements that call its
-// definition in runtime/ScalarOps.h (which every translation unit's prelude
+// definition in core/ScalarOps.h (which every translation unit's prelude
 // embeds). The statements hold no formula of their own: what an op computes
 // is written once, in ScalarOps.h, and the host kernels and constant folding
 // run the same text. The op list comes from the table (ScalarOpTable.h), so

@@ -2,7 +2,7 @@
 #
 # Writes FILE's text as one C++ raw string literal, for #include into a
 # source that needs the file verbatim at run time (CudaPrelude.cpp embeds
-# runtime/ScalarOps.h in the NVRTC prelude this way: generated at build
+# core/ScalarOps.h in the NVRTC prelude this way: generated at build
 # time from the one file, never a hand copy).
 file(READ "${INPUT}" text)
 string(FIND "${text}" ")snug_embedded\"" clash)

@@ -4,7 +4,7 @@
 // Per element: each block argument is loaded at its broadcast offset (the
 // strides the single elementwise kernels bake in, dims collapsed the same
 // way), the body ops follow in order, each written by ElementwiseExpr.h from
-// its scalar definition in runtime/ScalarOps.h, and every yielded value is
+// its scalar definition in core/ScalarOps.h, and every yielded value is
 // stored (BodyCode.h writes the ops). Intermediates keep the single-op
 // kernels' bits: each op's result is rounded to its dtype, as the unfused
 // nodes round it in memory, and each op converts its operands to its own

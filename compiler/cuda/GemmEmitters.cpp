@@ -23,9 +23,9 @@
 // small kernel otherwise) and cuBLAS adds the product with Gemm's beta.
 //
 // A product with an epilogue (the bias Add, the activation and the
-// residual Add the fuse pass moved into it, passes/EpiloguePattern.cpp)
+// residual Add the fuse pass moved into it, passes/fusion/EpiloguePattern.cpp)
 // takes one of two ways:
-//  - an epilogue cuBLASLt runs itself (passes/LtEpilogue.h: bias, ReLU,
+//  - an epilogue cuBLASLt runs itself (passes/fusion/LtEpilogue.h: bias, ReLU,
 //    tanh GELU, bias then ReLU or tanh GELU; MatMul, or Gemm without C) on
 //    f32, f16 or bf16, when the product is one strided-batched call, is a
 //    Gemm step with that epilogue and its bias (DeviceGemm::epilogue): the
@@ -48,7 +48,7 @@
 // prelude's snug_mma_m16n8k16, and the store guarded by M and N. The
 // products of two 16-bit elements are exact in f32, so the sums are float
 // sums in another order than the host's. f32 products under
-// --precision=tf32 (math = "tf32", passes/Tf32Math.cpp) take the same tile
+// --precision=tf32 (math = "tf32", passes/precision/Tf32Math.cpp) take the same tile
 // over MmaTile.h's tf32 element width: one f32 element per word, rounded to
 // tf32 on load (snug_tf32), 8 deep per step, mma.sync.m16n8k8 tf32 products
 // (snug_mma_m16n8k8_tf32); the products of tf32 values are exact in f32, so
@@ -67,8 +67,8 @@
 #include "compiler/cuda/KernelEmitter.h"
 #include "compiler/cuda/MmaTile.h"
 
-#include "passes/LtEpilogue.h"
-#include "runtime/BundleFormat.h"
+#include "passes/fusion/LtEpilogue.h"
+#include "core/BundleFormat.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -171,7 +171,7 @@ uint8_t gemmEpilogueCode(LtEpilogue epilogue) {
   return bundle::GemmEpilogueNone;
 }
 
-/// The node's epilogue as cuBLASLt runs it (passes/LtEpilogue.h): None
+/// The node's epilogue as cuBLASLt runs it (passes/fusion/LtEpilogue.h): None
 /// without an epilogue, or when it is not one cuBLASLt has.
 LtEpilogueMatch getLtMatch(const EmitContext &context) {
   if (!context.node.hasEpilogue())

@@ -1,7 +1,7 @@
 //===- KernelCache.cpp - Compiled kernel images kept between compiles -----===//
 #include "compiler/cuda/KernelCache.h"
 
-#include "runtime/FileAccess.h"
+#include "core/FileAccess.h"
 
 #include "llvm/Support/FileSystem.h"
 

@@ -20,7 +20,7 @@
 #ifndef SNUG_COMPILER_CUDA_KERNELCACHE_H
 #define SNUG_COMPILER_CUDA_KERNELCACHE_H
 
-#include "runtime/Sha256.h"
+#include "core/Sha256.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Optional.h"

@@ -24,7 +24,7 @@
 //   - The semantics are those of the host reference kernel of the same op
 //     (runtime/host/kernels/), which is the oracle in tests.
 //   - Temporary device memory is the node's scratch buffer, which
-//     plan-memory planned from getScratchRequest (passes/ScratchRequest.h)
+//     plan-memory planned from getScratchRequest (passes/memory/ScratchRequest.h)
 //     and EmitContext::scratchOffset/scratchBytes locate: a kernel that
 //     needs scratch asks for it there, never allocates. Every GEMM step
 //     records the node's scratch as its cuBLAS workspace.
@@ -34,7 +34,7 @@
 #define SNUG_COMPILER_CUDA_KERNELEMITTER_H
 
 #include "ir/Module.h"
-#include "runtime/DevicePlan.h"
+#include "core/DevicePlan.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"

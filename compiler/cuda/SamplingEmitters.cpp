@@ -2,7 +2,7 @@
 //
 // GridSample, one thread per result element: it reads its grid point's k
 // coordinates and calls the prelude's snug::gridsample::sample(), which is
-// runtime/GridSampleTaps.h embedded verbatim (CudaPrelude.cpp), the same
+// core/GridSampleTaps.h embedded verbatim (CudaPrelude.cpp), the same
 // function the host reference kernel calls, so the two compute alike. The
 // node's sizes and attributes are baked into a constant Setup; compute type
 // double when the input or the grid is f64, float otherwise (the host's).
@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/KernelEmitter.h"
-#include "runtime/GridSampleTaps.h"
+#include "core/GridSampleTaps.h"
 
 #include <string>
 

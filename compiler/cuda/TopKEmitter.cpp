@@ -2,7 +2,7 @@
 //
 // TopK(x) {axis, k, largest, sorted} -> (values, i64 indices) with the host
 // reference's semantics (runtime/host/kernels/TopKKernel.cpp): elements
-// ordered by an unsigned 64-bit key (runtime/ScalarOps.h's topKKey, the
+// ordered by an unsigned 64-bit key (core/ScalarOps.h's topKKey, the
 // host's too: integers with the
 // sign bit flipped, floats as IEEE bit patterns made monotone, -0.0 as
 // +0.0, NaN the largest key; inverted when largest = 0), equal keys by

@@ -4,7 +4,7 @@
 // table ops their ONNX function bodies and reference define them by, so
 // folding, the host executor, the CUDA kernels and autodiff need nothing
 // new, and the fuse pass makes the usual forms one kernel again
-// (passes/AttentionPattern.cpp):
+// (passes/fusion/AttentionPattern.cpp):
 //
 //   Attention(Q, K, V[, attn_mask, past_key, past_value, nonpad_kv_seqlen])
 //     Q, K, V 3-d [batch, seq, heads * head] are split into heads (Reshape,
@@ -50,7 +50,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 
-#include "passes/HostAttributes.h"
+#include "passes/simplify/HostAttributes.h"
 #include "runtime/host/Kernels.h"
 
 #include <cmath>
@@ -362,7 +362,7 @@ ir::Value *buildBias(Importer &importer, const onnx::NodeProto &node,
     TensorType rangeType(DType::I64, {dims.total()});
     std::vector<uint8_t> bytes(rangeType.getByteSize());
     for (int64_t j = 0; j < dims.total(); ++j)
-      rt::storeDouble(bytes.data(), getHostDTypeCode(DType::I64), j, double(j));
+      rt::storeDouble(bytes.data(), toBundleCode(DType::I64), j, double(j));
     ir::Value *keys =
         importer.module.addWeight(node.output(0) + ".keys", rangeType, bytes);
     ir::Value *lengths =

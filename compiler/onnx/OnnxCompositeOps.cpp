@@ -28,7 +28,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 
-#include "passes/HostAttributes.h"
+#include "passes/simplify/HostAttributes.h"
 #include "runtime/host/Kernels.h"
 
 #include <cmath>
@@ -199,7 +199,7 @@ llvm::Error importEyeLike(Importer &importer, onnx::NodeProto &node) {
   int64_t rows = type.getDims()[0], cols = type.getDims()[1];
   int64_t k = attrInt(node, "k", 0);
   std::vector<uint8_t> bytes(result.getByteSize(), 0);
-  uint8_t code = getHostDTypeCode(dtype);
+  uint8_t code = toBundleCode(dtype);
   for (int64_t i = 0; i < rows; ++i)
     if (i + k >= 0 && i + k < cols)
       rt::storeDouble(bytes.data(), code, i * cols + i + k, 1.0);
@@ -273,7 +273,7 @@ llvm::Error importOneHot(Importer &importer, onnx::NodeProto &node) {
   if (llvm::Error error = checkMaterialized(importer, node, rangeType))
     return error;
   std::vector<uint8_t> bytes(rangeType.getByteSize());
-  uint8_t code = getHostDTypeCode(indexType);
+  uint8_t code = toBundleCode(indexType);
   for (int64_t k = 0; k < depth; ++k)
     rt::storeDouble(bytes.data(), code, k, double(k));
   ir::Value *range =
@@ -395,7 +395,7 @@ llvm::Error importWindow(Importer &importer, onnx::NodeProto &node) {
   double period = double(attrInt(node, "periodic", 1) ? count : count - 1);
   const double kTwoPi = 6.283185307179586476925286766559;
   std::vector<uint8_t> bytes(result.getByteSize());
-  uint8_t hostCode = getHostDTypeCode(*dtype);
+  uint8_t hostCode = toBundleCode(*dtype);
   for (int64_t n = 0; n < count; ++n) {
     double angle = kTwoPi * double(n) / period;
     rt::storeDouble(bytes.data(), hostCode, n,

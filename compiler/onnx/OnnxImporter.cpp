@@ -15,15 +15,16 @@
 // snug's bug: every user error is caught before).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/onnx/OnnxAttrSpecs.h"
 #include "compiler/onnx/OnnxInternal.h"
 #include "compiler/onnx/OnnxSchema.h"
 
 #include "ir/State.h"
 #include "ir/Verifier.h"
-#include "passes/ConstantEval.h"
-#include "passes/ShapeFunctions.h"
-#include "runtime/BundleFormat.h"
-#include "runtime/FileAccess.h"
+#include "passes/simplify/ConstantEval.h"
+#include "ir/ShapeFunctions.h"
+#include "core/BundleFormat.h"
+#include "core/FileAccess.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -458,7 +459,7 @@ static llvm::Error loadModel(llvm::StringRef path, onnx::ModelProto &model) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path.str() + ": error: " + message.str());
   };
-  // A regular file only (runtime/FileAccess.h): a FIFO or /dev/zero fails.
+  // A regular file only (core/FileAccess.h): a FIFO or /dev/zero fails.
   InputFile file;
   std::string why;
   if (!file.open(path.str(), why))
@@ -828,7 +829,7 @@ static void dropConsumedInputs(onnx::NodeProto &node) {
 /// opset or of snug's canonical form (Tile's repeats at opset 13) would be
 /// used or dropped without a word, an INT axis written as FLOAT would read
 /// as 0, and a misspelt one would be ignored (onnxruntime refuses such
-/// models too). Every schema attribute has its handling in ir/Ops.def (an
+/// models too). Every schema attribute has its handling in core/Ops.def (an
 /// ATTR of the op of that name, or an ONNX_ATTR), which OnnxSchemaTest
 /// checks; the last test here only guards that.
 static llvm::Error checkAttributes(Importer &importer,

@@ -4,7 +4,7 @@
 // ending .onnxtxt, .textproto or .pbtxt), binds every symbolic dimension,
 // normalizes each node of the default domain (opsets 7 to 27) into one
 // canonical snug form, types every value with the shape functions
-// (passes/ShapeFunctions.h). It runs no pass: the pipelines live in
+// (ir/ShapeFunctions.h). It runs no pass: the pipelines live in
 // compiler/Pipeline.h. Initializers, and graph inputs that are also
 // initializers, become weights; raw_data is moved, not copied, and external
 // data is mmap-ed (WeightBlob::addMapped), so a weight is never held twice.

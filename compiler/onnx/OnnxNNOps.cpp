@@ -11,8 +11,8 @@
 #include "compiler/onnx/OnnxInternal.h"
 
 #include "ir/Verifier.h"
-#include "passes/ShapeFunctions.h"
-#include "runtime/CheckedArithmetic.h"
+#include "ir/ShapeFunctions.h"
+#include "core/CheckedArithmetic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -439,7 +439,7 @@ static llvm::Error importRmsNorm(Importer &importer, onnx::NodeProto &node) {
   for (int64_t i = *axis; i < rank; ++i)
     axes.push_back(i);
   // Pow(x, 2), the exporters' form, which the fuse pass makes one
-  // snug.rms_norm kernel (passes/LayerNormPattern.cpp).
+  // snug.rms_norm kernel (passes/fusion/LayerNormPattern.cpp).
   ir::Value *two = addScalarWeight(importer, node, ".two", compute, 2);
   auto square = one("Pow", {wide, two}, {}, ".square");
   if (!square)

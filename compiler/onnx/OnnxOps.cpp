@@ -12,12 +12,13 @@
 // explicit.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/onnx/OnnxAttrSpecs.h"
 #include "compiler/onnx/OnnxInternal.h"
 
 #include "ir/State.h"
 #include "ir/Verifier.h"
-#include "passes/HostAttributes.h"
-#include "passes/ShapeFunctions.h"
+#include "passes/simplify/HostAttributes.h"
+#include "ir/ShapeFunctions.h"
 #include "runtime/host/Kernels.h"
 
 #include <algorithm>
@@ -245,7 +246,7 @@ static llvm::Error importCast(Importer &importer, onnx::NodeProto &node) {
       {{"to", Attribute::getString(ir::getDTypeName(*dtype))}});
 }
 
-/// The model's one dropout seed (ir/Ops.def: snug.dropout_mask), made at
+/// The model's one dropout seed (core/Ops.def: snug.dropout_mask), made at
 /// the first training-mode Dropout: an i64 scalar weight, 0 until snugc
 /// train's dropout-seed pass gives it --seed and makes it state.
 static llvm::Expected<ir::Value *> getDropoutSeed(Importer &importer,
@@ -398,7 +399,7 @@ ir::Value *addScalarWeight(Importer &importer, const onnx::NodeProto &node,
                            double value) {
   TensorType type(dtype, {});
   std::vector<uint8_t> bytes(type.getByteSize());
-  rt::storeDouble(bytes.data(), getHostDTypeCode(dtype), 0, value);
+  rt::storeDouble(bytes.data(), toBundleCode(dtype), 0, value);
   return importer.module.addWeight(node.output(0) + suffix.str(), type, bytes);
 }
 
@@ -479,7 +480,7 @@ static llvm::Error importConstantOfShape(Importer &importer,
   }
   // An op, not a weight: fold-constants folds a small fill (shape
   // arithmetic) and leaves a large or batch-sized one to run, so the
-  // weights do not grow with --dim (passes/FoldConstants.cpp).
+  // weights do not grow with --dim (passes/simplify/FoldConstants.cpp).
   TensorType type(elementType.getDType(), *shape);
   if (!getCheckedByteSize(type))
     return importer.error(node, "result " + type.str() + " is too large");

@@ -34,8 +34,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 
-#include "passes/ConstantEval.h"
-#include "passes/HostAttributes.h"
+#include "passes/simplify/ConstantEval.h"
+#include "passes/simplify/HostAttributes.h"
 #include "runtime/host/Kernels.h"
 
 #include <map>
@@ -271,7 +271,7 @@ Value *Unroller::scalar(double value, DType type, llvm::StringRef suffix) {
     return cached;
   TensorType scalarType(type, {});
   std::vector<uint8_t> bytes(scalarType.getByteSize());
-  rt::storeDouble(bytes.data(), getHostDTypeCode(type), 0, value);
+  rt::storeDouble(bytes.data(), toBundleCode(type), 0, value);
   cached =
       importer.module.addWeight(weightPrefix + suffix.str(), scalarType, bytes);
   return cached;

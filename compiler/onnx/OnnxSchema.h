@@ -6,7 +6,7 @@
 // imports, over the opsets the importer accepts (kMinOnnxOpset to
 // kMaxOnnxOpset). The importer takes an attribute on an ONNX node only when
 // this table has it for the node's op at the model's opset, in its type;
-// what snug then does with it is ir/Ops.def's (an ATTR of the canonical op
+// what snug then does with it is core/Ops.def's (an ATTR of the canonical op
 // of that name, or an ONNX_ATTR). OnnxSchemaTest checks the two tables
 // against each other. No protobuf type appears here.
 //

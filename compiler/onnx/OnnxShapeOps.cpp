@@ -9,7 +9,7 @@
 #include "compiler/onnx/OnnxInternal.h"
 
 #include "ir/Verifier.h"
-#include "passes/ShapeFunctions.h"
+#include "ir/ShapeFunctions.h"
 
 #include <algorithm>
 #include <cmath>

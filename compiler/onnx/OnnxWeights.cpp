@@ -7,15 +7,15 @@
 // external file (data_location EXTERNAL, location relative to the model's
 // directory, optional offset and length), mapped once per file and shared by
 // all its tensors. An external file must be a regular file (no FIFO, no
-// /dev/zero: runtime/FileAccess.h) whose real path, symlinks resolved, lies
+// /dev/zero: core/FileAccess.h) whose real path, symlinks resolved, lies
 // inside the model's real directory unless the importer is told otherwise. Every path checks that the byte count matches the shape,
 // and names the model, the tensor and what disagrees.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 
-#include "passes/ShapeFunctions.h"
-#include "runtime/FileAccess.h"
+#include "ir/ShapeFunctions.h"
+#include "core/FileAccess.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"

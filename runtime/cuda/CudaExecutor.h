@@ -1,6 +1,6 @@
 //===- CudaExecutor.h - Running a device plan on a CUDA device --*- C++ -*-===//
 //
-// The CUDA executor runs a bundle's device plan (runtime/DevicePlan.h). All
+// The CUDA executor runs a bundle's device plan (core/DevicePlan.h). All
 // that can fail for reasons other than a kernel fault happens at creation:
 // the driver, the device, the kernel image for its arch, the free memory
 // check, the weights and arena allocations (once, exactly the planned

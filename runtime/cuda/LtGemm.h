@@ -19,7 +19,7 @@
 #ifndef SNUG_RUNTIME_CUDA_LTGEMM_H
 #define SNUG_RUNTIME_CUDA_LTGEMM_H
 
-#include "runtime/DevicePlan.h"
+#include "core/DevicePlan.h"
 #include "runtime/Status.h"
 #include "runtime/cuda/CudaDriver.h"
 

@@ -9,7 +9,7 @@
 #include "runtime/host/HostExecutor.h"
 #include "runtime/host/kernels/FusedKernel.h"
 
-#include "runtime/CheckedArithmetic.h"
+#include "core/CheckedArithmetic.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,9 +1,9 @@
 //===- Kernels.cpp - Kernel table, context and element access -------------===//
 //
-// The op-name -> kernel table (filled once by the family files), attribute
+// The OpCode -> kernel table (filled once by the family files), attribute
 // access for kernels, and the dtype-generic element loads and stores every
 // kernel goes through (memcpy-based, so unaligned arena offsets written by
-// hand in tests are fine), with the conversions of runtime/ScalarOps.h: the
+// hand in tests are fine), with the conversions of core/ScalarOps.h: the
 // float -> integer rule there (onnxruntime's) is defined for NaN and
 // out-of-range values, never undefined behaviour.
 //
@@ -11,11 +11,12 @@
 #include "runtime/host/Kernels.h"
 #include "runtime/host/kernels/FusedKernel.h"
 
-#include "runtime/ScalarOps.h"
+#include "core/ScalarOps.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace snug {
 namespace rt {
@@ -40,15 +41,18 @@ static const KernelTable &getTable() {
   return table;
 }
 
+Kernel findHostKernel(OpCode code) { return getTable()[code]; }
+
 Kernel findHostKernel(const std::string &opName) {
-  auto it = getTable().find(opName);
-  return it == getTable().end() ? nullptr : it->second;
+  std::optional<OpCode> code = findOpCode(opName);
+  return code ? findHostKernel(*code) : nullptr;
 }
 
 std::vector<std::string> listHostKernels() {
   std::vector<std::string> names;
-  for (const auto &entry : getTable())
-    names.push_back(entry.first);
+  for (size_t i = 0; i < getAllOpsCount(); ++i)
+    if (getTable()[OpCode(i)])
+      names.push_back(getOpInfo(OpCode(i)).name);
   std::sort(names.begin(), names.end());
   return names;
 }

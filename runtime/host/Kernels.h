@@ -4,16 +4,16 @@
 // the plan gives (pointers into the one arena or the weights section) and
 // nowhere else. Kernels are reference code: clear loops, f32 computed
 // directly, f16/bf16/f64 converted to float or double and stored with
-// round-to-nearest-even (runtime/ScalarOps.h). A result may alias an operand exactly
+// round-to-nearest-even (core/ScalarOps.h). A result may alias an operand exactly
 // when the planner placed it in place (elementwise ops, view copies); every
 // kernel below is written so that this is safe: elementwise loops read
 // element i of every operand before writing element i, copies use memmove or
 // skip when source and destination coincide. Other ops are never aliased by
 // the planner.
 //
-// Kernels are registered by family (one file each) into a table by op name;
+// Kernels are registered by family (one file each) into a table by OpCode;
 // the elementwise ops' kernels are derived from the op table and
-// runtime/ScalarOps.h (ElementwiseKernels.cpp), which also defines the
+// core/ScalarOps.h (ElementwiseKernels.cpp), which also defines the
 // element conversions below, so that the host, constant folding and the
 // CUDA kernels share them.
 // Parameters come from attributes in snug's canonical form (see
@@ -24,12 +24,13 @@
 #ifndef SNUG_RUNTIME_HOST_KERNELS_H
 #define SNUG_RUNTIME_HOST_KERNELS_H
 
+#include "core/OpTable.h"
+#include "core/ScalarOps.h"
 #include "runtime/BundleReader.h"
-#include "runtime/ScalarOps.h"
 
+#include <array>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace snug {
@@ -73,7 +74,7 @@ public:
   int64_t getInt(const char *name, int64_t fallback) const;
   float getFloat(const char *name, float fallback) const;
   std::string getString(const char *name, const std::string &fallback) const;
-  /// Whether the node multiplies in TF32 (math = "tf32", passes/Tf32Math.cpp).
+  /// Whether the node multiplies in TF32 (math = "tf32", passes/precision/Tf32Math.cpp).
   bool isTf32() const { return getString("math", "") == "tf32"; }
   /// nullptr when absent.
   const std::vector<int64_t> *getInts(const char *name) const;
@@ -91,9 +92,22 @@ public:
 };
 
 using Kernel = Status (*)(KernelContext &);
-using KernelTable = std::unordered_map<std::string, Kernel>;
 
-/// The kernel for `opName`, nullptr when the host has none.
+/// The host kernels by OpCode (core/OpTable.h): one slot per op of the
+/// table, nullptr where the host has no kernel.
+class KernelTable {
+public:
+  Kernel &operator[](OpCode code) { return kernels[size_t(code)]; }
+  Kernel operator[](OpCode code) const { return kernels[size_t(code)]; }
+
+private:
+  std::array<Kernel, getAllOpsCount()> kernels{};
+};
+
+/// The kernel for `code`, nullptr when the host has none.
+Kernel findHostKernel(OpCode code);
+/// The kernel for the op named `opName`, nullptr for an op the table does
+/// not list or the host has no kernel for.
 Kernel findHostKernel(const std::string &opName);
 /// Names of every op with a host kernel, sorted.
 std::vector<std::string> listHostKernels();
@@ -118,7 +132,7 @@ bool isFloatCode(uint8_t dtype);
 scalar::ElementClass elementClassOf(uint8_t dtype);
 
 /// Element `i` of a `dtype` tensor as compute type C (float, double,
-/// int64_t, uint64_t or bool), converted by runtime/ScalarOps.h's rules (f16/bf16
+/// int64_t, uint64_t or bool), converted by core/ScalarOps.h's rules (f16/bf16
 /// widen exactly; floats to integers by its float -> integer rule).
 /// memcpy-based: unaligned offsets are fine.
 template <class C> C loadAs(const uint8_t *base, uint8_t dtype, int64_t i);

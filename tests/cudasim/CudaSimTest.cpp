@@ -14,7 +14,7 @@
 #include "compiler/cuda/CudaEmitter.h"
 #include "ir/Float16.h"
 #include "ir/Parser.h"
-#include "runtime/BundleFormat.h"
+#include "core/BundleFormat.h"
 #include "tests/cudasim/KernelLibrary.h"
 #include "tests/cudasim/SimExecutor.h"
 #include "tools/snug-run/TensorFiles.h"

@@ -2,8 +2,8 @@
 #include "tests/cudasim/SimExecutor.h"
 
 #include "ir/Float16.h"
-#include "runtime/BundleFormat.h"
-#include "runtime/ScalarOps.h"
+#include "core/BundleFormat.h"
+#include "core/ScalarOps.h"
 
 #include <chrono>
 #include <csignal>
@@ -258,7 +258,7 @@ void storeElement(uint8_t *p, uint8_t dtype, double value) {
 /// cuBLASLt's epilogue (DeviceGemm::epilogue) on one element of row `row`
 /// of the column-major result, in f32 as cuBLASLt computes it: the bias
 /// element (a vector of m, one per row), then ReLU or the tanh GELU (the
-/// host's scalar forms, runtime/ScalarOps.h).
+/// host's scalar forms, core/ScalarOps.h).
 float applyEpilogue(uint8_t epilogue, const uint8_t *bias, uint8_t dtype,
                     int64_t row, float value) {
   if (gemmEpilogueHasBias(epilogue))
@@ -345,7 +345,7 @@ bool referenceGemm(const DeviceGemm &g, const DeviceMemory &memory,
   uint8_t *c = memory.resolve(g.c);
   // CUBLAS_COMPUTE_32F_FAST_TF32 (--precision=tf32): the operands as the
   // tensor cores take them, rounded as the host kernels round them
-  // (runtime/ScalarOps.h's roundToTf32); the sums stay in double.
+  // (core/ScalarOps.h's roundToTf32); the sums stay in double.
   bool tf32 = g.math == GemmMathTf32 && dtype == DTypeF32;
   auto operand = [&](const uint8_t *p) {
     double value = loadElement(p, dtype);

@@ -15,7 +15,7 @@
 #ifndef SNUG_TESTS_CUDASIM_SIMEXECUTOR_H
 #define SNUG_TESTS_CUDASIM_SIMEXECUTOR_H
 
-#include "runtime/DevicePlan.h"
+#include "core/DevicePlan.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -6,7 +6,7 @@
 //                [--stop-after N] [--steps N] [--state-dir DIR]
 //
 // Runs the CUDA backend's product without a GPU: the bundle's device plan
-// (runtime/DevicePlan.h), step by step, with the emitted kernels compiled
+// (core/DevicePlan.h), step by step, with the emitted kernels compiled
 // as host C++ (LIB.so, from tests/cudasim/compile_kernels.sh) and GEMMs by a
 // reference implementation of cuBLAS's. The device arena is host memory
 // filled with 0xFF (NaN in every float type), weights are a read-only copy.

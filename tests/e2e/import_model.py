@@ -66,7 +66,7 @@ def main():
     leftovers = [op for op in ops
                  if op in ("Shape", "Size", "Identity", "Constant")]
     # A fill or range larger than fold-constants' max-expand-bytes (256 B,
-    # passes/FoldConstants.cpp) stays an op by design (a batch-sized mask);
+    # passes/simplify/FoldConstants.cpp) stays an op by design (a batch-sized mask);
     # a smaller one is shape arithmetic that should have folded.
     sizes = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2,
              "i16": 2, "i8": 1, "u8": 1, "u16": 2, "u32": 4, "u64": 8,

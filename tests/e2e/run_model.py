@@ -11,8 +11,8 @@ executor with a poisoned arena against the reference outputs onnxruntime
 computed at export (rtol 1e-3, atol 1e-4), and checks that the two runs give
 bit-identical outputs: the arena plan may move tensors, never change them.
 At opset 17 more bundles are planned under budgets of 60 % and 85 % of
-the arena, by rematerialization (passes/Remat.cpp) and by host offload
-then remat (passes/Offload.cpp, every candidate admitted by a very fast
+the arena, by rematerialization (passes/memory/budget/Remat.cpp) and by host offload
+then remat (passes/memory/budget/Offload.cpp, every candidate admitted by a very fast
 link; the decisions they can make are kept even where a budget is out of
 reach): their outputs must be bit-identical too, on the host and, where
 they changed the graph and with --cudasim, on the simulator against the

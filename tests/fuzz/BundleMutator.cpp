@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "tests/fuzz/BundleMutator.h"
 
-#include "runtime/BundleFormat.h"
+#include "core/BundleFormat.h"
 
 #include <cmath>
 #include <cstring>
@@ -23,17 +23,17 @@ namespace {
 
 using namespace snug::bundle;
 
-// Every op and attribute name the IR knows (ir/Ops.def), so that an op's
+// Every op and attribute name the IR knows (core/Ops.def), so that an op's
 // name can become another real op's and an attribute another real one.
 const char *const kOpNames[] = {
 #define OP(ID, NAME, MIN_OPERANDS, MAX_OPERANDS, MIN_RESULTS, MAX_RESULTS,     \
            FAMILY, TRAITS, DTYPES)                                             \
   NAME,
-#include "ir/Ops.def"
+#include "core/Ops.def"
     "NoSuchOp", ""};
 const char *const kAttrNames[] = {
 #define ATTR(OP_ID, NAME, KIND, DEFAULT) NAME,
-#include "ir/Ops.def"
+#include "core/Ops.def"
     "no_such_attr"};
 const char *const kStrings[] = {"",        "constant", "reflect", "edge",
                                 "NOTSET",  "SAME_UPPER", "VALID", "linear",

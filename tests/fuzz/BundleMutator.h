@@ -1,7 +1,7 @@
 //===- BundleMutator.h - Structure-aware mutations of .snug bundles -*- C++ -*-===//
 //
 // Decodes a bundle's header, section table, Manifest and HostPlan (the layout
-// of runtime/BundleFormat.h, op bodies included), changes one to three
+// of core/BundleFormat.h, op bodies included), changes one to three
 // fields the way a corrupt or hostile file would (op names to other real op
 // names, attribute values to extremes, dims, dtypes, location kinds and
 // offsets, operand and result counts, op order, manifest sizes, body value

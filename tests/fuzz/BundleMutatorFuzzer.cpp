@@ -9,7 +9,7 @@
 // crash or a sanitizer report is a finding. Seeded with compiled bundles.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/BundleFormat.h"
+#include "core/BundleFormat.h"
 #include "tests/fuzz/BundleMutator.h"
 #include "tests/fuzz/HostRun.h"
 

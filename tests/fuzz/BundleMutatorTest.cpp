@@ -8,7 +8,7 @@
 // and different seeds reach different fields.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/BundleFormat.h"
+#include "core/BundleFormat.h"
 #include "tests/fuzz/BundleMutator.h"
 
 #include <gtest/gtest.h>

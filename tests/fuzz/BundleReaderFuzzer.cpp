@@ -7,7 +7,7 @@
 // there. Built only with clang (-DSNUG_FUZZ=ON); bench/fuzz/run.sh drives it.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/BundleFormat.h"
+#include "core/BundleFormat.h"
 #include "runtime/BundleReader.h"
 #include "tests/fuzz/HostRun.h"
 

@@ -10,8 +10,8 @@
 // (bench/fuzz/run.sh writes them).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/BundleFormat.h"
-#include "runtime/CheckedArithmetic.h"
+#include "core/BundleFormat.h"
+#include "core/CheckedArithmetic.h"
 #include "tools/snug-run/TensorFiles.h"
 
 #include <cstdio>

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Float16.h"
-#include "runtime/BundleFormat.h"
+#include "core/BundleFormat.h"
 #include "runtime/cuda/CudaContext.h"
 #include "snug/snug.h"
 

@@ -7,7 +7,7 @@
 // op-by-op parity over special values is ScalarParityTest.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/ConstantEval.h"
+#include "passes/simplify/ConstantEval.h"
 
 #include "ir/Float16.h"
 

@@ -7,7 +7,7 @@
 // published 4.09 GMACs (skipped when the zoo model is not in the cache).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/CostModel.h"
+#include "passes/analysis/CostModel.h"
 
 #include "compiler/MemoryReport.h"
 #include "compiler/Pipeline.h"

@@ -12,8 +12,8 @@
 
 #include "RuntimeTestUtil.h"
 
-#include "runtime/BundleFormat.h"
-#include "runtime/DevicePlan.h"
+#include "core/BundleFormat.h"
+#include "core/DevicePlan.h"
 
 #include <string>
 #include <vector>

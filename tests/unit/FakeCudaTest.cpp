@@ -668,7 +668,7 @@ TEST_F(FakeCudaTest, SnugRunReportsMemoryAndLatency) {
   EXPECT_FALSE(contains(text, "MISMATCH")) << text;
 }
 
-// Host offload (passes/Offload.cpp): the pinned host region is one
+// Host offload (passes/memory/budget/Offload.cpp): the pinned host region is one
 // cuMemHostAlloc of exactly the plan's bytes, outside the device
 // allocations the prediction counts; the copies out and back are a
 // device-to-host and a host-to-device copy on the stream, eager and

@@ -1,4 +1,4 @@
-//===- FileAccessTest.cpp - runtime/FileAccess.h --------------------------===//
+//===- FileAccessTest.cpp - core/FileAccess.h --------------------------===//
 //
 // Opening only regular files (a FIFO fails at once instead of blocking),
 // bounded reads, atomic writes that leave the old file intact when a write
@@ -6,7 +6,7 @@
 // through symlinks and hard links.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/FileAccess.h"
+#include "core/FileAccess.h"
 
 #include "gtest/gtest.h"
 

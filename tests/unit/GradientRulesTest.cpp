@@ -21,8 +21,8 @@
 // kinks (ties in a window) are avoided by the random inputs and h = 1e-6.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/GradientRules.h"
-#include "passes/ConstantEval.h"
+#include "passes/training/GradientRules.h"
+#include "passes/simplify/ConstantEval.h"
 #include "passes/Passes.h"
 
 #include <gtest/gtest.h>

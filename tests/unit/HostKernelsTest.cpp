@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "RuntimeTestUtil.h"
 
-#include "runtime/ScalarOps.h"
+#include "core/ScalarOps.h"
 #include "runtime/host/Kernels.h"
 
 #include <cmath>
@@ -448,7 +448,7 @@ TEST(HostKernelsTest, ShapeOpsAndConstants) {
   EXPECT_EQ(fromBytes<int64_t>(out[3]), (std::vector<int64_t>{1, 3, 5}));
 }
 
-// The hash of snug.dropout_mask (runtime/ScalarOps.h) against values from
+// The hash of snug.dropout_mask (core/ScalarOps.h) against values from
 // outside snug: murmur3's published fmix32(1), and hashes and masks from
 // the Python port (tests/lit/snugc/Inputs/dropout_mask.py hash S T I).
 TEST(HostKernelsTest, DropoutMaskHashFixedValues) {

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Parser.h"
-#include "passes/LtEpilogue.h"
+#include "passes/fusion/LtEpilogue.h"
 
 #include <gtest/gtest.h>
 

@@ -9,9 +9,9 @@
 // figures are in bench/packing.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/MemoryPlanner.h"
-#include "passes/MemoryPlannerInternal.h"
-#include "passes/PackingInstances.h"
+#include "passes/planner/MemoryPlanner.h"
+#include "passes/planner/MemoryPlannerInternal.h"
+#include "tests/support/PackingInstances.h"
 
 #include "gtest/gtest.h"
 

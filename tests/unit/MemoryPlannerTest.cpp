@@ -9,9 +9,9 @@
 // Timing is measured by bench/packing/PlanBuffersBench, not asserted here.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/MemoryPlanner.h"
-#include "passes/PackingInstances.h"
-#include "passes/BufferTrace.h"
+#include "passes/planner/MemoryPlanner.h"
+#include "tests/support/PackingInstances.h"
+#include "passes/planner/BufferTrace.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"

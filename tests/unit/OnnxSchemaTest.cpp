@@ -2,7 +2,7 @@
 //
 // The importer takes an attribute only where ONNX's schema has it
 // (compiler/onnx/OnnxSchemaAttrs.def, generated from onnx; the ctest
-// onnx-schema-attrs keeps it current), and hands it to what ir/Ops.def says.
+// onnx-schema-attrs keeps it current), and hands it to what core/Ops.def says.
 // These tests walk the generated table: it covers exactly the ops the
 // importer imports over exactly its opsets, every schema attribute of them
 // is handled (an ATTR of the canonical op of that name, in the schema's
@@ -10,6 +10,7 @@
 // of some schema (not a typo).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/onnx/OnnxAttrSpecs.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "compiler/onnx/OnnxSchema.h"
 #include "ir/OpInfo.h"
@@ -38,7 +39,7 @@ TEST(OnnxSchemaTest, TableCoversTheImportedOps) {
     EXPECT_TRUE(inTable.count(op))
         << op << " is imported but has no ONNX_SCHEMA_OP line: regenerate "
                  "compiler/onnx/OnnxSchemaAttrs.def (the script takes its "
-                 "ops from ir/Ops.def)";
+                 "ops from core/Ops.def)";
   for (const std::string &op : table)
     EXPECT_TRUE(inImporter.count(op))
         << op << " has a schema line but snug does not import it";
@@ -77,7 +78,7 @@ TEST(OnnxSchemaTest, EverySchemaAttributeIsHandled) {
     if (!canonical) {
       ADD_FAILURE() << describe(attr)
                     << " is neither an ATTR of the canonical op nor an "
-                       "ONNX_ATTR (ir/Ops.def): say how the importer "
+                       "ONNX_ATTR (core/Ops.def): say how the importer "
                        "handles it";
       continue;
     }
@@ -139,6 +140,40 @@ TEST(OnnxSchemaTest, LookupsFollowTheOpset) {
             "a sparse tensor");
   EXPECT_EQ(describeOnnxAttrType(int(OnnxAttrType::Ints)), "a list of ints");
   EXPECT_EQ(describeOnnxAttrType(99), "of ONNX type 99");
+}
+
+// The two attribute tables agree (core/Ops.def's ATTR lines and
+// OnnxAttrs.def's ONNX_ATTR lines): an ONNX_ATTR line is for an
+// attribute the canonical form does not keep, or keeps in another kind
+// (else the importer would drop an attribute the kernels read), each
+// (op, name) is listed once.
+TEST(OnnxSchemaTest, AttributeTablesAgree) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const ir::OnnxAttrSpec &spec : ir::getOnnxAttrSpecs()) {
+    EXPECT_TRUE(seen.insert({spec.onnxOp, spec.name}).second)
+        << spec.onnxOp << " " << spec.name << " is listed twice";
+    // Both only where ONNX spells the attribute in another kind than the
+    // canonical form (Cast's `to`: a type number, a dtype name).
+    if (const ir::OpInfo *info = ir::lookupOp(spec.onnxOp)) {
+      const ir::AttrSpec *canonical = ir::findAttrSpec(info->code, spec.name);
+      EXPECT_TRUE(!canonical || canonical->kind != spec.kind)
+          << spec.onnxOp << " " << spec.name
+          << " is both an ATTR and an ONNX_ATTR of one kind";
+    }
+    EXPECT_EQ(ir::getOnnxAttrKind(spec.onnxOp, spec.name), spec.kind);
+  }
+  for (const ir::OpInfo &info : ir::getAllOps())
+    for (const ir::AttrSpec &spec : ir::getAttrSpecs(info.code)) {
+      if (!ir::findOnnxAttrSpec(info.name, spec.name)) {
+        EXPECT_EQ(ir::getOnnxAttrKind(info.name, spec.name), spec.kind)
+            << info.name << " " << spec.name;
+      }
+    }
+  EXPECT_EQ(ir::getOnnxAttrKind("Softmax", "axes"), llvm::None);
+  // math is snug's own (--precision=tf32); ONNX's schema check refuses it
+  // in a model before this list is shown.
+  EXPECT_EQ(ir::listOnnxAttrs("Conv"),
+            "kernel_shape, strides, pads, dilations, group, math, auto_pad");
 }
 
 } // namespace

@@ -1,6 +1,6 @@
 //===- OpCoverageTest.cpp - Every op of the table, implemented everywhere -===//
 //
-// The op table (ir/Ops.def) is the one list of ops. These tests check it in
+// The op table (core/Ops.def) is the one list of ops. These tests check it in
 // both directions: every op in the table has a shape function, a host
 // kernel, a CUDA lowering (views need none: the planner aliases them) and a
 // folding rule, or is marked as not foldable; and nothing outside the table
@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/KernelEmitter.h"
 #include "ir/OpInfo.h"
-#include "passes/ConstantEval.h"
-#include "passes/GradientRules.h"
-#include "passes/ShapeFunctions.h"
+#include "passes/simplify/ConstantEval.h"
+#include "passes/training/GradientRules.h"
+#include "ir/ShapeFunctions.h"
 #include "runtime/host/Kernels.h"
 
 #include <gtest/gtest.h>
@@ -33,7 +33,7 @@ TEST(OpCoverageTest, EveryOpHasAShapeFunction) {
 
 TEST(OpCoverageTest, EveryOpHasAHostKernel) {
   for (const OpInfo &info : ir::getAllOps())
-    EXPECT_NE(rt::findHostKernel(info.name), nullptr) << info.name;
+    EXPECT_NE(rt::findHostKernel(info.code), nullptr) << info.name;
 }
 
 TEST(OpCoverageTest, EveryOpHasACudaLoweringOrIsAView) {
@@ -69,7 +69,7 @@ TEST(OpCoverageTest, GradientRulesMatchTheTable) {
     EXPECT_EQ(claims, findGradientRule(info.code) != nullptr)
         << info.name
         << (claims ? " has a GRAD line and no gradient rule"
-                   : " has a gradient rule and no GRAD line in ir/Ops.def");
+                   : " has a gradient rule and no GRAD line in core/Ops.def");
   }
   EXPECT_EQ(declared, registered.size());
   std::printf("gradient rules: %zu of %zu ops\n", declared,

@@ -16,8 +16,8 @@
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
-#include "passes/ConstantEval.h"
-#include "passes/PlanMemory.h"
+#include "passes/simplify/ConstantEval.h"
+#include "passes/memory/PlanMemory.h"
 #include "passes/Passes.h"
 
 #include <gtest/gtest.h>
@@ -391,7 +391,7 @@ TEST(PlanMemoryTest, RematKeepsResultsAndNeverRaisesTheArena) {
   EXPECT_GT(changedDags, 10u);
 }
 
-// Offload (passes/Offload.cpp) over a link so fast that every value live
+// Offload (passes/memory/budget/Offload.cpp) over a link so fast that every value live
 // across a peak qualifies, at three budgets: the copies out to pinned host
 // memory and back keep every output bit for bit, the module and both its
 // plans (the arena and the pinned host region) verify, and the arena never

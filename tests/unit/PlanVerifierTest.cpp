@@ -13,7 +13,7 @@
 
 #include "runtime/BundleReader.h"
 #include "runtime/PlanVerifier.h"
-#include "runtime/Sha256.h"
+#include "core/Sha256.h"
 #include "runtime/host/HostExecutor.h"
 
 #include <limits>

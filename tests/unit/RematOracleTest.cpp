@@ -17,9 +17,9 @@
 // that plan-memory's bound is the replayed peak of the pass's schedule.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/RematOracle.h"
+#include "tests/support/RematOracle.h"
 #include "ir/Module.h"
-#include "passes/RematInstances.h"
+#include "tests/support/RematInstances.h"
 
 #include <gtest/gtest.h>
 

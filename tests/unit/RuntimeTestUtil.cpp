@@ -1,14 +1,14 @@
 //===- RuntimeTestUtil.cpp - Textual IR to bundle to host run, for tests --===//
 #include "RuntimeTestUtil.h"
 
-#include "runtime/BundleFormat.h"
+#include "core/BundleFormat.h"
 
 namespace snug {
 namespace testing {
 
 namespace {
 
-/// A little-endian encoder of the host plan (runtime/BundleFormat.h), so
+/// A little-endian encoder of the host plan (core/BundleFormat.h), so
 /// the test can edit the decoded plan and write it back.
 struct Encoder {
   std::vector<uint8_t> bytes;

@@ -11,7 +11,7 @@
 #include "compiler/bundle/BundleWriter.h"
 #include "ir/Float16.h"
 #include "ir/Parser.h"
-#include "runtime/BundleFormat.h"
+#include "core/BundleFormat.h"
 #include "runtime/BundleReader.h"
 #include "snug/snug.h"
 

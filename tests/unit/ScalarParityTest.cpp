@@ -27,7 +27,7 @@
 #include "compiler/cuda/ElementwiseExpr.h"
 #include "compiler/cuda/Nvrtc.h"
 #include "ir/OpInfo.h"
-#include "passes/ConstantEval.h"
+#include "passes/simplify/ConstantEval.h"
 #include "passes/PassManager.h"
 #include "runtime/BundleReader.h"
 #include "runtime/host/HostExecutor.h"

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
 #include "ir/Parser.h"
-#include "passes/ScratchRequest.h"
+#include "passes/memory/ScratchRequest.h"
 
 #include <gtest/gtest.h>
 
@@ -139,7 +139,7 @@ TEST(ScratchRequestTest, AttentionAsksForARowBlockOnBothTargets) {
 }
 
 // A product with an epilogue is the tiled kernel and needs no workspace,
-// unless cuBLASLt runs the epilogue (passes/LtEpilogue.h): then it is a
+// unless cuBLASLt runs the epilogue (passes/fusion/LtEpilogue.h): then it is a
 // cuBLAS GEMM as before, with the same workspace (64 x 64 by K = 65536).
 TEST(ScratchRequestTest, OnlyCublasLtEpiloguesKeepTheWorkspace) {
   auto module = ir::parseModule(

@@ -5,7 +5,7 @@
 // it rejects the case with a reason.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/ShapeFunctions.h"
+#include "ir/ShapeFunctions.h"
 
 #include "gtest/gtest.h"
 
@@ -280,7 +280,7 @@ TEST(ShapeFunctionsTest, ReductionsAndNormalization) {
   EXPECT_EQ((*norm)[1].str(), "f32[2,8,1]");
 }
 
-// snug.attention (runtime/AttentionShape.h): Q's dims with V's last; K as
+// snug.attention (core/AttentionShape.h): Q's dims with V's last; K as
 // the MatMul read it or through a perm; the result stored through y_perm;
 // masks that broadcast to the scores, of the element type their kind says;
 // errors that say which rule broke.

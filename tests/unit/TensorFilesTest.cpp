@@ -1,7 +1,7 @@
 //===- TensorFilesTest.cpp - snug-run's .npy and TensorProto readers ------===//
 #include "RuntimeTestUtil.h"
 
-#include "runtime/BundleFormat.h"
+#include "core/BundleFormat.h"
 #include "tools/snug-run/TensorFiles.h"
 
 using namespace snug;

@@ -11,7 +11,7 @@
 // snug-cudasim). Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
 // left a module that does not verify). The input is read whole before
 // anything is written; every output is written atomically
-// (runtime/FileAccess.h) and none may be the input or another output.
+// (core/FileAccess.h) and none may be the input or another output.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/FileAccessLLVM.h"

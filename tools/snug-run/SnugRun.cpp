@@ -34,8 +34,8 @@
 #include "snug/snug.h"
 
 #include "ir/Float16.h"
-#include "runtime/BundleFormat.h"
-#include "runtime/FileAccess.h"
+#include "core/BundleFormat.h"
+#include "core/FileAccess.h"
 #include "tools/snug-run/RunFlags.h"
 #include "tools/snug-run/TensorFiles.h"
 

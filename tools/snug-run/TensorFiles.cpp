@@ -1,6 +1,6 @@
 //===- TensorFiles.cpp - .npy and ONNX TensorProto (.pb) files ------------===//
 //
-// Files are opened through runtime/FileAccess.h (regular files only, reads
+// Files are opened through core/FileAccess.h (regular files only, reads
 // bounded by the file's size) and written atomically. A .npy header is read
 // first and the file must hold exactly the data it declares.
 //
@@ -8,9 +8,9 @@
 #include "tools/snug-run/TensorFiles.h"
 
 #include "ir/Float16.h"
-#include "runtime/BundleFormat.h"
-#include "runtime/CheckedArithmetic.h"
-#include "runtime/FileAccess.h"
+#include "core/BundleFormat.h"
+#include "core/CheckedArithmetic.h"
+#include "core/FileAccess.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -73,7 +73,7 @@ readInputs(const ir::Module &module, const std::string &dir, int &exitCode) {
     HostTensor tensor;
     std::string error;
     if (!loadInputData(input->getName().str(), inputs.size(),
-                       getBundleDTypeCode(type.getDType()), dims, "", dir,
+                       toBundleCode(type.getDType()), dims, "", dir,
                        unusedRandomState, tensor, error)) {
       exitCode = failWith(error);
       return llvm::None;

@@ -6,7 +6,7 @@
 #include "compiler/bundle/BundleWriter.h"
 #include "compiler/cuda/Nvrtc.h"
 #include "compiler/FileAccessLLVM.h"
-#include "runtime/CheckedArithmetic.h"
+#include "core/CheckedArithmetic.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"

@@ -15,7 +15,7 @@
 
 #include "compiler/cuda/CudaEmitter.h"
 
-#include "runtime/FileAccess.h"
+#include "core/FileAccess.h"
 #include "llvm/ADT/Optional.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"

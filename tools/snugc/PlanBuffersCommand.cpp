@@ -11,8 +11,8 @@
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
 
-#include "passes/BufferTrace.h"
-#include "passes/MemoryPlanner.h"
+#include "passes/planner/BufferTrace.h"
+#include "passes/planner/MemoryPlanner.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"

@@ -9,11 +9,11 @@
 #include "compiler/FusionReport.h"
 #include "compiler/MemoryReport.h"
 #include "compiler/PlanTimeline.h"
-#include "passes/MemoryPlanner.h"
+#include "passes/planner/MemoryPlanner.h"
 #include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
 #include "compiler/FileAccessLLVM.h"
-#include "runtime/CheckedArithmetic.h"
+#include "core/CheckedArithmetic.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MathExtras.h"

@@ -15,7 +15,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/cuda/CudaEmitter.h"
 #include "ir/Module.h"
-#include "runtime/FileAccess.h"
+#include "core/FileAccess.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"

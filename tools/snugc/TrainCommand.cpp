@@ -10,7 +10,7 @@
 //                  labels become a graph input of that name)
 //   autodiff{loss=...}                        gradients of every f32 weight
 //   optimizer{kind=... lr=X ...}              torch.optim's update rule
-//                  (passes/Optimizer.cpp; adafactor: Shazeer & Stern's,
+//                  (passes/training/Optimizer.cpp; adafactor: Shazeer & Stern's,
 //                  with a fixed step size), each flag passed on as the
 //                  option of its name
 // The bundle computes (inputs, target) -> (loss, <weight>.updated ...,
@@ -21,7 +21,7 @@
 // outputs stay. --batchnorm=batch passes batch-stats=1 to autodiff, which
 // rewrites each BatchNormalization to the batch's statistics first and
 // updates its running statistics, recorded as state of role statistic
-// (passes/BatchNormBatchStats.h); the default, running, keeps the model's
+// (passes/training/BatchNormBatchStats.h); the default, running, keeps the model's
 // running statistics (PyTorch's eval mode).
 //
 // --accumulate=K [--micro-batch=N] (gradient accumulation) puts
@@ -34,8 +34,8 @@
 //
 // --precision=bf16|fp16 (the compile flag) trains in mixed precision: the
 // forward and backward compute in 16 bits, the parameters (master weights),
-// optimizer state, update and loss stay f32 (passes/KeepF32.h). fp16 adds
-// dynamic loss scaling (passes/LossScale.h): autodiff{loss-scale=S} and
+// optimizer state, update and loss stay f32 (passes/precision/KeepF32.h). fp16 adds
+// dynamic loss scaling (passes/training/LossScale.h): autodiff{loss-scale=S} and
 // optimizer{dynamic-loss-scale=1 growth-interval=G}, S and G from
 // --loss-scale (default 65536) and --loss-scale-interval (default 2000),
 // torch.cuda.amp.GradScaler's defaults.
@@ -54,7 +54,7 @@
 #include "tools/snugc/PlanSupport.h"
 #include "tools/snugc/SnugcCommon.h"
 
-#include "passes/Optimizer.h"
+#include "passes/training/Optimizer.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -165,7 +165,7 @@ static cl::opt<std::string> lossScaleInterval(
     cl::cat(getTrainCategory()));
 
 /// The optimizer's number flags, each passed on as the pass option of its
-/// name when given (passes/Optimizer.h checks their ranges).
+/// name when given (passes/training/Optimizer.h checks their ranges).
 static cl::opt<std::string> numberFlags[] = {
     cl::opt<std::string>("lr", cl::desc("The learning rate"),
                          cl::value_desc("X"), cl::sub(getTrainCommand()),

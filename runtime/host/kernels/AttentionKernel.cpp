@@ -1,6 +1,6 @@
 //===- AttentionKernel.cpp - snug.attention, a row block at a time --------===//
 //
-// softmax(scale * Q Kᵀ (+ mask)) V (ir/Ops.def and runtime/AttentionShape.h:
+// softmax(scale * Q Kᵀ (+ mask)) V (core/Ops.def and core/AttentionShape.h:
 // the mask kinds, zero_filled, the sizes) without the score matrix: for
 // each batch item and each block of kAttentionRowBlock query rows, the
 // block's scores go to the op's planned scratch (its second result in the
@@ -16,7 +16,7 @@
 // x * (1/c)).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/AttentionShape.h"
+#include "core/AttentionShape.h"
 #include "runtime/host/Kernels.h"
 
 #include <algorithm>
@@ -210,8 +210,8 @@ Status rotaryKernel(KernelContext &ctx) {
 } // namespace
 
 void registerAttentionKernels(KernelTable &table) {
-  table["snug.attention"] = attentionKernel;
-  table["snug.rotary"] = rotaryKernel;
+  table[OpCode::SnugAttention] = attentionKernel;
+  table[OpCode::SnugRotary] = rotaryKernel;
 }
 
 } // namespace rt

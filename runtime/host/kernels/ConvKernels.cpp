@@ -6,7 +6,7 @@
 // importer (auto_pad already turned into pads); output sizes come from the
 // result's type. Conv accumulates in float (reference, not fast); pools in
 // double. Under --precision=tf32 (math = "tf32") Conv rounds x and w to
-// TF32 first (runtime/ScalarOps.h's roundToTf32, as the device's MMA
+// TF32 first (core/ScalarOps.h's roundToTf32, as the device's MMA
 // kernel does).
 //
 //===----------------------------------------------------------------------===//
@@ -327,12 +327,12 @@ Status globalMaxPoolKernel(KernelContext &ctx) { return globalPool(ctx, true); }
 } // namespace
 
 void registerConvKernels(KernelTable &t) {
-  t["Conv"] = convKernel;
-  t["ConvTranspose"] = convTransposeKernel;
-  t["MaxPool"] = maxPoolKernel;
-  t["AveragePool"] = averagePoolKernel;
-  t["GlobalAveragePool"] = globalAveragePoolKernel;
-  t["GlobalMaxPool"] = globalMaxPoolKernel;
+  t[OpCode::Conv] = convKernel;
+  t[OpCode::ConvTranspose] = convTransposeKernel;
+  t[OpCode::MaxPool] = maxPoolKernel;
+  t[OpCode::AveragePool] = averagePoolKernel;
+  t[OpCode::GlobalAveragePool] = globalAveragePoolKernel;
+  t[OpCode::GlobalMaxPool] = globalMaxPoolKernel;
 }
 
 } // namespace rt

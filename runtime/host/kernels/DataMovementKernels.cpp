@@ -3,7 +3,7 @@
 // Byte-level kernels: they move elements of any dtype without looking at
 // them (except Cast, Pad's constant and Resize's interpolation), and the
 // fills: Constant, ConstantOfShape, Range and training Dropout's mask
-// (snug.dropout_mask, its hash in runtime/ScalarOps.h). View ops
+// (snug.dropout_mask, its hash in core/ScalarOps.h). View ops
 // (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout) copy bytes and
 // skip the copy when the planner put the result on the operand; the host
 // offload copies (snug.offload, snug.reload) are the same byte copy between
@@ -16,9 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/host/Kernels.h"
-#include "runtime/CheckedArithmetic.h"
-#include "runtime/ResizeCoordinates.h"
-#include "runtime/ScalarOps.h"
+#include "core/CheckedArithmetic.h"
+#include "core/ResizeCoordinates.h"
+#include "core/ScalarOps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -336,7 +336,7 @@ Status resizeKernel(KernelContext &ctx) {
     return ctx.error("tf_crop_and_resize needs a roi of 2 x rank values");
   if (x.numElements == 0 && y.numElements)
     return ctx.error("cannot resize an empty tensor");
-  // Per axis, every output coordinate's taps (runtime/ResizeCoordinates.h).
+  // Per axis, every output coordinate's taps (core/ResizeCoordinates.h).
   std::vector<resize::AxisTable> tables;
   for (size_t d = 0; d < rank; ++d) {
     resize::Axis axis;
@@ -603,31 +603,31 @@ Status dropoutMaskKernel(KernelContext &ctx) {
 } // namespace
 
 void registerDataMovementKernels(KernelTable &t) {
-  for (const char *view :
-       {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
+  for (OpCode view : {OpCode::Reshape, OpCode::Flatten, OpCode::Squeeze,
+                      OpCode::Unsqueeze, OpCode::Identity})
     t[view] = viewKernel;
-  t["snug.offload"] = viewKernel;
-  t["snug.reload"] = viewKernel;
-  t["Dropout"] = dropoutKernel;
-  t["Transpose"] = transposeKernel;
-  t["Concat"] = concatKernel;
-  t["Split"] = splitKernel;
-  t["Slice"] = sliceKernel;
-  t["Gather"] = gatherKernel;
-  t["Pad"] = padKernel;
-  t["Resize"] = resizeKernel;
-  t["Expand"] = expandKernel;
-  t["Tile"] = tileKernel;
-  t["Cast"] = castKernel;
-  t["snug.cast"] = castKernel;
-  t["DepthToSpace"] = depthToSpaceKernel;
-  t["SpaceToDepth"] = spaceToDepthKernel;
-  t["Shape"] = shapeKernel;
-  t["Size"] = sizeKernel;
-  t["Constant"] = constantKernel;
-  t["ConstantOfShape"] = constantOfShapeKernel;
-  t["Range"] = rangeKernel;
-  t["snug.dropout_mask"] = dropoutMaskKernel;
+  t[OpCode::SnugOffload] = viewKernel;
+  t[OpCode::SnugReload] = viewKernel;
+  t[OpCode::Dropout] = dropoutKernel;
+  t[OpCode::Transpose] = transposeKernel;
+  t[OpCode::Concat] = concatKernel;
+  t[OpCode::Split] = splitKernel;
+  t[OpCode::Slice] = sliceKernel;
+  t[OpCode::Gather] = gatherKernel;
+  t[OpCode::Pad] = padKernel;
+  t[OpCode::Resize] = resizeKernel;
+  t[OpCode::Expand] = expandKernel;
+  t[OpCode::Tile] = tileKernel;
+  t[OpCode::Cast] = castKernel;
+  t[OpCode::SnugCast] = castKernel;
+  t[OpCode::DepthToSpace] = depthToSpaceKernel;
+  t[OpCode::SpaceToDepth] = spaceToDepthKernel;
+  t[OpCode::Shape] = shapeKernel;
+  t[OpCode::Size] = sizeKernel;
+  t[OpCode::Constant] = constantKernel;
+  t[OpCode::ConstantOfShape] = constantOfShapeKernel;
+  t[OpCode::Range] = rangeKernel;
+  t[OpCode::SnugDropoutMask] = dropoutMaskKernel;
 }
 
 } // namespace rt

@@ -1,8 +1,8 @@
 //===- ElementwiseKernels.cpp - Every elementwise op, from the op table ---===//
 //
-// One generic kernel runs every elementwise op of ir/Ops.def through its
-// scalar definition in runtime/ScalarOps.h; registration walks the table
-// (runtime/ScalarOpTable.h), so there is no list of ops here and no formula:
+// One generic kernel runs every elementwise op of core/Ops.def through its
+// scalar definition in core/ScalarOps.h; registration walks the table
+// (core/ScalarOpTable.h), so there is no list of ops here and no formula:
 // adding an elementwise op touches Ops.def and ScalarOps.h only.
 //
 // Per node: the op's attributes bound into scalar::Params once (by its ATTR
@@ -19,7 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/host/Kernels.h"
 
-#include "runtime/ScalarOpTable.h"
+#include "core/ScalarOpTable.h"
 
 #include <cstring>
 
@@ -164,7 +164,7 @@ struct Registrar {
   KernelTable &table;
   template <class Op, unsigned Position>
   void visit(const char *name, const char *) {
-    table[name] = runScalarOp<Op, Position>;
+    table[OpCode(Position)] = runScalarOp<Op, Position>;
   }
 };
 

@@ -4,7 +4,7 @@
 // element by element: for each result index, every block argument's element
 // is read at its broadcast offset (numpy rules, as the elementwise kernels
 // broadcast), the body ops run in order through their scalar definitions in
-// runtime/ScalarOps.h (the same text the single-op kernels, constant folding
+// core/ScalarOps.h (the same text the single-op kernels, constant folding
 // and the CUDA kernels use), and each yielded value is stored at the index.
 //
 // Every body value lives in an 8-byte slot holding the element as its dtype
@@ -23,11 +23,12 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/host/kernels/FusedKernel.h"
 
-#include "runtime/ScalarOpTable.h"
+#include "core/ScalarOpTable.h"
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_map>
+#include <array>
+#include <optional>
 
 namespace snug {
 namespace rt {
@@ -201,21 +202,26 @@ std::string bindCast(const BodyOp &op, const PlanBody &body, Step &step) {
 
 /// Collects a Binder per scalar op and per conversion of the table, by op
 /// name.
+/// The binder of each op a body may hold, by OpCode (nullptr elsewhere).
+using BinderTable = std::array<Binder, getAllOpsCount()>;
+
 struct BinderCollector {
-  std::unordered_map<std::string, Binder> map;
+  BinderTable table{};
   template <class Op, unsigned Position>
   void visit(const char *name, const char *) {
-    map[name] = bind<Op, Position>;
+    table[Position] = bind<Op, Position>;
   }
-  void visitConversion(const char *name) { map[name] = bindCast; }
+  void visitConversion(const char *name) {
+    table[size_t(*findOpCode(name))] = bindCast;
+  }
 };
 
-const std::unordered_map<std::string, Binder> &getBinders() {
-  static const std::unordered_map<std::string, Binder> binders = [] {
+const BinderTable &getBinders() {
+  static const BinderTable binders = [] {
     BinderCollector collector;
     scalar::forEachScalarOp(collector);
     scalar::forEachConversionOp(collector);
-    return std::move(collector.map);
+    return collector.table;
   }();
   return binders;
 }
@@ -232,11 +238,12 @@ Status bindBody(const PlanOp &op, size_t index, std::vector<Step> &steps) {
                     op.describe(index) + ": body op " + std::to_string(i) +
                         " (" + inner.opName + ") " + why);
     };
-    auto it = getBinders().find(inner.opName);
-    if (it == getBinders().end())
+    std::optional<OpCode> code = findOpCode(inner.opName);
+    Binder binder = code ? getBinders()[size_t(*code)] : nullptr;
+    if (!binder)
       return failure("is not an elementwise op or conversion of the host");
     Step step;
-    std::string why = it->second(inner, body, step);
+    std::string why = binder(inner, body, step);
     if (!why.empty())
       return failure(why);
     step.result = next;
@@ -296,7 +303,7 @@ Status checkFusedBody(const PlanOp &op, size_t index) {
 }
 
 void registerFusedKernels(KernelTable &table) {
-  table["snug.fused"] = fusedKernel;
+  table[OpCode::SnugFused] = fusedKernel;
 }
 
 } // namespace rt

@@ -1,6 +1,6 @@
 //===- FusedKernel.h - The host kernel of op bodies (snug.fused) -*- C++ -*-===//
 //
-// snug.fused runs its body per element through runtime/ScalarOps.h
+// snug.fused runs its body per element through core/ScalarOps.h
 // (FusedKernel.cpp says how); so does an epilogue, over its op's result. Registered in the kernel table like every
 // family; the executor also checks, before it runs anything, that every
 // body op has a scalar definition the host can bind.

@@ -3,13 +3,13 @@
 // GridSample (ONNX opsets 16-22): X [N, C, spatial...] sampled at the
 // normalized coordinates of grid [N, out spatial..., k], k = X's spatial
 // rank (1 to 3), into Y [N, C, out spatial...]. Where it reads and with
-// what weights is runtime/GridSampleTaps.h, which the CUDA kernel runs too;
+// what weights is core/GridSampleTaps.h, which the CUDA kernel runs too;
 // this file only walks the elements. Compute type: double when X or grid is
 // f64, float otherwise (integer X converts back by the float -> integer
 // rule), as the CUDA kernel.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/GridSampleTaps.h"
+#include "core/GridSampleTaps.h"
 #include "runtime/host/Kernels.h"
 
 #include <string>
@@ -99,7 +99,7 @@ Status gridSampleKernel(KernelContext &ctx) {
 } // namespace
 
 void registerSamplingKernels(KernelTable &table) {
-  table["GridSample"] = gridSampleKernel;
+  table[OpCode::GridSample] = gridSampleKernel;
 }
 
 } // namespace rt

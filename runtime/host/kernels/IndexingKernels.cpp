@@ -351,11 +351,11 @@ Status scatterNDKernel(KernelContext &ctx) {
 } // namespace
 
 void registerIndexingKernels(KernelTable &t) {
-  t["CumSum"] = cumSumKernel;
-  t["GatherElements"] = gatherElementsKernel;
-  t["GatherND"] = gatherNDKernel;
-  t["ScatterElements"] = scatterElementsKernel;
-  t["ScatterND"] = scatterNDKernel;
+  t[OpCode::CumSum] = cumSumKernel;
+  t[OpCode::GatherElements] = gatherElementsKernel;
+  t[OpCode::GatherND] = gatherNDKernel;
+  t[OpCode::ScatterElements] = scatterElementsKernel;
+  t[OpCode::ScatterND] = scatterNDKernel;
 }
 
 } // namespace rt

@@ -5,7 +5,7 @@
 // is in double: these are the oracle, not the fast path. An integer MatMul
 // is exact instead: int64 sums, wrapped to the result's width. Under
 // --precision=tf32 (math = "tf32") A and B are rounded to TF32 first
-// (runtime/ScalarOps.h's roundToTf32, as the device's tensor cores take
+// (core/ScalarOps.h's roundToTf32, as the device's tensor cores take
 // them); C and the sums stay as they are.
 //
 //===----------------------------------------------------------------------===//
@@ -131,8 +131,8 @@ Status gemmKernel(KernelContext &ctx) {
 } // namespace
 
 void registerLinalgKernels(KernelTable &t) {
-  t["MatMul"] = matMulKernel;
-  t["Gemm"] = gemmKernel;
+  t[OpCode::MatMul] = matMulKernel;
+  t[OpCode::Gemm] = gemmKernel;
 }
 
 } // namespace rt

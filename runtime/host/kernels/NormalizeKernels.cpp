@@ -416,25 +416,25 @@ Status argMinKernel(KernelContext &ctx) { return argReduce(ctx, false); }
 } // namespace
 
 void registerNormalizeKernels(KernelTable &t) {
-  t["Softmax"] = softmaxKernel;
-  t["LogSoftmax"] = logSoftmaxKernel;
-  t["Hardmax"] = hardmaxKernel;
-  t["LayerNormalization"] = layerNormKernel;
-  t["snug.rms_norm"] = rmsNormKernel;
-  t["BatchNormalization"] = batchNormKernel;
-  t["InstanceNormalization"] = instanceNormKernel;
-  t["LRN"] = lrnKernel;
-  t["ReduceSum"] = reduceSumKernel;
-  t["ReduceMean"] = reduceMeanKernel;
-  t["ReduceMax"] = reduceMaxKernel;
-  t["ReduceMin"] = reduceMinKernel;
-  t["ReduceProd"] = reduceProdKernel;
-  t["ReduceL1"] = reduceL1Kernel;
-  t["ReduceL2"] = reduceL2Kernel;
-  t["ReduceSumSquare"] = reduceSumSquareKernel;
-  t["ReduceLogSumExp"] = reduceLogSumExpKernel;
-  t["ArgMax"] = argMaxKernel;
-  t["ArgMin"] = argMinKernel;
+  t[OpCode::Softmax] = softmaxKernel;
+  t[OpCode::LogSoftmax] = logSoftmaxKernel;
+  t[OpCode::Hardmax] = hardmaxKernel;
+  t[OpCode::LayerNormalization] = layerNormKernel;
+  t[OpCode::SnugRmsNorm] = rmsNormKernel;
+  t[OpCode::BatchNormalization] = batchNormKernel;
+  t[OpCode::InstanceNormalization] = instanceNormKernel;
+  t[OpCode::LRN] = lrnKernel;
+  t[OpCode::ReduceSum] = reduceSumKernel;
+  t[OpCode::ReduceMean] = reduceMeanKernel;
+  t[OpCode::ReduceMax] = reduceMaxKernel;
+  t[OpCode::ReduceMin] = reduceMinKernel;
+  t[OpCode::ReduceProd] = reduceProdKernel;
+  t[OpCode::ReduceL1] = reduceL1Kernel;
+  t[OpCode::ReduceL2] = reduceL2Kernel;
+  t[OpCode::ReduceSumSquare] = reduceSumSquareKernel;
+  t[OpCode::ReduceLogSumExp] = reduceLogSumExpKernel;
+  t[OpCode::ArgMax] = argMaxKernel;
+  t[OpCode::ArgMin] = argMinKernel;
 }
 
 } // namespace rt

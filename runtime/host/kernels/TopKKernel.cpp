@@ -15,7 +15,7 @@
 // same elements in the same order; values are copied, never converted.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/ScalarOps.h"
+#include "core/ScalarOps.h"
 #include "runtime/host/Kernels.h"
 
 #include <algorithm>
@@ -30,7 +30,7 @@ using namespace bundle;
 
 namespace {
 
-/// Element `i` as TopK's key (runtime/ScalarOps.h's topKKey, which the
+/// Element `i` as TopK's key (core/ScalarOps.h's topKKey, which the
 /// CUDA kernel calls too).
 uint64_t sortKey(const uint8_t *base, uint8_t dtype, int64_t i) {
   return isFloatCode(dtype) ? scalar::topKKey(loadDouble(base, dtype, i))
@@ -90,7 +90,7 @@ Status topKKernel(KernelContext &ctx) {
 
 } // namespace
 
-void registerTopKKernel(KernelTable &t) { t["TopK"] = topKKernel; }
+void registerTopKKernel(KernelTable &t) { t[OpCode::TopK] = topKKernel; }
 
 } // namespace rt
 } // namespace snug

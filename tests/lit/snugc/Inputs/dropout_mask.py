@@ -1,4 +1,4 @@
-"""snug.dropout_mask in Python: a port of runtime/ScalarOps.h's dropoutHash,
+"""snug.dropout_mask in Python: a port of core/ScalarOps.h's dropoutHash,
 dropoutKeeps and dropoutScale, written from that definition and nothing
 else of snug's, for the tests that recompute a training step's masks.
 

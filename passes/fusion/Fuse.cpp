@@ -1,0 +1,423 @@
+//===- Fuse.cpp - Elementwise fusion into snug.fused regions --------------===//
+//
+// Groups connected elementwise nodes (the op table's Elementwise trait:
+// unary, binary with numpy broadcasting, Where, PRelu, ...) and conversions
+// (its Conversion trait: Cast, snug.cast) into one snug.fused node whose body
+// holds them, so that one kernel computes what took one kernel each, and
+// the intermediates between them live in registers instead of the arena.
+// A conversion joins like any member, by the same roles and cost model: a
+// Cast of a mask multiplied into an activation (a bool or i64 mask to f32,
+// HF's attention masks) is then read in its own narrower or equal dtype,
+// and the converted copy is never stored. The host executor and the CUDA emitter
+// run a body element by element from the same scalar definitions the single
+// kernels use (core/ScalarOps.h), each intermediate rounded to its dtype,
+// so a fused group gives the bits its nodes give one by one.
+//
+// How a group forms: the schedule is walked from its end; each elementwise
+// node not yet in a group becomes the root of one and grows backwards over
+// its producers, latest first. A producer joins
+//  - as an internal value when every user of its result is in the group
+//    (it is computed in registers and never stored), or
+//  - as an extra output when its result has the root's shape and every user
+//    outside the group (a graph output counts as one) comes after the root
+//    in the schedule (the fused node runs at the root's step, so it is
+//    still written before anyone outside reads it).
+// Those two rules keep the graph acyclic: the only values leaving a group
+// are read after its root. Every body value broadcasts to the root's shape
+// (an elementwise result is the broadcast of its operands), which is the
+// verifier's rule for snug.fused.
+//
+// Cost model (passes/analysis/CostModel.h, the roofline on the default device): a
+// producer joins only when the group with it is estimated no slower than
+// the group and the producer run apart. A producer whose result is smaller
+// than the root's (a bias transformed before it is broadcast) is recomputed
+// for every root element, so its FLOPs count that many times; its result's
+// write and read are what fusion saves. Limits keep kernels reasonable:
+// at most max-ops nodes (64) and max-operands distinct operands (16) a group.
+//
+// Before grouping, the exporters' decomposed patterns are rewritten as the
+// ops they spell (LayerNorm, RMSNorm), inference BatchNorms after a Conv are
+// folded into its weights, the others become a per-channel Mul and Add,
+// rotary embeddings become snug.rotary and attention snug.attention
+// (FusePatterns.h); an elementwise op between a Reshape and its inverse
+// moves onto the unreshaped tensor, so that those chains are unbroken, and
+// a Concat of strided Slices of one tensor along its axis (torch.roll)
+// becomes one Gather.
+//
+// Micro-batches (gradient accumulation, MicroBatchPhases.h): a producer
+// joins only a root of its own micro-batch's phase. Otherwise the running
+// sum of a weight's gradients over K micro-batches, a chain of Adds, would
+// become one node in the last phase, and every micro-batch's gradients
+// would stay live until then.
+//
+// A weight's gradient (grad.<weight>, passes/training/Autodiff.cpp) is never taken
+// into its reader's group: it stays a value, so a training step's phases
+// (StepPhases.h) still find the backward behind it. Under accumulation the
+// gradient is the last Add of the running sum; taken into the update, it
+// hid the whole backward (the report counted it as the optimizer's). The
+// planner runs that Add in place, so the cost is a kernel, not bytes.
+//
+// After grouping, a Conv, MatMul or Gemm whose one reader is a group (or
+// one elementwise node), directly or through a view that regroups its
+// rows, takes it as its epilogue (EpiloguePattern.cpp).
+//
+// Not here yet: the decomposed GELU as one op (its six elementwise nodes
+// already become one group).
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Module.h"
+#include "passes/analysis/CostModel.h"
+#include "passes/fusion/FusePatterns.h"
+#include "passes/memory/budget/MicroBatchPhases.h"
+#include "passes/analysis/StepPhases.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <algorithm>
+#include <queue>
+
+namespace snug {
+namespace {
+
+constexpr unsigned kDefaultMaxOps = 64;
+constexpr unsigned kDefaultMaxOperands = 16;
+
+class Fuse : public Pass {
+public:
+  llvm::StringRef getName() const override { return "fuse"; }
+  llvm::Expected<bool> run(ir::Module &module) override;
+  llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override;
+
+private:
+  llvm::Expected<bool> fuseElementwise(ir::Module &module);
+  unsigned maxOps = kDefaultMaxOps;
+  unsigned maxOperands = kDefaultMaxOperands;
+};
+
+/// A group being formed: members in no particular order until it is built.
+struct Group {
+  ir::Node *root = nullptr;
+  std::vector<ir::Node *> members;
+  llvm::DenseSet<const ir::Node *> memberSet;
+  /// Members whose results leave the group besides the root's.
+  llvm::SmallVector<ir::Node *, 2> extraOutputs;
+};
+
+/// What fusion may put in a body: an elementwise node or a conversion
+/// (OpInfo::isFusable) with one result, no body and every operand present
+/// (the body ops read block arguments or body values, never an absent
+/// operand).
+bool isFusable(const ir::Node &node) {
+  if (!node.getOpInfo().isFusable() || node.hasBody() ||
+      node.getNumResults() != 1)
+    return false;
+  for (const ir::Value *operand : node.getOperands())
+    if (!operand)
+      return false;
+  return true;
+}
+
+uint64_t elementCount(const ir::Value *value) {
+  return value->getType().getNumElements();
+}
+
+/// The group's cost as one kernel over the root's elements: bytes at the
+/// boundary (costOfGroup), FLOPs of each member times the number of times
+/// it is evaluated (once per root element).
+Cost costAsFused(const std::vector<ir::Node *> &members, uint64_t rootElements) {
+  llvm::SmallVector<const ir::Node *, 16> nodes(members.begin(), members.end());
+  Cost cost = costOfGroup(nodes);
+  for (const ir::Node *member : members) {
+    uint64_t elements = elementCount(member->getResult(0));
+    if (elements == 0 || elements >= rootElements)
+      continue;
+    uint64_t repeats = rootElements / elements - 1;
+    Cost alone = costOfNode(*member);
+    for (ir::DType type : alone.getDTypes())
+      cost.get(type).flops += alone.get(type).flops * repeats;
+  }
+  return cost;
+}
+
+class GroupBuilder {
+public:
+  GroupBuilder(ir::Module &module, unsigned maxOps, unsigned maxOperands)
+      : module(module), maxOps(maxOps), maxOperands(maxOperands),
+        device(getDefaultDevice()) {
+    unsigned index = 0;
+    for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+      position[node.get()] = index++;
+    phases = findMicroBatchPhases(module);
+  }
+
+  /// The group rooted at `root`, grown over its producers; its members are
+  /// marked taken when it has more than the root.
+  Group grow(ir::Node &root);
+
+  bool isTaken(const ir::Node *node) const { return taken.count(node); }
+  unsigned getPosition(const ir::Node *node) const {
+    return position.lookup(node);
+  }
+
+private:
+  enum class Role { None, Internal, ExtraOutput };
+  Role roleOf(const Group &group, const ir::Node &producer) const;
+  unsigned countOperandsWith(const Group &group, const ir::Node &producer) const;
+
+  ir::Module &module;
+  unsigned maxOps, maxOperands;
+  const DeviceSpec &device;
+  llvm::DenseMap<const ir::Node *, unsigned> position;
+  /// Each node's micro-batch phase by position; empty when not split.
+  std::vector<int64_t> phases;
+  llvm::DenseSet<const ir::Node *> taken;
+};
+
+GroupBuilder::Role GroupBuilder::roleOf(const Group &group,
+                                        const ir::Node &producer) const {
+  const ir::Value *result = producer.getResult(0);
+  bool allInside = !module.isOutput(result);
+  bool outsideAfterRoot = true;
+  unsigned rootPosition = getPosition(group.root);
+  for (const ir::Value::Use &use : result->getUses()) {
+    if (group.memberSet.count(use.user))
+      continue;
+    allInside = false;
+    if (getPosition(use.user) <= rootPosition)
+      outsideAfterRoot = false;
+  }
+  if (allInside)
+    return Role::Internal;
+  if (outsideAfterRoot &&
+      result->getType().getDims() == group.root->getResult(0)->getType().getDims())
+    return Role::ExtraOutput;
+  return Role::None;
+}
+
+/// The distinct operands of the group with `producer` in it: values read
+/// from outside.
+unsigned GroupBuilder::countOperandsWith(const Group &group,
+                                         const ir::Node &producer) const {
+  llvm::SmallPtrSet<const ir::Value *, 16> inputs;
+  auto add = [&](const ir::Node &node) {
+    for (const ir::Value *operand : node.getOperands()) {
+      const ir::Node *definer = operand->getDefiningNode();
+      if (definer && (group.memberSet.count(definer) || definer == &producer))
+        continue;
+      inputs.insert(operand);
+    }
+  };
+  for (const ir::Node *member : group.members)
+    add(*member);
+  add(producer);
+  return inputs.size();
+}
+
+Group GroupBuilder::grow(ir::Node &root) {
+  Group group;
+  group.root = &root;
+  group.members.push_back(&root);
+  group.memberSet.insert(&root);
+  uint64_t rootElements = elementCount(root.getResult(0));
+  double seconds = estimateSeconds(costAsFused(group.members, rootElements), device);
+
+  // Producers, latest first: by the time one is looked at, every user of it
+  // that could join already has.
+  auto later = [&](const ir::Node *a, const ir::Node *b) {
+    return getPosition(a) < getPosition(b);
+  };
+  std::priority_queue<ir::Node *, std::vector<ir::Node *>, decltype(later)>
+      candidates(later);
+  llvm::DenseSet<const ir::Node *> queued;
+  auto queueProducers = [&](const ir::Node &node) {
+    for (ir::Value *operand : node.getOperands()) {
+      ir::Node *definer = operand->getDefiningNode();
+      if (definer && !taken.count(definer) && isFusable(*definer) &&
+          queued.insert(definer).second)
+        candidates.push(definer);
+    }
+  };
+  queueProducers(root);
+  while (!candidates.empty() && group.members.size() < maxOps) {
+    ir::Node *producer = candidates.top();
+    candidates.pop();
+    if (!phases.empty() &&
+        phases[getPosition(producer)] != phases[getPosition(&root)])
+      continue;
+    if (isWeightGradient(producer->getResult(0)))
+      continue;
+    Role role = roleOf(group, *producer);
+    if (role == Role::None ||
+        countOperandsWith(group, *producer) > maxOperands)
+      continue;
+    std::vector<ir::Node *> with = group.members;
+    with.push_back(producer);
+    double fused = estimateSeconds(costAsFused(with, rootElements), device);
+    double apart = seconds + estimateSeconds(costOfNode(*producer), device);
+    if (fused > apart)
+      continue;
+    group.members = std::move(with);
+    group.memberSet.insert(producer);
+    if (role == Role::ExtraOutput)
+      group.extraOutputs.push_back(producer);
+    seconds = fused;
+    queueProducers(*producer);
+  }
+  if (group.members.size() > 1)
+    for (const ir::Node *member : group.members)
+      taken.insert(member);
+  return group;
+}
+
+/// Replaces the group's members by one snug.fused node at the root's step.
+/// Returns the new node (appended to the schedule; the caller reorders).
+ir::Node *buildFusedNode(ir::Module &module, Group &group,
+                         const GroupBuilder &builder) {
+  std::sort(group.members.begin(), group.members.end(),
+            [&](const ir::Node *a, const ir::Node *b) {
+              return builder.getPosition(a) < builder.getPosition(b);
+            });
+  llvm::SetVector<ir::Value *> inputs;
+  for (const ir::Node *member : group.members)
+    for (ir::Value *operand : member->getOperands())
+      if (!operand->getDefiningNode() ||
+          !group.memberSet.count(operand->getDefiningNode()))
+        inputs.insert(operand);
+  llvm::SmallVector<ir::Value *, 4> outputs{group.root->getResult(0)};
+  for (ir::Node *extra : group.extraOutputs)
+    outputs.push_back(extra->getResult(0));
+  llvm::SmallVector<ir::TensorType, 4> resultTypes;
+  for (const ir::Value *output : outputs)
+    resultTypes.push_back(output->getType());
+
+  ir::Node *fused = module.addNode(ir::OpCode::SnugFused, inputs.getArrayRef(),
+                                   resultTypes);
+  fused->setName(group.root->getName());
+  ir::Region &body = fused->createBody();
+  // Body values stay unnamed: names are one namespace with the function's,
+  // and the results below take the outside names.
+  llvm::DenseMap<const ir::Value *, ir::Value *> inner;
+  for (ir::Value *input : inputs)
+    inner[input] = body.addArgument(input->getType());
+  for (const ir::Node *member : group.members) {
+    llvm::SmallVector<ir::Value *, 4> operands;
+    for (const ir::Value *operand : member->getOperands())
+      operands.push_back(inner.lookup(operand));
+    ir::Node *copy =
+        body.addNode(member->getOpCode(), operands,
+                     {member->getResult(0)->getType()}, member->getAttributes());
+    copy->setName(member->getName());
+    inner[member->getResult(0)] = copy->getResult(0);
+  }
+  llvm::SmallVector<ir::Value *, 4> yield;
+  for (const ir::Value *output : outputs)
+    yield.push_back(inner.lookup(output));
+  body.setYield(yield);
+  for (unsigned i = 0; i < outputs.size(); ++i)
+    module.replaceValue(outputs[i], fused->getResult(i));
+  return fused;
+}
+
+} // namespace
+
+llvm::Error Fuse::setOption(llvm::StringRef key, llvm::StringRef value) {
+  unsigned *target = key == "max-ops"        ? &maxOps
+                     : key == "max-operands" ? &maxOperands
+                                             : nullptr;
+  if (!target)
+    return Pass::setOption(key, value);
+  if (value.getAsInteger(10, *target) || *target < 1 || *target > 4096)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "pass 'fuse': option '" + key.str() +
+            "' must be a whole number from 1 to 4096, got '" + value.str() +
+            "'");
+  return llvm::Error::success();
+}
+
+llvm::Expected<bool> Fuse::run(ir::Module &module) {
+  llvm::Expected<bool> changed = fuseElementwise(module);
+  if (!changed)
+    return changed.takeError();
+  // Epilogues last: a producer takes a whole group as its epilogue.
+  unsigned epilogues = fuseEpilogues(module);
+  if (epilogues)
+    addStatistic("epilogues", epilogues);
+  return *changed || epilogues;
+}
+
+llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
+  // Patterns first (FusePatterns.h): their nodes would otherwise be taken
+  // into elementwise groups. Each rewrite is a statistic; any changes the
+  // module.
+  unsigned rewritten = 0;
+  auto count = [&](const char *statistic, unsigned done) {
+    if (done)
+      addStatistic(statistic, done);
+    rewritten += done;
+  };
+  count("layernorms", rewriteDecomposedLayerNorms(module));
+  count("rmsnorms", rewriteDecomposedRmsNorms(module));
+  count("batchnorms-folded", foldBatchNormsIntoConvs(module));
+  count("batchnorms-affine", rewriteBatchNormsAsAffine(module));
+  count("rotaries", rewriteRotaries(module));
+  count("slice-concats", rewriteSliceConcats(module));
+  // Before attentions: a mask added between inverse Reshapes of the
+  // scores (Swin's shifted windows) is then an Add on the scores.
+  count("reshape-pairs", sinkReshapePairs(module));
+  count("unit-reshapes", commuteUnitReshapesWithTransposes(module));
+  count("attentions", rewriteAttentions(module));
+  GroupBuilder builder(module, maxOps, maxOperands);
+  std::vector<Group> groups;
+  auto nodes = module.getNodes();
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    ir::Node &node = **it;
+    if (builder.isTaken(&node) || !isFusable(node))
+      continue;
+    Group group = builder.grow(node);
+    if (group.members.size() > 1)
+      groups.push_back(std::move(group));
+  }
+  if (groups.empty())
+    return rewritten != 0;
+
+  // The new schedule: each fused node where its root was. The members stay
+  // in it (at the end, as setSchedule takes every node) until they are
+  // erased, which needs their results unused outside them: the fused
+  // node's results have taken every outside use.
+  llvm::DenseMap<const ir::Node *, ir::Node *> fusedAtRoot;
+  llvm::DenseSet<const ir::Node *> members, created;
+  for (Group &group : groups) {
+    for (const ir::Node *member : group.members)
+      members.insert(member);
+    ir::Node *fused = buildFusedNode(module, group, builder);
+    fusedAtRoot[group.root] = fused;
+    created.insert(fused);
+    addStatistic("groups");
+    addStatistic("nodes-fused", group.members.size());
+  }
+  std::vector<ir::Node *> order, dropped;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
+    if (created.count(node.get()))
+      continue;
+    if (ir::Node *fused = fusedAtRoot.lookup(node.get()))
+      order.push_back(fused);
+    if (members.count(node.get()))
+      dropped.push_back(node.get());
+    else
+      order.push_back(node.get());
+  }
+  order.insert(order.end(), dropped.begin(), dropped.end());
+  module.setSchedule(order);
+  module.eraseNodesIf(
+      [&](const ir::Node &node) { return members.count(&node) != 0; });
+  return true;
+}
+
+std::unique_ptr<Pass> createFusePass() { return std::make_unique<Fuse>(); }
+
+} // namespace snug
