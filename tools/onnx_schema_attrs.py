@@ -7,7 +7,7 @@ on any difference (the ctest onnx-schema-attrs).
 
 What snug imports is read from the sources, so that the table cannot miss an
 op: the ONNX names of core/Ops.def's OP lines (snug's own ops, `snug.*`, are
-not ONNX ops), of its ONNX_ATTR lines (ONNX ops the table does not hold,
+not ONNX ops), of compiler/onnx/OnnxAttrs.def's ONNX_ATTR lines (ONNX ops the table does not hold,
 like Upsample or Trilu) and of the importer's registrations (`map["Op"] =`
 in compiler/onnx/*.cpp: compositions without attributes, like
 MatMulInteger); the opset range from kMinOnnxOpset and
@@ -38,7 +38,8 @@ import onnx
 import onnx.defs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OPS_DEF = os.path.join(ROOT, "ir", "Ops.def")
+OPS_DEF = os.path.join(ROOT, "core", "Ops.def")
+ONNX_ATTRS_DEF = os.path.join(ROOT, "compiler", "onnx", "OnnxAttrs.def")
 IMPORTER_H = os.path.join(ROOT, "compiler", "onnx", "OnnxImporter.h")
 IMPORTER_DIR = os.path.join(ROOT, "compiler", "onnx")
 OUTPUT = "compiler/onnx/OnnxSchemaAttrs.def"
@@ -48,7 +49,9 @@ def imported_ops():
     with open(OPS_DEF) as f:
         text = f.read()
     table = re.findall(r'^\s*OP\(\s*\w+\s*,\s*"([^"]+)"', text, re.M)
-    onnx_attr = re.findall(r'^\s*ONNX_ATTR\(\s*"([^"]+)"', text, re.M)
+    with open(ONNX_ATTRS_DEF) as f:
+        onnx_attr = re.findall(r'^\s*ONNX_ATTR\(\s*"([^"]+)"', f.read(),
+                               re.M)
     if not table:
         sys.exit(f"{OPS_DEF}: no OP lines found")
     # Ops with an importer of their own but neither a table row nor an
@@ -135,8 +138,8 @@ def generate(first, last, newer_ops_allowed=False):
     emit("// The unit test onnx-schema-attrs fails when this file is not what the")
     emit("// script writes.")
     emit("//")
-    emit("// Every ONNX op snug imports (the ONNX names of core/Ops.def's OP and")
-    emit("// ONNX_ATTR lines and of the importer's registrations), over the")
+    emit("// Every ONNX op snug imports (the ONNX names of core/Ops.def's OP lines,")
+    emit("// OnnxAttrs.def's ONNX_ATTR lines and the importer's registrations), over the")
     emit("// opsets the importer accepts:")
     emit("//   ONNX_SCHEMA_OPSETS(first, last)  the importer's range")
     emit("//   ONNX_SCHEMA_OP(\"Op\", since)      Op has a schema at every opset from")
