@@ -29,8 +29,8 @@
 // the mask broadcasts.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_ATTENTIONSHAPE_H
-#define SNUG_RUNTIME_ATTENTIONSHAPE_H
+#ifndef SNUG_CORE_ATTENTIONSHAPE_H
+#define SNUG_CORE_ATTENTIONSHAPE_H
 
 #include <cstdint>
 #include <string>
@@ -293,4 +293,4 @@ getAttentionShape(AttentionOperand q, AttentionOperand k, AttentionOperand v,
 
 } // namespace snug
 
-#endif // SNUG_RUNTIME_ATTENTIONSHAPE_H
+#endif // SNUG_CORE_ATTENTIONSHAPE_H

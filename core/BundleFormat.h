@@ -73,8 +73,8 @@
 // reader of snug-run and the bundle agree without a table.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_BUNDLEFORMAT_H
-#define SNUG_RUNTIME_BUNDLEFORMAT_H
+#ifndef SNUG_CORE_BUNDLEFORMAT_H
+#define SNUG_CORE_BUNDLEFORMAT_H
 
 #include "core/DType.h"
 #include "core/Sha256.h"
@@ -256,4 +256,4 @@ inline uint64_t alignTo(uint64_t value, uint64_t alignment) {
 } // namespace bundle
 } // namespace snug
 
-#endif // SNUG_RUNTIME_BUNDLEFORMAT_H
+#endif // SNUG_CORE_BUNDLEFORMAT_H

@@ -16,8 +16,8 @@
 // Std-only (shared with the runtime, which has no LLVM).
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_CHECKEDARITHMETIC_H
-#define SNUG_RUNTIME_CHECKEDARITHMETIC_H
+#ifndef SNUG_CORE_CHECKEDARITHMETIC_H
+#define SNUG_CORE_CHECKEDARITHMETIC_H
 
 #include <cstddef>
 #include <cstdint>
@@ -174,4 +174,4 @@ inline bool isStridedRangeInside(int64_t start, int64_t step, int64_t count,
 
 } // namespace snug
 
-#endif // SNUG_RUNTIME_CHECKEDARITHMETIC_H
+#endif // SNUG_CORE_CHECKEDARITHMETIC_H

@@ -55,8 +55,8 @@
 //   u64 size + bytes. Cubins for each target arch, PTX for the newest.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_DEVICEPLAN_H
-#define SNUG_RUNTIME_DEVICEPLAN_H
+#ifndef SNUG_CORE_DEVICEPLAN_H
+#define SNUG_CORE_DEVICEPLAN_H
 
 #include <cstdint>
 #include <string>
@@ -222,4 +222,4 @@ inline uint64_t gemmOperandBytes(int64_t rows, int64_t cols, int64_t ld,
 } // namespace bundle
 } // namespace snug
 
-#endif // SNUG_RUNTIME_DEVICEPLAN_H
+#endif // SNUG_CORE_DEVICEPLAN_H

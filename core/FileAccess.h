@@ -27,8 +27,8 @@
 // messages that name the path, for the caller's own error type.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_FILEACCESS_H
-#define SNUG_RUNTIME_FILEACCESS_H
+#ifndef SNUG_CORE_FILEACCESS_H
+#define SNUG_CORE_FILEACCESS_H
 
 #include <cstddef>
 #include <cstdint>
@@ -161,4 +161,4 @@ bool checkDistinctFiles(const std::vector<NamedPath> &inputs,
 
 } // namespace snug
 
-#endif // SNUG_RUNTIME_FILEACCESS_H
+#endif // SNUG_CORE_FILEACCESS_H

@@ -32,8 +32,8 @@
 // Spatial rank 1 to 3; fewer dims are padded in front with size 1.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_GRIDSAMPLETAPS_H
-#define SNUG_RUNTIME_GRIDSAMPLETAPS_H
+#ifndef SNUG_CORE_GRIDSAMPLETAPS_H
+#define SNUG_CORE_GRIDSAMPLETAPS_H
 
 #ifndef SNUG_RUNTIME_SCALAROPS_H
 #include "core/ScalarOps.h"
@@ -201,4 +201,4 @@ SNUG_HD C sample(const Setup &setup, G grid, Load load) {
 } // namespace gridsample
 } // namespace snug
 
-#endif // SNUG_RUNTIME_GRIDSAMPLETAPS_H
+#endif // SNUG_CORE_GRIDSAMPLETAPS_H

@@ -6,8 +6,8 @@
 // same numbers. Ops.def's header says what each trait promises.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_IR_OPTRAITS_H
-#define SNUG_IR_OPTRAITS_H
+#ifndef SNUG_CORE_OPTRAITS_H
+#define SNUG_CORE_OPTRAITS_H
 
 namespace snug {
 namespace op_traits {
@@ -26,4 +26,4 @@ enum : unsigned {
 } // namespace op_traits
 } // namespace snug
 
-#endif // SNUG_IR_OPTRAITS_H
+#endif // SNUG_CORE_OPTRAITS_H

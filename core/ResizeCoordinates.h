@@ -12,8 +12,8 @@
 // past the edge read the edge. Header-only, std only.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_RESIZECOORDINATES_H
-#define SNUG_RUNTIME_RESIZECOORDINATES_H
+#ifndef SNUG_CORE_RESIZECOORDINATES_H
+#define SNUG_CORE_RESIZECOORDINATES_H
 
 #include <algorithm>
 #include <cmath>
@@ -220,4 +220,4 @@ inline AxisTable axisTable(const Axis &axis) {
 } // namespace resize
 } // namespace snug
 
-#endif // SNUG_RUNTIME_RESIZECOORDINATES_H
+#endif // SNUG_CORE_RESIZECOORDINATES_H

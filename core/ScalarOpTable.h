@@ -16,8 +16,8 @@
 // without linking ir/.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_SCALAROPTABLE_H
-#define SNUG_RUNTIME_SCALAROPTABLE_H
+#ifndef SNUG_CORE_SCALAROPTABLE_H
+#define SNUG_CORE_SCALAROPTABLE_H
 
 #include "core/OpTraits.h"
 #include "core/ScalarOps.h"
@@ -147,4 +147,4 @@ Params bindParams(const Reader &reader) {
 } // namespace scalar
 } // namespace snug
 
-#endif // SNUG_RUNTIME_SCALAROPTABLE_H
+#endif // SNUG_CORE_SCALAROPTABLE_H

@@ -115,8 +115,8 @@
 // host branch, so there every op is bit-exact (tests/unit/ScalarParityTest).
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_SCALAROPS_H
-#define SNUG_RUNTIME_SCALAROPS_H
+#ifndef SNUG_CORE_SCALAROPS_H
+#define SNUG_CORE_SCALAROPS_H
 
 #if defined(__CUDACC__)
 #define SNUG_HD __host__ __device__ __forceinline__
@@ -1011,4 +1011,4 @@ SNUG_HD uint64_t topKKey(double value) {
 } // namespace scalar
 } // namespace snug
 
-#endif // SNUG_RUNTIME_SCALAROPS_H
+#endif // SNUG_CORE_SCALAROPS_H

@@ -11,8 +11,8 @@
 // (anyone can recompute it).
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_RUNTIME_SHA256_H
-#define SNUG_RUNTIME_SHA256_H
+#ifndef SNUG_CORE_SHA256_H
+#define SNUG_CORE_SHA256_H
 
 #include <array>
 #include <cstddef>
@@ -225,4 +225,4 @@ private:
 
 } // namespace snug
 
-#endif // SNUG_RUNTIME_SHA256_H
+#endif // SNUG_CORE_SHA256_H

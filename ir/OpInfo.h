@@ -62,7 +62,7 @@ std::string checkAttributeKind(OpCode op, llvm::StringRef name,
 /// "an int", "a list of floats", ... for messages.
 llvm::StringRef describeAttributeKind(Attribute::Kind kind);
 
-/// True when the table has a GRAD line for `op`: passes/GradientRules*.cpp
+/// True when the table has a GRAD line for `op`: passes/training/GradientRules*.cpp
 /// registers its vector-Jacobian product (the autodiff pass).
 bool declaresGradientRule(OpCode op);
 

@@ -12,8 +12,8 @@
 // node-level entry point puts the node's description in front.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_SHAPEFUNCTIONS_H
-#define SNUG_PASSES_SHAPEFUNCTIONS_H
+#ifndef SNUG_IR_SHAPEFUNCTIONS_H
+#define SNUG_IR_SHAPEFUNCTIONS_H
 
 #include "ir/Module.h"
 #include "core/AttentionShape.h"
@@ -88,4 +88,4 @@ llvm::SmallVector<int64_t, 4> getStrides(llvm::ArrayRef<int64_t> dims);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_SHAPEFUNCTIONS_H
+#endif // SNUG_IR_SHAPEFUNCTIONS_H

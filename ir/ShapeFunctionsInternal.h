@@ -4,8 +4,8 @@
 // the hooks that add the neural-network and indexing ops to the table.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_SHAPEFUNCTIONSINTERNAL_H
-#define SNUG_PASSES_SHAPEFUNCTIONSINTERNAL_H
+#ifndef SNUG_IR_SHAPEFUNCTIONSINTERNAL_H
+#define SNUG_IR_SHAPEFUNCTIONSINTERNAL_H
 
 #include "ir/ShapeFunctions.h"
 #include "core/CheckedArithmetic.h"
@@ -40,4 +40,4 @@ void registerIndexingShapeFunctions(ShapeFunctionTable &map);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_SHAPEFUNCTIONSINTERNAL_H
+#endif // SNUG_IR_SHAPEFUNCTIONSINTERNAL_H

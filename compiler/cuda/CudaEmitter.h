@@ -8,7 +8,7 @@
 //
 // The device arena is the plan's arena. Each GEMM's cuBLAS workspace is
 // the scratch buffer plan-memory planned for its node (live at that step
-// only, sized by passes/ScratchRequest from the GEMM's shape), recorded on
+// only, sized by passes/memory/ScratchRequest from the GEMM's shape), recorded on
 // every Gemm step of the node; the emitter places nothing itself.
 //
 // Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity, inference Dropout)

@@ -74,8 +74,8 @@
 // 52(4), 2009; fvcore's and ptflops' MAC conventions for the zoo figures.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_COSTMODEL_H
-#define SNUG_PASSES_COSTMODEL_H
+#ifndef SNUG_PASSES_ANALYSIS_COSTMODEL_H
+#define SNUG_PASSES_ANALYSIS_COSTMODEL_H
 
 #include "ir/Module.h"
 
@@ -240,4 +240,4 @@ RooflineEstimate estimateModule(const ir::Module &module,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_COSTMODEL_H
+#endif // SNUG_PASSES_ANALYSIS_COSTMODEL_H

@@ -19,8 +19,8 @@
 // (SqrtCheckpoint.cpp) share this.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_STEPPHASES_H
-#define SNUG_PASSES_STEPPHASES_H
+#ifndef SNUG_PASSES_ANALYSIS_STEPPHASES_H
+#define SNUG_PASSES_ANALYSIS_STEPPHASES_H
 
 #include "ir/Module.h"
 
@@ -42,4 +42,4 @@ StepPhases classifyStepPhases(const ir::Module &module);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_STEPPHASES_H
+#endif // SNUG_PASSES_ANALYSIS_STEPPHASES_H

@@ -6,8 +6,8 @@
 // op that computes the same function in one kernel.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_FUSEPATTERNS_H
-#define SNUG_PASSES_FUSEPATTERNS_H
+#ifndef SNUG_PASSES_FUSION_FUSEPATTERNS_H
+#define SNUG_PASSES_FUSION_FUSEPATTERNS_H
 
 #include "ir/Float16.h"
 #include "ir/Module.h"
@@ -208,4 +208,4 @@ unsigned rewriteAttentions(ir::Module &module);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_FUSEPATTERNS_H
+#endif // SNUG_PASSES_FUSION_FUSEPATTERNS_H

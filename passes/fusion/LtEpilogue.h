@@ -34,8 +34,8 @@
 // emitter's planGemms does, and falls back to the tiled kernel when not).
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_LTEPILOGUE_H
-#define SNUG_PASSES_LTEPILOGUE_H
+#ifndef SNUG_PASSES_FUSION_LTEPILOGUE_H
+#define SNUG_PASSES_FUSION_LTEPILOGUE_H
 
 #include "ir/Module.h"
 
@@ -67,4 +67,4 @@ LtEpilogue matchLtEpilogue(const ir::Node &producer, const ir::Node &consumer,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_LTEPILOGUE_H
+#endif // SNUG_PASSES_FUSION_LTEPILOGUE_H

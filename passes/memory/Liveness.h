@@ -32,8 +32,8 @@
 // This file decides sharing only; offsets are MemoryPlanner's business.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_LIVENESS_H
-#define SNUG_PASSES_LIVENESS_H
+#ifndef SNUG_PASSES_MEMORY_LIVENESS_H
+#define SNUG_PASSES_MEMORY_LIVENESS_H
 
 #include "ir/Module.h"
 
@@ -98,4 +98,4 @@ LivenessInfo computeLiveness(const ir::Module &module,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_LIVENESS_H
+#endif // SNUG_PASSES_MEMORY_LIVENESS_H

@@ -23,8 +23,8 @@
 // else. They trust the plan; verify-plan is what checks it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_PLANMEMORY_H
-#define SNUG_PASSES_PLANMEMORY_H
+#ifndef SNUG_PASSES_MEMORY_PLANMEMORY_H
+#define SNUG_PASSES_MEMORY_PLANMEMORY_H
 
 #include "passes/memory/Liveness.h"
 #include "passes/planner/MemoryPlanner.h"
@@ -140,4 +140,4 @@ llvm::Expected<ModuleMemoryPlan> getModuleMemoryPlan(const ir::Module &module);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_PLANMEMORY_H
+#endif // SNUG_PASSES_MEMORY_PLANMEMORY_H

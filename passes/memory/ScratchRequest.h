@@ -27,8 +27,8 @@
 // The GEMM rule and its sources are in ScratchRequest.cpp.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_SCRATCHREQUEST_H
-#define SNUG_PASSES_SCRATCHREQUEST_H
+#ifndef SNUG_PASSES_MEMORY_SCRATCHREQUEST_H
+#define SNUG_PASSES_MEMORY_SCRATCHREQUEST_H
 
 #include "ir/Module.h"
 
@@ -71,4 +71,4 @@ ScratchRequest getScratchRequest(const ir::Node &node,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_SCRATCHREQUEST_H
+#endif // SNUG_PASSES_MEMORY_SCRATCHREQUEST_H

@@ -13,8 +13,8 @@
 // The reader does not check alignments beyond parsing them; planMemory does.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_BUFFERTRACE_H
-#define SNUG_PASSES_BUFFERTRACE_H
+#ifndef SNUG_PASSES_PLANNER_BUFFERTRACE_H
+#define SNUG_PASSES_PLANNER_BUFFERTRACE_H
 
 #include "passes/planner/MemoryPlanner.h"
 
@@ -34,4 +34,4 @@ llvm::Expected<std::vector<PlanBuffer>> readBufferTrace(llvm::StringRef path);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_BUFFERTRACE_H
+#endif // SNUG_PASSES_PLANNER_BUFFERTRACE_H

@@ -32,8 +32,8 @@
 // local search over first-fit orders (squeaky-wheel / iterated greedy).
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_MEMORYPLANNER_H
-#define SNUG_PASSES_MEMORYPLANNER_H
+#ifndef SNUG_PASSES_PLANNER_MEMORYPLANNER_H
+#define SNUG_PASSES_PLANNER_MEMORYPLANNER_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -134,4 +134,4 @@ llvm::Error verifyMemoryPlan(llvm::ArrayRef<PlanBuffer> buffers,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_MEMORYPLANNER_H
+#endif // SNUG_PASSES_PLANNER_MEMORYPLANNER_H

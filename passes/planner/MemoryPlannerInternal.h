@@ -13,8 +13,8 @@
 // be packed on its own and the arena is the largest partition arena.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_MEMORYPLANNERINTERNAL_H
-#define SNUG_PASSES_MEMORYPLANNERINTERNAL_H
+#ifndef SNUG_PASSES_PLANNER_MEMORYPLANNERINTERNAL_H
+#define SNUG_PASSES_PLANNER_MEMORYPLANNERINTERNAL_H
 
 #include "passes/planner/MemoryPlanner.h"
 
@@ -198,4 +198,4 @@ bool packBySkylineSearch(const Problem &problem, uint32_t part,
 } // namespace planner
 } // namespace snug
 
-#endif // SNUG_PASSES_MEMORYPLANNERINTERNAL_H
+#endif // SNUG_PASSES_PLANNER_MEMORYPLANNERINTERNAL_H

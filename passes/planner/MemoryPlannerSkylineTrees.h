@@ -8,8 +8,8 @@
 // search allocates them once. Not part of the public API.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_MEMORYPLANNERSKYLINETREES_H
-#define SNUG_PASSES_MEMORYPLANNERSKYLINETREES_H
+#ifndef SNUG_PASSES_PLANNER_MEMORYPLANNERSKYLINETREES_H
+#define SNUG_PASSES_PLANNER_MEMORYPLANNERSKYLINETREES_H
 
 #include <algorithm>
 #include <cstddef>
@@ -184,4 +184,4 @@ private:
 } // namespace planner
 } // namespace snug
 
-#endif // SNUG_PASSES_MEMORYPLANNERSKYLINETREES_H
+#endif // SNUG_PASSES_PLANNER_MEMORYPLANNERSKYLINETREES_H

@@ -17,8 +17,8 @@
 // and names survive every pass that keeps them.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_KEEPF32_H
-#define SNUG_PASSES_KEEPF32_H
+#ifndef SNUG_PASSES_PRECISION_KEEPF32_H
+#define SNUG_PASSES_PRECISION_KEEPF32_H
 
 #include "ir/Module.h"
 
@@ -43,4 +43,4 @@ bool keepNames(const llvm::StringSet<> &keep, const ir::Node &node);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_KEEPF32_H
+#endif // SNUG_PASSES_PRECISION_KEEPF32_H

@@ -9,8 +9,8 @@
 // semantics of core/ScalarOps.h for elementwise ops and conversions.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_CONSTANTEVAL_H
-#define SNUG_PASSES_CONSTANTEVAL_H
+#ifndef SNUG_PASSES_SIMPLIFY_CONSTANTEVAL_H
+#define SNUG_PASSES_SIMPLIFY_CONSTANTEVAL_H
 
 #include "ir/Module.h"
 
@@ -72,4 +72,4 @@ double readElementAsDouble(ir::DType dtype, const uint8_t *data, int64_t index);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_CONSTANTEVAL_H
+#endif // SNUG_PASSES_SIMPLIFY_CONSTANTEVAL_H

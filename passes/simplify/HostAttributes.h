@@ -7,8 +7,8 @@
 // their dtype code, dims and bytes).
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_HOSTATTRIBUTES_H
-#define SNUG_PASSES_HOSTATTRIBUTES_H
+#ifndef SNUG_PASSES_SIMPLIFY_HOSTATTRIBUTES_H
+#define SNUG_PASSES_SIMPLIFY_HOSTATTRIBUTES_H
 
 #include "ir/Attribute.h"
 #include "ir/DType.h"
@@ -23,4 +23,4 @@ rt::Attr toHostAttr(const ir::Attribute &attr);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_HOSTATTRIBUTES_H
+#endif // SNUG_PASSES_SIMPLIFY_HOSTATTRIBUTES_H

@@ -5,8 +5,8 @@
 // batch-stats=1 too (see BatchNormBatchStats.cpp).
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_BATCHNORMBATCHSTATS_H
-#define SNUG_PASSES_BATCHNORMBATCHSTATS_H
+#ifndef SNUG_PASSES_TRAINING_BATCHNORMBATCHSTATS_H
+#define SNUG_PASSES_TRAINING_BATCHNORMBATCHSTATS_H
 
 #include "ir/Module.h"
 
@@ -21,4 +21,4 @@ llvm::Expected<bool> useBatchStatistics(ir::Module &module);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_BATCHNORMBATCHSTATS_H
+#endif // SNUG_PASSES_TRAINING_BATCHNORMBATCHSTATS_H

@@ -19,8 +19,8 @@
 // operand gradient has exactly its operand's type.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_GRADIENTRULES_H
-#define SNUG_PASSES_GRADIENTRULES_H
+#ifndef SNUG_PASSES_TRAINING_GRADIENTRULES_H
+#define SNUG_PASSES_TRAINING_GRADIENTRULES_H
 
 #include "ir/Module.h"
 
@@ -143,4 +143,4 @@ llvm::Error setGradient(const GradientQuery &q, unsigned index,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_GRADIENTRULES_H
+#endif // SNUG_PASSES_TRAINING_GRADIENTRULES_H

@@ -18,8 +18,8 @@
 // optimizer state (ir/State.h), written back after each step like the rest.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_LOSSSCALE_H
-#define SNUG_PASSES_LOSSSCALE_H
+#ifndef SNUG_PASSES_TRAINING_LOSSSCALE_H
+#define SNUG_PASSES_TRAINING_LOSSSCALE_H
 
 #include "passes/training/GradientRules.h"
 
@@ -62,4 +62,4 @@ updateLossScale(GraphBuilder &builder, ir::Value *finite, ir::Value *scale,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_LOSSSCALE_H
+#endif // SNUG_PASSES_TRAINING_LOSSSCALE_H

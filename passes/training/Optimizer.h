@@ -6,8 +6,8 @@
 // names its option, the tool its flag).
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_OPTIMIZER_H
-#define SNUG_PASSES_OPTIMIZER_H
+#ifndef SNUG_PASSES_TRAINING_OPTIMIZER_H
+#define SNUG_PASSES_TRAINING_OPTIMIZER_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -27,4 +27,4 @@ llvm::Expected<double> parseOptimizerNumber(llvm::StringRef key,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_OPTIMIZER_H
+#endif // SNUG_PASSES_TRAINING_OPTIMIZER_H

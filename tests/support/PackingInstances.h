@@ -16,8 +16,8 @@
 // recorded traces.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_PACKINGINSTANCES_H
-#define SNUG_PASSES_PACKINGINSTANCES_H
+#ifndef SNUG_TESTS_SUPPORT_PACKINGINSTANCES_H
+#define SNUG_TESTS_SUPPORT_PACKINGINSTANCES_H
 
 #include "passes/planner/MemoryPlanner.h"
 
@@ -52,4 +52,4 @@ std::vector<PlanBuffer> makeTrainingTrace(size_t numBuffers, uint64_t seed);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_PACKINGINSTANCES_H
+#endif // SNUG_TESTS_SUPPORT_PACKINGINSTANCES_H

@@ -16,8 +16,8 @@
 // the remat pass alike.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_REMATGRAPH_H
-#define SNUG_PASSES_REMATGRAPH_H
+#ifndef SNUG_TESTS_SUPPORT_REMATGRAPH_H
+#define SNUG_TESTS_SUPPORT_REMATGRAPH_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -77,4 +77,4 @@ llvm::Error checkRematSchedule(const RematGraph &graph,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_REMATGRAPH_H
+#endif // SNUG_TESTS_SUPPORT_REMATGRAPH_H

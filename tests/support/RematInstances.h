@@ -17,8 +17,8 @@
 // module everywhere.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_REMATINSTANCES_H
-#define SNUG_PASSES_REMATINSTANCES_H
+#ifndef SNUG_TESTS_SUPPORT_REMATINSTANCES_H
+#define SNUG_TESTS_SUPPORT_REMATINSTANCES_H
 
 #include "passes/memory/PlanMemory.h"
 #include "tests/support/RematOracle.h"
@@ -74,4 +74,4 @@ compareRemat(llvm::function_ref<std::unique_ptr<ir::Module>()> make,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_REMATINSTANCES_H
+#endif // SNUG_TESTS_SUPPORT_REMATINSTANCES_H

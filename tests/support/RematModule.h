@@ -14,8 +14,8 @@
 // is then the replayed peak of the schedule; the tests check that it is.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_REMATMODULE_H
-#define SNUG_PASSES_REMATMODULE_H
+#ifndef SNUG_TESTS_SUPPORT_REMATMODULE_H
+#define SNUG_TESTS_SUPPORT_REMATMODULE_H
 
 #include "ir/Module.h"
 #include "tests/support/RematGraph.h"
@@ -51,4 +51,4 @@ llvm::Expected<RematSchedule> getRematSchedule(const RematModuleGraph &graph,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_REMATMODULE_H
+#endif // SNUG_TESTS_SUPPORT_REMATMODULE_H

@@ -45,8 +45,8 @@
 // training-graph builders are not here; Remat.cpp is snug's heuristic.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_REMATORACLE_H
-#define SNUG_PASSES_REMATORACLE_H
+#ifndef SNUG_TESTS_SUPPORT_REMATORACLE_H
+#define SNUG_TESTS_SUPPORT_REMATORACLE_H
 
 #include "tests/support/RematGraph.h"
 
@@ -134,4 +134,4 @@ boundRematExtraCost(const RematGraph &graph, uint64_t budget,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_REMATORACLE_H
+#endif // SNUG_TESTS_SUPPORT_REMATORACLE_H

@@ -78,8 +78,8 @@ TEST(OnnxSchemaTest, EverySchemaAttributeIsHandled) {
     if (!canonical) {
       ADD_FAILURE() << describe(attr)
                     << " is neither an ATTR of the canonical op nor an "
-                       "ONNX_ATTR (core/Ops.def): say how the importer "
-                       "handles it";
+                       "ONNX_ATTR (compiler/onnx/OnnxAttrs.def): say how "
+                       "the importer handles it";
       continue;
     }
     EXPECT_EQ(llvm::Optional<ir::Attribute::Kind>(canonical->kind), kind)

@@ -54,7 +54,7 @@ TEST(OpCoverageTest, EveryFoldableOpFolds) {
     EXPECT_EQ(canEvaluate(info.code), info.isFoldable()) << info.name;
 }
 
-// Gradient rules (passes/GradientRules*.cpp) are declared by the table's
+// Gradient rules (passes/training/GradientRules*.cpp) are declared by the table's
 // GRAD lines: each declared op has exactly one rule and no other op has one.
 TEST(OpCoverageTest, GradientRulesMatchTheTable) {
   std::set<ir::OpCode> registered;

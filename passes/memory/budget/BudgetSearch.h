@@ -6,8 +6,8 @@
 // print sizes in their decision lines, defined once.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_BUDGETSEARCH_H
-#define SNUG_PASSES_BUDGETSEARCH_H
+#ifndef SNUG_PASSES_MEMORY_BUDGET_BUDGETSEARCH_H
+#define SNUG_PASSES_MEMORY_BUDGET_BUDGETSEARCH_H
 
 #include "passes/memory/PlanMemory.h"
 
@@ -46,4 +46,4 @@ std::string describeDecisionBytes(uint64_t bytes);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_BUDGETSEARCH_H
+#endif // SNUG_PASSES_MEMORY_BUDGET_BUDGETSEARCH_H

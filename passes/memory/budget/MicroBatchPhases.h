@@ -8,8 +8,8 @@
 // across the phases between. Computed in InterleaveMicroBatches.cpp.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_MICROBATCHPHASES_H
-#define SNUG_PASSES_MICROBATCHPHASES_H
+#ifndef SNUG_PASSES_MEMORY_BUDGET_MICROBATCHPHASES_H
+#define SNUG_PASSES_MEMORY_BUDGET_MICROBATCHPHASES_H
 
 #include "ir/Module.h"
 
@@ -26,4 +26,4 @@ std::vector<int64_t> findMicroBatchPhases(const ir::Module &module);
 
 } // namespace snug
 
-#endif // SNUG_PASSES_MICROBATCHPHASES_H
+#endif // SNUG_PASSES_MEMORY_BUDGET_MICROBATCHPHASES_H

@@ -7,8 +7,8 @@
 // pointed at them), which the pass keeps or undoes.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_REMATCANDIDATES_H
-#define SNUG_PASSES_REMATCANDIDATES_H
+#ifndef SNUG_PASSES_MEMORY_BUDGET_REMATCANDIDATES_H
+#define SNUG_PASSES_MEMORY_BUDGET_REMATCANDIDATES_H
 
 #include "ir/Module.h"
 #include "passes/memory/PlanMemory.h"
@@ -135,4 +135,4 @@ private:
 };
 } // namespace snug
 
-#endif // SNUG_PASSES_REMATCANDIDATES_H
+#endif // SNUG_PASSES_MEMORY_BUDGET_REMATCANDIDATES_H

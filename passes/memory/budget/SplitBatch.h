@@ -4,8 +4,8 @@
 // before it: can this module run as copies on slices of its batch?
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_SPLITBATCH_H
-#define SNUG_PASSES_SPLITBATCH_H
+#ifndef SNUG_PASSES_MEMORY_BUDGET_SPLITBATCH_H
+#define SNUG_PASSES_MEMORY_BUDGET_SPLITBATCH_H
 
 #include "ir/Module.h"
 
@@ -24,4 +24,4 @@ llvm::Expected<int64_t> findSplittableBatch(const ir::Module &module,
 
 } // namespace snug
 
-#endif // SNUG_PASSES_SPLITBATCH_H
+#endif // SNUG_PASSES_MEMORY_BUDGET_SPLITBATCH_H

@@ -50,7 +50,7 @@ CASES = {
     # In the schema's type only (a list of ints, not one int).
     "squeeze-int-axes-opset11": (11, [input4d("x", [2, 1, 3]), Y,
                                       node("Squeeze", ["x"], attr("axes", "INT", "i: 1"))]),
-    # An ONNX_ATTR of Ops.def, before the opset that brought it (19).
+    # An ONNX_ATTR of OnnxAttrs.def, before the opset that brought it (19).
     "cast-saturate-opset17": (17, [X, Y, node("Cast", ["x"], attr("to", "INT", "i: 1") +
                                               attr("saturate", "INT", "i: 1"))]),
     # Trilu's first schema is opset 14's.
