@@ -70,6 +70,19 @@ void printFloat(llvm::raw_ostream &os, double value, bool isDouble);
 /// Quotes and escapes a string for the textual IR.
 void printQuoted(llvm::raw_ostream &os, llvm::StringRef text);
 
+/// The kinds by their bare names, as the attribute tables spell them
+/// (core/Ops.def's ATTR lines, compiler/onnx/OnnxAttrs.def): a table's
+/// reader says `using namespace attr_kinds;` before including it.
+namespace attr_kinds {
+constexpr Attribute::Kind Int = Attribute::Kind::Int;
+constexpr Attribute::Kind Float = Attribute::Kind::Float;
+constexpr Attribute::Kind String = Attribute::Kind::String;
+constexpr Attribute::Kind Ints = Attribute::Kind::Ints;
+constexpr Attribute::Kind Floats = Attribute::Kind::Floats;
+constexpr Attribute::Kind Strings = Attribute::Kind::Strings;
+constexpr Attribute::Kind Tensor = Attribute::Kind::Tensor;
+} // namespace attr_kinds
+
 } // namespace ir
 } // namespace snug
 

@@ -50,12 +50,7 @@ constexpr DefaultValue S(const char *value) {
   return {AttrSpec::Default::String, 0, 0, value};
 }
 constexpr DefaultValue NoDefault = {AttrSpec::Default::None, 0, 0, nullptr};
-constexpr Attribute::Kind Int = Attribute::Kind::Int;
-constexpr Attribute::Kind Float = Attribute::Kind::Float;
-constexpr Attribute::Kind String = Attribute::Kind::String;
-constexpr Attribute::Kind Ints = Attribute::Kind::Ints;
-constexpr Attribute::Kind Floats = Attribute::Kind::Floats;
-constexpr Attribute::Kind Tensor = Attribute::Kind::Tensor;
+using namespace attr_kinds;
 
 AttrSpec makeSpec(OpCode op, const char *name, Attribute::Kind kind,
                   DefaultValue value) {

@@ -9,12 +9,7 @@ namespace snug {
 namespace ir {
 
 namespace {
-constexpr Attribute::Kind Int = Attribute::Kind::Int;
-constexpr Attribute::Kind Float = Attribute::Kind::Float;
-constexpr Attribute::Kind String = Attribute::Kind::String;
-constexpr Attribute::Kind Ints = Attribute::Kind::Ints;
-constexpr Attribute::Kind Floats = Attribute::Kind::Floats;
-constexpr Attribute::Kind Strings = Attribute::Kind::Strings;
+using namespace attr_kinds;
 // ONNX's sparse tensors have no IR kind (the importer refuses them).
 const llvm::Optional<Attribute::Kind> SparseTensor = llvm::None;
 constexpr OnnxAttrSpec::Handling Resolved = OnnxAttrSpec::Handling::Resolved;

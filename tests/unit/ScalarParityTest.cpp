@@ -59,28 +59,9 @@ const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64,
                            DType::U8,  DType::U16, DType::U32, DType::U64,
                            DType::Bool};
 
-uint8_t codeOf(DType type) {
-  switch (type) {
-  case DType::F32: return bundle::DTypeF32;
-  case DType::F16: return bundle::DTypeF16;
-  case DType::BF16: return bundle::DTypeBF16;
-  case DType::F64: return bundle::DTypeF64;
-  case DType::I64: return bundle::DTypeI64;
-  case DType::I32: return bundle::DTypeI32;
-  case DType::I16: return bundle::DTypeI16;
-  case DType::I8: return bundle::DTypeI8;
-  case DType::U8: return bundle::DTypeU8;
-  case DType::U16: return bundle::DTypeU16;
-  case DType::U32: return bundle::DTypeU32;
-  case DType::U64: return bundle::DTypeU64;
-  case DType::Bool: return bundle::DTypeBool;
-  }
-  return 0;
-}
-
 /// The special values of `type`, as its elements' bytes.
 std::vector<uint8_t> specialValues(DType type) {
-  uint8_t code = codeOf(type);
+  uint8_t code = toBundleCode(type);
   size_t size = ir::getDTypeSize(type);
   std::vector<uint8_t> bytes;
   auto push = [&](auto store) {
@@ -269,9 +250,9 @@ void buildCases(ParityModule &m) {
             continue;
           // Bounds as scalar operands: [-1, 2], and one absent.
           std::vector<uint8_t> lo(size), hi(size);
-          rt::storeInt(lo.data(), codeOf(type), 0,
+          rt::storeInt(lo.data(), toBundleCode(type), 0,
                        ir::isUnsignedDType(type) ? 1 : -1);
-          rt::storeInt(hi.data(), codeOf(type), 0, 2);
+          rt::storeInt(hi.data(), toBundleCode(type), 0, 2);
           if (type == DType::Bool)
             continue;
           m.add(info.code,
@@ -373,11 +354,11 @@ std::string elementText(const uint8_t *data, DType type, int64_t i) {
   size_t size = ir::getDTypeSize(type);
   std::ostringstream os;
   if (ir::isFloatDType(type))
-    os << rt::loadDouble(data, codeOf(type), i);
+    os << rt::loadDouble(data, toBundleCode(type), i);
   else if (type == DType::U64)
-    os << rt::loadAs<uint64_t>(data, codeOf(type), i);
+    os << rt::loadAs<uint64_t>(data, toBundleCode(type), i);
   else
-    os << rt::loadInt(data, codeOf(type), i);
+    os << rt::loadInt(data, toBundleCode(type), i);
   os << " (" << hexOf(data + i * size, size) << ")";
   return os.str();
 }
@@ -488,7 +469,7 @@ TEST_F(ScalarParityTest, FoldingHostAndSimulatorAgreeBitForBit) {
     bool caseOk = true;
     bool isFloat = ir::isFloatDType(type);
     auto isNaN = [&](const uint8_t *p, int64_t i) {
-      return isFloat && std::isnan(rt::loadDouble(p, codeOf(type), i));
+      return isFloat && std::isnan(rt::loadDouble(p, toBundleCode(type), i));
     };
     for (int64_t i = 0; i < count; ++i) {
       bool same = std::memcmp(f.data() + i * size, h + i * size, size) == 0 &&
@@ -721,7 +702,7 @@ TEST_F(ScalarParityTest, SpecialValueRules) {
   // MIN + 1, -7, -2, -1, 0, 1, ... so MIN is index 0, -1 index 4, 0 index 5.
   for (DType type : {DType::I32, DType::I16, DType::I8}) {
     std::string name = dtypeName(type);
-    uint8_t code = codeOf(type);
+    uint8_t code = toBundleCode(type);
     int64_t min = type == DType::I32   ? std::numeric_limits<int32_t>::min()
                   : type == DType::I16 ? std::numeric_limits<int16_t>::min()
                                        : std::numeric_limits<int8_t>::min();
