@@ -5,42 +5,57 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdio>
 
 namespace snug {
 
-llvm::StringRef getDefaultImportPipeline() {
+/// The passes after import at the model's precision.
+static PipelineSteps getDefaultImportSteps() {
   // The folding limits are spelled out so that a bundle's pipeline string
   // says what was folded (passes/simplify/ConstantEval.h has the defaults).
-  static const std::string pipeline =
-      "fold-constants{max-bytes=" + std::to_string(kDefaultFoldMaxBytes) +
-      " max-expand-bytes=" + std::to_string(kDefaultFoldMaxExpandBytes) +
-      "},dce,dedupe-weights,fuse";
+  return {{"fold-constants",
+           {{"max-bytes", std::to_string(kDefaultFoldMaxBytes)},
+            {"max-expand-bytes", std::to_string(kDefaultFoldMaxExpandBytes)}}},
+          {"dce", {}},
+          {"dedupe-weights", {}},
+          {"fuse", {}}};
+}
+
+llvm::StringRef getDefaultImportPipeline() {
+  static const std::string pipeline = printPipeline(getDefaultImportSteps());
   return pipeline;
 }
 
-std::string getImportPipeline(const PlanningOptions &planning) {
-  std::string pipeline = getDefaultImportPipeline().str();
+PipelineSteps getImportSteps(const PlanningOptions &planning) {
+  PipelineSteps steps = getDefaultImportSteps();
   if (planning.precision == "fp32")
-    return pipeline;
+    return steps;
   if (planning.precision == "tf32") {
     // Math, not storage: after fuse, which decides the epilogues the pass
     // reads (passes/precision/Tf32Math.cpp).
-    pipeline += ",tf32-math";
+    PipelineStep tf32{"tf32-math", {}};
     if (!planning.keepFp32.empty())
-      pipeline += "{keep=" + planning.keepFp32 + "}";
-    return pipeline;
+      tf32.options.push_back({"keep", planning.keepFp32});
+    steps.push_back(std::move(tf32));
+    return steps;
   }
-  std::string lower = "lower-precision{to=" +
-                      std::string(planning.precision == "bf16" ? "bf16"
-                                                               : "f16");
+  // Storage: before fuse, so that the groups it forms hold the lowered
+  // types, and the casts lower-precision inserts can join them.
+  PipelineStep lower{"lower-precision",
+                     {{"to", planning.precision == "bf16" ? "bf16" : "f16"}}};
   if (!planning.keepFp32.empty())
-    lower += " keep=" + planning.keepFp32;
+    lower.options.push_back({"keep", planning.keepFp32});
   if (planning.ioPrecision == "lowered")
-    lower += " io=lowered";
-  lower += "},";
-  size_t fuse = pipeline.rfind("fuse");
-  return pipeline.substr(0, fuse) + lower + pipeline.substr(fuse);
+    lower.options.push_back({"io", "lowered"});
+  bool inserted = insertStepBefore(steps, "fuse", std::move(lower));
+  assert(inserted && "the default import pipeline runs fuse");
+  (void)inserted;
+  return steps;
+}
+
+std::string getImportPipeline(const PlanningOptions &planning) {
+  return printPipeline(getImportSteps(planning));
 }
 
 /// The shortest text that reads back as `seconds` (2 -> "2", 0.5 -> "0.5").
@@ -54,36 +69,48 @@ double getScheduleTimeShare(const PlanningOptions &options) {
   return options.schedule ? options.timeLimitSeconds * kScheduleTimeShare : 0;
 }
 
-std::string getPlanningPipeline(const PlanningOptions &options) {
+PipelineSteps getPlanningSteps(const PlanningOptions &options) {
   // One budget for the whole of planning: the schedule pass takes its share
   // and plan-memory (liveness, packing, its own check) what remains.
   double scheduleSeconds = getScheduleTimeShare(options);
   double planSeconds = std::max(0.0, options.timeLimitSeconds - scheduleSeconds);
-  std::string pipeline =
-      options.schedule
-          ? "schedule{time-limit=" + formatNumber(scheduleSeconds) + "},"
-          : "";
-  // remat plans as plan-memory will (same planner, alignment and
-  // scratch), with a short limit per plan: it plans once per decision.
-  std::string shared = "planner=" + options.planner +
-                       " alignment=" + std::to_string(options.alignment);
-  std::string scratch =
-      " target=" + options.target +
-      " cublas-workspace=" + std::to_string(options.cublasWorkspaceBytes);
+  PipelineSteps steps;
+  if (options.schedule)
+    steps.push_back(
+        {"schedule", {{"time-limit", formatNumber(scheduleSeconds)}}});
+  // remat (and offload) plan as plan-memory will (same planner, alignment
+  // and scratch), with a short limit per plan: they plan once per decision.
+  using Options = std::vector<std::pair<std::string, std::string>>;
+  Options shared = {{"planner", options.planner},
+                    {"alignment", std::to_string(options.alignment)}};
+  Options scratch = {
+      {"target", options.target},
+      {"cublas-workspace", std::to_string(options.cublasWorkspaceBytes)}};
+  auto withBudget = [&](const char *pass, Options first) {
+    PipelineStep step{pass, std::move(first)};
+    step.options.insert(step.options.end(), shared.begin(), shared.end());
+    step.options.insert(step.options.end(), scratch.begin(), scratch.end());
+    return step;
+  };
+  std::string budget = std::to_string(options.arenaBudgetBytes);
   if (options.arenaBudgetBytes && options.allowOffload)
-    pipeline += "offload{arena-budget=" +
-                std::to_string(options.arenaBudgetBytes) +
-                " host-bandwidth=" + formatNumber(options.offloadBandwidthGBs) +
-                " " + shared + scratch + "},";
+    steps.push_back(withBudget(
+        "offload",
+        {{"arena-budget", budget},
+         {"host-bandwidth", formatNumber(options.offloadBandwidthGBs)}}));
   if (options.arenaBudgetBytes)
-    pipeline += "remat{arena-budget=" +
-                std::to_string(options.arenaBudgetBytes) + " " + shared +
-                scratch + "},";
-  pipeline += "plan-memory{" + shared +
-              " time-limit=" + formatNumber(planSeconds) + scratch + "}";
+    steps.push_back(withBudget("remat", {{"arena-budget", budget}}));
+  PipelineStep plan{"plan-memory", shared};
+  plan.options.push_back({"time-limit", formatNumber(planSeconds)});
+  plan.options.insert(plan.options.end(), scratch.begin(), scratch.end());
+  steps.push_back(std::move(plan));
   if (options.verifyPlan)
-    pipeline += ",verify-plan";
-  return pipeline;
+    steps.push_back({"verify-plan", {}});
+  return steps;
+}
+
+std::string getPlanningPipeline(const PlanningOptions &options) {
+  return printPipeline(getPlanningSteps(options));
 }
 
 std::string expandPipelineNames(llvm::StringRef pipeline,
@@ -98,9 +125,12 @@ std::string expandPipelineNames(llvm::StringRef pipeline,
       expanded = getImportPipeline(planning);
     else if (element == "plan")
       expanded = getPlanningPipeline(planning);
-    else if (element == "default")
-      expanded = getImportPipeline(planning) + "," +
-                 getPlanningPipeline(planning);
+    else if (element == "default") {
+      PipelineSteps steps = getImportSteps(planning);
+      PipelineSteps plan = getPlanningSteps(planning);
+      steps.insert(steps.end(), plan.begin(), plan.end());
+      expanded = printPipeline(steps);
+    }
     if (expanded.empty())
       return;
     result += (result.empty() ? "" : ",") + expanded;

@@ -4,7 +4,9 @@
 // pipeline (what runs after the importer builds the module) and the planning
 // pipeline (schedule, plan-memory with its options, verify-plan), and the
 // names that stand for them in a `--passes` string. snugc and snug-opt build
-// their pass managers from these; the importer only imports.
+// their pass managers from these; the importer only imports. Each is built
+// as a list of steps (passes/PassManager.h's PipelineStep) and printed once,
+// so that a bundle records exactly the text the pass manager reads.
 //
 // Pipeline names (usable wherever a pipeline string is accepted, alone or as
 // elements of a longer one):
@@ -75,7 +77,10 @@ struct PlanningOptions {
 };
 
 /// The import pipeline for `planning`'s precision: the default one, with
-/// lower-precision{to=... keep=...} before fuse when it is not fp32.
+/// lower-precision{to=... keep=... io=...} before fuse for fp16 and bf16,
+/// or tf32-math{keep=...} after it for tf32.
+PipelineSteps getImportSteps(const PlanningOptions &planning);
+/// getImportSteps as text (what a bundle records).
 std::string getImportPipeline(const PlanningOptions &planning);
 
 /// The share of --time-limit the schedule pass may spend; plan-memory gets
@@ -87,8 +92,12 @@ constexpr double kScheduleTimeShare = 0.25;
 /// --no-schedule).
 double getScheduleTimeShare(const PlanningOptions &options);
 
-/// "schedule{time-limit=0.5},plan-memory{planner=best alignment=256
-/// time-limit=1.5 target=cuda cublas-workspace=4194304},verify-plan"
+/// schedule, offload and remat when there is an arena budget (offload only
+/// when allowed), plan-memory and verify-plan, with their options.
+PipelineSteps getPlanningSteps(const PlanningOptions &options);
+/// getPlanningSteps as text: "schedule{time-limit=0.5},plan-memory{
+/// planner=best alignment=256 time-limit=1.5 target=cuda
+/// cublas-workspace=4194304},verify-plan"
 std::string getPlanningPipeline(const PlanningOptions &options);
 
 /// `pipeline` with the names above replaced by what they stand for.

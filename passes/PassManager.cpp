@@ -20,6 +20,33 @@ bool PassManagerOptions::defaultVerifyEach() {
 #endif
 }
 
+std::string printPipeline(llvm::ArrayRef<PipelineStep> steps) {
+  std::string text;
+  for (const PipelineStep &step : steps) {
+    if (!text.empty())
+      text += ',';
+    text += step.pass;
+    if (step.options.empty())
+      continue;
+    text += '{';
+    for (size_t i = 0; i < step.options.size(); ++i)
+      text +=
+          (i ? " " : "") + step.options[i].first + "=" + step.options[i].second;
+    text += '}';
+  }
+  return text;
+}
+
+bool insertStepBefore(PipelineSteps &steps, llvm::StringRef pass,
+                      PipelineStep step) {
+  auto at = llvm::find_if(
+      steps, [&](const PipelineStep &each) { return each.pass == pass; });
+  if (at == steps.end())
+    return false;
+  steps.insert(at, std::move(step));
+  return true;
+}
+
 static llvm::Error pipelineError(llvm::StringRef pipeline,
                                  const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),

@@ -13,12 +13,33 @@
 #include "ir/Printer.h"
 #include "passes/Pass.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace snug {
+
+/// One element of a pipeline: a pass and its options in the order they are
+/// written, `pass{key=value key=value}` in the text. What builds pipelines
+/// in code (compiler/Pipeline.cpp) edits a list of these and prints it
+/// once, rather than splicing text.
+struct PipelineStep {
+  std::string pass;
+  std::vector<std::pair<std::string, std::string>> options;
+};
+using PipelineSteps = std::vector<PipelineStep>;
+
+/// The text PassManager::addPipeline reads: steps joined by ',', each
+/// step's options in braces joined by ' ' (no braces without options).
+std::string printPipeline(llvm::ArrayRef<PipelineStep> steps);
+
+/// Inserts `step` before the first step that runs `pass`; false (and
+/// `steps` unchanged) when none does.
+bool insertStepBefore(PipelineSteps &steps, llvm::StringRef pass,
+                      PipelineStep step);
 
 struct PassManagerOptions {
   bool verifyEach = defaultVerifyEach();

@@ -61,6 +61,12 @@
 // one elementwise node), directly or through a view that regroups its
 // rows, takes it as its epilogue (EpiloguePattern.cpp).
 //
+// Option patterns=NAME+NAME+... runs only the stages named, in their usual
+// order: the patterns of Patterns.def (layernorm, ..., attention),
+// `elementwise` (growing groups) and `epilogue`. Without it every stage
+// runs. It is for testing and bisecting one pattern at a time; a pattern
+// run alone sees what the ones before it would otherwise have rewritten.
+//
 // Not here yet: the decomposed GELU as one op (its six elementwise nodes
 // already become one group).
 //
@@ -78,6 +84,8 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <queue>
 
 namespace snug {
@@ -86,16 +94,42 @@ namespace {
 constexpr unsigned kDefaultMaxOps = 64;
 constexpr unsigned kDefaultMaxOperands = 16;
 
+/// A rewrite of Patterns.def: its name in patterns=, its statistic and its
+/// entry point (FusePatterns.h).
+struct PatternEntry {
+  const char *name;
+  const char *statistic;
+  unsigned (*rewrite)(ir::Module &);
+};
+
+constexpr PatternEntry kPatterns[] = {
+#define PATTERN(NAME, STATISTIC, FUNCTION, DESCRIPTION)                        \
+  {NAME, STATISTIC, FUNCTION},
+#include "passes/fusion/Patterns.def"
+};
+constexpr size_t kNumPatterns = std::size(kPatterns);
+
+/// The two stages after the patterns, by their names in patterns=.
+constexpr llvm::StringLiteral kElementwiseStage = "elementwise";
+constexpr llvm::StringLiteral kEpilogueStage = "epilogue";
+
 class Fuse : public Pass {
 public:
+  Fuse() { runPattern.fill(true); }
   llvm::StringRef getName() const override { return "fuse"; }
   llvm::Expected<bool> run(ir::Module &module) override;
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override;
 
 private:
-  llvm::Expected<bool> fuseElementwise(ir::Module &module);
+  llvm::Error selectStages(llvm::StringRef list);
+  unsigned rewritePatterns(ir::Module &module);
+  bool groupElementwise(ir::Module &module);
   unsigned maxOps = kDefaultMaxOps;
   unsigned maxOperands = kDefaultMaxOperands;
+  /// Which stages run (patterns=; all by default), by kPatterns' index.
+  std::array<bool, kNumPatterns> runPattern;
+  bool runElementwise = true;
+  bool runEpilogue = true;
 };
 
 /// A group being formed: members in no particular order until it is built.
@@ -325,6 +359,8 @@ ir::Node *buildFusedNode(ir::Module &module, Group &group,
 } // namespace
 
 llvm::Error Fuse::setOption(llvm::StringRef key, llvm::StringRef value) {
+  if (key == "patterns")
+    return selectStages(value);
   unsigned *target = key == "max-ops"        ? &maxOps
                      : key == "max-operands" ? &maxOperands
                                              : nullptr;
@@ -339,38 +375,73 @@ llvm::Error Fuse::setOption(llvm::StringRef key, llvm::StringRef value) {
   return llvm::Error::success();
 }
 
+/// `list` is NAME+NAME+..., in any order: a space would end the option, and
+/// '+' needs no quoting in a shell where '|' would. The last patterns=
+/// given wins.
+llvm::Error Fuse::selectStages(llvm::StringRef list) {
+  runPattern.fill(false);
+  runElementwise = runEpilogue = false;
+  llvm::SmallVector<llvm::StringRef, 8> names;
+  list.split(names, '+');
+  for (llvm::StringRef name : names) {
+    if (name == kElementwiseStage) {
+      runElementwise = true;
+      continue;
+    }
+    if (name == kEpilogueStage) {
+      runEpilogue = true;
+      continue;
+    }
+    auto *found = llvm::find_if(
+        kPatterns, [&](const PatternEntry &entry) { return name == entry.name; });
+    if (found != std::end(kPatterns)) {
+      runPattern[found - std::begin(kPatterns)] = true;
+      continue;
+    }
+    std::string known;
+    for (const PatternEntry &entry : kPatterns)
+      known += std::string(entry.name) + ", ";
+    known += kElementwiseStage.str() + ", " + kEpilogueStage.str();
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "pass 'fuse': option 'patterns' has no pattern '" + name.str() +
+            "'; known: " + known);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<bool> Fuse::run(ir::Module &module) {
-  llvm::Expected<bool> changed = fuseElementwise(module);
-  if (!changed)
-    return changed.takeError();
+  // Patterns first (FusePatterns.h): their nodes would otherwise be taken
+  // into elementwise groups.
+  bool changed = rewritePatterns(module) != 0;
+  if (runElementwise)
+    changed |= groupElementwise(module);
+  if (!runEpilogue)
+    return changed;
   // Epilogues last: a producer takes a whole group as its epilogue.
   unsigned epilogues = fuseEpilogues(module);
   if (epilogues)
     addStatistic("epilogues", epilogues);
-  return *changed || epilogues;
+  return changed || epilogues;
 }
 
-llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
-  // Patterns first (FusePatterns.h): their nodes would otherwise be taken
-  // into elementwise groups. Each rewrite is a statistic; any changes the
-  // module.
+/// Runs the selected patterns in Patterns.def's order; each one's rewrites
+/// are its statistic. Returns how many rewrites there were in all.
+unsigned Fuse::rewritePatterns(ir::Module &module) {
   unsigned rewritten = 0;
-  auto count = [&](const char *statistic, unsigned done) {
+  for (size_t i = 0; i < kNumPatterns; ++i) {
+    if (!runPattern[i])
+      continue;
+    unsigned done = kPatterns[i].rewrite(module);
     if (done)
-      addStatistic(statistic, done);
+      addStatistic(kPatterns[i].statistic, done);
     rewritten += done;
-  };
-  count("layernorms", rewriteDecomposedLayerNorms(module));
-  count("rmsnorms", rewriteDecomposedRmsNorms(module));
-  count("batchnorms-folded", foldBatchNormsIntoConvs(module));
-  count("batchnorms-affine", rewriteBatchNormsAsAffine(module));
-  count("rotaries", rewriteRotaries(module));
-  count("slice-concats", rewriteSliceConcats(module));
-  // Before attentions: a mask added between inverse Reshapes of the
-  // scores (Swin's shifted windows) is then an Add on the scores.
-  count("reshape-pairs", sinkReshapePairs(module));
-  count("unit-reshapes", commuteUnitReshapesWithTransposes(module));
-  count("attentions", rewriteAttentions(module));
+  }
+  return rewritten;
+}
+
+/// Replaces each group that forms by one snug.fused node; whether any did.
+bool Fuse::groupElementwise(ir::Module &module) {
   GroupBuilder builder(module, maxOps, maxOperands);
   std::vector<Group> groups;
   auto nodes = module.getNodes();
@@ -383,7 +454,7 @@ llvm::Expected<bool> Fuse::fuseElementwise(ir::Module &module) {
       groups.push_back(std::move(group));
   }
   if (groups.empty())
-    return rewritten != 0;
+    return false;
 
   // The new schedule: each fused node where its root was. The members stay
   // in it (at the end, as setSchedule takes every node) until they are

@@ -118,3 +118,29 @@ TEST(PassManagerTest, DceKeepsEverythingAnOutputNeeds) {
   ASSERT_TRUE(static_cast<bool>(changed));
   EXPECT_FALSE(*changed);
 }
+
+TEST(PassManagerTest, PrintsPipelineStepsAsItReadsThem) {
+  PipelineSteps steps = {
+      {"dce", {}},
+      {"fuse", {{"max-ops", "8"}, {"patterns", "layernorm+elementwise"}}},
+      {"plan-memory", {{"alignment", "64"}}}};
+  std::string text = printPipeline(steps);
+  EXPECT_EQ(text, "dce,fuse{max-ops=8 patterns=layernorm+elementwise},"
+                  "plan-memory{alignment=64}");
+  EXPECT_EQ(printPipeline({}), "");
+  PassManager passManager;
+  ASSERT_FALSE(static_cast<bool>(passManager.addPipeline(text)));
+  EXPECT_EQ(passManager.size(), 3u);
+}
+
+TEST(PassManagerTest, InsertsAStepBeforeAPass) {
+  PipelineSteps steps = {{"dce", {}}, {"fuse", {}}, {"dce", {}}};
+  EXPECT_TRUE(insertStepBefore(steps, "dce", {"fold-constants", {}}));
+  EXPECT_TRUE(
+      insertStepBefore(steps, "fuse", {"lower-precision", {{"to", "f16"}}}));
+  EXPECT_EQ(printPipeline(steps),
+            "fold-constants,dce,lower-precision{to=f16},fuse,dce");
+  // No such pass: nothing is inserted.
+  EXPECT_FALSE(insertStepBefore(steps, "remat", {"offload", {}}));
+  EXPECT_EQ(steps.size(), 5u);
+}

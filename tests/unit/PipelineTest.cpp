@@ -60,3 +60,127 @@ TEST(PipelineTest, PlanNameExpandsToTheSharedBudget) {
       << expanded;
   EXPECT_EQ(timeLimitOf(expanded, "plan-memory"), 3) << expanded;
 }
+
+// The pipelines' text, literally: snugc records it in a bundle's manifest,
+// so building them a different way must not change a byte of it.
+
+static const char *kImportPrefix =
+    "fold-constants{max-bytes=4194304 max-expand-bytes=256},dce,"
+    "dedupe-weights,";
+
+static std::string importFor(const std::string &precision,
+                             const std::string &keep = "",
+                             const std::string &io = "model") {
+  PlanningOptions options;
+  options.precision = precision;
+  options.keepFp32 = keep;
+  options.ioPrecision = io;
+  return getImportPipeline(options);
+}
+
+TEST(PipelineTest, ImportPipelineText) {
+  std::string prefix = kImportPrefix;
+  EXPECT_EQ(getDefaultImportPipeline(), prefix + "fuse");
+  EXPECT_EQ(importFor("fp32"), prefix + "fuse");
+  // fp32 takes neither keep nor io.
+  EXPECT_EQ(importFor("fp32", "Softmax", "lowered"), prefix + "fuse");
+  EXPECT_EQ(importFor("fp16"), prefix + "lower-precision{to=f16},fuse");
+  EXPECT_EQ(importFor("fp16", "Softmax,LayerNormalization"),
+            prefix +
+                "lower-precision{to=f16 keep=Softmax,LayerNormalization},fuse");
+  EXPECT_EQ(importFor("fp16", "", "lowered"),
+            prefix + "lower-precision{to=f16 io=lowered},fuse");
+  EXPECT_EQ(importFor("fp16", "attn/softmax", "lowered"),
+            prefix + "lower-precision{to=f16 keep=attn/softmax io=lowered},"
+                     "fuse");
+  EXPECT_EQ(importFor("bf16"), prefix + "lower-precision{to=bf16},fuse");
+  EXPECT_EQ(importFor("bf16", "Pow", "lowered"),
+            prefix + "lower-precision{to=bf16 keep=Pow io=lowered},fuse");
+  EXPECT_EQ(importFor("tf32"), prefix + "fuse,tf32-math");
+  // tf32 keeps storage f32: io does not apply.
+  EXPECT_EQ(importFor("tf32", "Conv", "lowered"),
+            prefix + "fuse,tf32-math{keep=Conv}");
+}
+
+static PlanningOptions planning(bool schedule, bool verifyPlan) {
+  PlanningOptions options;
+  options.schedule = schedule;
+  options.verifyPlan = verifyPlan;
+  return options;
+}
+
+TEST(PipelineTest, PlanningPipelineText) {
+  const std::string planMemory =
+      "plan-memory{planner=best alignment=256 time-limit=1.5 target=cuda "
+      "cublas-workspace=4194304}";
+  EXPECT_EQ(getPlanningPipeline(planning(true, false)),
+            "schedule{time-limit=0.5}," + planMemory);
+  EXPECT_EQ(getPlanningPipeline(planning(true, true)),
+            "schedule{time-limit=0.5}," + planMemory + ",verify-plan");
+  EXPECT_EQ(getPlanningPipeline(planning(false, false)),
+            "plan-memory{planner=best alignment=256 time-limit=2 target=cuda "
+            "cublas-workspace=4194304}");
+  EXPECT_EQ(getPlanningPipeline(planning(false, true)),
+            "plan-memory{planner=best alignment=256 time-limit=2 target=cuda "
+            "cublas-workspace=4194304},verify-plan");
+
+  PlanningOptions other = planning(true, true);
+  other.planner = "search";
+  other.alignment = 64;
+  other.timeLimitSeconds = 3;
+  other.target = "host";
+  other.cublasWorkspaceBytes = 0;
+  EXPECT_EQ(getPlanningPipeline(other),
+            "schedule{time-limit=0.75},plan-memory{planner=search alignment=64 "
+            "time-limit=2.25 target=host cublas-workspace=0},verify-plan");
+
+  PlanningOptions budget = planning(true, false);
+  budget.arenaBudgetBytes = 1000000;
+  EXPECT_EQ(getPlanningPipeline(budget),
+            "schedule{time-limit=0.5},remat{arena-budget=1000000 planner=best "
+            "alignment=256 target=cuda cublas-workspace=4194304}," +
+                planMemory);
+  // Offload only with a budget.
+  PlanningOptions offload = budget;
+  offload.allowOffload = true;
+  offload.offloadBandwidthGBs = 12.5;
+  EXPECT_EQ(getPlanningPipeline(offload),
+            "schedule{time-limit=0.5},offload{arena-budget=1000000 "
+            "host-bandwidth=12.5 planner=best alignment=256 target=cuda "
+            "cublas-workspace=4194304},remat{arena-budget=1000000 planner=best "
+            "alignment=256 target=cuda cublas-workspace=4194304}," +
+                planMemory);
+  offload.schedule = false;
+  offload.verifyPlan = true;
+  EXPECT_EQ(getPlanningPipeline(offload),
+            "offload{arena-budget=1000000 host-bandwidth=12.5 planner=best "
+            "alignment=256 target=cuda cublas-workspace=4194304},"
+            "remat{arena-budget=1000000 planner=best alignment=256 "
+            "target=cuda cublas-workspace=4194304},plan-memory{planner=best "
+            "alignment=256 time-limit=2 target=cuda cublas-workspace=4194304},"
+            "verify-plan");
+  PlanningOptions noBudget = planning(true, false);
+  noBudget.allowOffload = true;
+  EXPECT_EQ(getPlanningPipeline(noBudget),
+            "schedule{time-limit=0.5}," + planMemory);
+}
+
+TEST(PipelineTest, ExpandedNamesText) {
+  PlanningOptions options = planning(true, true);
+  options.precision = "bf16";
+  options.keepFp32 = "Softmax";
+  std::string import = std::string(kImportPrefix) +
+                       "lower-precision{to=bf16 keep=Softmax},fuse";
+  std::string plan =
+      "schedule{time-limit=0.5},plan-memory{planner=best alignment=256 "
+      "time-limit=1.5 target=cuda cublas-workspace=4194304},verify-plan";
+  EXPECT_EQ(expandPipelineNames("import", options), import);
+  EXPECT_EQ(expandPipelineNames("plan", options), plan);
+  EXPECT_EQ(expandPipelineNames("default", options), import + "," + plan);
+  EXPECT_EQ(expandPipelineNames(" dce , import ,fuse{max-ops=8 patterns=a+b}",
+                                options),
+            "dce," + import + ",fuse{max-ops=8 patterns=a+b}");
+  // Names inside braces are option text, not pipeline names.
+  EXPECT_EQ(expandPipelineNames("tf32-math{keep=plan,import}", options),
+            "tf32-math{keep=plan,import}");
+}
