@@ -622,31 +622,28 @@ static llvm::Expected<ResultTypes> inferDropoutMask(const ShapeQuery &query) {
 }
 
 void registerDataMovementShapeFunctions(ShapeFunctionTable &map) {
-  auto set = [&](OpCode op, ShapeFunctionPtr function) {
-    map[size_t(op)] = function;
-  };
-  set(OpCode::Shape, inferShape);
-  set(OpCode::Size, inferSize);
-  set(OpCode::Reshape, inferReshape);
-  set(OpCode::Flatten, inferFlatten);
-  set(OpCode::Transpose, inferTranspose);
-  set(OpCode::Concat, inferConcat);
-  set(OpCode::Gather, inferGather);
-  set(OpCode::Squeeze, inferSqueeze);
-  set(OpCode::Unsqueeze, inferUnsqueeze);
-  set(OpCode::Slice, inferSlice);
-  set(OpCode::Split, inferSplit);
-  set(OpCode::Expand, inferExpand);
-  set(OpCode::Tile, inferTile);
-  set(OpCode::Pad, inferPad);
-  set(OpCode::Resize, inferResize);
-  set(OpCode::DepthToSpace, inferDepthToSpace);
-  set(OpCode::SpaceToDepth, inferDepthToSpace);
-  set(OpCode::Constant, inferConstant);
-  set(OpCode::ConstantOfShape, inferConstantOfShape);
-  set(OpCode::Range, inferRange);
-  set(OpCode::Dropout, inferDropout);
-  set(OpCode::SnugDropoutMask, inferDropoutMask);
+  map[size_t(OpCode::Shape)] = inferShape;
+  map[size_t(OpCode::Size)] = inferSize;
+  map[size_t(OpCode::Reshape)] = inferReshape;
+  map[size_t(OpCode::Flatten)] = inferFlatten;
+  map[size_t(OpCode::Transpose)] = inferTranspose;
+  map[size_t(OpCode::Concat)] = inferConcat;
+  map[size_t(OpCode::Gather)] = inferGather;
+  map[size_t(OpCode::Squeeze)] = inferSqueeze;
+  map[size_t(OpCode::Unsqueeze)] = inferUnsqueeze;
+  map[size_t(OpCode::Slice)] = inferSlice;
+  map[size_t(OpCode::Split)] = inferSplit;
+  map[size_t(OpCode::Expand)] = inferExpand;
+  map[size_t(OpCode::Tile)] = inferTile;
+  map[size_t(OpCode::Pad)] = inferPad;
+  map[size_t(OpCode::Resize)] = inferResize;
+  map[size_t(OpCode::DepthToSpace)] = inferDepthToSpace;
+  map[size_t(OpCode::SpaceToDepth)] = inferDepthToSpace;
+  map[size_t(OpCode::Constant)] = inferConstant;
+  map[size_t(OpCode::ConstantOfShape)] = inferConstantOfShape;
+  map[size_t(OpCode::Range)] = inferRange;
+  map[size_t(OpCode::Dropout)] = inferDropout;
+  map[size_t(OpCode::SnugDropoutMask)] = inferDropoutMask;
 }
 
 } // namespace snug
