@@ -1,7 +1,8 @@
 //===- ShapeFunctionsInternal.h - Helpers shared by shape files -*- C++ -*-===//
 //
 // Private to the ShapeFunctions*.cpp files: error and operand helpers, and
-// the hooks that add the neural-network and indexing ops to the table.
+// the hooks that add the data-movement, neural-network and indexing ops to
+// the table.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_IR_SHAPEFUNCTIONSINTERNAL_H
@@ -33,6 +34,9 @@ llvm::Error overflowError(const llvm::Twine &what);
 using ShapeFunctionPtr = llvm::Expected<ResultTypes> (*)(const ShapeQuery &);
 using ShapeFunctionTable =
     std::array<ShapeFunctionPtr, ir::getAllOpsCount()>;
+/// Shape, the views, the copies, Pad, Resize, the fills and Dropout
+/// (ShapeFunctionsDataMovement.cpp).
+void registerDataMovementShapeFunctions(ShapeFunctionTable &map);
 void registerNNShapeFunctions(ShapeFunctionTable &map);
 /// CumSum, the element gathers, the scatters and TopK
 /// (ShapeFunctionsIndexing.cpp).

@@ -208,13 +208,19 @@ llvm::Error EmitContext::unsupported(const llvm::Twine &why) const {
                                  node.describe() + ": " + why.str());
 }
 
+llvm::ArrayRef<llvm::ArrayRef<EmitterEntry>> getEmitterFamilies() {
+  static const llvm::ArrayRef<EmitterEntry> families[] = {
+      getElementwiseEmitters(), getDataMovementEmitters(),
+      getIndexingEmitters(),    getTopKEmitters(),
+      getSamplingEmitters(),    getReductionEmitters(),
+      getPoolingEmitters(),     getConvEmitters(),
+      getGemmEmitters(),        getFusedEmitters(),
+      getAttentionEmitters()};
+  return families;
+}
+
 EmitFn lookupEmitter(ir::OpCode op) {
-  for (auto table : {getElementwiseEmitters(), getDataMovementEmitters(),
-                     getIndexingEmitters(), getTopKEmitters(),
-                     getIndexingEmitters(), getSamplingEmitters(),
-                     getReductionEmitters(), getPoolingEmitters(),
-                     getConvEmitters(), getGemmEmitters(),
-                     getFusedEmitters(), getAttentionEmitters()})
+  for (llvm::ArrayRef<EmitterEntry> table : getEmitterFamilies())
     for (const EmitterEntry &entry : table)
       if (op == entry.op)
         return entry.emit;

@@ -1,10 +1,12 @@
 //===- DataMovementEmitters.cpp - CUDA emitters: data movement ------------===//
 //
 // Ops that move elements without looking at them (Transpose, Concat, Split,
-// Slice, Expand, Tile, DepthToSpace, SpaceToDepth), plus the gathers and
-// fills whose element choice depends on data or coordinates (Gather, Pad,
-// Resize, Dropout, Range, Shape, Size, Constant, ConstantOfShape), and
-// training Dropout's generated mask (snug.dropout_mask).
+// Slice, Expand, Tile, DepthToSpace, SpaceToDepth), plus the gathers whose
+// element choice depends on data or coordinates (Gather, Pad), the host
+// copies of offloading, and the family's table. Resize has its own file
+// (ResizeEmitter.cpp), and so do the fills (FillEmitters.cpp: Dropout,
+// Range, Shape, Size, Constant, ConstantOfShape and training Dropout's
+// generated mask); the table here registers them too.
 //
 // The pure moves are all one strided copy: an iteration space whose every
 // dim has a source and a destination stride. It is canonicalized (unit dims
@@ -24,11 +26,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CodegenHelpers.h"
+#include "compiler/cuda/DataMovementInternal.h"
 #include "compiler/cuda/KernelEmitter.h"
 #include "core/CheckedArithmetic.h"
-#include "core/ResizeCoordinates.h"
-
-#include "ir/Float16.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -47,19 +47,17 @@ namespace cuda {
 
 using namespace codegen;
 
-namespace {
+//===----------------------------------------------------------------------===//
+// Opaque units, shared with FillEmitters.cpp (DataMovementInternal.h)
+//===----------------------------------------------------------------------===//
 
 unsigned elementBytes(const TensorRef &ref) {
   return ir::getDTypeSize(ref.dtype);
 }
 
-uint64_t byteAddress(const TensorRef &ref, uint64_t byteOffset) {
-  return ref.place.value + byteOffset;
+std::string tagOf(const EmitContext &context) {
+  return context.node.getOpName().lower();
 }
-
-//===----------------------------------------------------------------------===//
-// Opaque units
-//===----------------------------------------------------------------------===//
 
 /// The type a kernel moves `bytes` (1, 2, 4, 8 or 16) at a time as.
 std::string unitType(unsigned bytes) {
@@ -84,11 +82,6 @@ std::string addUnitPointer(Kernel &kernel, const std::string &name,
          "snug_u128 *)" + name + "_words;\n";
 }
 
-std::string unitPrologue(unsigned bytes) {
-  return bytes == 16 ? "  struct alignas(16) snug_u128 { uint64_t lo, hi; };\n"
-                     : "";
-}
-
 /// The widest unit (up to 16 bytes) that divides `runBytes` and every
 /// address in `addresses`, at least `minimum`.
 unsigned widestUnit(unsigned minimum, uint64_t runBytes,
@@ -98,6 +91,17 @@ unsigned widestUnit(unsigned minimum, uint64_t runBytes,
         llvm::all_of(addresses, [&](uint64_t a) { return a % bytes == 0; }))
       return bytes;
   return minimum;
+}
+
+namespace {
+
+uint64_t byteAddress(const TensorRef &ref, uint64_t byteOffset) {
+  return ref.place.value + byteOffset;
+}
+
+std::string unitPrologue(unsigned bytes) {
+  return bytes == 16 ? "  struct alignas(16) snug_u128 { uint64_t lo, hi; };\n"
+                     : "";
 }
 
 //===----------------------------------------------------------------------===//
@@ -202,10 +206,6 @@ void emitStridedCopy(EmitContext &context, llvm::StringRef tag,
     return;
   emitCanonicalCopy(context, tag, src, srcOffset, dst, dstOffset,
                     elementBytes(dst), canonicalize(std::move(dims)));
-}
-
-std::string tagOf(const EmitContext &context) {
-  return context.node.getOpName().lower();
 }
 
 //===----------------------------------------------------------------------===//
@@ -662,601 +662,6 @@ llvm::Error emitPad(EmitContext &context) {
                      ? "    out[i] = inside ? x[from] : pad_value;\n"
                      : "    out[i] = x[from];\n";
   kernel.body += "  }\n";
-  launchGridStride(context, std::move(kernel), y.numElements);
-  return llvm::Error::success();
-}
-
-//===----------------------------------------------------------------------===//
-// Resize
-//===----------------------------------------------------------------------===//
-
-/// resize::sourceCoordinate as device code over `o` (an integer coordinate)
-/// for the transforms the closed forms use: the same double operations in
-/// the same order, with the compile-time constants folded as the host's
-/// would be, so the same bits.
-std::string resizeSourceCode(const resize::Axis &axis, llvm::StringRef o) {
-  std::string x = "(double)" + o.str(), s = cudaFloatLiteral(axis.scale);
-  llvm::StringRef mode = axis.transform;
-  double length = axis.scale * double(axis.in);
-  if (mode == "asymmetric")
-    return x + " / " + s;
-  if (mode == "align_corners")
-    return length == 1 ? "0.0"
-                       : x + " * " + cudaFloatLiteral(double(axis.in - 1)) +
-                             " / " + cudaFloatLiteral(length - 1);
-  if (mode == "pytorch_half_pixel" && axis.out <= 1)
-    return "0.0";
-  if (mode == "tf_half_pixel_for_nn")
-    return "(" + x + " + 0.5) / " + s;
-  if (mode == "half_pixel_symmetric") {
-    double adjustment = double(axis.out) / length;
-    double offset = double(axis.in) / 2 * (1 - adjustment);
-    return cudaFloatLiteral(offset) + " + (" + x + " + 0.5) / " + s + " - 0.5";
-  }
-  return "(" + x + " + 0.5) / " + s + " - 0.5";
-}
-
-std::string nearestIndexCode(llvm::StringRef mode, llvm::StringRef x) {
-  std::string X = x.str();
-  if (mode == "floor")
-    return "(int64_t)floor(" + X + ")";
-  if (mode == "ceil")
-    return "(int64_t)ceil(" + X + ")";
-  std::string f = "floor(" + X + ")";
-  return "(int64_t)(" + X + " - " + f + " == 0.5 ? " + f +
-         (mode == "round_prefer_ceil" ? " + 1.0" : "") + " : round(" + X +
-         "))";
-}
-
-/// A closed form for a nearest axis whose table is (o * p) / q (integer
-/// scale factors): "" when there is none.
-std::string nearestClosedForm(const resize::Axis &axis, llvm::StringRef o) {
-  int64_t g = std::gcd(axis.in, axis.out), p = axis.in / g, q = axis.out / g;
-  resize::AxisTable table = resize::axisTable(axis);
-  for (int64_t k = 0; k < axis.out; ++k)
-    if (table.index[k] != k * p / q)
-      return "";
-  std::string text = o.str();
-  if (p != 1)
-    text += " * " + cudaIntLiteral(p);
-  if (q != 1)
-    text = "(" + text + ") / " + cudaIntLiteral(q);
-  return text;
-}
-
-/// The resize axes of a node, as the host kernel resolves them (the
-/// strings point into `strings`, which must outlive them).
-std::vector<resize::Axis> resizeAxes(EmitContext &context, const TensorRef &x,
-                                     const TensorRef &y,
-                                     const std::vector<std::string> &strings) {
-  size_t rank = x.rank();
-  std::vector<float> given = context.floatsAttr("scales");
-  std::vector<float> roi = context.floatsAttr("roi");
-  std::vector<resize::Axis> axes;
-  for (size_t d = 0; d < rank; ++d) {
-    resize::Axis axis;
-    axis.mode = strings[0], axis.transform = strings[1];
-    axis.nearest = strings[2];
-    axis.in = x.dims[d], axis.out = y.dims[d];
-    axis.scale = given.size() == rank ? double(given[d])
-                 : x.dims[d] ? double(y.dims[d]) / double(x.dims[d])
-                             : 1.0;
-    axis.cubicA = context.floatAttr("cubic_coeff_a", -0.75f);
-    axis.antialias = context.intAttr("antialias", 0) != 0;
-    axis.excludeOutside = context.intAttr("exclude_outside", 0) != 0;
-    if (roi.size() == 2 * rank)
-      axis.roiStart = roi[d], axis.roiEnd = roi[d + rank];
-    axes.push_back(axis);
-  }
-  return axes;
-}
-
-/// Cubic, antialiased and tf_crop_and_resize axes: the host's tap tables
-/// (core/ResizeCoordinates.h), baked into the kernel as static arrays
-/// (input offsets and weights per output coordinate), and the same sum in
-/// the same order as the host: axis 0's taps varying fastest, the weight
-/// multiplied in axis order, zero weights skipped.
-void emitResizeTables(EmitContext &context, const std::vector<resize::Axis> &axes,
-                      bool copies) {
-  const TensorRef &x = context.in(0), &y = context.out();
-  size_t rank = axes.size();
-  std::vector<int64_t> inStrides = x.strides();
-  const char *index = indexTypeFor(y.numElements, x.numElements);
-  Kernel kernel;
-  kernel.tag = "resize";
-  kernel.addTensor("x", x, true);
-  kernel.addTensor("out", y, false);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  std::vector<bool> needed;
-  std::vector<resize::AxisTable> tables;
-  bool anyOutside = false;
-  for (size_t d = 0; d < rank; ++d) {
-    needed.push_back(axes[d].out > 1);
-    tables.push_back(axes[d].identity() ? resize::AxisTable()
-                                        : resize::axisTable(axes[d]));
-    const resize::AxisTable &table = tables.back();
-    if (axes[d].identity())
-      continue;
-    bool outside = llvm::is_contained(table.outside, true);
-    anyOutside |= outside;
-    std::string D = std::to_string(d);
-    os << "  static const int64_t at" << D << "[] = {";
-    for (size_t k = 0; k < table.index.size(); ++k)
-      os << (k ? ", " : "") << cudaIntLiteral(table.index[k] * inStrides[d]);
-    os << "};\n";
-    if (!copies) {
-      os << "  static const double wt" << D << "[] = {";
-      for (size_t k = 0; k < table.weight.size(); ++k)
-        os << (k ? ", " : "") << cudaFloatLiteral(table.weight[k]);
-      os << "};\n";
-    }
-    if (outside) {
-      os << "  static const unsigned char ot" << D << "[] = {";
-      for (size_t k = 0; k < table.outside.size(); ++k)
-        os << (k ? ", " : "") << (table.outside[k] ? 1 : 0);
-      os << "};\n";
-    }
-  }
-  os << gridStrideLoop(index, y.numElements)
-     << emitCoordinates(y.dims, index, "i", "d", needed);
-  auto coordinate = [&](size_t d) {
-    return axes[d].out > 1 ? "d" + std::to_string(d) : std::string("0");
-  };
-  std::string base; // identity axes
-  for (size_t d = 0; d < rank; ++d)
-    if (axes[d].identity() && axes[d].out > 1)
-      base += " + " + coordinate(d) +
-              (inStrides[d] == 1 ? "" : " * " + cudaIntLiteral(inStrides[d]));
-  if (anyOutside) {
-    std::string test;
-    for (size_t d = 0; d < rank; ++d)
-      if (!axes[d].identity() && llvm::is_contained(tables[d].outside, true))
-        test += std::string(test.empty() ? "" : " || ") + "ot" +
-                std::to_string(d) + "[" + coordinate(d) + "]";
-    os << "    if (" << test << ") {\n      "
-       << storeConverted(y.dtype, "double", "out + i",
-                         cudaFloatLiteral(context.floatAttr(
-                             "extrapolation_value", 0.0f)))
-       << "      continue;\n    }\n";
-  }
-  // Loops over the taps, the last axis outermost so axis 0's vary fastest.
-  std::vector<size_t> tapped;
-  for (size_t d = 0; d < rank; ++d)
-    if (!axes[d].identity())
-      tapped.push_back(d);
-  if (!copies)
-    os << "    double acc = 0.0;\n";
-  std::string indent = "    ", offset = base, weight;
-  for (size_t k = tapped.size(); k-- > 0;) {
-    size_t d = tapped[k];
-    std::string D = std::to_string(d), C = cudaIntLiteral(tables[d].count);
-    os << indent << "for (int t" << D << " = 0; t" << D << " < " << C << "; ++t"
-       << D << ") {\n";
-    indent += "  ";
-    os << indent << "const int64_t r" << D << " = " << coordinate(d) << " * "
-       << C << " + t" << D << ";\n";
-    offset += " + at" + D + "[r" + D + "]";
-  }
-  for (size_t d : tapped)
-    weight += std::string(weight.empty() ? "" : " * ") + "wt" +
-              std::to_string(d) + "[r" + std::to_string(d) + "]";
-  std::string at = offset.empty() ? "0" : offset.substr(3);
-  if (copies) {
-    os << indent << "out[i] = x[" << at << "];\n";
-  } else {
-    os << indent << "const double w = " << (weight.empty() ? "1.0" : weight)
-       << ";\n"
-       << indent << "if (w != 0.0)\n"
-       << indent << "  acc += w * (double)snug_load(x + (" << at << "));\n";
-  }
-  for (size_t k = tapped.size(); k-- > 0;) {
-    indent.resize(indent.size() - 2);
-    os << indent << "}\n";
-  }
-  if (!copies)
-    os << "    " << storeConverted(y.dtype, "double", "out + i", "acc");
-  os << "  }\n";
-  kernel.body = os.str();
-  launchGridStride(context, std::move(kernel), y.numElements);
-}
-
-llvm::Error emitResize(EmitContext &context) {
-  const TensorRef &x = context.in(0), &y = context.out();
-  size_t rank = x.rank();
-  if (y.rank() != rank || x.dtype != y.dtype)
-    return context.unsupported("result rank or dtype differs from the "
-                               "operand's");
-  std::vector<std::string> strings = {
-      context.stringAttr("mode", "nearest"),
-      context.stringAttr("coordinate_transformation_mode", "half_pixel"),
-      context.stringAttr("nearest_mode", "round_prefer_floor")};
-  const std::string &mode = strings[0], &transform = strings[1];
-  if (mode != "nearest" && mode != "linear" && mode != "cubic")
-    return context.unsupported("mode '" + mode + "' is not supported");
-  if (transform == "tf_crop_and_resize" &&
-      context.floatsAttr("roi").size() != 2 * rank)
-    return context.unsupported("tf_crop_and_resize needs a roi of 2 x rank "
-                               "values");
-  if (x.numElements == 0 && y.numElements)
-    return context.unsupported("cannot resize an empty tensor");
-  if (y.numElements == 0)
-    return llvm::Error::success();
-  std::vector<resize::Axis> axes = resizeAxes(context, x, y, strings);
-  bool linear = mode == "linear";
-  // Closed forms cover nearest and plain linear; the rest reads tables.
-  bool tables = mode == "cubic" || transform == "tf_crop_and_resize" ||
-                llvm::any_of(axes, [](const resize::Axis &axis) {
-                  return axis.filters();
-                });
-  if (tables) {
-    emitResizeTables(context, axes, mode == "nearest");
-    return llvm::Error::success();
-  }
-  Kernel kernel;
-  kernel.tag = "resize";
-  kernel.addTensor("x", x, true);
-  kernel.addTensor("out", y, false);
-  std::vector<int64_t> inStrides = x.strides();
-  const char *index = indexTypeFor(y.numElements, x.numElements);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  // Axes that collapse to index 0 need no coordinate.
-  std::vector<bool> needed;
-  for (const resize::Axis &axis : axes)
-    needed.push_back(axis.identity() ? axis.out > 1 : axis.in > 1);
-  os << gridStrideLoop(index, y.numElements)
-     << emitCoordinates(y.dims, index, "i", "d", needed);
-  auto term = [&](const std::string &coordinate, size_t d) {
-    return " + " + coordinate +
-           (inStrides[d] == 1 ? "" : " * " + cudaIntLiteral(inStrides[d]));
-  };
-  std::string base;          // offset terms of identity and nearest axes
-  std::vector<size_t> blend; // linear axes that interpolate
-  for (size_t d = 0; d < rank; ++d) {
-    std::string o = "d" + std::to_string(d);
-    const resize::Axis &axis = axes[d];
-    std::string source = resizeSourceCode(axis, o);
-    std::string N1 = cudaIntLiteral(axis.in - 1);
-    if (axis.identity()) {
-      if (axis.out > 1)
-        base += term(o, d);
-      continue;
-    }
-    if (axis.in == 1)
-      continue; // every coordinate clamps to 0 (with weight 0 when linear)
-    if (!linear) {
-      std::string closed = nearestClosedForm(axis, o);
-      if (closed.empty()) {
-        os << "    const double s" << d << " = " << source << ";\n"
-           << "    int64_t n" << d << " = "
-           << nearestIndexCode(axis.nearest, "s" + std::to_string(d)) << ";\n"
-           << "    n" << d << " = n" << d << " < 0 ? 0 : (n" << d << " > " << N1
-           << " ? " << N1 << " : n" << d << ");\n";
-        closed = "n" + std::to_string(d);
-      }
-      base += term("(" + closed + ")", d);
-      continue;
-    }
-    // As the host: clamp to [0, n - 1], the two neighbours and the weight
-    // of the second.
-    os << "    double s" << d << " = " << source << ";\n"
-       << "    s" << d << " = s" << d << " < 0.0 ? 0.0 : s" << d << ";\n"
-       << "    s" << d << " = " << cudaFloatLiteral(double(axis.in - 1))
-       << " < s" << d << " ? " << cudaFloatLiteral(double(axis.in - 1))
-       << " : s" << d << ";\n"
-       << "    const int64_t lo" << d << " = (int64_t)floor(s" << d << ");\n"
-       << "    const int64_t hi" << d << " = lo" << d << " + 1 < " << N1
-       << " ? lo" << d << " + 1 : " << N1 << ";\n"
-       << "    const double w" << d << " = s" << d << " - (double)lo" << d
-       << ";\n";
-    blend.push_back(d);
-  }
-  std::string offset = base.empty() ? "0" : base.substr(3);
-  if (!linear) {
-    os << "    out[i] = x[" << offset << "];\n  }\n";
-  } else {
-    // Every corner of the interpolated axes, weights multiplied in axis
-    // order and zero-weight corners skipped, as the host (a NaN there
-    // would otherwise spread).
-    os << "    double acc = 0.0;\n";
-    for (uint64_t corner = 0; corner < (uint64_t(1) << blend.size());
-         ++corner) {
-      std::string weight, at = offset;
-      for (size_t k = 0; k < blend.size(); ++k) {
-        std::string d = std::to_string(blend[k]);
-        bool second = (corner >> k) & 1;
-        weight += std::string(weight.empty() ? "" : " * ") +
-                  (second ? "w" + d : "(1.0 - w" + d + ")");
-        at += term((second ? "hi" : "lo") + d, blend[k]);
-      }
-      os << "    {\n      const double w = " << weight << ";\n"
-         << "      if (w != 0.0)\n        acc += w * (double)snug_load(x + ("
-         << at << "));\n    }\n";
-    }
-    os << "    " << storeConverted(y.dtype, "double", "out + i", "acc")
-       << "  }\n";
-  }
-  kernel.body = os.str();
-  launchGridStride(context, std::move(kernel), y.numElements);
-  return llvm::Error::success();
-}
-
-//===----------------------------------------------------------------------===//
-// Fills: Dropout's mask, Shape, Size, Constant, ConstantOfShape, Range
-//===----------------------------------------------------------------------===//
-
-/// `value` stored as the host's storeDouble stores it into `dtype`.
-std::vector<uint8_t> encodeDouble(double value, ir::DType dtype);
-
-/// `value` stored as the host's storeInt stores it.
-std::vector<uint8_t> encodeInt(int64_t value, ir::DType dtype) {
-  std::vector<uint8_t> bytes(ir::getDTypeSize(dtype));
-  auto put = [&](auto v) { std::memcpy(bytes.data(), &v, sizeof v); };
-  switch (dtype) {
-  case ir::DType::I64: put(value); break;
-  case ir::DType::I32: put(int32_t(uint32_t(value))); break;
-  case ir::DType::I16: put(int16_t(uint16_t(value))); break;
-  case ir::DType::I8: put(int8_t(uint8_t(value))); break;
-  case ir::DType::U8: put(uint8_t(value)); break;
-  case ir::DType::U16: put(uint16_t(value)); break;
-  case ir::DType::U32: put(uint32_t(value)); break;
-  case ir::DType::U64: put(uint64_t(value)); break;
-  case ir::DType::Bool: put(uint8_t(value != 0)); break;
-  default: return encodeDouble(double(value), dtype);
-  }
-  return bytes;
-}
-
-std::vector<uint8_t> encodeDouble(double value, ir::DType dtype) {
-  std::vector<uint8_t> bytes(ir::getDTypeSize(dtype));
-  auto put = [&](auto v) { std::memcpy(bytes.data(), &v, sizeof v); };
-  switch (dtype) {
-  case ir::DType::F32: put(float(value)); break;
-  case ir::DType::F64: put(value); break;
-  case ir::DType::F16: put(floatToF16(float(value))); break;
-  case ir::DType::BF16: put(floatToBf16(float(value))); break;
-  case ir::DType::Bool: put(uint8_t(value != 0)); break;
-  // The unsigned types by ScalarOps.h's float -> integer rule itself.
-  case ir::DType::U16: put(scalar::Convert<uint16_t>::from(value)); break;
-  case ir::DType::U32: put(scalar::Convert<uint32_t>::from(value)); break;
-  case ir::DType::U64: put(scalar::Convert<uint64_t>::from(value)); break;
-  default: {
-    // Truncation with NaN and out-of-range values pinned, as the host.
-    int64_t pinned = std::isnan(value)                 ? 0
-                     : value >= 9.2233720368547758e18  ? INT64_MAX
-                     : value <= -9.2233720368547758e18 ? INT64_MIN
-                                                       : int64_t(value);
-    return encodeInt(pinned, dtype);
-  }
-  }
-  return bytes;
-}
-
-/// Element 0 of a tensor attribute as the host's loadDouble reads it.
-double decodeDouble(llvm::ArrayRef<uint8_t> bytes, ir::DType dtype) {
-  auto get = [&](auto v) {
-    std::memcpy(&v, bytes.data(), sizeof v);
-    return v;
-  };
-  switch (dtype) {
-  case ir::DType::F32: return get(float());
-  case ir::DType::F64: return get(double());
-  case ir::DType::F16: return f16ToFloat(get(uint16_t()));
-  case ir::DType::BF16: return bf16ToFloat(get(uint16_t()));
-  case ir::DType::I64: return double(get(int64_t()));
-  case ir::DType::I32: return get(int32_t());
-  case ir::DType::I16: return get(int16_t());
-  case ir::DType::I8: return get(int8_t());
-  case ir::DType::U8: return get(uint8_t());
-  case ir::DType::U16: return get(uint16_t());
-  case ir::DType::U32: return get(uint32_t());
-  case ir::DType::U64: return double(get(uint64_t()));
-  case ir::DType::Bool: return get(uint8_t()) != 0;
-  }
-  return 0;
-}
-
-/// `bytes` (little-endian, at most 8) as an unsigned literal.
-std::string unitLiteral(llvm::ArrayRef<uint8_t> bytes) {
-  uint64_t value = 0;
-  for (size_t i = bytes.size(); i-- > 0;)
-    value = value << 8 | bytes[i];
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "0x%llxull", (unsigned long long)value);
-  return "(" + unitType(unsigned(bytes.size())) + ")" + buffer;
-}
-
-/// Fills `out` with copies of the one element `element`, as the widest
-/// repeated pattern (up to 8 bytes) the size and address allow.
-void emitFill(EmitContext &context, llvm::StringRef tag, const TensorRef &out,
-              llvm::ArrayRef<uint8_t> element) {
-  if (out.numElements == 0)
-    return;
-  unsigned bytes = unsigned(element.size());
-  unsigned unit = std::min(8u, widestUnit(bytes, out.bytes, {out.place.value}));
-  std::vector<uint8_t> pattern;
-  for (unsigned k = 0; k < unit / bytes; ++k)
-    pattern.insert(pattern.end(), element.begin(), element.end());
-  int64_t count = int64_t(out.bytes / unit);
-  Kernel kernel;
-  kernel.tag = tag.str();
-  addUnitPointer(kernel, "out", out, 0, false, unit);
-  const char *index = indexTypeFor(count, count);
-  kernel.body = gridStrideLoop(index, count) + "    out[i] = " +
-                unitLiteral(pattern) + ";\n  }\n";
-  launchGridStride(context, std::move(kernel), count);
-}
-
-/// Writes `data` (the whole tensor) to `out` from one thread: for the small
-/// constants Shape and Size make. A larger non-uniform constant belongs in
-/// the weights (fold-constants puts it there).
-llvm::Error emitConstantBytes(EmitContext &context, const TensorRef &out,
-                              llvm::ArrayRef<uint8_t> data) {
-  unsigned bytes = elementBytes(out);
-  if (data.size() != out.bytes)
-    return context.unsupported("the constant does not match the result");
-  if (out.numElements == 0)
-    return llvm::Error::success();
-  bool uniform = true;
-  for (uint64_t k = bytes; k < data.size() && uniform; k += bytes)
-    uniform = std::memcmp(data.data(), data.data() + k, bytes) == 0;
-  if (uniform) {
-    emitFill(context, tagOf(context), out, data.take_front(bytes));
-    return llvm::Error::success();
-  }
-  if (out.numElements > 256)
-    return context.unsupported("a constant of more than 256 distinct-valued "
-                               "elements must be a weight (run "
-                               "fold-constants)");
-  Kernel kernel;
-  kernel.tag = tagOf(context);
-  addUnitPointer(kernel, "out", out, 0, false, bytes);
-  for (int64_t k = 0; k < out.numElements; ++k)
-    kernel.body += "  out[" + std::to_string(k) + "] = " +
-                   unitLiteral(data.slice(k * bytes, bytes)) + ";\n";
-  kernel.block.x = 1;
-  context.launch(std::move(kernel));
-  return llvm::Error::success();
-}
-
-llvm::Error emitShape(EmitContext &context) {
-  const TensorRef &x = context.in(0), &y = context.out();
-  int64_t rank = x.rank();
-  int64_t start = context.intAttr("start", 0),
-          end = context.intAttr("end", rank);
-  if (start < 0)
-    start += rank;
-  if (end < 0)
-    end += rank;
-  start = std::min(std::max<int64_t>(start, 0), rank);
-  end = std::min(std::max<int64_t>(end, 0), rank);
-  if (y.numElements != std::max<int64_t>(end - start, 0))
-    return context.unsupported("result size does not match start and end");
-  std::vector<uint8_t> data;
-  for (int64_t d = start; d < end; ++d) {
-    std::vector<uint8_t> element = encodeInt(x.dims[d], y.dtype);
-    data.insert(data.end(), element.begin(), element.end());
-  }
-  return emitConstantBytes(context, y, data);
-}
-
-llvm::Error emitSize(EmitContext &context) {
-  if (context.out().numElements != 1)
-    return context.unsupported("the result must hold one element");
-  return emitConstantBytes(context, context.out(),
-                           encodeInt(context.in(0).numElements,
-                                     context.out().dtype));
-}
-
-/// Constant copies its tensor attribute; ConstantOfShape fills with its
-/// one element (f32 zero by default), converted as the host does.
-llvm::Error emitConstant(EmitContext &context) {
-  const TensorRef &y = context.out();
-  const ir::Attribute *value = context.node.getAttribute("value");
-  bool isTensor = value && value->getKind() == ir::Attribute::Kind::Tensor;
-  if (context.node.is(ir::OpCode::Constant)) {
-    if (!isTensor || value->getTensorType().getDType() != y.dtype)
-      return context.unsupported("tensor attribute 'value' must match the "
-                                 "result");
-    return emitConstantBytes(context, y, value->getTensorBytes());
-  }
-  double fill = 0;
-  if (isTensor && !value->getTensorBytes().empty())
-    fill = decodeDouble(value->getTensorBytes(),
-                        value->getTensorType().getDType());
-  emitFill(context, "constantofshape", y, encodeDouble(fill, y.dtype));
-  return llvm::Error::success();
-}
-
-/// Inference Dropout: the identity (a copy, none when the planner put the
-/// result on the operand) and an all-true mask when it is asked for.
-llvm::Error emitDropout(EmitContext &context) {
-  if (context.hasIn(2)) {
-    const ir::Value *training = context.node.getOperand(2);
-    if (!training->isWeight() || training->isWeightElided())
-      return context.unsupported("training_mode must be a constant");
-    llvm::ArrayRef<uint8_t> data =
-        context.node.getModule()->getWeightData(training);
-    if (!data.empty() &&
-        decodeDouble(data, training->getType().getDType()) != 0)
-      return context.unsupported("training_mode is not supported");
-  }
-  const TensorRef &x = context.in(0), &y = context.out();
-  if (x.bytes != y.bytes)
-    return context.unsupported("operand and result differ in size");
-  context.copy(y.place, x.place, y.bytes);
-  if (context.results.size() > 1 && context.out(1).present)
-    emitFill(context, "dropout_mask", context.out(1),
-             encodeInt(1, context.out(1).dtype));
-  return llvm::Error::success();
-}
-
-/// Range(start, limit, delta): start + i * delta, in double for a float
-/// result and int64 otherwise, as the host.
-llvm::Error emitRange(EmitContext &context) {
-  if (!context.hasIn(0) || !context.hasIn(2))
-    return context.unsupported("expects start, limit and delta");
-  const TensorRef &start = context.in(0), &delta = context.in(2),
-                  &y = context.out();
-  if (start.numElements != 1 || delta.numElements != 1)
-    return context.unsupported("start and delta must be scalars");
-  if (y.numElements == 0)
-    return llvm::Error::success();
-  bool floatMath = ir::isFloatDType(y.dtype);
-  if (!floatMath &&
-      (ir::isFloatDType(start.dtype) || ir::isFloatDType(delta.dtype)))
-    return context.unsupported("an integer range needs integer start and "
-                               "delta");
-  std::string type = floatMath ? "double" : "int64_t";
-  Kernel kernel;
-  kernel.tag = "range";
-  kernel.addTensor("start", start, true);
-  kernel.addTensor("delta", delta, true);
-  kernel.addTensor("out", y, false);
-  const char *index = indexTypeFor(y.numElements, y.numElements);
-  kernel.body = "  const " + type + " first = (" + type +
-                ")snug_load(start), step = (" + type + ")snug_load(delta);\n";
-  kernel.body += gridStrideLoop(index, y.numElements);
-  std::string value =
-      floatMath ? "first + (double)i * step"
-                : "(int64_t)((uint64_t)first + (uint64_t)i * (uint64_t)step)";
-  kernel.body +=
-      "    " + storeConverted(y.dtype, type, "out + i", value) + "  }\n";
-  launchGridStride(context, std::move(kernel), y.numElements);
-  return llvm::Error::success();
-}
-
-/// snug.dropout_mask(seed): one thread per element runs ScalarOps.h's
-/// dropoutKeeps (the prelude embeds it), so the device mask is the host's
-/// bit for bit.
-llvm::Error emitDropoutMask(EmitContext &context) {
-  const TensorRef &seed = context.in(0), &y = context.out();
-  if (seed.numElements != 1 || seed.dtype != ir::DType::I64)
-    return context.unsupported("the seed must be an i64 scalar");
-  if (y.dtype != ir::DType::F32)
-    return context.unsupported("the mask must be f32");
-  float ratio = context.floatAttr("ratio", 0.5f);
-  int64_t salt = context.intAttr("salt", 0);
-  if (!(ratio >= 0.0f && ratio < 1.0f))
-    return context.unsupported("ratio must be in [0, 1)");
-  if (y.numElements == 0)
-    return llvm::Error::success();
-  Kernel kernel;
-  kernel.tag = "dropout_mask";
-  kernel.addTensor("seed", seed, true);
-  kernel.addTensor("out", y, false);
-  const char *index = indexTypeFor(y.numElements, y.numElements);
-  std::string ratioText = "(float)" + cudaFloatLiteral(ratio);
-  kernel.body = "  const uint64_t key = (uint64_t)snug_load(seed);\n"
-                "  const float ratio = " +
-                ratioText +
-                ";\n"
-                "  const float scale = snug::scalar::dropoutScale(ratio);\n";
-  kernel.body += gridStrideLoop(index, y.numElements);
-  kernel.body += "    out[i] = snug::scalar::dropoutKeeps(key, " +
-                 std::to_string(uint32_t(salt)) +
-                 "u, (uint64_t)i, ratio) ? scale : 0.0f;\n  }\n";
   launchGridStride(context, std::move(kernel), y.numElements);
   return llvm::Error::success();
 }

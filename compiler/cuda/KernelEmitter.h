@@ -190,6 +190,9 @@ llvm::ArrayRef<EmitterEntry> getConvEmitters();          // ConvEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getGemmEmitters();          // GemmEmitters.cpp
 llvm::ArrayRef<EmitterEntry> getFusedEmitters();         // FusedEmitter.cpp
 llvm::ArrayRef<EmitterEntry> getAttentionEmitters();     // AttentionEmitter.cpp
+/// Every family table above, once each, in the order lookupEmitter
+/// searches them (CudaEmitter.cpp).
+llvm::ArrayRef<llvm::ArrayRef<EmitterEntry>> getEmitterFamilies();
 /// nullptr when no family registers `op`.
 EmitFn lookupEmitter(ir::OpCode op);
 

@@ -84,14 +84,7 @@ TEST(OpCoverageTest, NothingOutsideTheTableHasAHostKernel) {
 
 TEST(OpCoverageTest, EveryCudaEmitterIsRegisteredOnce) {
   std::set<ir::OpCode> seen;
-  for (auto table : {cuda::getElementwiseEmitters(),
-                     cuda::getDataMovementEmitters(),
-                     cuda::getIndexingEmitters(),
-                     cuda::getTopKEmitters(),
-                     cuda::getSamplingEmitters(),
-                     cuda::getReductionEmitters(), cuda::getPoolingEmitters(),
-                     cuda::getConvEmitters(), cuda::getGemmEmitters(),
-                     cuda::getFusedEmitters(), cuda::getAttentionEmitters()})
+  for (llvm::ArrayRef<cuda::EmitterEntry> table : cuda::getEmitterFamilies())
     for (const cuda::EmitterEntry &entry : table)
       EXPECT_TRUE(seen.insert(entry.op).second)
           << ir::getOpInfo(entry.op).name << " has two CUDA emitters";
