@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/analysis/CostModel.h"
+#include "passes/analysis/OpRuleTable.h"
 #include "ir/ShapeFunctions.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -81,39 +82,18 @@ Cost &Cost::operator+=(const Cost &other) {
 // Rules
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// CostRules.def as an array indexed by OpCode: None for an op without a
-/// line; how many lines name each op, so that a second line for an op is a
-/// build error (a missing one is the coverage test's, since views and
-/// elementwise ops have none).
-struct CostRuleTable {
-  std::array<CostRule, ir::getAllOpsCount()> rules{};
-  std::array<unsigned, ir::getAllOpsCount()> lines{};
-};
-} // namespace
-
-static constexpr CostRuleTable buildCostRuleTable() {
-  CostRuleTable table;
-#define COST_RULE(OP_ID, RULE)                                                 \
-  table.rules[size_t(OpCode::OP_ID)] = CostRule::RULE;                         \
-  ++table.lines[size_t(OpCode::OP_ID)];
+/// CostRules.def's lines; an op without one keeps CostRule::None.
+static constexpr OpRuleTable<CostRule> buildCostRuleTable() {
+  OpRuleTable<CostRule> table;
+#define COST_RULE(OP_ID, RULE) table.set(OpCode::OP_ID, CostRule::RULE);
 #include "passes/analysis/CostRules.def"
   return table;
 }
 
-static constexpr CostRuleTable costRuleTable = buildCostRuleTable();
+static constexpr OpRuleTable<CostRule> costRules = buildCostRuleTable();
+static_assert(costRules.hasNoOpTwice(), "an op has two lines in CostRules.def");
 
-static constexpr bool noOpHasTwoCostRules() {
-  for (unsigned count : costRuleTable.lines)
-    if (count > 1)
-      return false;
-  return true;
-}
-static_assert(noOpHasTwoCostRules(), "an op has two lines in CostRules.def");
-
-CostRule getDeclaredCostRule(OpCode op) {
-  return costRuleTable.rules[size_t(op)];
-}
+CostRule getDeclaredCostRule(OpCode op) { return costRules.get(op); }
 
 CostRule getCostRule(OpCode op) {
   // Views and elementwise ops take their rule from the op table's traits,

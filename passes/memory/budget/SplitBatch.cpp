@@ -53,6 +53,7 @@
 #include "passes/memory/budget/SplitBatch.h"
 
 #include "ir/Module.h"
+#include "passes/analysis/OpRuleTable.h"
 #include "passes/training/GradientRules.h"
 #include "passes/Passes.h"
 #include "ir/ShapeFunctions.h"
@@ -61,44 +62,24 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/ErrorHandling.h"
 
-#include <array>
-
 namespace snug {
 
-namespace {
-/// BatchRules.def as an array indexed by OpCode (check None for an op
-/// without a line), with how many lines name each op, so that a second
-/// line for an op is a build error; a missing one is the coverage test's.
-struct BatchRuleTable {
-  std::array<BatchRule, getAllOpsCount()> rules{};
-  std::array<unsigned, getAllOpsCount()> lines{};
-};
-} // namespace
-
-static constexpr BatchRuleTable buildBatchRuleTable() {
-  BatchRuleTable table;
+/// BatchRules.def's lines; an op without one keeps check None.
+static constexpr OpRuleTable<BatchRule> buildBatchRuleTable() {
+  OpRuleTable<BatchRule> table;
 #define BATCH_RULE(OP_ID, SPLIT_CHECK, SHARED_OPERANDS, LOSS_TAIL)             \
-  table.rules[size_t(OpCode::OP_ID)] = {SplitCheck::SPLIT_CHECK,               \
-                                        SharedOperands::SHARED_OPERANDS,       \
-                                        LossTailRule::LOSS_TAIL};              \
-  ++table.lines[size_t(OpCode::OP_ID)];
+  table.set(OpCode::OP_ID,                                                     \
+            {SplitCheck::SPLIT_CHECK, SharedOperands::SHARED_OPERANDS,         \
+             LossTailRule::LOSS_TAIL});
 #include "passes/memory/budget/BatchRules.def"
   return table;
 }
 
-static constexpr BatchRuleTable batchRuleTable = buildBatchRuleTable();
+static constexpr OpRuleTable<BatchRule> batchRules = buildBatchRuleTable();
+static_assert(batchRules.hasNoOpTwice(),
+              "an op has two lines in BatchRules.def");
 
-static constexpr bool noOpHasTwoBatchRules() {
-  for (unsigned count : batchRuleTable.lines)
-    if (count > 1)
-      return false;
-  return true;
-}
-static_assert(noOpHasTwoBatchRules(), "an op has two lines in BatchRules.def");
-
-const BatchRule &getBatchRule(OpCode op) {
-  return batchRuleTable.rules[size_t(op)];
-}
+const BatchRule &getBatchRule(OpCode op) { return batchRules.get(op); }
 
 namespace {
 
