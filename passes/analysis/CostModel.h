@@ -8,8 +8,9 @@
 // device. Schedule, fusion, remat, the memory report and the benchmarks
 // share it.
 //
-// Counting conventions (every op of core/Ops.def has a rule; CostModel.cpp
-// lists them op by op):
+// Counting conventions (every op of core/Ops.def has a rule: View and
+// Elementwise ops by their traits, every other op by its line in
+// CostRules.def; CostModel.cpp counts each rule):
 //   - A multiply-add is 2 FLOPs and 1 MAC. MACs are counted for the
 //     contractions only (Conv, ConvTranspose, MatMul, Gemm): the figure
 //     model zoos publish as "GMACs" (torchvision's "GFLOPS" for resnet50,
@@ -52,9 +53,9 @@
 // costOfBody(its body nodes, its operands, its results): FLOPs of the body,
 // bytes at the region boundary. In CostModel.cpp that is a rule whose
 // compute is the body's (addCompute over the body nodes), the node's own
-// traffic being its operands and results like any node's; until the op has
-// a rule, getCostRule's switch does not compile (-Wswitch) and the coverage
-// test fails.
+// traffic being its operands and results like any node's. An op without
+// a rule (no trait that gives one, no line in CostRules.def) fails the
+// coverage test.
 //
 // The roofline: a node takes max(compute, memory) seconds, compute being the
 // sum over dtypes of FLOPs / peak (f16 and bf16 FLOPs of contractions at the
@@ -158,7 +159,12 @@ enum class CostRule {
   Movement,    ///< copies and index computations: bytes only
 };
 
+/// The rule `op` is counted by: View and Elementwise (or Variadic) from the
+/// op table's traits, every other op's from its line in CostRules.def.
 CostRule getCostRule(ir::OpCode op);
+/// The rule CostRules.def's line gives `op`, None when it has no line (the
+/// views and elementwise ops, or an op whose line is missing).
+CostRule getDeclaredCostRule(ir::OpCode op);
 llvm::StringRef getCostRuleName(CostRule rule);
 
 /// The cost of one node: its FLOPs and its own reads and writes.

@@ -508,6 +508,12 @@ TEST(CostModelTest, EveryOpHasARule) {
           << op.name << " is elementwise but costed as "
           << getCostRuleName(rule).str();
     }
+    // A line in CostRules.def for an op whose traits give its rule would
+    // never be read.
+    if (op.isView() || op.isElementwise()) {
+      EXPECT_EQ(getDeclaredCostRule(op.code), CostRule::None)
+          << op.name << " has a line in CostRules.def and a rule by trait";
+    }
   }
 }
 

@@ -2,14 +2,15 @@
 //
 // The op table (core/Ops.def) is the one list of ops. These tests check it in
 // both directions: every op in the table has a shape function, a host
-// kernel, a CUDA lowering (views need none: the planner aliases them) and a
-// folding rule, or is marked as not foldable; and nothing outside the table
-// implements an op (a host kernel for a name the table does not list is a
-// kernel nothing can reach). The traits are checked for consistency.
+// kernel, a CUDA lowering (views need none: the planner aliases them), a
+// folding rule, or is marked as not foldable, and a split-batch rule; and
+// nothing outside the table implements an op (a host kernel for a name the
+// table does not list is a kernel nothing can reach). The traits are checked for consistency.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/KernelEmitter.h"
 #include "ir/OpInfo.h"
+#include "passes/memory/budget/SplitBatch.h"
 #include "passes/simplify/ConstantEval.h"
 #include "passes/training/GradientRules.h"
 #include "ir/ShapeFunctions.h"
@@ -74,6 +75,24 @@ TEST(OpCoverageTest, GradientRulesMatchTheTable) {
   EXPECT_EQ(declared, registered.size());
   std::printf("gradient rules: %zu of %zu ops\n", declared,
               ir::getAllOps().size());
+}
+
+// split-batch decides per op whether it may run on a slice of the batch
+// (passes/memory/budget/BatchRules.def); an op without a line would reach
+// its llvm_unreachable.
+TEST(OpCoverageTest, EveryOpHasABatchRule) {
+  for (const OpInfo &info : ir::getAllOps()) {
+    const BatchRule &rule = getBatchRule(info.code);
+    EXPECT_NE(rule.check, SplitCheck::None)
+        << info.name << " has no line in BatchRules.def";
+    // Shared operands broadcast along dim 0 for the elementwise ops and
+    // snug.fused (whose body is elementwise) and for no other op.
+    bool broadcasts = rule.shared == SharedOperands::Broadcast ||
+                      rule.shared == SharedOperands::BroadcastOrParameters;
+    EXPECT_EQ(broadcasts,
+              info.isElementwise() || info.code == ir::OpCode::SnugFused)
+        << info.name;
+  }
 }
 
 TEST(OpCoverageTest, NothingOutsideTheTableHasAHostKernel) {

@@ -23,7 +23,9 @@
 // expanded to the batch) is sliced like an input. Reshape and Expand
 // shapes and Resize sizes that name B are
 // rewritten for B / K. Anything else is an error naming the node, and
-// findSplittableBatch says beforehand whether a module can be split.
+// findSplittableBatch says beforehand whether a module can be split. What
+// each op must not do to dim 0, which of its operands may be shared and
+// whether it may follow a mean loss is its line of BatchRules.def.
 //
 // Layout: nodes outside the region first (in order), then per copy the
 // Slices of its inputs (so each copy's slice lives only while it runs)
@@ -51,14 +53,34 @@
 #include "passes/memory/budget/SplitBatch.h"
 
 #include "ir/Module.h"
+#include "passes/analysis/OpRuleTable.h"
 #include "passes/training/GradientRules.h"
 #include "passes/Passes.h"
 #include "ir/ShapeFunctions.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/ErrorHandling.h"
 
 namespace snug {
+
+/// BatchRules.def's lines; an op without one keeps check None.
+static constexpr OpRuleTable<BatchRule> buildBatchRuleTable() {
+  OpRuleTable<BatchRule> table;
+#define BATCH_RULE(OP_ID, SPLIT_CHECK, SHARED_OPERANDS, LOSS_TAIL)             \
+  table.set(OpCode::OP_ID,                                                     \
+            {SplitCheck::SPLIT_CHECK, SharedOperands::SHARED_OPERANDS,         \
+             LossTailRule::LOSS_TAIL});
+#include "passes/memory/budget/BatchRules.def"
+  return table;
+}
+
+static constexpr OpRuleTable<BatchRule> batchRules = buildBatchRuleTable();
+static_assert(batchRules.hasNoOpTwice(),
+              "an op has two lines in BatchRules.def");
+
+const BatchRule &getBatchRule(OpCode op) { return batchRules.get(op); }
+
 namespace {
 
 llvm::Error splitError(const llvm::Twine &message) {
@@ -67,15 +89,26 @@ llvm::Error splitError(const llvm::Twine &message) {
                                      message.str());
 }
 
-int64_t normalizeAxis(int64_t axis, size_t rank) {
-  return axis < 0 ? axis + int64_t(rank) : axis;
+/// Whether `axis` names dim 0 of a tensor of rank `rank`.
+bool isDimZero(int64_t axis, size_t rank) {
+  llvm::Optional<int64_t> normalized = normalizeAxis(axis, int64_t(rank));
+  return normalized && *normalized == 0;
 }
 
-bool intsContain(const ir::Node &node, llvm::StringRef name, int64_t value,
-                 size_t rank) {
+/// Whether `axis` names dim 0 or lies before it (below -rank), where an
+/// axis-from-here op (Flatten, LayerNormalization) would fold dim 0 in.
+bool isAtOrBeforeDimZero(int64_t axis, size_t rank) {
+  llvm::Optional<int64_t> normalized = normalizeAxis(axis, int64_t(rank));
+  return normalized ? *normalized == 0 : axis < 0;
+}
+
+/// Whether the ints attribute `name` of `node` names dim 0 of a tensor of
+/// rank `rank`.
+bool axesContainDimZero(const ir::Node &node, llvm::StringRef name,
+                        size_t rank) {
   if (const ir::Attribute *attr = node.getAttribute(name))
     for (int64_t axis : attr->getInts())
-      if (normalizeAxis(axis, rank) == value)
+      if (isDimZero(axis, rank))
         return true;
   return false;
 }
@@ -85,47 +118,32 @@ int64_t intAttr(const ir::Node &node, llvm::StringRef name, int64_t fallback) {
   return attr ? attr->getInt() : fallback;
 }
 
-bool isReduction(ir::OpCode op) {
-  using ir::OpCode;
-  switch (op) {
-  case OpCode::ReduceL1:
-  case OpCode::ReduceL2:
-  case OpCode::ReduceLogSumExp:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMin:
-  case OpCode::ReduceProd:
-  case OpCode::ReduceSum:
-  case OpCode::ReduceSumSquare:
-    return true;
-  default:
-    return false;
-  }
+/// Whether `node`'s op shares operands the elementwise way: broadcast along
+/// dim 0, or per-sample (a fused group's body is elementwise).
+bool sharesByBroadcast(const ir::Node &node) {
+  SharedOperands shared = getBatchRule(node.getOpCode()).shared;
+  return shared == SharedOperands::Broadcast ||
+         shared == SharedOperands::BroadcastOrParameters;
 }
 
 /// Whether operand `index` of `node` may be shared by every copy although
 /// it does not depend on the split inputs: a parameter of the op.
 bool isParameterOperand(const ir::Node &node, unsigned index) {
-  using ir::OpCode;
   // An epilogue's extra operands pair with the result element for element.
   if (index >= node.getNumOwnOperands())
     return false;
-  switch (node.getOpCode()) {
-  case OpCode::Conv:
-  case OpCode::ConvTranspose:
-  case OpCode::BatchNormalization:
-  case OpCode::InstanceNormalization:
-  case OpCode::LayerNormalization:
-  case OpCode::PRelu:
-  case OpCode::Clip:
-  case OpCode::Gemm:
-  case OpCode::MatMul:
+  switch (getBatchRule(node.getOpCode()).shared) {
+  case SharedOperands::Parameters:
+  case SharedOperands::BroadcastOrParameters:
     return index > 0;
-  case OpCode::Gather:
+  case SharedOperands::Table:
     return index == 0; // the table an embedding looks rows up in
-  default:
-    return isReduction(node.getOpCode()) && index > 0;
+  case SharedOperands::Nothing:
+  case SharedOperands::Broadcast:
+  case SharedOperands::Paired:
+    return false;
   }
+  llvm_unreachable("unknown shared-operand rule");
 }
 
 /// Whether `operand`, which does not depend on the split inputs, is a
@@ -136,8 +154,9 @@ bool isParameterOperand(const ir::Node &node, unsigned index) {
 bool isPerSampleShared(const ir::Node &node, const ir::Value &operand,
                        int64_t batch) {
   const ir::TensorType &type = operand.getType();
-  bool pairs = node.getOpInfo().isElementwise() ||
-               node.is(ir::OpCode::SnugFused) || node.is(ir::OpCode::Concat) ||
+  bool pairs = sharesByBroadcast(node) ||
+               getBatchRule(node.getOpCode()).shared ==
+                   SharedOperands::Paired ||
                node.hasEpilogue();
   return pairs && type.getRank() > 0 && type.getDims()[0] == batch &&
          type.getRank() == node.getResult(0)->getType().getRank();
@@ -149,20 +168,11 @@ bool isPerSampleShared(const ir::Node &node, const ir::Value &operand,
 std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
                             int64_t batch,
                             const llvm::DenseSet<const ir::Value *> &inRegion) {
-  using ir::OpCode;
-  const ir::OpInfo &info = node.getOpInfo();
-  if (info.hasSideEffects())
+  if (node.getOpInfo().hasSideEffects())
     return "it has side effects";
-  switch (node.getOpCode()) {
-  case OpCode::Shape:
-  case OpCode::Size:
-  case OpCode::ConstantOfShape:
-  case OpCode::Range:
-  case OpCode::Constant:
+  SplitCheck check = getBatchRule(node.getOpCode()).check;
+  if (check == SplitCheck::SeesBatch)
     return "its result would see the smaller batch";
-  default:
-    break;
-  }
   for (unsigned i = 0; i < node.getNumResults(); ++i) {
     const ir::TensorType &type = node.getResult(i)->getType();
     if (type.getRank() == 0 || type.getDims()[0] != batch)
@@ -185,84 +195,76 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
     // broadcast along dim 0; other ops share only their parameters.
     bool broadcasts = type.getRank() < rank ||
                       (type.getRank() > 0 && type.getDims()[0] == 1);
-    bool elementwise = info.isElementwise() || node.is(OpCode::SnugFused) ||
-                       i >= node.getNumOwnOperands();
+    bool elementwise =
+        sharesByBroadcast(node) || i >= node.getNumOwnOperands();
     if (!isParameterOperand(node, i) && !(elementwise && broadcasts) &&
         !isPerSampleShared(node, *operand, batch))
       return "operand " + std::to_string(i) +
              " is shared by every sample but not broadcast along dim 0";
   }
   // Ops that mix samples along dim 0 under some attributes.
-  switch (node.getOpCode()) {
-  case OpCode::Concat:
-  case OpCode::Softmax:
-  case OpCode::LogSoftmax:
-  case OpCode::Hardmax:
-  case OpCode::Split:
-  case OpCode::ArgMax:
-  case OpCode::ArgMin:
-  case OpCode::TopK:
-    if (normalizeAxis(intAttr(node, "axis", -1), rank) == 0)
+  switch (check) {
+  case SplitCheck::None:
+    llvm_unreachable("an op of the table without a line in BatchRules.def");
+  case SplitCheck::PerSample:
+  case SplitCheck::SeesBatch: // refused above
+    break;
+  case SplitCheck::Axis:
+    if (isDimZero(intAttr(node, "axis", -1), rank))
       return "it works along dim 0";
     break;
-  case OpCode::LayerNormalization:
-  case OpCode::Flatten:
-    if (normalizeAxis(intAttr(node, "axis", 1), rank) <= 0)
+  case SplitCheck::FoldingAxis:
+    if (isAtOrBeforeDimZero(intAttr(node, "axis", 1), rank))
       return "it folds dim 0 into its normalization or result";
     break;
-  case OpCode::Gather:
+  case SplitCheck::GatherAxis:
     if (inRegion.count(node.getOperand(0)) &&
-        normalizeAxis(intAttr(node, "axis", 0), rank) == 0)
+        isDimZero(intAttr(node, "axis", 0), rank))
       return "it gathers along dim 0";
     break;
   // The indexing ops address dim 0 along their axis or index tuples (a
   // runtime CumSum axis is refused above, as a shared operand).
-  case OpCode::CumSum:
-  case OpCode::GatherElements:
-  case OpCode::ScatterElements:
-    if (normalizeAxis(intAttr(node, "axis", 0), rank) == 0)
+  case SplitCheck::IndexAxis:
+    if (isDimZero(intAttr(node, "axis", 0), rank))
       return "it works along dim 0";
     break;
-  case OpCode::GatherND:
+  case SplitCheck::BatchDims:
     if (intAttr(node, "batch_dims", 0) < 1)
       return "its index tuples address dim 0";
     break;
-  case OpCode::ScatterND:
+  case SplitCheck::IndexTuples:
     return "its index tuples address dim 0";
-  case OpCode::GridSample:
-    // Sample n reads X[n] and grid[n] only; the operand checks above
-    // refused a grid or input shared by every sample.
-    break;
-  case OpCode::Slice:
-    if (intsContain(node, "axes", 0, node.getOperand(0)->getType().getRank()))
+  case SplitCheck::SliceAxes:
+    if (axesContainDimZero(node, "axes",
+                           node.getOperand(0)->getType().getRank()))
       return "it slices dim 0";
     break;
-  case OpCode::Squeeze:
-  case OpCode::Unsqueeze:
-    if (intsContain(node, "axes", 0,
-                    std::max<size_t>(rank, node.getOperand(0)->getType().getRank())))
+  case SplitCheck::SqueezeAxes:
+    if (axesContainDimZero(
+            node, "axes",
+            std::max<size_t>(rank, node.getOperand(0)->getType().getRank())))
       return "it changes dim 0";
     break;
-  case OpCode::Transpose: {
+  case SplitCheck::Perm: {
     const ir::Attribute *perm = node.getAttribute("perm");
     if (!perm || perm->getInts().empty() || perm->getInts()[0] != 0)
       return "it moves dim 0";
     break;
   }
-  case OpCode::Tile: {
+  case SplitCheck::Repeats: {
     const ir::Attribute *repeats = node.getAttribute("repeats");
     if (!repeats || repeats->getInts().empty() || repeats->getInts()[0] != 1)
       return "it repeats dim 0";
     break;
   }
-  case OpCode::Pad: {
+  case SplitCheck::Pads: {
     const ir::Attribute *pads = node.getAttribute("pads");
     if (!pads || pads->getInts().size() != 2 * rank || pads->getInts()[0] ||
         pads->getInts()[rank])
       return "it pads dim 0";
     break;
   }
-  case OpCode::Reshape: {
+  case SplitCheck::ReshapeShape: {
     const ir::Attribute *shape = node.getAttribute("shape");
     int64_t first = shape && !shape->getInts().empty() ? shape->getInts()[0]
                                                        : -2;
@@ -272,14 +274,14 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
       return "it reshapes across dim 0";
     break;
   }
-  case OpCode::Expand: {
+  case SplitCheck::ExpandShape: {
     const ir::Attribute *shape = node.getAttribute("shape");
     if (!shape || shape->getInts().size() != rank ||
         (shape->getInts()[0] != batch && shape->getInts()[0] != 1))
       return "it expands dim 0";
     break;
   }
-  case OpCode::Resize: {
+  case SplitCheck::ResizeScales: {
     // Dim 0 must map sample to sample: the same size, scale 1 and, under
     // tf_crop_and_resize, the whole of it as the region.
     const ir::Attribute *scales = node.getAttribute("scales");
@@ -297,7 +299,7 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
       return "it resizes dim 0";
     break;
   }
-  case OpCode::MatMul:
+  case SplitCheck::MatrixBatch:
     // A shared left operand, or a batched right one of rank 2 (then dim 0
     // is the contraction), would mix samples.
     if (!inRegion.count(node.getOperand(0)) ||
@@ -306,20 +308,20 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
       return "its operands do not carry the batch as dim 0 of a batch of "
              "matrices";
     break;
-  case OpCode::Gemm:
+  case SplitCheck::RowBatch:
     if (intAttr(node, "transA", 0) != 0 || inRegion.count(node.getOperand(1)))
       return "its first operand is not a batch of rows";
     break;
-  default:
-    break;
-  }
-  if (isReduction(node.getOpCode())) {
+  case SplitCheck::ReduceAxes: {
     // Canonical reductions carry their axes as an attribute (none: all).
     const ir::Attribute *axes = node.getAttribute("axes");
     if (!axes || axes->getInts().empty())
       return "it reduces over every axis";
-    if (intsContain(node, "axes", 0, node.getOperand(0)->getType().getRank()))
+    if (axesContainDimZero(node, "axes",
+                           node.getOperand(0)->getType().getRank()))
       return "it reduces over dim 0";
+    break;
+  }
   }
   return "";
 }
@@ -369,7 +371,8 @@ struct LossTail {
 bool reducesDimZero(const ir::Node &node) {
   const ir::Attribute *axes = node.getAttribute("axes");
   return !axes || axes->getInts().empty() ||
-         intsContain(node, "axes", 0, node.getOperand(0)->getType().getRank());
+         axesContainDimZero(node, "axes",
+                            node.getOperand(0)->getType().getRank());
 }
 
 /// Why `node`, reading the mean of some micro-batch quantity, would not
@@ -377,30 +380,21 @@ bool reducesDimZero(const ir::Node &node) {
 /// it would): only linear ops keep that.
 std::string whyNotLinear(const ir::Node &node,
                          const llvm::DenseSet<const ir::Value *> &tailValues) {
-  using ir::OpCode;
   auto inTail = [&](unsigned i) {
     return i < node.getNumOperands() && node.getOperand(i) &&
            tailValues.count(node.getOperand(i));
   };
-  switch (node.getOpCode()) {
-  case OpCode::Neg:
-  case OpCode::Identity:
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceSum:
-  case OpCode::Reshape:
-  case OpCode::Squeeze:
-  case OpCode::Unsqueeze:
-  case OpCode::Flatten:
+  switch (getBatchRule(node.getOpCode()).lossTail) {
+  case LossTailRule::Linear:
     return "";
-  case OpCode::Mul:
+  case LossTailRule::LinearInOneFactor:
     return inTail(0) && inTail(1) ? "it multiplies two means" : "";
-  case OpCode::Div:
+  case LossTailRule::LinearInDividend:
     return inTail(1) ? "it divides by a mean" : "";
-  default:
+  case LossTailRule::Nonlinear:
     return "it is not linear";
   }
+  llvm_unreachable("unknown loss-tail rule");
 }
 
 /// The loss tail of `loss` in `region` (loss=NAME): an error when a node

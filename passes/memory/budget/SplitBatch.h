@@ -1,7 +1,9 @@
 //===- SplitBatch.h - Run the graph in micro-batches ------------*- C++ -*-===//
 //
 // The split-batch pass (SplitBatch.cpp) and the question the driver asks
-// before it: can this module run as copies on slices of its batch?
+// before it: can this module run as copies on slices of its batch? Each op's
+// part in that answer is its line of BatchRules.def, exposed here for the
+// coverage test.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_PASSES_MEMORY_BUDGET_SPLITBATCH_H
@@ -10,6 +12,8 @@
 #include "ir/Module.h"
 
 #include "llvm/Support/Error.h"
+
+#include <cstdint>
 
 namespace snug {
 
@@ -21,6 +25,59 @@ namespace snug {
 /// over the batch (split-batch{loss=NAME}, gradient accumulation).
 llvm::Expected<int64_t> findSplittableBatch(const ir::Module &module,
                                             llvm::StringRef loss = "");
+
+/// What split-batch checks of a node before running it on a slice of the
+/// batch (BatchRules.def describes each).
+enum class SplitCheck : uint8_t {
+  None, ///< no line in BatchRules.def: an op added to Ops.def without one
+  PerSample,
+  SeesBatch,
+  Axis,
+  IndexAxis,
+  FoldingAxis,
+  GatherAxis,
+  BatchDims,
+  IndexTuples,
+  SliceAxes,
+  SqueezeAxes,
+  Perm,
+  Repeats,
+  Pads,
+  ReshapeShape,
+  ExpandShape,
+  ResizeScales,
+  MatrixBatch,
+  RowBatch,
+  ReduceAxes,
+};
+
+/// Which operands that do not depend on the batch every copy may read.
+enum class SharedOperands : uint8_t {
+  Nothing,
+  Parameters,
+  Table,
+  Broadcast,
+  BroadcastOrParameters,
+  Paired,
+};
+
+/// Whether the op keeps the mean of the copies' losses the batch's.
+enum class LossTailRule : uint8_t {
+  Nonlinear,
+  Linear,
+  LinearInOneFactor,
+  LinearInDividend,
+};
+
+/// An op's line of BatchRules.def.
+struct BatchRule {
+  SplitCheck check = SplitCheck::None;
+  SharedOperands shared = SharedOperands::Nothing;
+  LossTailRule lossTail = LossTailRule::Nonlinear;
+};
+
+/// The line BatchRules.def has for `op` (check None when it has none).
+const BatchRule &getBatchRule(ir::OpCode op);
 
 } // namespace snug
 
