@@ -35,7 +35,7 @@
 #ifndef SNUG_CORE_GRIDSAMPLETAPS_H
 #define SNUG_CORE_GRIDSAMPLETAPS_H
 
-#ifndef SNUG_RUNTIME_SCALAROPS_H
+#ifndef SNUG_CORE_SCALAROPS_H
 #include "core/ScalarOps.h"
 #endif
 

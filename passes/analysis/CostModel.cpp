@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/analysis/CostModel.h"
-#include "passes/analysis/OpRuleTable.h"
+#include "core/OpRuleTable.h"
 #include "ir/ShapeFunctions.h"
 
 #include "llvm/ADT/DenseMap.h"

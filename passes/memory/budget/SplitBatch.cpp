@@ -53,7 +53,7 @@
 #include "passes/memory/budget/SplitBatch.h"
 
 #include "ir/Module.h"
-#include "passes/analysis/OpRuleTable.h"
+#include "core/OpRuleTable.h"
 #include "passes/training/GradientRules.h"
 #include "passes/Passes.h"
 #include "ir/ShapeFunctions.h"

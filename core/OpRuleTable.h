@@ -1,16 +1,17 @@
 //===- OpRuleTable.h - A rule per op, from lines keyed by op ID -*- C++ -*-===//
 //
-// The array behind the passes' per-op .def tables (CostRules.def,
-// memory/budget/BatchRules.def): one entry per OpCode, filled at compile time
-// by the table's X-macro lines, each op's entry default-constructed until its
-// line sets it. It counts the lines that name each op, so that a table can
-// static_assert that no op has two; an op without a line keeps the default
-// entry, which the table's coverage test looks for (a line per op of
-// core/Ops.def cannot be checked at compile time without a second list).
+// The array behind the per-op .def tables of the passes (passes/analysis/
+// CostRules.def, passes/memory/budget/BatchRules.def): one entry per OpCode,
+// filled at compile time by the table's X-macro lines, each op's entry
+// default-constructed until its line sets it. It counts the lines that name
+// each op, so that a table can static_assert that no op has two; an op
+// without a line keeps the default entry, which the table's coverage test
+// looks for (a line per op of core/Ops.def cannot be checked at compile time
+// without a second list). Std-only, beside the op table it is keyed by.
 //
 //===----------------------------------------------------------------------===//
-#ifndef SNUG_PASSES_ANALYSIS_OPRULETABLE_H
-#define SNUG_PASSES_ANALYSIS_OPRULETABLE_H
+#ifndef SNUG_CORE_OPRULETABLE_H
+#define SNUG_CORE_OPRULETABLE_H
 
 #include "core/OpTable.h"
 
@@ -45,4 +46,4 @@ private:
 
 } // namespace snug
 
-#endif // SNUG_PASSES_ANALYSIS_OPRULETABLE_H
+#endif // SNUG_CORE_OPRULETABLE_H
