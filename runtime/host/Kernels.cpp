@@ -48,15 +48,6 @@ Kernel findHostKernel(const std::string &opName) {
   return code ? findHostKernel(*code) : nullptr;
 }
 
-std::vector<std::string> listHostKernels() {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < getAllOpsCount(); ++i)
-    if (getTable()[OpCode(i)])
-      names.push_back(getOpInfo(OpCode(i)).name);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 int64_t KernelContext::getInt(const char *name, int64_t fallback) const {
   const Attr *attr = op.getAttr(name);
   if (!attr)
