@@ -8,13 +8,21 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace snug {
 namespace cuda {
 
 namespace {
-/// An entry: this magic, the SHA-256 of the payload, the payload.
-constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'K', 'I', 'M', '1'};
-constexpr size_t kHeaderBytes = sizeof kMagic + 32;
+/// An entry: this magic, its key, the SHA-256 of key and payload, the
+/// payload. The key inside is what makes a file found under another key's
+/// name (copied, renamed or linked there) a miss; version 1 entries (magic
+/// SNUGKIM1, no key) are misses too, and are rewritten.
+constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'K', 'I', 'M', '2'};
+constexpr size_t kKeyOffset = sizeof kMagic;
+constexpr size_t kDigestOffset = kKeyOffset + 32;
+constexpr size_t kHeaderBytes = kDigestOffset + 32;
 /// No image NVRTC writes for a model comes near this; a larger file is not
 /// an entry of ours.
 constexpr uint64_t kMaxEntryBytes = uint64_t(1) << 30;
@@ -37,6 +45,15 @@ void hashField(Sha256 &hasher, llvm::StringRef field) {
     length[i] = uint8_t(size >> (8 * i));
   hasher.update(length, sizeof length);
   hasher.update(reinterpret_cast<const uint8_t *>(field.data()), field.size());
+}
+
+/// The digest an entry stores: over its key and its payload.
+Sha256::Digest entryDigest(const KernelCache::Key &key, const uint8_t *payload,
+                           size_t size) {
+  Sha256 hasher;
+  hasher.update(key.data(), key.size());
+  hasher.update(payload, size);
+  return hasher.finish();
 }
 } // namespace
 
@@ -72,15 +89,22 @@ llvm::Optional<std::vector<uint8_t>>
 KernelCache::lookup(const Key &key) const {
   if (!isEnabled())
     return llvm::None;
+  // A link in the cache is not an entry snug wrote (it renames regular
+  // files into place): a miss, never followed.
+  std::string path = pathOf(key);
+  struct stat info;
+  if (lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
+    return llvm::None;
   std::vector<uint8_t> bytes;
   std::string error;
-  if (!readWholeRegularFile(pathOf(key), bytes, kMaxEntryBytes, error) ||
+  if (!readWholeRegularFile(path, bytes, kMaxEntryBytes, error) ||
       bytes.size() < kHeaderBytes ||
-      std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+      std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0 ||
+      std::memcmp(bytes.data() + kKeyOffset, key.data(), key.size()) != 0)
     return llvm::None;
-  Sha256::Digest digest =
-      Sha256::of(bytes.data() + kHeaderBytes, bytes.size() - kHeaderBytes);
-  if (std::memcmp(digest.data(), bytes.data() + sizeof kMagic, 32) != 0)
+  Sha256::Digest digest = entryDigest(key, bytes.data() + kHeaderBytes,
+                                      bytes.size() - kHeaderBytes);
+  if (std::memcmp(digest.data(), bytes.data() + kDigestOffset, 32) != 0)
     return llvm::None;
   return std::vector<uint8_t>(bytes.begin() + kHeaderBytes, bytes.end());
 }
@@ -88,14 +112,23 @@ KernelCache::lookup(const Key &key) const {
 bool KernelCache::store(const Key &key, llvm::ArrayRef<uint8_t> image) const {
   if (!isEnabled() || llvm::sys::fs::create_directories(directory))
     return false;
-  Sha256::Digest digest = Sha256::of(image.data(), image.size());
+  Sha256::Digest digest = entryDigest(key, image.data(), image.size());
   std::vector<uint8_t> bytes(kHeaderBytes + image.size());
   std::memcpy(bytes.data(), kMagic, sizeof kMagic);
-  std::memcpy(bytes.data() + sizeof kMagic, digest.data(), digest.size());
+  std::memcpy(bytes.data() + kKeyOffset, key.data(), key.size());
+  std::memcpy(bytes.data() + kDigestOffset, digest.data(), digest.size());
   if (!image.empty())
     std::memcpy(bytes.data() + kHeaderBytes, image.data(), image.size());
+  // writeFileAtomically writes where a link points (as -o does): a link
+  // planted under an entry's name is removed first, so the entry replaces
+  // the link and nothing outside the cache is written.
+  std::string path = pathOf(key);
+  struct stat info;
+  if (lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode) &&
+      unlink(path.c_str()) != 0)
+    return false;
   std::string error;
-  return writeFileAtomically(pathOf(key), bytes.data(), bytes.size(), error);
+  return writeFileAtomically(path, bytes.data(), bytes.size(), error);
 }
 
 } // namespace cuda

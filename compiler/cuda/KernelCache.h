@@ -5,9 +5,10 @@
 // SHA-256 of everything that decides the image: the translation unit,
 // the options of NVRTC (and of nvJitLink, for a cubin), the image kind and
 // architecture, and the compilers' versions.
-// Its file (KEY.img in the directory) holds a magic, the SHA-256 of the
-// payload and the payload, so a truncated, edited or foreign file is a miss
-// (and is rewritten), never a wrong image. Entries are written atomically
+// Its file (KEY.img in the directory) holds a magic, the key, the SHA-256
+// of key and payload, and the payload, so a truncated or edited file, one
+// written for another key (copied or renamed over this name) and a symbolic
+// link are misses (and are rewritten), never a wrong image. Entries are written atomically
 // (a temporary renamed over the target), so two compiles at once at worst
 // both write the same bytes. A directory that cannot be created or written
 // only costs the cache: the compile goes on. Nothing is evicted: delete the
