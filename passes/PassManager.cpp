@@ -47,6 +47,13 @@ bool insertStepBefore(PipelineSteps &steps, llvm::StringRef pass,
   return true;
 }
 
+size_t removeSteps(PipelineSteps &steps, llvm::StringRef pass) {
+  size_t before = steps.size();
+  llvm::erase_if(steps,
+                 [&](const PipelineStep &each) { return each.pass == pass; });
+  return before - steps.size();
+}
+
 static llvm::Error pipelineError(llvm::StringRef pipeline,
                                  const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),

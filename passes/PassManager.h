@@ -41,6 +41,9 @@ std::string printPipeline(llvm::ArrayRef<PipelineStep> steps);
 bool insertStepBefore(PipelineSteps &steps, llvm::StringRef pass,
                       PipelineStep step);
 
+/// Removes every step that runs `pass`; how many there were.
+size_t removeSteps(PipelineSteps &steps, llvm::StringRef pass);
+
 struct PassManagerOptions {
   bool verifyEach = defaultVerifyEach();
   std::vector<std::string> printIrAfter;

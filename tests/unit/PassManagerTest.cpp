@@ -144,3 +144,14 @@ TEST(PassManagerTest, InsertsAStepBeforeAPass) {
   EXPECT_FALSE(insertStepBefore(steps, "remat", {"offload", {}}));
   EXPECT_EQ(steps.size(), 5u);
 }
+
+TEST(PassManagerTest, RemovesEveryStepOfAPass) {
+  PipelineSteps steps = {{"dce", {}},
+                         {"fuse", {{"max-ops", "8"}}},
+                         {"tf32-math", {{"keep", "Conv"}}},
+                         {"fuse", {}}};
+  EXPECT_EQ(removeSteps(steps, "fuse"), 2u);
+  EXPECT_EQ(printPipeline(steps), "dce,tf32-math{keep=Conv}");
+  EXPECT_EQ(removeSteps(steps, "remat"), 0u);
+  EXPECT_EQ(steps.size(), 2u);
+}

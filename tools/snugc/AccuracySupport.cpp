@@ -83,24 +83,19 @@ readInputs(const ir::Module &module, const std::string &dir, int &exitCode) {
   return inputs;
 }
 
-/// The unfused import pipeline for `planning` (fp32 when `reference`).
+/// The unfused import pipeline for `planning` (fp32 when `reference`):
+/// the import steps without fuse. tf32-math, which runs after fuse, then
+/// marks every f32 product, those that fuse would give an epilogue (and the
+/// device f32 math) too, so the check errs towards more error than the
+/// compiled model has.
 static std::string getUnfusedPipeline(PlanningOptions planning,
                                       bool reference) {
   if (reference)
     planning = PlanningOptions();
   planning.ioPrecision = "model";
-  std::string pipeline = getImportPipeline(planning);
-  size_t fuse = pipeline.rfind(",fuse");
-  if (fuse != std::string::npos)
-    pipeline.erase(fuse);
-  // tf32-math runs after fuse; unfused, it marks every f32 product, those
-  // that fuse would give an epilogue (and the device f32 math) too, so the
-  // check errs towards more error than the compiled model has.
-  if (planning.precision == "tf32")
-    pipeline += ",tf32-math" + (planning.keepFp32.empty()
-                                    ? std::string()
-                                    : "{keep=" + planning.keepFp32 + "}");
-  return pipeline;
+  PipelineSteps steps = getImportSteps(planning);
+  removeSteps(steps, "fuse");
+  return printPipeline(steps);
 }
 
 /// One comparison of the model lowered with `keep` against fp32.
