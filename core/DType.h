@@ -39,7 +39,10 @@ struct DTypeInfo {
 };
 
 namespace detail {
-constexpr DTypeInfo kDTypeTable[] = {
+// inline: one table for the program, so that every inline function below
+// walks the same array (a per-unit copy would let dtypesBegin and dtypesEnd
+// come from different units after linking).
+inline constexpr DTypeInfo kDTypeTable[] = {
 #define DTYPE(ID, NAME, BYTES, BUNDLE_CODE, CLASS)                             \
   {DType::ID, NAME, BYTES, BUNDLE_CODE, DTypeClass::CLASS},
 #include "core/DTypes.def"
