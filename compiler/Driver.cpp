@@ -33,7 +33,7 @@ llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text,
   };
   llvm::StringRef digits = text.take_while(llvm::isDigit);
   llvm::StringRef unit = text.drop_front(digits.size());
-  if (digits.empty() || digits.size() > 19)
+  if (digits.empty())
     return fail();
   static const std::pair<const char *, uint64_t> units[] = {
       {"", 1},
@@ -49,10 +49,10 @@ llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text,
   for (const auto &[name, scale] : units) {
     if (unit != name)
       continue;
+    // Only digits: a number that does not parse is too large for 64 bits.
     uint64_t value;
-    if (digits.getAsInteger(10, value))
-      return fail();
-    if (value > (uint64_t(1) << 63) / scale)
+    if (digits.size() > 19 || digits.getAsInteger(10, value) ||
+        value > (uint64_t(1) << 63) / scale)
       return userError(flag + ": '" + text + "' is more than 2^63 bytes");
     return value * scale;
   }
@@ -92,7 +92,9 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
     char text[32];
     std::snprintf(text, sizeof text, "%g", planning.offloadBandwidthGBs);
     return userError("--offload-bandwidth: '" + llvm::Twine(text) +
-                     "' is not a positive number of GB/s");
+                     (planning.offloadBandwidthGBs > 1e9
+                          ? "' is more than 1e9 GB/s"
+                          : "' is not a positive number of GB/s"));
   }
   if (planning.target != "cuda" && planning.target != "host")
     return userError("--target must be cuda or host, not '" +
