@@ -207,14 +207,17 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
     calibratedKeep.clear();
     for (size_t k = 0; k < hi; ++k)
       calibratedKeep += (k ? "," : "") + ranked[k]->nodeName;
+    // The count is calibration's own; the list is what the compile keeps,
+    // the names given by hand first.
+    bool byHand = !keep.empty();
     keep = keepTop(hi);
     size_t nodes = (*reference)->getNodes().size();
     llvm::errs() << "calibration: " << hi << " of " << nodes
                  << " nodes kept in f32 ("
                  << llvm::format("%.1f", 100.0 * double(hi) /
                                              double(std::max<size_t>(nodes, 1)))
-                 << " %)" << (keep.empty() ? "" : ": --keep-fp32=" + keep)
-                 << '\n';
+                 << " %)" << (byHand ? " besides those --keep-fp32 names" : "")
+                 << (keep.empty() ? "" : ": --keep-fp32=" + keep) << '\n';
   }
   if (accuracyDir.empty())
     return true;
