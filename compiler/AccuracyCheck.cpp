@@ -32,8 +32,13 @@ ValueDivergence compare(const ir::Value &value, llvm::ArrayRef<uint8_t> ref,
   for (int64_t i = 0; i < count; ++i) {
     double a = readElementAsDouble(refType, ref.data(), i);
     double b = readElementAsDouble(low.dtype, low.bytes.data(), i);
-    if (std::isfinite(a) && !std::isfinite(b))
+    // A NaN or Inf in the lowered value fails the check even where the
+    // reference has one too: the norms below cannot weigh it, and "error
+    // 0" would call an all-NaN output exact.
+    if (!std::isfinite(b))
       d.nonFinite = true;
+    if (!std::isfinite(a))
+      d.referenceNonFinite = true;
     if (!std::isfinite(a) || !std::isfinite(b))
       continue;
     diff += (b - a) * (b - a);
@@ -116,6 +121,9 @@ bool printAccuracy(const AccuracyResult &result, llvm::StringRef precision,
        << llvm::format("%.3e", output.relativeError) << ", max abs error "
        << llvm::format("%.3e", output.maxAbsError)
        << (output.nonFinite ? ", NaN or Inf" : "")
+       << (output.nonFinite && output.referenceNonFinite
+               ? " (the fp32 reference has them too)"
+               : "")
        << (over ? "  OVER" : "") << '\n';
   }
   if (const ValueDivergence *first = findFirstDivergence(result, threshold))

@@ -32,7 +32,8 @@ struct ValueDivergence {
   std::string op;
   double relativeError = 0;
   double maxAbsError = 0;
-  bool nonFinite = false; ///< NaN or Inf in the lowered value only
+  bool nonFinite = false; ///< NaN or Inf in the lowered value (a failure)
+  bool referenceNonFinite = false; ///< NaN or Inf in the fp32 reference
 };
 
 struct AccuracyResult {
