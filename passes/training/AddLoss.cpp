@@ -32,6 +32,9 @@ using ir::TensorType;
 using ir::Value;
 
 namespace {
+/// The training step's loss output (what snug-run and the report name).
+constexpr const char *kLossName = "loss";
+
 class AddLoss : public Pass {
 public:
   llvm::StringRef getName() const override { return "add-loss"; }
@@ -135,11 +138,30 @@ llvm::Expected<bool> AddLoss::run(ir::Module &module) {
   if (crossEntropy && type.getRank() != 2)
     return gradientError("cross-entropy needs logits [N, C]; output '" +
                          outputName + "' is " + type.str());
+  // The new input and the loss output take names of their own: a clash
+  // with any value of the model is the user's to resolve, named here.
   std::string target = targetName.empty() ? "target" : targetName;
-  for (const std::unique_ptr<Value> &argument : module.getArguments())
+  for (const std::unique_ptr<Value> &argument : module.getArguments()) {
     if (argument->getName() == target)
       return gradientError("target '" + target +
                            "' is already an input or weight of the graph");
+    if (argument->getName() == kLossName)
+      return gradientError("the graph has an input or weight named '" +
+                           std::string(kLossName) +
+                           "', the name of the training step's loss output");
+  }
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+    for (Value *result : node->getResults()) {
+      if (result->getName() == target)
+        return gradientError("target '" + target + "' is already a value of "
+                             "the graph (a result of " + node->describe() +
+                             ")");
+      if (result->getName() == kLossName)
+        return gradientError("the graph has a value named '" +
+                             std::string(kLossName) + "' (a result of " +
+                             node->describe() +
+                             "), the name of the training step's loss output");
+    }
   Value *targetValue = module.addInput(
       target,
       crossEntropy ? TensorType(ir::DType::I64, {type.getDims()[0]}) : type);
@@ -149,7 +171,7 @@ llvm::Expected<bool> AddLoss::run(ir::Module &module) {
                            : addMse(builder, output, targetValue);
   if (!loss)
     return loss.takeError();
-  (*loss)->setName("loss");
+  (*loss)->setName(kLossName);
   module.setOutputs({*loss});
   markKeepF32From(module, firstNew, "loss");
   return true;

@@ -74,7 +74,18 @@ Value *GraphBuilder::constant(const ir::TensorType &type,
   uint8_t code = toBundleCode(type.getDType());
   for (size_t i = 0; i < values.size(); ++i)
     rt::storeDouble(bytes.data(), code, int64_t(i), values[i]);
-  std::string name = constantPrefix + std::to_string(constantCount++);
+  if (!takenNames) {
+    takenNames.emplace();
+    for (const std::unique_ptr<Value> &argument : module.getArguments())
+      takenNames->insert(argument->getName());
+    for (const std::unique_ptr<ir::Node> &node : module.getNodes())
+      for (Value *result : node->getResults())
+        takenNames->insert(result->getName());
+  }
+  std::string name;
+  do
+    name = constantPrefix + std::to_string(constantCount++);
+  while (!takenNames->insert(name).second);
   return module.addWeight(name, type, bytes);
 }
 

@@ -27,6 +27,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Optional.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -37,7 +38,9 @@ namespace snug {
 /// the loss and optimizer passes build their nodes with.
 class GraphBuilder {
 public:
-  /// New constants are weights named `constantPrefix` + a number.
+  /// New constants are weights named `constantPrefix` + a number, the
+  /// next one no value of the module has (a model may name its own
+  /// initializers so).
   GraphBuilder(ir::Module &module, llvm::StringRef constantPrefix);
 
   ir::Module &getModule() const { return module; }
@@ -91,6 +94,8 @@ private:
   ir::Module &module;
   std::string constantPrefix;
   unsigned constantCount = 0;
+  /// The module's value names, gathered at the first constant.
+  llvm::Optional<llvm::StringSet<>> takenNames;
   const ir::Node *subject = nullptr;
   llvm::Optional<size_t> insertAt;
 };
