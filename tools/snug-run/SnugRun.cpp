@@ -86,8 +86,9 @@ int apiError(const char *what, snug_status status) {
     std::fprintf(stderr, "error: %s\n", snug_last_error());
   else
     std::fprintf(stderr, "error: %s: %s\n", what, snug_last_error());
-  bool internal = status == SNUG_ERROR_RUNTIME ||
-                  status == SNUG_ERROR_OUT_OF_MEMORY;
+  // A plan larger than this machine's memory is the bundle's and the
+  // machine's matter, not snug's (exit 1); a kernel failing is snug's.
+  bool internal = status == SNUG_ERROR_RUNTIME;
   return internal ? 2 : 1;
 }
 
