@@ -95,6 +95,21 @@ int runCompile() {
     outputs.push_back({path, "-o"});
   bool external = emit == EmitKind::Bundle &&
                   weightsKind == WeightsKind::External;
+  if (weightsKind == WeightsKind::External && !external) {
+    llvm::errs() << "error: --weights=external places a bundle's weights "
+                    "beside it; --emit=ir writes no bundle\n";
+    return ExitUserError;
+  }
+  // The weights file is named after the bundle's: beside a device or a
+  // pipe ("-o /dev/null") that would create /dev/null.weights.
+  llvm::sys::fs::file_status status;
+  if (external && !llvm::sys::fs::status(path, status) &&
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    llvm::errs() << "error: --weights=external writes '" << path
+                 << ".weights' beside the bundle; -o '" << path
+                 << "' is not a regular file\n";
+    return ExitUserError;
+  }
   std::string weightsPath = path + ".weights";
   if (external)
     outputs.push_back({weightsPath, "--weights=external"});
