@@ -61,13 +61,19 @@ FlagResult parseRunFlag(ArgCursor &cursor, RunFlags &flags,
                   "' is given more than once");
     return FlagResult::Taken;
   }
+  // A directory flag given empty ("--check=") is refused, not taken as
+  // "not given".
+  auto directory = [&](const char *flag, std::string &into) {
+    if (!cursor.value(into))
+      return fail(std::string(flag) + " needs a directory");
+    return into.empty()
+               ? fail(std::string(flag) + " needs a directory, not ''")
+               : FlagResult::Taken;
+  };
   if (cursor.is("--output-dir"))
-    return cursor.value(flags.outputDir)
-               ? FlagResult::Taken
-               : fail("--output-dir needs a value");
+    return directory("--output-dir", flags.outputDir);
   if (cursor.is("--check"))
-    return cursor.value(flags.checkDir) ? FlagResult::Taken
-                                        : fail("--check needs a directory");
+    return directory("--check", flags.checkDir);
   if (cursor.is("--seed"))
     return cursor.unsignedNumber(flags.seed, error) ? FlagResult::Taken
                                                     : FlagResult::Error;
@@ -80,8 +86,7 @@ FlagResult parseRunFlag(ArgCursor &cursor, RunFlags &flags,
     return FlagResult::Taken;
   }
   if (cursor.is("--state-dir"))
-    return cursor.value(flags.stateDir) ? FlagResult::Taken
-                                        : fail("--state-dir needs a value");
+    return directory("--state-dir", flags.stateDir);
   if (cursor.is("--rtol") || cursor.is("--atol")) {
     double number;
     if (!cursor.number(number, error))

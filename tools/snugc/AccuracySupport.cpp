@@ -57,7 +57,8 @@ static int failWith(const llvm::Twine &message) {
 }
 
 bool wantsAccuracyCheck() {
-  return !accuracyDir.empty() || !calibrationDir.empty();
+  // Given empty, the flag is still given: checkAccuracy refuses it.
+  return accuracyDir.getNumOccurrences() || calibrationDir.getNumOccurrences();
 }
 
 /// The inputs in `dir` for `module`'s graph inputs, read and checked
@@ -130,6 +131,12 @@ static bool isListable(llvm::StringRef name) {
 }
 
 bool checkAccuracy(llvm::StringRef path, int &exitCode) {
+  for (const cl::opt<std::string> *flag : {&accuracyDir, &calibrationDir})
+    if (flag->getNumOccurrences() && flag->empty()) {
+      exitCode = failWith("--" + flag->ArgStr +
+                          " needs a directory of inputs, not ''");
+      return false;
+    }
   PlanningOptions planning = getPlanningOptions();
   if (planning.precision == "fp32") {
     exitCode = failWith("--check-accuracy and --calibration need "
