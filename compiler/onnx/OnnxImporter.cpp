@@ -599,16 +599,36 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
         return importer.error("graph input '" + frozen.first +
                               "' is given both --input and --freeze-input");
   }
+  // The symbols --dim can bind: those of inputs whose shape neither
+  // --input nor --freeze-input gives (a symbol only they have would be
+  // accepted and bind nothing).
   llvm::StringSet<> symbols;
-  for (const onnx::ValueInfoProto &input : graph.input())
+  llvm::StringMap<std::string> givenOnly;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    bool given = options.frozenInputs.count(input.name()) != 0;
+    for (const InputBinding &binding : options.inputs)
+      given |= binding.name == input.name();
     for (const auto &dim : input.type().tensor_type().shape().dim())
-      if (dim.has_dim_param())
-        symbols.insert(dim.dim_param());
-  for (const auto &bound : options.dims)
+      if (dim.has_dim_param()) {
+        if (!given)
+          symbols.insert(dim.dim_param());
+        else
+          givenOnly.try_emplace(dim.dim_param(), input.name());
+      }
+  }
+  for (const auto &bound : options.dims) {
+    if (!symbols.count(bound.getKey()) && givenOnly.count(bound.getKey()))
+      return importer.bindingError(
+          "", -1, bound.getKey(),
+          "--dim names '" + bound.getKey().str() + "', which only input '" +
+              givenOnly.lookup(bound.getKey()) +
+              "' has, and its shape is given by --input or --freeze-input: "
+              "the binding would have no effect");
     if (!symbols.count(bound.getKey()))
       return importer.bindingError("", -1, bound.getKey(), "--dim names '" + bound.getKey() +
                             "', which is not a symbolic dim of the model's "
                             "inputs");
+  }
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (initializerNames.count(input.name()))
       continue;
