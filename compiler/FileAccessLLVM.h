@@ -18,9 +18,10 @@
 
 namespace snug {
 
-/// Writes `bytes` to `path` atomically, or to stdout when `path` is "-".
-inline llvm::Error writeOutputFile(llvm::StringRef path,
-                                   llvm::StringRef bytes) {
+/// Writes `bytes` to `path` atomically, or to stdout when `path` is "-";
+/// `links` as AtomicFileWriter's (Replace for a name snug chose).
+inline llvm::Error writeOutputFile(llvm::StringRef path, llvm::StringRef bytes,
+                                   LinkPolicy links = LinkPolicy::Follow) {
   std::string error;
   bool ok;
   if (path == "-") {
@@ -28,7 +29,8 @@ inline llvm::Error writeOutputFile(llvm::StringRef path,
     ok = writeAllToFd(STDOUT_FILENO, bytes.data(), bytes.size(), "stdout",
                       error);
   } else {
-    ok = writeFileAtomically(path.str(), bytes.data(), bytes.size(), error);
+    ok = writeFileAtomically(path.str(), bytes.data(), bytes.size(), error,
+                             links);
   }
   if (ok)
     return llvm::Error::success();

@@ -208,17 +208,25 @@ void AtomicFileWriter::discard() {
   temporary.clear();
 }
 
-bool AtomicFileWriter::open(const std::string &path, std::string &error) {
+bool AtomicFileWriter::open(const std::string &path, std::string &error,
+                            LinkPolicy links) {
   discard();
   failed = false;
   inPlace = false;
   target = path;
   if (path.empty())
     return fail("no path given", 0, error);
-  target = resolveExisting(path);
   mode_t mode;
   struct stat info;
-  if (stat(target.c_str(), &info) == 0) {
+  bool exists;
+  if (links == LinkPolicy::Follow) {
+    target = resolveExisting(path);
+    exists = stat(target.c_str(), &info) == 0;
+  } else {
+    // The rename below replaces a link itself; nothing is read through it.
+    exists = lstat(target.c_str(), &info) == 0 && !S_ISLNK(info.st_mode);
+  }
+  if (exists) {
     if (S_ISCHR(info.st_mode)) {
       // /dev/null, a terminal: nothing to replace; write in place.
       fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
@@ -303,9 +311,9 @@ bool AtomicFileWriter::commit(std::string &error) {
 }
 
 bool writeFileAtomically(const std::string &path, const void *data,
-                         size_t count, std::string &error) {
+                         size_t count, std::string &error, LinkPolicy links) {
   AtomicFileWriter writer;
-  return writer.open(path, error) && writer.write(data, count, error) &&
+  return writer.open(path, error, links) && writer.write(data, count, error) &&
          writer.commit(error);
 }
 

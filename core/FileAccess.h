@@ -103,6 +103,13 @@ bool readWholeStream(int fd, const std::string &name, std::string &into,
                      uint64_t limit, std::string &error);
 
 /// Writes a file atomically (see the file comment).
+/// What AtomicFileWriter does with a symbolic link at its path: Follow
+/// writes the file it points to (a path the user gave, as -o, may be a
+/// link they made); Replace puts the new file in the link's place, never
+/// writing through it (names snug chooses inside a directory, where a link
+/// planted by someone else could redirect the write anywhere).
+enum class LinkPolicy { Follow, Replace };
+
 class AtomicFileWriter {
 public:
   AtomicFileWriter() = default;
@@ -113,7 +120,8 @@ public:
 
   /// Creates the temporary beside `path`; false with `error` set when the
   /// directory is not writable or `path` is a directory or a FIFO.
-  bool open(const std::string &path, std::string &error);
+  bool open(const std::string &path, std::string &error,
+            LinkPolicy links = LinkPolicy::Follow);
   /// Appends `count` bytes; false with `error` set ("cannot write 'PATH':
   /// File too large") when a write fails. Later writes then fail too.
   bool write(const void *data, size_t count, std::string &error);
@@ -132,7 +140,8 @@ private:
 
 /// AtomicFileWriter in one call.
 bool writeFileAtomically(const std::string &path, const void *data,
-                         size_t count, std::string &error);
+                         size_t count, std::string &error,
+                         LinkPolicy links = LinkPolicy::Follow);
 
 /// Writes all `count` bytes to `fd` (stdout, say), retrying short writes;
 /// false with `error` naming `name` when a write fails.

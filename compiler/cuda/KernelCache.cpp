@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 namespace snug {
 namespace cuda {
@@ -119,16 +118,11 @@ bool KernelCache::store(const Key &key, llvm::ArrayRef<uint8_t> image) const {
   std::memcpy(bytes.data() + kDigestOffset, digest.data(), digest.size());
   if (!image.empty())
     std::memcpy(bytes.data() + kHeaderBytes, image.data(), image.size());
-  // writeFileAtomically writes where a link points (as -o does): a link
-  // planted under an entry's name is removed first, so the entry replaces
-  // the link and nothing outside the cache is written.
-  std::string path = pathOf(key);
-  struct stat info;
-  if (lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode) &&
-      unlink(path.c_str()) != 0)
-    return false;
+  // A link planted under an entry's name is replaced by the entry, never
+  // written through.
   std::string error;
-  return writeFileAtomically(path, bytes.data(), bytes.size(), error);
+  return writeFileAtomically(pathOf(key), bytes.data(), bytes.size(), error,
+                             LinkPolicy::Replace);
 }
 
 } // namespace cuda

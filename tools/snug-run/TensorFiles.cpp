@@ -276,7 +276,8 @@ bool writeNpy(const std::string &path, const HostTensor &tensor,
                         uint8_t(header.size() >> 8)};
   // Whole or not at all: a full disk leaves no partial .npy behind.
   AtomicFileWriter file;
-  return file.open(path, error) && file.write(prefix, 10, error) &&
+  return file.open(path, error, LinkPolicy::Replace) &&
+         file.write(prefix, 10, error) &&
          file.write(header.data(), header.size(), error) &&
          file.write(tensor.bytes.data(), tensor.bytes.size(), error) &&
          file.commit(error);

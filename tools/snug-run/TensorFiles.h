@@ -35,6 +35,8 @@ bool readNpy(const std::vector<uint8_t> &file, HostTensor &tensor,
 bool readTensorProto(const std::vector<uint8_t> &file, HostTensor &tensor,
                      std::string &error);
 /// Writes a .npy file (format 1.0) atomically: on failure nothing is left.
+/// Its callers name files inside --output-dir and --state-dir, so a link
+/// at `path` is replaced, never written through (LinkPolicy::Replace).
 bool writeNpy(const std::string &path, const HostTensor &tensor,
               std::string &error);
 bool readWholeFile(const std::string &path, std::vector<uint8_t> &bytes);

@@ -155,7 +155,10 @@ compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem,
                        "': " + error.message());
     std::string text =
         program.source + "\n" + cuda::describeDevicePlan(program.plan);
-    if (llvm::Error error = writeOutputFile(getDumpCudaPath(stem), text))
+    // A name snug chose inside the directory: a link there is replaced,
+    // not written through.
+    if (llvm::Error error =
+            writeOutputFile(getDumpCudaPath(stem), text, LinkPolicy::Replace))
       return error;
   }
   auto archs = parseArchs();
