@@ -54,6 +54,7 @@
 #include "tools/snugc/PlanSupport.h"
 #include "tools/snugc/SnugcCommon.h"
 
+#include "passes/memory/budget/SplitBatch.h"
 #include "passes/training/Optimizer.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -130,6 +131,13 @@ static llvm::Expected<std::string> getAccumulationPass(llvm::StringRef loss) {
         llvm::inconvertibleErrorCode(),
         "--accumulate=" + std::to_string(accumulate) +
             ": the number of micro-batches must be at least 1");
+  // Said here in the flag's words (the pass would quote the pipeline).
+  if (hasK && accumulate > kMaxSplitParts)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--accumulate=" + std::to_string(accumulate) +
+            ": at most " + std::to_string(kMaxSplitParts) +
+            " micro-batches");
   if (hasN && microBatch < 1)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -526,11 +526,12 @@ public:
   llvm::Error setOption(llvm::StringRef key, llvm::StringRef value) override {
     if (key == "parts") {
       if (value.getAsInteger(10, partsOption) || partsOption < 1 ||
-          partsOption > (1 << 20))
+          partsOption > kMaxSplitParts)
         return llvm::createStringError(
             llvm::inconvertibleErrorCode(),
             "pass 'split-batch': option 'parts' must be a whole number from "
-            "1 to 1048576, got '" + value.str() + "'");
+            "1 to " + std::to_string(kMaxSplitParts) + ", got '" +
+                value.str() + "'");
       return llvm::Error::success();
     }
     if (key == "micro-batch") {

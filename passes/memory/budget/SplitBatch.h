@@ -17,6 +17,9 @@
 
 namespace snug {
 
+/// The most copies split-batch{parts=K} makes (--accumulate's bound).
+constexpr int64_t kMaxSplitParts = int64_t(1) << 20;
+
 /// The batch (dim 0 of the first graph input of rank >= 1) when every node
 /// that depends on the inputs carrying it computes each sample alone, so
 /// that split-batch{parts=K} may run the graph on 1/K of it at a time; an
