@@ -10,6 +10,7 @@
 #ifndef SNUG_CORE_DTYPE_H
 #define SNUG_CORE_DTYPE_H
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -47,6 +48,20 @@ inline constexpr DTypeInfo kDTypeTable[] = {
   {DType::ID, NAME, BYTES, BUNDLE_CODE, DTypeClass::CLASS},
 #include "core/DTypes.def"
 };
+
+/// Bundle code -> index into kDTypeTable, 0xff for a code that is no
+/// dtype: fromBundleCode is one load, as the switch it replaced was (the
+/// host kernels ask an element's size per element).
+constexpr std::array<uint8_t, 256> makeBundleCodeIndex() {
+  std::array<uint8_t, 256> index{};
+  for (uint8_t &entry : index)
+    entry = 0xff;
+  for (unsigned i = 0; i < kNumDTypes; ++i)
+    index[kDTypeTable[i].bundleCode] = uint8_t(i);
+  return index;
+}
+inline constexpr std::array<uint8_t, 256> kDTypeByBundleCode =
+    makeBundleCodeIndex();
 } // namespace detail
 
 constexpr const DTypeInfo &getDTypeInfo(DType type) {
@@ -64,10 +79,10 @@ constexpr uint8_t toBundleCode(DType type) {
 }
 /// The dtype of bundle code `code`; nullopt for a code snug does not know.
 constexpr std::optional<DType> fromBundleCode(uint8_t code) {
-  for (const DTypeInfo *info = dtypesBegin(); info != dtypesEnd(); ++info)
-    if (info->bundleCode == code)
-      return info->type;
-  return std::nullopt;
+  uint8_t index = detail::kDTypeByBundleCode[code];
+  if (index == 0xff)
+    return std::nullopt;
+  return DType(index);
 }
 /// The dtype named `name` ("f32"); nullopt for an unknown name.
 inline std::optional<DType> dtypeFromName(std::string_view name) {

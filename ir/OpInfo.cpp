@@ -1,9 +1,9 @@
 //===- OpInfo.cpp - The op table as data ----------------------------------===//
 #include "ir/OpInfo.h"
 
-#include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include <string>
@@ -15,14 +15,10 @@ using namespace op_traits;
 using namespace dtype_sets;
 
 const OpInfo *lookupOp(llvm::StringRef name) {
-  static const llvm::StringMap<const OpInfo *> index = [] {
-    llvm::StringMap<const OpInfo *> map;
-    for (const OpInfo &info : getAllOps())
-      map[info.name] = &info;
-    return map;
-  }();
-  auto it = index.find(name);
-  return it == index.end() ? nullptr : it->second;
+  // core/OpTable.cpp keeps the one name index of the table.
+  std::optional<OpCode> code =
+      findOpCode(std::string_view(name.data(), name.size()));
+  return code ? &getOpInfo(*code) : nullptr;
 }
 
 llvm::ArrayRef<OpInfo> getAllOps() {

@@ -54,10 +54,14 @@ using ir::TensorType;
 
 namespace {
 
-const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64,
-                           DType::I64, DType::I32, DType::I16, DType::I8,
-                           DType::U8,  DType::U16, DType::U32, DType::U64,
-                           DType::Bool};
+/// Every dtype of core/DTypes.def, in enum order.
+std::vector<DType> allTypes() {
+  std::vector<DType> types;
+  for (const DTypeInfo *info = dtypesBegin(); info != dtypesEnd(); ++info)
+    types.push_back(info->type);
+  return types;
+}
+const std::vector<DType> kAllTypes = allTypes();
 
 /// The special values of `type`, as its elements' bytes.
 std::vector<uint8_t> specialValues(DType type) {
