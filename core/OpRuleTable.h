@@ -1,9 +1,10 @@
 //===- OpRuleTable.h - A rule per op, from lines keyed by op ID -*- C++ -*-===//
 //
-// The array behind the per-op .def tables of the passes (passes/analysis/
-// CostRules.def, passes/memory/budget/BatchRules.def): one entry per OpCode,
-// filled at compile time by the table's X-macro lines, each op's entry
-// default-constructed until its line sets it. It counts the lines that name
+// One entry per OpCode: the array behind the per-op .def tables of the
+// passes (passes/analysis/CostRules.def, passes/memory/budget/BatchRules.def,
+// filled at compile time by their X-macro lines) and the runtime's host
+// kernels and fused-body binders (filled once, at first use). Each op's
+// entry is default-constructed until a line sets it. It counts the lines that name
 // each op, so that a table can static_assert that no op has two; an op
 // without a line keeps the default entry, which the table's coverage test
 // looks for (a line per op of core/Ops.def cannot be checked at compile time

@@ -14,6 +14,7 @@
 #include "core/ScalarOps.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -36,12 +37,13 @@ static const KernelTable &getTable() {
     registerTopKKernel(t);
     registerSamplingKernels(t);
     registerFusedKernels(t);
+    assert(t.hasNoOpTwice() && "an op has two host kernels");
     return t;
   }();
   return table;
 }
 
-Kernel findHostKernel(OpCode code) { return getTable()[code]; }
+Kernel findHostKernel(OpCode code) { return getTable().get(code); }
 
 Kernel findHostKernel(const std::string &opName) {
   std::optional<OpCode> code = findOpCode(opName);

@@ -24,11 +24,10 @@
 #ifndef SNUG_RUNTIME_HOST_KERNELS_H
 #define SNUG_RUNTIME_HOST_KERNELS_H
 
-#include "core/OpTable.h"
+#include "core/OpRuleTable.h"
 #include "core/ScalarOps.h"
 #include "runtime/BundleReader.h"
 
-#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -93,17 +92,10 @@ public:
 
 using Kernel = Status (*)(KernelContext &);
 
-/// The host kernels by OpCode (core/OpTable.h): one slot per op of the
-/// table, nullptr where the host has no kernel, so no kernel can exist for
-/// an op outside the table (OpCoverageTest holds every op to one).
-class KernelTable {
-public:
-  Kernel &operator[](OpCode code) { return kernels[size_t(code)]; }
-  Kernel operator[](OpCode code) const { return kernels[size_t(code)]; }
-
-private:
-  std::array<Kernel, getAllOpsCount()> kernels{};
-};
+/// The host kernels by OpCode: one slot per op of the table, nullptr where
+/// the host has no kernel, so no kernel can exist for an op outside the
+/// table (OpCoverageTest holds every op to one).
+using KernelTable = OpRuleTable<Kernel>;
 
 /// The kernel for `code`, nullptr when the host has none.
 Kernel findHostKernel(OpCode code);

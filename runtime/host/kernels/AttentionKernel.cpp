@@ -210,8 +210,8 @@ Status rotaryKernel(KernelContext &ctx) {
 } // namespace
 
 void registerAttentionKernels(KernelTable &table) {
-  table[OpCode::SnugAttention] = attentionKernel;
-  table[OpCode::SnugRotary] = rotaryKernel;
+  table.set(OpCode::SnugAttention, attentionKernel);
+  table.set(OpCode::SnugRotary, rotaryKernel);
 }
 
 } // namespace rt

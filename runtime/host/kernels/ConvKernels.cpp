@@ -327,12 +327,12 @@ Status globalMaxPoolKernel(KernelContext &ctx) { return globalPool(ctx, true); }
 } // namespace
 
 void registerConvKernels(KernelTable &t) {
-  t[OpCode::Conv] = convKernel;
-  t[OpCode::ConvTranspose] = convTransposeKernel;
-  t[OpCode::MaxPool] = maxPoolKernel;
-  t[OpCode::AveragePool] = averagePoolKernel;
-  t[OpCode::GlobalAveragePool] = globalAveragePoolKernel;
-  t[OpCode::GlobalMaxPool] = globalMaxPoolKernel;
+  t.set(OpCode::Conv, convKernel);
+  t.set(OpCode::ConvTranspose, convTransposeKernel);
+  t.set(OpCode::MaxPool, maxPoolKernel);
+  t.set(OpCode::AveragePool, averagePoolKernel);
+  t.set(OpCode::GlobalAveragePool, globalAveragePoolKernel);
+  t.set(OpCode::GlobalMaxPool, globalMaxPoolKernel);
 }
 
 } // namespace rt

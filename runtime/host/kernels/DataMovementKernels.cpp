@@ -605,29 +605,29 @@ Status dropoutMaskKernel(KernelContext &ctx) {
 void registerDataMovementKernels(KernelTable &t) {
   for (OpCode view : {OpCode::Reshape, OpCode::Flatten, OpCode::Squeeze,
                       OpCode::Unsqueeze, OpCode::Identity})
-    t[view] = viewKernel;
-  t[OpCode::SnugOffload] = viewKernel;
-  t[OpCode::SnugReload] = viewKernel;
-  t[OpCode::Dropout] = dropoutKernel;
-  t[OpCode::Transpose] = transposeKernel;
-  t[OpCode::Concat] = concatKernel;
-  t[OpCode::Split] = splitKernel;
-  t[OpCode::Slice] = sliceKernel;
-  t[OpCode::Gather] = gatherKernel;
-  t[OpCode::Pad] = padKernel;
-  t[OpCode::Resize] = resizeKernel;
-  t[OpCode::Expand] = expandKernel;
-  t[OpCode::Tile] = tileKernel;
-  t[OpCode::Cast] = castKernel;
-  t[OpCode::SnugCast] = castKernel;
-  t[OpCode::DepthToSpace] = depthToSpaceKernel;
-  t[OpCode::SpaceToDepth] = spaceToDepthKernel;
-  t[OpCode::Shape] = shapeKernel;
-  t[OpCode::Size] = sizeKernel;
-  t[OpCode::Constant] = constantKernel;
-  t[OpCode::ConstantOfShape] = constantOfShapeKernel;
-  t[OpCode::Range] = rangeKernel;
-  t[OpCode::SnugDropoutMask] = dropoutMaskKernel;
+    t.set(view, viewKernel);
+  t.set(OpCode::SnugOffload, viewKernel);
+  t.set(OpCode::SnugReload, viewKernel);
+  t.set(OpCode::Dropout, dropoutKernel);
+  t.set(OpCode::Transpose, transposeKernel);
+  t.set(OpCode::Concat, concatKernel);
+  t.set(OpCode::Split, splitKernel);
+  t.set(OpCode::Slice, sliceKernel);
+  t.set(OpCode::Gather, gatherKernel);
+  t.set(OpCode::Pad, padKernel);
+  t.set(OpCode::Resize, resizeKernel);
+  t.set(OpCode::Expand, expandKernel);
+  t.set(OpCode::Tile, tileKernel);
+  t.set(OpCode::Cast, castKernel);
+  t.set(OpCode::SnugCast, castKernel);
+  t.set(OpCode::DepthToSpace, depthToSpaceKernel);
+  t.set(OpCode::SpaceToDepth, spaceToDepthKernel);
+  t.set(OpCode::Shape, shapeKernel);
+  t.set(OpCode::Size, sizeKernel);
+  t.set(OpCode::Constant, constantKernel);
+  t.set(OpCode::ConstantOfShape, constantOfShapeKernel);
+  t.set(OpCode::Range, rangeKernel);
+  t.set(OpCode::SnugDropoutMask, dropoutMaskKernel);
 }
 
 } // namespace rt

@@ -164,7 +164,7 @@ struct Registrar {
   KernelTable &table;
   template <class Op, unsigned Position>
   void visit(const char *name, const char *) {
-    table[OpCode(Position)] = runScalarOp<Op, Position>;
+    table.set(OpCode(Position), runScalarOp<Op, Position>);
   }
 };
 

@@ -23,11 +23,12 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/host/kernels/FusedKernel.h"
 
+#include "core/OpRuleTable.h"
 #include "core/ScalarOpTable.h"
 
 #include <algorithm>
 #include <cstring>
-#include <array>
+#include <cassert>
 #include <optional>
 
 namespace snug {
@@ -203,16 +204,16 @@ std::string bindCast(const BodyOp &op, const PlanBody &body, Step &step) {
 /// Collects a Binder per scalar op and per conversion of the table, by op
 /// name.
 /// The binder of each op a body may hold, by OpCode (nullptr elsewhere).
-using BinderTable = std::array<Binder, getAllOpsCount()>;
+using BinderTable = OpRuleTable<Binder>;
 
 struct BinderCollector {
-  BinderTable table{};
+  BinderTable table;
   template <class Op, unsigned Position>
   void visit(const char *name, const char *) {
-    table[Position] = bind<Op, Position>;
+    table.set(OpCode(Position), bind<Op, Position>);
   }
   void visitConversion(const char *name) {
-    table[size_t(*findOpCode(name))] = bindCast;
+    table.set(*findOpCode(name), bindCast);
   }
 };
 
@@ -221,6 +222,7 @@ const BinderTable &getBinders() {
     BinderCollector collector;
     scalar::forEachScalarOp(collector);
     scalar::forEachConversionOp(collector);
+    assert(collector.table.hasNoOpTwice() && "an op has two binders");
     return collector.table;
   }();
   return binders;
@@ -239,7 +241,7 @@ Status bindBody(const PlanOp &op, size_t index, std::vector<Step> &steps) {
                         " (" + inner.opName + ") " + why);
     };
     std::optional<OpCode> code = findOpCode(inner.opName);
-    Binder binder = code ? getBinders()[size_t(*code)] : nullptr;
+    Binder binder = code ? getBinders().get(*code) : nullptr;
     if (!binder)
       return failure("is not an elementwise op or conversion of the host");
     Step step;
@@ -303,7 +305,7 @@ Status checkFusedBody(const PlanOp &op, size_t index) {
 }
 
 void registerFusedKernels(KernelTable &table) {
-  table[OpCode::SnugFused] = fusedKernel;
+  table.set(OpCode::SnugFused, fusedKernel);
 }
 
 } // namespace rt

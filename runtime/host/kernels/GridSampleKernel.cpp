@@ -99,7 +99,7 @@ Status gridSampleKernel(KernelContext &ctx) {
 } // namespace
 
 void registerSamplingKernels(KernelTable &table) {
-  table[OpCode::GridSample] = gridSampleKernel;
+  table.set(OpCode::GridSample, gridSampleKernel);
 }
 
 } // namespace rt

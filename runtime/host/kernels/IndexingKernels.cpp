@@ -351,11 +351,11 @@ Status scatterNDKernel(KernelContext &ctx) {
 } // namespace
 
 void registerIndexingKernels(KernelTable &t) {
-  t[OpCode::CumSum] = cumSumKernel;
-  t[OpCode::GatherElements] = gatherElementsKernel;
-  t[OpCode::GatherND] = gatherNDKernel;
-  t[OpCode::ScatterElements] = scatterElementsKernel;
-  t[OpCode::ScatterND] = scatterNDKernel;
+  t.set(OpCode::CumSum, cumSumKernel);
+  t.set(OpCode::GatherElements, gatherElementsKernel);
+  t.set(OpCode::GatherND, gatherNDKernel);
+  t.set(OpCode::ScatterElements, scatterElementsKernel);
+  t.set(OpCode::ScatterND, scatterNDKernel);
 }
 
 } // namespace rt

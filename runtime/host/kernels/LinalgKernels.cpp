@@ -131,8 +131,8 @@ Status gemmKernel(KernelContext &ctx) {
 } // namespace
 
 void registerLinalgKernels(KernelTable &t) {
-  t[OpCode::MatMul] = matMulKernel;
-  t[OpCode::Gemm] = gemmKernel;
+  t.set(OpCode::MatMul, matMulKernel);
+  t.set(OpCode::Gemm, gemmKernel);
 }
 
 } // namespace rt

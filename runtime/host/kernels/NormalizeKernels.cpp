@@ -416,25 +416,25 @@ Status argMinKernel(KernelContext &ctx) { return argReduce(ctx, false); }
 } // namespace
 
 void registerNormalizeKernels(KernelTable &t) {
-  t[OpCode::Softmax] = softmaxKernel;
-  t[OpCode::LogSoftmax] = logSoftmaxKernel;
-  t[OpCode::Hardmax] = hardmaxKernel;
-  t[OpCode::LayerNormalization] = layerNormKernel;
-  t[OpCode::SnugRmsNorm] = rmsNormKernel;
-  t[OpCode::BatchNormalization] = batchNormKernel;
-  t[OpCode::InstanceNormalization] = instanceNormKernel;
-  t[OpCode::LRN] = lrnKernel;
-  t[OpCode::ReduceSum] = reduceSumKernel;
-  t[OpCode::ReduceMean] = reduceMeanKernel;
-  t[OpCode::ReduceMax] = reduceMaxKernel;
-  t[OpCode::ReduceMin] = reduceMinKernel;
-  t[OpCode::ReduceProd] = reduceProdKernel;
-  t[OpCode::ReduceL1] = reduceL1Kernel;
-  t[OpCode::ReduceL2] = reduceL2Kernel;
-  t[OpCode::ReduceSumSquare] = reduceSumSquareKernel;
-  t[OpCode::ReduceLogSumExp] = reduceLogSumExpKernel;
-  t[OpCode::ArgMax] = argMaxKernel;
-  t[OpCode::ArgMin] = argMinKernel;
+  t.set(OpCode::Softmax, softmaxKernel);
+  t.set(OpCode::LogSoftmax, logSoftmaxKernel);
+  t.set(OpCode::Hardmax, hardmaxKernel);
+  t.set(OpCode::LayerNormalization, layerNormKernel);
+  t.set(OpCode::SnugRmsNorm, rmsNormKernel);
+  t.set(OpCode::BatchNormalization, batchNormKernel);
+  t.set(OpCode::InstanceNormalization, instanceNormKernel);
+  t.set(OpCode::LRN, lrnKernel);
+  t.set(OpCode::ReduceSum, reduceSumKernel);
+  t.set(OpCode::ReduceMean, reduceMeanKernel);
+  t.set(OpCode::ReduceMax, reduceMaxKernel);
+  t.set(OpCode::ReduceMin, reduceMinKernel);
+  t.set(OpCode::ReduceProd, reduceProdKernel);
+  t.set(OpCode::ReduceL1, reduceL1Kernel);
+  t.set(OpCode::ReduceL2, reduceL2Kernel);
+  t.set(OpCode::ReduceSumSquare, reduceSumSquareKernel);
+  t.set(OpCode::ReduceLogSumExp, reduceLogSumExpKernel);
+  t.set(OpCode::ArgMax, argMaxKernel);
+  t.set(OpCode::ArgMin, argMinKernel);
 }
 
 } // namespace rt

@@ -90,7 +90,7 @@ Status topKKernel(KernelContext &ctx) {
 
 } // namespace
 
-void registerTopKKernel(KernelTable &t) { t[OpCode::TopK] = topKKernel; }
+void registerTopKKernel(KernelTable &t) { t.set(OpCode::TopK, topKKernel); }
 
 } // namespace rt
 } // namespace snug
