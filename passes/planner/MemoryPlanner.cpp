@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -293,21 +294,42 @@ namespace {
 struct GreedyRun {
   GreedyOrder order;
   GreedyFit fit;
+  /// When set, the items within this many sections of the peak go first
+  /// (movePeakFirst).
+  std::optional<uint32_t> peakWindow = std::nullopt;
 };
+
+std::vector<uint32_t> makeRunOrder(const Problem &problem,
+                                   const GreedyRun &run) {
+  std::vector<uint32_t> order = makeGreedyOrder(problem, run.order);
+  return run.peakWindow ? movePeakFirst(problem, order, *run.peakWindow)
+                        : order;
+}
 
 /// The ensemble Search and Best run, cheapest and most often best first:
 /// the two classic rules, then the other orders with the other fit. Each
 /// costs O(n log^2 n), so all of them fit in a second at 60,000 buffers.
 /// On large problems: the O(n log n) skyline first (a valid plan within
 /// about 12 % of the bound on generated training traces, 0.03 s CPU at
-/// 50,000 buffers), then size-ordered first fit, which is the best there
-/// (about 0.1-0.2 % above the bound) and, with its walk over busy ranges
-/// capped (kApproximateFirstFitMoves), about 1 s CPU at 20,000 and 2 s at
-/// 50,000 buffers; then lifetime-ordered first fit (about 2 %) and best fit
-/// while time lasts.
+/// 50,000 buffers), then first fit (its walk over busy ranges capped,
+/// kApproximateFirstFitMoves: about 0.05-0.3 s CPU at 18,000-62,000
+/// buffers) and best fit in the orders that win on real training traces
+/// (bench/packing/README.md): size then start, which is MindSpore SOMAS's
+/// rule (PanGu 2.6B 1.0076), the same with the items around the peak first
+/// (PanGu 1.0038, iopddl Y_1 at the bound), size then lifetime (generated
+/// training steps 1.001-1.002), lifetime with best fit (iopddl S_1 1.0025),
+/// then the rest while time lasts.
 const GreedyRun kLargeEnsemble[] = {
     {GreedyOrder::Lifetime, GreedyFit::Top},
+    {GreedyOrder::SizeStart, GreedyFit::First},
+    {GreedyOrder::SizeStart, GreedyFit::First, 1},
     {GreedyOrder::Size, GreedyFit::First},
+    {GreedyOrder::Lifetime, GreedyFit::Best},
+    {GreedyOrder::SizeStart, GreedyFit::First, 0},
+    {GreedyOrder::SizeStart, GreedyFit::Best},
+    {GreedyOrder::Degree, GreedyFit::Best},
+    {GreedyOrder::Lifetime, GreedyFit::Best, 0},
+    {GreedyOrder::SizeStart, GreedyFit::First, 2},
     {GreedyOrder::Lifetime, GreedyFit::First},
     {GreedyOrder::Size, GreedyFit::Best},
 };
@@ -448,14 +470,15 @@ static Packing runEnsemble(const Problem &problem,
     if ((large || k > 1) && Clock::now() >= greedyDeadline)
       break;
     Packing packing;
-    if (!runGreedy(problem, makeGreedyOrder(problem, run.order), run.fit,
+    if (!runGreedy(problem, makeRunOrder(problem, run), run.fit,
                    greedyDeadline, packing))
       break;
     haveGreedy = true;
-    bool isClassic = (run.order == GreedyOrder::Size &&
-                      run.fit == GreedyFit::Best) ||
-                     (run.order == GreedyOrder::Breadth &&
-                      run.fit == GreedyFit::First);
+    bool isClassic = !run.peakWindow &&
+                     ((run.order == GreedyOrder::Size &&
+                       run.fit == GreedyFit::Best) ||
+                      (run.order == GreedyOrder::Breadth &&
+                       run.fit == GreedyFit::First));
     if (isClassic && (!haveClassic || packing.arena < classic.arena)) {
       classic = packing;
       haveClassic = true;

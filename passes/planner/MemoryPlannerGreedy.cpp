@@ -523,6 +523,14 @@ std::vector<uint32_t> planner::makeGreedyOrder(const Problem &problem,
       return std::make_pair(~(uint64_t(items[i].first) ^ (uint64_t(1) << 63)),
                             lifetime(items[i]));
     });
+  case GreedyOrder::SizeStart:
+    // Among equal sizes (real traces have a few dozen distinct sizes) the
+    // earliest start goes lowest: forward activations, saved until their
+    // backward, then nest the way they are freed.
+    return sortDescending(problem, [&](uint32_t i) {
+      return std::make_pair(
+          items[i].size, ~(uint64_t(items[i].first) ^ (uint64_t(1) << 63)));
+    });
   case GreedyOrder::Degree: {
     std::vector<uint64_t> degree = computeDegree(problem);
     return sortDescending(problem, [&](uint32_t i) {
@@ -531,4 +539,29 @@ std::vector<uint32_t> planner::makeGreedyOrder(const Problem &problem,
   }
   }
   return identityOrder(items.size());
+}
+
+std::vector<uint32_t> planner::movePeakFirst(const Problem &problem,
+                                             const std::vector<uint32_t> &order,
+                                             uint32_t window) {
+  size_t numParts = problem.partItems.size();
+  std::vector<uint32_t> peak(numParts);
+  for (uint32_t part = 0; part < numParts; ++part) {
+    uint32_t best = problem.partSecBegin[part];
+    for (uint32_t s = best; s < problem.partSecEnd[part]; ++s)
+      if (problem.sectionTotal[s] > problem.sectionTotal[best])
+        best = s;
+    peak[part] = best;
+  }
+  std::vector<uint32_t> first, rest;
+  for (uint32_t i : order) {
+    uint32_t at = peak[problem.partOf[i]];
+    // Section ranges are half-open: [secBegin, secEnd) meets
+    // [at - window, at + window].
+    bool nearPeak = uint64_t(problem.secBegin[i]) <= uint64_t(at) + window &&
+                    uint64_t(problem.secEnd[i]) + window > uint64_t(at);
+    (nearPeak ? first : rest).push_back(i);
+  }
+  first.insert(first.end(), rest.begin(), rest.end());
+  return first;
 }

@@ -78,6 +78,9 @@ enum class GreedyOrder {
   Area,     ///< size * lifetime, then size
   Degree,   ///< number of conflicting items, then size
   Start,    ///< earliest start (ascending), then lifetime
+  SizeStart, ///< size, then earliest start (ascending): MindSpore SOMAS's
+             ///< rule, which stacks equal-sized saved activations in the
+             ///< order the forward pass makes them
 };
 
 /// Above this many items the planner counts a problem as large: Search and
@@ -90,6 +93,15 @@ constexpr uint32_t kDeadlineStride = 64;
 /// Returns the items of problem in the given order.
 std::vector<uint32_t> makeGreedyOrder(const Problem &problem,
                                       GreedyOrder order);
+
+/// Moves to the front of order (stably) the items live within window
+/// sections of their partition's peak section (the first of largest total).
+/// The items live at the peak must tile [0, bound) in any packing at the
+/// bound; placed first, first fit stacks them without a hole, and the rest
+/// fill in around them.
+std::vector<uint32_t> movePeakFirst(const Problem &problem,
+                                    const std::vector<uint32_t> &order,
+                                    uint32_t window);
 
 /// Places the items in order, each at the first or best hole among the
 /// conflicting items placed before it (Top: runSkyline). Each placement costs

@@ -119,9 +119,10 @@ MemoryPlan toPlan(const Problem &problem, const Packing &packing,
   return plan;
 }
 
-const GreedyOrder kOrders[] = {GreedyOrder::Size,  GreedyOrder::Breadth,
+const GreedyOrder kOrders[] = {GreedyOrder::Size,   GreedyOrder::Breadth,
                                GreedyOrder::Lifetime, GreedyOrder::Area,
-                               GreedyOrder::Degree, GreedyOrder::Start};
+                               GreedyOrder::Degree, GreedyOrder::Start,
+                               GreedyOrder::SizeStart};
 
 } // namespace
 
@@ -170,6 +171,66 @@ TEST(MemoryPlannerScaleTest, EveryOrderAndFitIsValid) {
             << "iteration " << iteration << ": " << toString(std::move(error));
         ASSERT_GE(packing.arena, problem.lowerBound);
       }
+  }
+}
+
+// movePeakFirst keeps the order among the items it moves and among the rest,
+// and with window 0 moves exactly the items live at their partition's peak:
+// first fit then stacks them without a hole, up to the partition's bound.
+TEST(MemoryPlannerScaleTest, PeakFirstStacksThePeakWithoutAHole) {
+  Random random{4933};
+  auto never = Clock::time_point::max();
+  for (int iteration = 0; iteration < 500; ++iteration) {
+    std::vector<PlanBuffer> buffers = randomBuffers(
+        random, 1 + random.below(40), 1 + int64_t(random.below(30)));
+    for (PlanBuffer &b : buffers)
+      b.alignment = 1;
+    Problem problem = makeProblem(buffers);
+    std::vector<uint32_t> base =
+        makeGreedyOrder(problem, GreedyOrder::SizeStart);
+    for (uint32_t window : {0u, 1u, 3u}) {
+      std::vector<uint32_t> order = movePeakFirst(problem, base, window);
+      ASSERT_EQ(order.size(), base.size());
+      std::vector<uint32_t> sorted = order;
+      std::sort(sorted.begin(), sorted.end());
+      for (uint32_t k = 0; k < sorted.size(); ++k)
+        ASSERT_EQ(sorted[k], k) << "not a permutation";
+      std::vector<size_t> rank(base.size());
+      for (size_t k = 0; k < base.size(); ++k)
+        rank[base[k]] = k;
+      Packing packing;
+      ASSERT_TRUE(runGreedy(problem, order, GreedyFit::First, never, packing));
+      ASSERT_EQ(check(buffers, toPlan(problem, packing, buffers.size())), "");
+      // Per partition: its peak section (the first of largest total).
+      for (uint32_t part = 0; part < problem.partItems.size(); ++part) {
+        uint32_t peak = problem.partSecBegin[part];
+        for (uint32_t sec = peak; sec < problem.partSecEnd[part]; ++sec)
+          if (problem.sectionTotal[sec] > problem.sectionTotal[peak])
+            peak = sec;
+        auto near = [&](uint32_t i) {
+          return problem.secBegin[i] <= peak + window &&
+                 problem.secEnd[i] + window > peak;
+        };
+        // Moved items come first and keep their relative order; so do
+        // the rest.
+        std::vector<uint32_t> moved, kept;
+        for (uint32_t i : order)
+          if (problem.partOf[i] == part)
+            (near(i) ? moved : kept).push_back(i);
+        for (size_t k = 1; k < moved.size(); ++k)
+          ASSERT_LT(rank[moved[k - 1]], rank[moved[k]]);
+        for (size_t k = 1; k < kept.size(); ++k)
+          ASSERT_LT(rank[kept[k - 1]], rank[kept[k]]);
+        if (window != 0)
+          continue;
+        uint64_t top = 0;
+        for (uint32_t i : moved) {
+          ASSERT_TRUE(problem.secBegin[i] <= peak && peak < problem.secEnd[i]);
+          top = std::max(top, packing.offsets[i] + problem.items[i].size);
+        }
+        EXPECT_EQ(top, problem.sectionTotal[peak]) << "iteration " << iteration;
+      }
+    }
   }
 }
 
