@@ -16,6 +16,17 @@ echo "## Packing: hard instances A-K"
 echo
 "$build/bin/plan-buffers-bench" "$shared/bench-data/packing/hard" | tee bench/results/packing-hard.md
 echo
+echo "## Packing: real training-step traces (5 s each; bench/packing/traces/README.md)"
+echo
+traces=$(mktemp -d)
+trap 'rm -rf "$traces"' EXIT
+for f in bench/packing/traces/*.csv.gz; do
+  gunzip -c "$f" > "$traces/$(basename "${f%.gz}")"
+done
+cp "$shared/bench-data/packing/training/pangu_2.6B.csv" "$traces/somas-pangu_2.6B.csv"
+$python bench/packing/export_training_traces.py --build "$build" "$traces" >&2
+"$build/bin/plan-buffers-bench" --time-limit=5 "$traces" | tee bench/results/packing-training-traces.md
+echo
 echo "## Packing: generated training steps (20k-60k buffers, 5 s) and guillotine tilings (optimum = LB)"
 echo
 "$build/bin/plan-buffers-bench" --time-limit=5 --strategies=greedy-size,best --training=20000,40000,60000 | tee bench/results/packing-training.md
