@@ -22,6 +22,9 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+#include <cassert>
+
 namespace snug {
 
 static std::vector<PlanBuffer>
@@ -47,6 +50,42 @@ getPlanBuffers(const std::vector<LiveBuffer> &lives, uint64_t alignment) {
     buffers.push_back(buffer);
   }
   return buffers;
+}
+
+/// A scratch buffer's alignment in an arena aligned to `alignment`.
+static uint64_t getScratchAlignment(uint64_t alignment) {
+  return std::max(alignment, kScratchAlignment);
+}
+
+std::vector<PlanBuffer> getArenaPlanBuffers(const ModuleMemoryPlan &plan) {
+  std::vector<PlanBuffer> buffers;
+  buffers.reserve(plan.buffers.size());
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const ArenaBuffer &arena = plan.buffers[i];
+    PlanBuffer buffer;
+    buffer.id = i;
+    buffer.bytes = arena.bytes;
+    buffer.alignment = arena.kind == ArenaBuffer::Kind::Scratch
+                           ? getScratchAlignment(plan.alignment)
+                           : plan.alignment;
+    buffer.firstStep = arena.firstStep;
+    buffer.lastStep = arena.lastStep;
+    buffers.push_back(buffer);
+  }
+  return buffers;
+}
+
+/// Whether two packing problems are the same buffers in the same order.
+[[maybe_unused]] static bool isSameProblem(llvm::ArrayRef<PlanBuffer> a,
+                                           llvm::ArrayRef<PlanBuffer> b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(),
+                    [](const PlanBuffer &x, const PlanBuffer &y) {
+                      return x.id == y.id && x.bytes == y.bytes &&
+                             x.alignment == y.alignment &&
+                             x.firstStep == y.firstStep &&
+                             x.lastStep == y.lastStep;
+                    });
 }
 
 static llvm::Error planError(const llvm::Twine &message) {
@@ -231,7 +270,7 @@ planModuleMemory(ir::Module &module, const PlanMemoryOptions &options) {
     PlanBuffer buffer;
     buffer.id = buffers.size();
     buffer.bytes = request.bytes;
-    buffer.alignment = std::max(options.alignment, kScratchAlignment);
+    buffer.alignment = getScratchAlignment(options.alignment);
     buffer.firstStep = buffer.lastStep = step;
     buffers.push_back(buffer);
     scratch.push_back({int64_t(step), request.bytes});
@@ -319,6 +358,9 @@ planModuleMemory(ir::Module &module, const PlanMemoryOptions &options) {
       readRecordedPlan(module, sharing, std::move(liveness));
   if (recorded)
     recorded->planningMs = plan->planningMs;
+  // What getArenaPlanBuffers gives readers (snugc --emit=buffers) is the
+  // problem just planned, buffer for buffer.
+  assert(!recorded || isSameProblem(getArenaPlanBuffers(*recorded), buffers));
   return recorded;
 }
 

@@ -113,6 +113,16 @@ llvm::Expected<bool> parsePlanMemoryOption(PlanMemoryOptions &options,
 std::vector<PlanBuffer> getPlanBuffers(const LivenessInfo &liveness,
                                        uint64_t alignment);
 
+/// The arena's packing problem exactly as planModuleMemory handed it to
+/// planMemory: one PlanBuffer per entry of plan.buffers, in that order,
+/// id = its index (the value buffers as getPlanBuffers numbers them, then
+/// the scratch buffers), bytes as they are, and the alignment each was
+/// planned at (the arena's; a scratch buffer's at least
+/// kScratchAlignment). The pinned host region is packed apart and is not
+/// in it. planModuleMemory asserts that this is the list it planned;
+/// `snugc compile --emit=buffers` writes it.
+std::vector<PlanBuffer> getArenaPlanBuffers(const ModuleMemoryPlan &plan);
+
 /// The sharing rules and alignment a planned module records (its `sharing`
 /// and `alignment` attributes); all rules when it records none. Errors on a
 /// malformed attribute.

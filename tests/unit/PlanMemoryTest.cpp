@@ -5,11 +5,12 @@
 // planModuleMemory) and the independent verify-plan pass, the arena is at
 // least the lower bound, every scratch buffer (the cuBLAS workspace of a
 // long-K MatMul) is what the target asked for, lives at its node's step
-// only and overlaps no value live there, and the schedule pass never raises
-// the bound and keeps a module that verifies. Rematerialization keeps every
-// output bit for bit (the module evaluated node by node with the host
-// kernels), never raises the arena, and a smaller budget never ends at a
-// larger one.
+// only and overlaps no value live there, the problem getArenaPlanBuffers
+// reads back from the module has the plan's bound and is solved by its
+// offsets, and the schedule pass never raises the bound and keeps a module
+// that verifies. Rematerialization keeps every output bit for bit (the
+// module evaluated node by node with the host kernels), never raises the
+// arena, and a smaller budget never ends at a larger one.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
@@ -225,6 +226,31 @@ TEST(PlanMemoryTest, RandomDagsPlanAndVerifyUnderEveryStrategy) {
     }
     EXPECT_EQ(plan->getNumScratchBuffers(), requests);
     scratchBuffers += requests;
+    // The packing problem read back from the module alone (what snugc
+    // --emit=buffers writes): the plan's buffers numbered by index, with
+    // the plan's bound and peak, and the recorded offsets solve it.
+    llvm::Expected<ModuleMemoryPlan> recorded = getModuleMemoryPlan(*module);
+    ASSERT_TRUE(static_cast<bool>(recorded))
+        << "dag " << dag << ": " << toString(recorded.takeError());
+    std::vector<PlanBuffer> problem = getArenaPlanBuffers(*recorded);
+    ASSERT_EQ(problem.size(), plan->buffers.size()) << "dag " << dag;
+    int64_t peak = -1;
+    EXPECT_EQ(computeLowerBound(problem, &peak), plan->lowerBoundBytes)
+        << "dag " << dag;
+    EXPECT_EQ(peak, plan->peakStep) << "dag " << dag;
+    MemoryPlan solution;
+    solution.arenaBytes = recorded->arenaBytes;
+    for (size_t i = 0; i < problem.size(); ++i) {
+      EXPECT_EQ(problem[i].id, int64_t(i));
+      EXPECT_EQ(problem[i].alignment,
+                recorded->buffers[i].kind == ArenaBuffer::Kind::Scratch
+                    ? std::max<uint64_t>(options.alignment, 256)
+                    : options.alignment);
+      solution.offsets.push_back(recorded->buffers[i].offset);
+    }
+    llvm::Error solved = verifyMemoryPlan(problem, solution);
+    EXPECT_FALSE(static_cast<bool>(solved))
+        << "dag " << dag << ": " << toString(std::move(solved));
     // The independent check re-derives liveness from the IR offsets.
     llvm::Expected<bool> checked =
         createPassByName("verify-plan")->run(*module);

@@ -1,10 +1,12 @@
 //===- CompileCommand.cpp - snugc compile ---------------------------------===//
 //
-// `snugc compile MODEL [-o OUT] [--emit=bundle|ir]`: import the model, run
-// the pipeline, plan the arena, print the memory report (stderr, or
-// --memory-report-file) and write the product: a .snug bundle (default; to
-// -o, else MODEL's stem + .snug in the current directory) or the planned
-// textual IR (--emit=ir; stdout unless -o). With --target=cuda (the
+// `snugc compile MODEL [-o OUT] [--emit=bundle|ir|buffers]`: import the
+// model, run the pipeline, plan the arena, print the memory report (stderr,
+// or --memory-report-file) and write the product: a .snug bundle (default;
+// to -o, else MODEL's stem + .snug in the current directory), the planned
+// textual IR (--emit=ir; stdout unless -o) or the arena's packing problem
+// as plan-memory handed it to the planner, as the CSV `snugc plan-buffers`
+// reads (--emit=buffers; stdout unless -o). With --target=cuda (the
 // default) the bundle also carries the device plan and the kernels NVRTC
 // compiled for --arch. Diagnostics, dumps, the banner
 // and the report go to stderr, so stdout holds exactly an IR product. Every
@@ -23,8 +25,10 @@
 #include "compiler/FileAccessLLVM.h"
 #include "compiler/bundle/BundleWriter.h"
 #include "ir/Printer.h"
+#include "passes/memory/PlanMemory.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
 
 #ifndef SNUG_VERSION
@@ -43,7 +47,7 @@ cl::SubCommand &getCompileCommand() {
 }
 
 namespace {
-enum class EmitKind { Bundle, Ir };
+enum class EmitKind { Bundle, Ir, Buffers };
 } // namespace
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
@@ -54,7 +58,10 @@ static cl::opt<EmitKind> emit(
     cl::values(clEnumValN(EmitKind::Bundle, "bundle",
                           "a .snug bundle (plan, weights, kernels)"),
                clEnumValN(EmitKind::Ir, "ir",
-                          "snug textual IR after the pipeline and planning")),
+                          "snug textual IR after the pipeline and planning"),
+               clEnumValN(EmitKind::Buffers, "buffers",
+                          "the arena's packing problem as CSV "
+                          "(id,lower,upper,size) for snugc plan-buffers")),
     cl::sub(getCompileCommand()), cl::sub(getTrainCommand()));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::init(""),
@@ -70,6 +77,28 @@ static cl::opt<WeightsKind> weightsKind(
                           "in BUNDLE.weights beside it, named with its size "
                           "and SHA-256; the runtime maps it")),
     cl::sub(getCompileCommand()), cl::sub(getTrainCommand()));
+
+/// The arena's packing problem, exactly as plan-memory gave it to the
+/// planner (getArenaPlanBuffers), in the CSV passes/planner/BufferTrace.h
+/// reads: id = the plan's buffer index, live over [lower, upper) =
+/// [firstStep, lastStep + 1), size = the footprint (bytes rounded up to
+/// the buffer's alignment), so the file planned at alignment 1 has the
+/// plan's lower bound. Zero-byte buffers occupy nothing and are left out.
+static llvm::Expected<std::string> getBufferTrace(const ir::Module &module) {
+  llvm::Expected<ModuleMemoryPlan> plan = getModuleMemoryPlan(module);
+  if (!plan)
+    return plan.takeError();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "id,lower,upper,size\n";
+  for (const PlanBuffer &buffer : getArenaPlanBuffers(*plan))
+    if (buffer.bytes)
+      os << buffer.id << ',' << buffer.firstStep << ','
+         << buffer.lastStep + 1 << ','
+         << llvm::alignTo(buffer.bytes, buffer.alignment) << '\n';
+  os.flush();
+  return text;
+}
 
 static std::string defaultBundlePath() {
   return (llvm::sys::path::stem(modelPath) + ".snug").str();
@@ -97,7 +126,9 @@ int runCompile() {
                   weightsKind == WeightsKind::External;
   if (weightsKind == WeightsKind::External && !external) {
     llvm::errs() << "error: --weights=external places a bundle's weights "
-                    "beside it; --emit=ir writes no bundle\n";
+                    "beside it; --emit="
+                 << (emit == EmitKind::Ir ? "ir" : "buffers")
+                 << " writes no bundle\n";
     return ExitUserError;
   }
   // The weights file is named after the bundle's: beside a device or a
@@ -153,9 +184,17 @@ int runCompile() {
     return ExitOk;
   }
   std::string text;
-  llvm::raw_string_ostream os(text);
-  ir::printModule(**module, os, getPrintOptions());
-  if (llvm::Error error = writeOutputFile(path, os.str()))
+  if (emit == EmitKind::Buffers) {
+    llvm::Expected<std::string> trace = getBufferTrace(**module);
+    if (!trace)
+      return reportError(trace.takeError());
+    text = std::move(*trace);
+  } else {
+    llvm::raw_string_ostream os(text);
+    ir::printModule(**module, os, getPrintOptions());
+    os.flush();
+  }
+  if (llvm::Error error = writeOutputFile(path, text))
     return reportError(std::move(error));
   return ExitOk;
 }
