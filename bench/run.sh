@@ -24,7 +24,8 @@ for f in bench/packing/traces/*.csv.gz; do
   gunzip -c "$f" > "$traces/$(basename "${f%.gz}")"
 done
 cp "$shared/bench-data/packing/training/pangu_2.6B.csv" "$traces/somas-pangu_2.6B.csv"
-$python bench/packing/export_training_traces.py --build "$build" "$traces" >&2
+$python bench/packing/export_training_traces.py --build "$build" "$traces/snug" >&2
+for f in "$traces"/snug/*.csv; do mv "$f" "$traces/snug-$(basename "$f")"; done
 "$build/bin/plan-buffers-bench" --time-limit=5 "$traces" | tee bench/results/packing-training-traces.md
 echo
 echo "## Packing: generated training steps (20k-60k buffers, 5 s) and guillotine tilings (optimum = LB)"

@@ -26,7 +26,9 @@
 // such as tilings, and partitions too large for the canonical search)
 // follows the bottom-left/skyline rule of 2D strip packing with
 // most-constrained-gap branching as in Korf's rectangle packing; the greedy
-// rules are those of the TFLite arena planner and XLA's heap simulator;
+// rules are those of the TFLite arena planner, XLA's heap simulator and
+// MindSpore SOMAS (size, then earliest start), on large problems also with
+// the buffers live around the peak placed first (they must tile the bound);
 // TelaMalloc (Maas et al., ASPLOS 2023) motivates combining cheap greedies
 // with a bounded search; what budget is left above the bound goes to a
 // local search over first-fit orders (squeaky-wheel / iterated greedy).
