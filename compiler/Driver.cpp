@@ -11,6 +11,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -239,16 +240,67 @@ llvm::Expected<std::unique_ptr<ir::Module>> planWithinBudget(
   llvm::Expected<std::unique_ptr<ir::Module>> fresh = reload();
   if (!fresh)
     return fresh.takeError();
-  llvm::Expected<int64_t> batch = findSplittableBatch(**fresh);
+  int64_t perCopy = 0;
+  llvm::Expected<int64_t> batch = findSplittableBatch(**fresh, "", &perCopy);
   if (!batch) {
     // The budget error says why.
     module->setAttribute("split_batch_refused",
                          ir::Attribute::getString(toString(batch.takeError())));
     return module;
   }
-  for (int64_t parts = 2; parts <= *batch; ++parts) {
+  // Micro-batches shrink neither the weights nor the whole inputs (all
+  // live at step 0) or outputs (all live at the last step): past the budget
+  // with those alone, no split can fit and none is tried.
+  uint64_t weights = computeWeightsBytes(*module);
+  if (weights >= memoryBudgetBytes)
+    return module;
+  uint64_t inputs = 0, outputs = 0;
+  for (const ir::Value *input : module->getInputs())
+    inputs += input->getType().getByteSize();
+  for (const ir::Value *output : module->getOutputs())
+    outputs += output->getType().getByteSize();
+  if (std::max(inputs, outputs) > memoryBudgetBytes - weights) {
+    bool in = inputs >= outputs;
+    module->setAttribute(
+        "split_batch_refused",
+        ir::Attribute::getString(
+            "no split tried: the graph's " +
+            std::string(in ? "inputs" : "outputs") + " alone take " +
+            std::to_string(in ? inputs : outputs) +
+            " B, live together whatever the micro-batches"));
+    return module;
+  }
+  // Each split copies perCopy nodes parts times: split-batch's bound caps
+  // the parts, kMaxSplitSearchNodes the copies planned over the search.
+  int64_t maxParts =
+      std::min(*batch, kMaxSplitNodes / std::max<int64_t>(1, perCopy));
+  // Every split is a whole planning run, each up to --time-limit: the
+  // search as a whole stops after four of them (at least 2 s) too.
+  auto searchStart = std::chrono::steady_clock::now();
+  double searchSeconds = std::max(2.0, 4 * planning.timeLimitSeconds);
+  int64_t searched = 0;
+  std::string stopped;
+  for (int64_t parts = 2; parts <= maxParts; ++parts) {
     if (*batch % parts != 0)
       continue;
+    if (searched + parts * perCopy > kMaxSplitSearchNodes) {
+      stopped = "splits from " + std::to_string(parts) +
+                " micro-batches on not tried: the search stops at " +
+                std::to_string(kMaxSplitSearchNodes) + " copied nodes";
+      break;
+    }
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - searchStart)
+                         .count();
+    if (searched > 0 && elapsed > searchSeconds) {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", searchSeconds);
+      stopped = "splits from " + std::to_string(parts) +
+                " micro-batches on not tried: the search stops after " +
+                limit + " s, four times --time-limit";
+      break;
+    }
+    searched += parts * perCopy;
     if (!*fresh) {
       fresh = reload();
       if (!fresh)
@@ -268,9 +320,18 @@ llvm::Expected<std::unique_ptr<ir::Module>> planWithinBudget(
       pipeline = splitPipeline;
     }
     if (peak <= memoryBudgetBytes)
-      break;
+      return module;
     fresh = std::unique_ptr<ir::Module>();
   }
+  if (stopped.empty() && maxParts < *batch)
+    stopped = "splits past " + std::to_string(maxParts) +
+              " micro-batches not tried: each copies the " +
+              std::to_string(perCopy) + " nodes that see the batch, and " +
+              "snug stops at " + std::to_string(kMaxSplitNodes) +
+              " copied nodes";
+  if (!stopped.empty())
+    module->setAttribute("split_batch_refused",
+                         ir::Attribute::getString(stopped));
   return module;
 }
 

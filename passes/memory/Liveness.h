@@ -91,6 +91,9 @@ struct LivenessInfo {
   int64_t numSteps = 1;
   /// Per value: the step that defines it and the last step that needs it.
   llvm::DenseMap<const ir::Value *, std::pair<int64_t, int64_t>> intervals;
+  /// How many times computeLiveness rebuilt this to try a Concat operand
+  /// out of its result (at most kMaxConcatTrials, fewer on long modules).
+  size_t concatTrials = 0;
 };
 
 LivenessInfo computeLiveness(const ir::Module &module,

@@ -458,3 +458,31 @@ TEST(PlanMemoryTest, OffloadKeepsResultsAndNeverRaisesTheArena) {
   // Not vacuous: some DAGs do send values to pinned host memory.
   EXPECT_GT(offloadedDags, 5u);
 }
+
+// Issue 41: computeLiveness tries Concat operands out of their result one
+// rebuild at a time; on a 20,000-node fan-out (one input, 20,000 Relus, one
+// Concat of them all) the 64 trials of each of the four liveness runs took
+// 9 s of planning. The trials are bounded by the steps they visit together:
+// a short module keeps all 64, a 20,000-step one gets 6.
+TEST(PlanMemoryTest, ConcatTrialsAreBoundedOnLongModules) {
+  for (int64_t width : {200, 20000}) {
+    Module module("fan");
+    Value *x = module.addInput("x", TensorType(DType::F32, {1, 16}));
+    std::vector<Value *> pieces;
+    for (int64_t i = 0; i < width; ++i)
+      pieces.push_back(
+          module.addNode("Relu", {x}, {x->getType()})->getResult(0));
+    Value *y = module
+                   .addNode("Concat", pieces,
+                            {TensorType(DType::F32, {width, 16})},
+                            {{"axis", Attribute::getInt(0)}})
+                   ->getResult(0);
+    module.setOutputs({y});
+    LivenessInfo info = computeLiveness(module);
+    EXPECT_EQ(info.numSteps, width + 1);
+    if (width == 200)
+      EXPECT_EQ(info.concatTrials, 64u);
+    else
+      EXPECT_EQ(info.concatTrials, (size_t(1) << 17) / size_t(width + 1));
+  }
+}

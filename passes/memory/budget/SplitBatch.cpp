@@ -629,6 +629,15 @@ llvm::Expected<bool> SplitBatch::run(ir::Module &module) {
   int64_t parts = *counted;
   if (parts == 1)
     return false;
+  int64_t perCopy = int64_t(region.nodes.size());
+  if (perCopy > 0 && parts > kMaxSplitNodes / perCopy)
+    return splitError(
+        std::to_string(parts) + " micro-batches would copy the " +
+        std::to_string(perCopy) + " nodes that see the batch into " +
+        std::to_string(parts * perCopy) + " nodes, more than snug's bound of " +
+        std::to_string(kMaxSplitNodes) +
+        ": use fewer, larger micro-batches (at most " +
+        std::to_string(std::max<int64_t>(1, kMaxSplitNodes / perCopy)) + ")");
   int64_t each = *batch / parts;
   size_t index = module.getNodes().size();
   // The outputs the copies produce, per output, in part order.
@@ -726,8 +735,11 @@ llvm::Expected<bool> SplitBatch::run(ir::Module &module) {
 } // namespace
 
 llvm::Expected<int64_t> findSplittableBatch(const ir::Module &module,
-                                            llvm::StringRef loss) {
+                                            llvm::StringRef loss,
+                                            int64_t *nodesPerCopy) {
   Region region = findRegion(module);
+  if (nodesPerCopy)
+    *nodesPerCopy = int64_t(region.nodes.size());
   LossTail tail;
   if (!loss.empty()) {
     llvm::Expected<LossTail> found = findLossTail(module, region, loss);
