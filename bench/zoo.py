@@ -9,6 +9,15 @@ import subprocess
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def zoo_model(cache, name):
+    """The exported model.onnx of zoo model `name` in cache, or None."""
+    for opset in ("17", "13"):
+        path = os.path.join(cache, "%s-opset%s" % (name, opset), "model.onnx")
+        if os.path.exists(path):
+            return path
+    return None
+
+
 def zoo_rows():
     """(label, model name, cache dir, bindings) for every model and binding
     in the manifest, models/zoo.json."""

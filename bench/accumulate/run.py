@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from zoo import REPO, bench_arguments, write_results  # noqa: E402
+from zoo import REPO, bench_arguments, write_results, zoo_model  # noqa: E402
 
 LIT_INPUTS = os.path.join(REPO, "tests", "lit", "snugc", "Inputs")
 
@@ -40,14 +40,6 @@ def train_report(build, model, flags, scratch):
         return None, (lines or ["exit %d" % result.returncode])[0]
     with open(path) as f:
         return json.load(f), None
-
-
-def zoo_model(cache, name):
-    for opset in ("17", "13"):
-        path = os.path.join(cache, "%s-opset%s" % (name, opset), "model.onnx")
-        if os.path.exists(path):
-            return path
-    return None
 
 
 def main():

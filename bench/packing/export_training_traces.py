@@ -30,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from zoo import bench_arguments, write_results  # noqa: E402
+from zoo import bench_arguments, write_results, zoo_model  # noqa: E402
 
 CNN = ["--loss=cross-entropy:output,labels", "--batchnorm=batch"]
 # Model name -> its step's flags besides the optimizer (every one binds the
@@ -47,14 +47,6 @@ MODELS = {
     "bert_small": ["--loss=mse:hidden,target"],
 }
 DEFAULT_MODELS = "densenet121,efficientnet_b0,googlenet,resnet50,mobilenet_v2"
-
-
-def zoo_model(cache, name):
-    for opset in ("17", "13"):
-        path = os.path.join(cache, "%s-opset%s" % (name, opset), "model.onnx")
-        if os.path.exists(path):
-            return path
-    return None
 
 
 def export(build, model, flags, csv, report):
