@@ -25,10 +25,12 @@
 #include "passes/memory/ScratchRequest.h"
 #include "core/BundleFormat.h"
 #include "core/FileAccess.h"
+#include "core/SignalCleanup.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -651,6 +653,9 @@ llvm::Error writeBundle(const ir::Module &module, llvm::StringRef path,
   if (llvm::Error error =
           writePieces(writer.getWeightPieces(), weightsPath.str().str()))
     return error;
+  // A signal that ends the tool before the bundle is in place removes the
+  // weights too, as an error does.
+  RemoveOnSignal weightsUntilBundle(weightsPath.str().str());
   if (llvm::Error error = writePieces(*pieces, path.str())) {
     llvm::sys::fs::remove(weightsPath);
     return error;
