@@ -3,6 +3,7 @@
 #include "passes/memory/budget/SplitBatch.h"
 
 #include "compiler/cuda/Nvrtc.h"
+#include "ir/OpInfo.h"
 #include "passes/planner/MemoryPlanner.h"
 #include "core/CheckedArithmetic.h"
 
@@ -108,6 +109,106 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
                      " is more than 1 PiB (" +
                      std::to_string(kMaxTensorBytes) + " bytes)");
   return parsePlannerStrategy(planning.planner).takeError();
+}
+
+llvm::Error checkCompanionOptions(const PlanningOptions &planning,
+                                  uint64_t memoryBudgetBytes,
+                                  const GivenOptions &given) {
+  if (given.memoryBudget && memoryBudgetBytes == 0)
+    return userError("--memory-budget=" + *given.memoryBudget +
+                     ": a budget of 0 bytes fits nothing (leave the flag "
+                     "out to plan without a budget)");
+  const char *needsBudget = planning.allowMicroBatches ? "--allow-micro-batches"
+                            : planning.allowOffload    ? "--allow-offload"
+                                                       : nullptr;
+  if (needsBudget && memoryBudgetBytes == 0)
+    return userError(llvm::Twine(needsBudget) +
+                     " acts only under --memory-budget, which is not given");
+  if (given.offloadBandwidth && !planning.allowOffload)
+    return userError("--offload-bandwidth weighs the copies of "
+                     "--allow-offload, which is not given");
+  const char *needsPrecision = given.keepFp32      ? "--keep-fp32"
+                               : given.ioPrecision ? "--io-precision"
+                                                   : nullptr;
+  if (needsPrecision && planning.precision == "fp32")
+    return userError(llvm::Twine(needsPrecision) +
+                     " acts only with --precision=fp16, bf16 or tf32 (the "
+                     "model runs at fp32 as it is)");
+  return llvm::Error::success();
+}
+
+static void collectNodeNames(llvm::ArrayRef<std::unique_ptr<ir::Node>> nodes,
+                             llvm::StringSet<> &into) {
+  for (const std::unique_ptr<ir::Node> &node : nodes) {
+    if (!node->getName().empty())
+      into.insert(node->getName());
+    if (node->hasBody())
+      collectNodeNames(node->getBody()->getNodes(), into);
+  }
+}
+
+void collectNodeNames(const ir::Module &module, llvm::StringSet<> &into) {
+  collectNodeNames(module.getNodes(), into);
+}
+
+/// The op types --keep-fp32 may name: the op table's and the ONNX ops the
+/// importer reads (some of which it builds from other ops).
+static const llvm::StringSet<> &getKnownOpTypes() {
+  static const llvm::StringSet<> types = [] {
+    llvm::StringSet<> all;
+    for (const ir::OpInfo &info : ir::getAllOps())
+      all.insert(info.name);
+    for (const std::string &op : getImportedOnnxOps())
+      all.insert(op);
+    return all;
+  }();
+  return types;
+}
+
+/// What `name` may have meant: the op type, then the node name, equal to
+/// it but for case, else the nearest within two edits; "" when none is.
+static std::string suggestKeepName(llvm::StringRef name,
+                                   const llvm::StringSet<> &nodeNames) {
+  const llvm::StringSet<> *sets[] = {&getKnownOpTypes(), &nodeNames};
+  const char *kinds[] = {"the op type", "the node"};
+  for (int i = 0; i < 2; ++i)
+    for (const auto &entry : *sets[i])
+      if (entry.getKey().equals_insensitive(name))
+        return std::string(kinds[i]) + " '" + entry.getKey().str() + "'";
+  std::string best;
+  unsigned bestDistance = 3;
+  for (int i = 0; i < 2; ++i)
+    for (const auto &entry : *sets[i]) {
+      unsigned distance =
+          name.edit_distance(entry.getKey(), true, bestDistance);
+      // A tie goes to the smaller text, whatever order the set iterates in.
+      std::string candidate =
+          std::string(kinds[i]) + " '" + entry.getKey().str() + "'";
+      if (distance < bestDistance ||
+          (distance == bestDistance && !best.empty() && candidate < best)) {
+        bestDistance = distance;
+        best = candidate;
+      }
+    }
+  return best;
+}
+
+llvm::Error checkKeepFp32Names(llvm::StringRef list,
+                               const llvm::StringSet<> &nodeNames,
+                               llvm::StringRef modelPath) {
+  llvm::SmallVector<llvm::StringRef, 8> names;
+  list.split(names, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef name : names) {
+    name = name.trim();
+    if (name.empty() || nodeNames.count(name) || getKnownOpTypes().count(name))
+      continue;
+    std::string suggestion = suggestKeepName(name, nodeNames);
+    return userError(
+        "--keep-fp32: '" + name + "' is neither a node of '" + modelPath +
+        "' nor an op type, so it would keep nothing" +
+        (suggestion.empty() ? "" : " (did you mean " + suggestion + "?)"));
+  }
+  return llvm::Error::success();
 }
 
 llvm::Error planModule(ir::Module &module, const PlanningOptions &planning,
@@ -372,6 +473,10 @@ llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
                                        llvm::StringRef modelName,
                                        const DriverOptions &options) {
   PlannedModel planned;
+  // In snugc's order (tools/snugc/PlanSupport.cpp), so both say the same.
+  if (llvm::Error error = checkCompanionOptions(
+          options.planning, options.memoryBudgetBytes, options.given))
+    return error;
   if (llvm::Error error = checkPlanningOptions(options.planning))
     return error;
   // Imports the model and runs the pipeline `with` names. A bad pipeline
@@ -385,8 +490,16 @@ llvm::Expected<PlannedModel> planModel(llvm::StringRef path,
     auto module = importOnnxModel(path, with.import);
     if (!module)
       return module.takeError();
+    llvm::StringSet<> nodeNames;
+    collectNodeNames(**module, nodeNames);
     if (llvm::Error error = passManager.run(**module))
       return error;
+    // Names the pipeline gave (a training step's) count as the model's.
+    collectNodeNames(**module, nodeNames);
+    if (options.given.keepFp32)
+      if (llvm::Error error =
+              checkKeepFp32Names(options.planning.keepFp32, nodeNames, path))
+        return error;
     (*module)->eraseUnusedWeights();
     return std::move(*module);
   };

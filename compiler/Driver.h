@@ -34,6 +34,7 @@
 
 #include "llvm/ADT/Optional.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
@@ -55,6 +56,44 @@ llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text,
 /// finite non-negative time limit, target cuda or host, a cuBLAS workspace
 /// cap that is a multiple of 256 of at most 1 PiB.
 llvm::Error checkPlanningOptions(const PlanningOptions &planning);
+
+/// Which of the options that act only beside another were given (snugc:
+/// on the command line, empty or not; the Python package: as keywords
+/// other than None), whatever their values.
+struct GivenOptions {
+  /// --memory-budget's text as given ("0", "1GiB"); None when not given.
+  llvm::Optional<std::string> memoryBudget;
+  bool offloadBandwidth = false;
+  bool keepFp32 = false;
+  bool ioPrecision = false;
+};
+
+/// An option that acts only beside another is an error without it, naming
+/// both (never accepted and ignored): a --memory-budget of 0 bytes,
+/// --allow-micro-batches or --allow-offload without a budget,
+/// --offload-bandwidth without --allow-offload, --keep-fp32 or
+/// --io-precision at --precision=fp32. snugc and the Python package both
+/// check here, so they refuse alike and in the same words.
+llvm::Error checkCompanionOptions(const PlanningOptions &planning,
+                                  uint64_t memoryBudgetBytes,
+                                  const GivenOptions &given);
+
+/// Adds the name of every node of `module` (those in bodies too) to `into`.
+void collectNodeNames(const ir::Module &module, llvm::StringSet<> &into);
+
+/// --keep-fp32 as the user gave it (`list`: node names and op types,
+/// comma-separated) against `nodeNames`, the names of the nodes of the
+/// model `modelPath` (collectNodeNames, as imported and after its
+/// pipeline): a name that is neither one of them nor a known op type (the
+/// op table's, or an ONNX op the importer reads) would keep nothing, and is
+/// an error naming it and the model, with the op type or node name it
+/// differs from only in case, or nearly, as a suggestion. A known op type
+/// the model does not have is taken: one list serves many models. A
+/// check for the CLI and the Python package, not for the passes, whose
+/// keep= lists also come from calibration and snug-opt's test files.
+llvm::Error checkKeepFp32Names(llvm::StringRef list,
+                               const llvm::StringSet<> &nodeNames,
+                               llvm::StringRef modelPath);
 
 /// Runs the planning pipeline (compiler/Pipeline.h) on a module that has no
 /// plan yet; a module the pipeline already planned is left alone (pipeline
@@ -148,6 +187,8 @@ struct DriverOptions {
   std::vector<unsigned> archs = {80, 90};
   /// 0: none.
   uint64_t memoryBudgetBytes = 0;
+  /// Which companion options were given (checkCompanionOptions).
+  GivenOptions given;
 };
 
 /// A planned model and what was computed from it.
@@ -160,7 +201,8 @@ struct PlannedModel {
   std::string pipelineDescription;
 };
 
-/// Imports `path`, runs the pipeline, plans, emits CUDA for the CUDA
+/// Checks the options (checkCompanionOptions, checkPlanningOptions), then
+/// imports `path`, runs the pipeline, plans, emits CUDA for the CUDA
 /// target and builds the report headed `modelName`, then checks the budget
 /// (a MemoryBudgetError carries the report).
 llvm::Expected<PlannedModel> planModel(llvm::StringRef path,

@@ -8,13 +8,16 @@
 #include "core/FileAccess.h"
 
 #include "core/CheckedArithmetic.h"
+#include "core/SignalCleanup.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -206,6 +209,8 @@ void AtomicFileWriter::discard() {
   if (!temporary.empty())
     unlink(temporary.c_str());
   temporary.clear();
+  unregisterTemporary(signalSlot);
+  signalSlot = -1;
 }
 
 bool AtomicFileWriter::open(const std::string &path, std::string &error,
@@ -249,12 +254,25 @@ bool AtomicFileWriter::open(const std::string &path, std::string &error,
       parentOf(target) + "/." + baseOf(target) + ".tmp-XXXXXX";
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
+  // Registered for removal on a signal (core/SignalCleanup.h) with the
+  // termination signals held off in this thread, so that none lands
+  // between the file's creation and its registration.
+  sigset_t terminating, previous;
+  sigemptyset(&terminating);
+  sigaddset(&terminating, SIGINT);
+  sigaddset(&terminating, SIGTERM);
+  sigaddset(&terminating, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &terminating, &previous);
   fd = mkstemp(name.data());
+  int created = errno;
+  if (fd >= 0)
+    signalSlot = registerTemporary(name.data());
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (fd < 0)
-    return fail("cannot create a temporary file in '" + parentOf(target) +
-                    "'",
-                errno, error);
+    return fail("cannot create a temporary file in '" + parentOf(target) + "'",
+                created, error);
   temporary = name.data();
+  pausedForTest = false;
   fcntl(fd, F_SETFD, FD_CLOEXEC);
   fchmod(fd, mode);
   return true;
@@ -277,6 +295,10 @@ bool AtomicFileWriter::write(const void *data, size_t count,
       return fail("", saved, error);
     }
     done += size_t(wrote);
+  }
+  if (count && !pausedForTest && !temporary.empty()) {
+    pausedForTest = true;
+    pauseForTest("write:" + baseOf(target));
   }
   return true;
 }
@@ -306,7 +328,10 @@ bool AtomicFileWriter::commit(std::string &error) {
     discard();
     return fail("", saved, error);
   }
+  // After the rename: a signal in between unlinks a name that is gone.
   temporary.clear();
+  unregisterTemporary(signalSlot);
+  signalSlot = -1;
   return true;
 }
 

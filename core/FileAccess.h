@@ -14,7 +14,9 @@
 // directory (symlinks resolved, so the real file is replaced), checks every
 // write, fsyncs, and renames the temporary over the target on commit. On
 // any failure (a full disk: EFBIG or ENOSPC) the temporary is removed and
-// the old target is left intact. Renaming never disturbs a reader that has
+// the old target is left intact; so it is when SIGINT, SIGTERM or SIGHUP
+// ends a tool that asked for it (core/SignalCleanup.h), while the
+// temporary exists. Renaming never disturbs a reader that has
 // the old file open or mapped. A character device (/dev/null) is written
 // in place: it has no directory entry to replace.
 //
@@ -136,6 +138,9 @@ private:
   int fd = -1;
   std::string target, temporary;
   bool inPlace = false, failed = false;
+  /// The temporary's slot in core/SignalCleanup.h's table (-1: none).
+  int signalSlot = -1;
+  bool pausedForTest = false;
 };
 
 /// AtomicFileWriter in one call.

@@ -16,6 +16,7 @@
 #include "runtime/BundleReader.h"
 #include "core/CheckedArithmetic.h"
 #include "core/FileAccess.h"
+#include "core/SignalCleanup.h"
 #include "runtime/BundleReaderInternal.h"
 #include "runtime/PlanVerifier.h"
 
@@ -37,6 +38,8 @@ namespace rt {
 using namespace bundle;
 
 Bundle::~Bundle() {
+  unregisterMappedFile(storageFaultSlot);
+  unregisterMappedFile(weightsFaultSlot);
   if (mapped)
     munmap(storage, storageSize);
   else
@@ -244,8 +247,8 @@ bool readManifest(Cursor &cursor, Bundle &b) {
 /// Maps the external weights file an ExternalWeights section names, beside
 /// the bundle `bundlePath`, and checks its size and SHA-256.
 static Status mapExternalWeights(Cursor &cursor, const std::string &bundlePath,
-                                 Bundle &b, const uint8_t *&weights,
-                                 void *&map, size_t &mapSize) {
+                                 Bundle &b, const uint8_t *&weights, void *&map,
+                                 size_t &mapSize, int &faultSlot) {
   std::string file;
   uint64_t size = 0;
   const uint8_t *digest = nullptr;
@@ -293,6 +296,9 @@ static Status mapExternalWeights(Cursor &cursor, const std::string &bundlePath,
                                        "': " + std::strerror(mapError));
     }
     mapSize = size_t(size);
+    faultSlot = registerMappedFile(map, mapSize,
+                                   "weights file '" + path + "' of bundle '" +
+                                       bundlePath + "'");
   }
   Sha256::Digest actual =
       Sha256::of(static_cast<const uint8_t *>(map), size_t(size));
@@ -413,8 +419,9 @@ Status decodeBundle(const uint8_t *data, size_t size, const std::string &name,
   if (sections[ExternalWeights].present) {
     Cursor external(base + sections[ExternalWeights].offset,
                     sections[ExternalWeights].size, "external weights");
-    if (Status s = mapExternalWeights(external, name, b, b.weights,
-                                      b.weightsMap, b.weightsMapSize))
+    if (Status s =
+            mapExternalWeights(external, name, b, b.weights, b.weightsMap,
+                               b.weightsMapSize, b.weightsFaultSlot))
       return s;
   } else {
     if (b.weightsSize != sections[Weights].size)
@@ -501,6 +508,8 @@ Status readBundle(const std::string &path, std::unique_ptr<Bundle> &out) {
   result->storage = static_cast<uint8_t *>(map);
   result->storageSize = size;
   result->mapped = true;
+  result->storageFaultSlot =
+      registerMappedFile(map, size, "bundle '" + path + "'");
   if (Status s = decodeBundle(result->storage, size, path, result))
     return s;
   out = std::move(result);

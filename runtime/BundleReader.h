@@ -183,6 +183,9 @@ private:
   /// The mapping of an external weights file (null when embedded).
   void *weightsMap = nullptr;
   size_t weightsMapSize = 0;
+  /// The mappings' slots in core/SignalCleanup.h's table (-1: none), so
+  /// that a tool can name the file whose mapping faults.
+  int storageFaultSlot = -1, weightsFaultSlot = -1;
 };
 
 /// Maps (mmap, read-only) and checks the bundle at `path`; the weights are

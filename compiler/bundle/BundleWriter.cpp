@@ -25,10 +25,12 @@
 #include "passes/memory/ScratchRequest.h"
 #include "core/BundleFormat.h"
 #include "core/FileAccess.h"
+#include "core/SignalCleanup.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -85,6 +87,21 @@ std::string describeValue(const ir::Value *value) {
     return "result " + std::to_string(value->getResultIndex()) + " of " +
            node->describe();
   return "an unnamed value";
+}
+
+/// The runtime finds inputs, outputs and state by name, as C strings
+/// (snug.h), and snug-run names files after them: a NUL byte in one would
+/// cut it short there. The ONNX importer refuses such names; this catches
+/// the IR's ("%\"x\00a\"").
+llvm::Error checkNameHasNoNul(llvm::StringRef what, const ir::Value *value) {
+  if (!value->getName().contains('\0'))
+    return llvm::Error::success();
+  std::string shown;
+  llvm::raw_string_ostream os(shown);
+  llvm::printEscapedString(value->getName(), os);
+  return makeError(what + " '" + os.str() +
+                   "' has a NUL byte in its name (a bundle's names of "
+                   "inputs, outputs and state end at one)");
 }
 
 /// A run of the file's bytes: memory the writer or the module owns.
@@ -434,6 +451,8 @@ llvm::Expected<std::vector<Piece>> Writer::run() {
   auto inputs = module.getInputs();
   manifest.u32(inputs.size());
   for (const ir::Value *input : inputs) {
+    if (llvm::Error error = checkNameHasNoNul("graph input", input))
+      return llvm::Error(std::move(error));
     manifest.string(input->getName());
     if (llvm::Error error = writeLocation(manifest, input))
       return llvm::Error(std::move(error));
@@ -441,6 +460,8 @@ llvm::Expected<std::vector<Piece>> Writer::run() {
   manifest.u32(module.getOutputs().size());
   for (size_t i = 0; i < module.getOutputs().size(); ++i) {
     const ir::Value *output = module.getOutputs()[i];
+    if (llvm::Error error = checkNameHasNoNul("graph output", output))
+      return llvm::Error(std::move(error));
     // An unnamed output is called output_N, as in ONNX test data.
     manifest.string(output->getName().empty()
                         ? "output_" + std::to_string(i)
@@ -535,6 +556,8 @@ llvm::Expected<std::vector<Piece>> Writer::run() {
         return makeError("state " + describeValue(entry.weight) +
                          ": its next value " + describeValue(entry.next) +
                          " is not an arena value");
+      if (llvm::Error error = checkNameHasNoNul("state", entry.weight))
+        return llvm::Error(std::move(error));
       state.string(entry.weight->getName());
       state.u8(entry.role == ir::StateRole::Parameter   ? StateParameter
                : entry.role == ir::StateRole::Optimizer ? StateOptimizer
@@ -651,6 +674,9 @@ llvm::Error writeBundle(const ir::Module &module, llvm::StringRef path,
   if (llvm::Error error =
           writePieces(writer.getWeightPieces(), weightsPath.str().str()))
     return error;
+  // A signal that ends the tool before the bundle is in place removes the
+  // weights too, as an error does.
+  RemoveOnSignal weightsUntilBundle(weightsPath.str().str());
   if (llvm::Error error = writePieces(*pieces, path.str())) {
     llvm::sys::fs::remove(weightsPath);
     return error;

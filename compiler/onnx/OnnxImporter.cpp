@@ -279,6 +279,25 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
       problems += (problems.empty() ? "" : "\n") + importer.path +
                   ": error: " + message;
   };
+  // The names that become keys and file names (the bundle's inputs,
+  // outputs and state; snug-run's NAME.npy; the C API's C strings) end at
+  // a NUL byte there: "W\0x" compiled, then its state was not found.
+  auto checkNoNul = [&](const std::string &name, const char *what) {
+    if (name.find('\0') == std::string::npos)
+      return;
+    std::string shown;
+    llvm::raw_string_ostream os(shown);
+    llvm::printEscapedString(name, os);
+    report(std::string(what) + " '" + os.str() +
+           "' has a NUL byte in its name (snug's names of inputs, outputs "
+           "and state end at one)");
+  };
+  for (const onnx::ValueInfoProto &input : graph.input())
+    checkNoNul(input.name(), "graph input");
+  for (const onnx::TensorProto &initializer : graph.initializer())
+    checkNoNul(initializer.name(), "initializer");
+  for (const onnx::ValueInfoProto &output : graph.output())
+    checkNoNul(output.name(), "graph output");
   // Who defines each name; every input must have a definer, and only one
   // of a kind (an initializer may also be listed as a graph input, as
   // models before IR version 4 do).

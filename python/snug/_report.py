@@ -91,8 +91,10 @@ class StepBreakdown:
 class PrecisionSummary:
     """What precision lowering did: the lowered dtype, the nodes computing
     in it and in f32, the casts inserted, and the weights and arena the
-    same model plans to in fp32 (0 when not recorded)."""
+    same model plans to in fp32 (0 when not recorded). With tf32, dtype
+    stays "f32" and math is "tf32" (None otherwise)."""
     dtype: str
+    math: Optional[str]
     nodes_lowered: int
     nodes_kept_f32: int
     casts: int

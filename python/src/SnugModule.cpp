@@ -172,6 +172,13 @@ Planned planModel(const std::string &path, const std::string &modelName,
   planning.allowOffload = optionOr<bool>(options, "allow_offload", false);
   planning.offloadBandwidthGBs =
       optionOr<double>(options, "offload_bandwidth", 25.0);
+  // Given means passed (snug/__init__.py drops the keywords left None):
+  // planModel refuses one that acts only beside another, as snugc does.
+  if (options.contains("memory_budget"))
+    driver.given.memoryBudget = std::to_string(driver.memoryBudgetBytes);
+  driver.given.offloadBandwidth = options.contains("offload_bandwidth");
+  driver.given.keepFp32 = options.contains("keep_fp32");
+  driver.given.ioPrecision = options.contains("io_precision");
   if (planning.target == "cuda" && !snug::cuda::isNvrtcAvailable())
     raiseError(llvm::createStringError(
         llvm::inconvertibleErrorCode(),

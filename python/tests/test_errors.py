@@ -1,8 +1,10 @@
 """Every error class, raised for its bad input, with its fields set."""
 import dataclasses
 import os
+import subprocess
 
 import numpy as np
+import onnx
 import pytest
 
 import snug
@@ -143,3 +145,63 @@ def test_other_failures_are_snug_errors(tmp_path):
         snug.plan(b"not an onnx model")
     with pytest.raises(snug.Error):
         snug.plan(os.path.join(str(tmp_path), "missing.onnx"))
+
+
+# An option that acts only beside another (tests/lit/snugc/companion-flags):
+# the keywords as given, the flags snugc gets for them.
+COMPANIONS = [
+    ({"memory_budget": 0}, ["--memory-budget=0"]),
+    ({"allow_micro_batches": True}, ["--allow-micro-batches"]),
+    ({"allow_offload": True}, ["--allow-offload"]),
+    ({"memory_budget": "1GiB", "offload_bandwidth": 50},
+     ["--memory-budget=1GiB", "--offload-bandwidth=50"]),
+    ({"keep_fp32": "MatMul"}, ["--keep-fp32=MatMul"]),
+    ({"precision": "fp32", "io_precision": "lowered"},
+     ["--precision=fp32", "--io-precision=lowered"]),
+]
+
+
+@pytest.mark.parametrize("options,flags", COMPANIONS)
+def test_companion_options_are_refused_as_snugc_refuses(options, flags,
+                                                         snugc, tmp_path):
+    """Refused in the Python API (they were accepted and ignored) with
+    snugc's message, word for word: both check in compiler/Driver.cpp."""
+    model = tmp_path / "mlp.onnx"
+    onnx.save(tiny_mlp(), model)
+    cli = subprocess.run([snugc, "plan", str(model), "--dim", "batch=1",
+                          "--target=host", *flags],
+                         capture_output=True, text=True)
+    assert cli.returncode == 1, cli.stderr
+    [message] = [line[len("error: "):] for line in cli.stderr.splitlines()
+                 if line.startswith("error: ")]
+    for call in (snug.plan, snug.compile):
+        with pytest.raises(snug.Error) as caught:
+            call(tiny_mlp(), dims={"batch": 1}, target="host", **options)
+        assert str(caught.value) == message
+
+
+def test_companion_options_with_their_companions_are_taken():
+    snug.plan(tiny_mlp(), dims={"batch": 1}, target="host",
+              memory_budget="1GiB", allow_micro_batches=True,
+              allow_offload=True, offload_bandwidth=50)
+    snug.plan(tiny_mlp(), dims={"batch": 1}, target="host",
+              precision="fp16", keep_fp32="MatMul", io_precision="lowered")
+    # None is not given.
+    snug.plan(tiny_mlp(), dims={"batch": 1}, target="host",
+              memory_budget=None, offload_bandwidth=None, keep_fp32=None,
+              io_precision=None)
+
+
+def test_keep_fp32_name_that_keeps_nothing_is_an_error():
+    """tests/lit/snugc/keep-fp32: a name that is neither a node nor an op
+    type was ignored; a known op type the model lacks is taken."""
+    with pytest.raises(snug.Error, match=r"--keep-fp32: 'matmul' is neither "
+                       r"a node of '.*' nor an op type, so it would keep "
+                       r"nothing \(did you mean the op type 'MatMul'\?\)"):
+        snug.plan(tiny_mlp(), dims={"batch": 1}, target="host",
+                  precision="fp16", keep_fp32="matmul")
+    with pytest.raises(snug.Error, match=r"did you mean the node 'fc1'"):
+        snug.plan(tiny_mlp(), dims={"batch": 1}, target="host",
+                  precision="fp16", keep_fp32="Relu,fc_1")
+    snug.plan(tiny_mlp(), dims={"batch": 1}, target="host",
+              precision="fp16", keep_fp32="fc1,Relu,Conv,Gemm")

@@ -154,3 +154,18 @@ def test_training_step_report_parses(snugc, tmp_path):
             step.recompute_flops == report.flops)
     assert report.to_dict()["step"] == dataclasses.asdict(step)
     assert snug.plan(tiny_mlp(), dims={"batch": 4}).step is None
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16", "tf32"])
+def test_precision_report_equals_cli(precision, snugc, tmp_path):
+    """The precision object reads back (its tf32 'math' field was missing:
+    every lowered plan raised TypeError) and equals snugc's."""
+    model = tmp_path / "mlp.onnx"
+    onnx.save(tiny_mlp(), model)
+    report = snug.plan(model, dims={"batch": 2}, target="host",
+                       precision=precision, keep_fp32="Relu")
+    same_fields(report, cli_report(snugc, str(model), "--dim", "batch=2",
+                                   "--target=host",
+                                   f"--precision={precision}",
+                                   "--keep-fp32=Relu"))
+    assert report.precision.math == ("tf32" if precision == "tf32" else None)

@@ -3,19 +3,23 @@
 // Opening only regular files (a FIFO fails at once instead of blocking),
 // bounded reads, atomic writes that leave the old file intact when a write
 // fails (a file-size limit stands in for a full disk), and same-file keys
-// through symlinks and hard links.
+// through symlinks and hard links; the temporaries a signal removes and
+// the mapped files whose faults are reported (core/SignalCleanup.h).
 //
 //===----------------------------------------------------------------------===//
 #include "core/FileAccess.h"
+#include "core/SignalCleanup.h"
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -197,4 +201,80 @@ TEST(FileAccessTest, SameFileThroughLinks) {
       error));
   EXPECT_NE(error.find("is the same file as output"), std::string::npos)
       << error;
+}
+
+// core/SignalCleanup.h, in forked children (death tests): the handlers
+// end the process.
+
+TEST(FileAccessTest, SignalRemovesTheTemporary) {
+  TempDir dir;
+  put(dir.file("old"), "old");
+  for (int signo : {SIGTERM, SIGINT, SIGHUP}) {
+    EXPECT_EXIT(
+        {
+          removeTemporariesOnSignals();
+          AtomicFileWriter writer;
+          std::string error;
+          if (!writer.open(dir.file("old"), error) ||
+              !writer.write("new", 3, error) || dir.list().size() != 2)
+            std::_Exit(3);
+          std::raise(signo);
+          std::_Exit(4);
+        },
+        testing::KilledBySignal(signo), "");
+    EXPECT_EQ(dir.list(), std::vector<std::string>{"old"});
+    EXPECT_EQ(get(dir.file("old")), "old");
+  }
+  // A signal the process inherited as ignored stays ignored.
+  EXPECT_EXIT(
+      {
+        std::signal(SIGTERM, SIG_IGN);
+        removeTemporariesOnSignals();
+        std::raise(SIGTERM);
+        std::_Exit(5);
+      },
+      testing::ExitedWithCode(5), "");
+}
+
+TEST(FileAccessTest, TemporaryTableHasRoomAndLimits) {
+  std::vector<int> slots;
+  for (int i = 0; i < 64; ++i)
+    slots.push_back(
+        registerTemporary(("/nowhere/" + std::to_string(i)).c_str()));
+  EXPECT_EQ(std::count(slots.begin(), slots.end(), -1), 0);
+  EXPECT_EQ(registerTemporary("/nowhere/full"), -1);
+  for (int slot : slots)
+    unregisterTemporary(slot);
+  EXPECT_EQ(registerTemporary(std::string(5000, 'x').c_str()), -1);
+  int slot = registerTemporary("/nowhere/again");
+  EXPECT_GE(slot, 0);
+  unregisterTemporary(slot);
+}
+
+/// A file of two pages mapped read-only, then cut to nothing: a read
+/// faults with SIGBUS.
+static void readShrunkMapping(const std::string &path, bool registered) {
+  put(path, std::string(8192, 'w'));
+  int fd = open(path.c_str(), O_RDONLY);
+  void *map = mmap(nullptr, 8192, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (map == MAP_FAILED)
+    std::_Exit(3);
+  if (registered)
+    registerMappedFile(map, 8192, "bundle '" + path + "'");
+  reportFaultsInMappedFiles(1);
+  if (truncate(path.c_str(), 0) != 0)
+    std::_Exit(4);
+  volatile const char *bytes = static_cast<const char *>(map);
+  std::_Exit(bytes[4096] == 'w' ? 5 : 6);
+}
+
+TEST(FileAccessTest, FaultInAMappedFileIsAnError) {
+  TempDir dir;
+  EXPECT_EXIT(readShrunkMapping(dir.file("m.snug"), true),
+              testing::ExitedWithCode(1),
+              "error: bundle '.*m.snug' could not be read where it is "
+              "mapped: the file shrank while in use");
+  // Outside every registered mapping: the default action, as before.
+  EXPECT_EXIT(readShrunkMapping(dir.file("other.snug"), false),
+              testing::KilledBySignal(SIGBUS), "");
 }

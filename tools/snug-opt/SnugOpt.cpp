@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/FileAccessLLVM.h"
+#include "core/SignalCleanup.h"
 #include "compiler/bundle/BundleWriter.h"
 #include "compiler/cuda/CudaEmitter.h"
 #include "ir/Module.h"
@@ -160,6 +161,8 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // A signal removes the temporary of an output being written.
+  removeTemporariesOnSignals();
   cl::HideUnrelatedOptions(category);
   if (auto *option = cl::getRegisteredOptions().lookup("time-passes")) {
     option->setDescription("Print the time each pass takes");

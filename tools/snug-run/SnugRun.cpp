@@ -36,6 +36,7 @@
 #include "ir/Float16.h"
 #include "core/BundleFormat.h"
 #include "core/FileAccess.h"
+#include "core/SignalCleanup.h"
 #include "tools/snug-run/RunFlags.h"
 #include "tools/snug-run/TensorFiles.h"
 
@@ -142,6 +143,11 @@ int checkStdout() {
 } // namespace
 
 int main(int argc, char **argv) {
+  // A signal removes the .npy temporaries being written; a bundle (or its
+  // weights) shrunk under its mapping is an error naming it, exit 1, not
+  // a SIGBUS (core/SignalCleanup.h).
+  removeTemporariesOnSignals();
+  reportFaultsInMappedFiles(1);
   Options options;
   ArgCursor cursor(argc, argv);
   while (cursor.next()) {
@@ -295,6 +301,7 @@ int main(int argc, char **argv) {
                          "step (it has persistent state): use --steps"));
   bool hasLoss = stateCount &&
                  snug_bundle_find_output(bundle, "loss", &lossIndex) == SNUG_OK;
+  pauseForTest("run");
   for (uint64_t step = 1; step <= options.steps; ++step) {
     // A run may reuse the inputs' memory: each step sets them again.
     for (size_t i = 0; step > 1 && i < inputCount; ++i)

@@ -155,34 +155,6 @@ std::string getPipelineDescription() {
   return description;
 }
 
-/// A flag that only acts beside another is an error without it, rather
-/// than accepted and ignored.
-static llvm::Error checkCompanionFlags(uint64_t budget) {
-  if (memoryBudget.getNumOccurrences() && budget == 0)
-    return userError("--memory-budget=" + memoryBudget +
-                     ": a budget of 0 bytes fits nothing (leave the flag "
-                     "out to plan without a budget)");
-  const char *needsBudget = allowMicroBatches ? "--allow-micro-batches"
-                            : allowOffload   ? "--allow-offload"
-                                             : nullptr;
-  if (needsBudget && budget == 0)
-    return userError(llvm::Twine(needsBudget) +
-                     " acts only under --memory-budget, which is not given");
-  if (offloadBandwidth.getNumOccurrences() && !allowOffload)
-    return userError("--offload-bandwidth weighs the copies of "
-                     "--allow-offload, which is not given");
-  bool lowers = precisionFlag != "fp32";
-  const char *needsPrecision = keepFp32.getNumOccurrences() ? "--keep-fp32"
-                               : ioPrecision.getNumOccurrences()
-                                   ? "--io-precision"
-                                   : nullptr;
-  if (needsPrecision && !lowers)
-    return userError(llvm::Twine(needsPrecision) +
-                     " acts only with --precision=fp16, bf16 or tf32 (the "
-                     "model runs at fp32 as it is)");
-  return llvm::Error::success();
-}
-
 llvm::Error checkPlanFlags() {
   if (reportFormat != "pretty" && reportFormat != "json" &&
       reportFormat != "none")
@@ -191,9 +163,22 @@ llvm::Error checkPlanFlags() {
   llvm::Expected<uint64_t> budget = getMemoryBudget();
   if (!budget)
     return budget.takeError();
-  if (llvm::Error error = checkCompanionFlags(*budget))
+  GivenOptions given;
+  if (memoryBudget.getNumOccurrences())
+    given.memoryBudget = memoryBudget.getValue();
+  given.offloadBandwidth = offloadBandwidth.getNumOccurrences() != 0;
+  given.keepFp32 = keepFp32.getNumOccurrences() != 0;
+  given.ioPrecision = ioPrecision.getNumOccurrences() != 0;
+  if (llvm::Error error =
+          checkCompanionOptions(getPlanningOptions(), *budget, given))
     return error;
   return checkPlanningOptions(getPlanningOptions());
+}
+
+llvm::Optional<std::string> getKeepFp32Flag() {
+  if (!keepFp32.getNumOccurrences())
+    return llvm::None;
+  return keepFp32.getValue();
 }
 
 llvm::Expected<uint64_t> getMemoryBudget() {

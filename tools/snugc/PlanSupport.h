@@ -32,6 +32,9 @@ llvm::cl::OptionCategory &getPlanCategory();
 /// Checks the planning flags, so that a bad one fails before a slow import.
 llvm::Error checkPlanFlags();
 
+/// --keep-fp32 as given on the command line; None when not given.
+llvm::Optional<std::string> getKeepFp32Flag();
+
 /// --memory-budget in bytes (0 when not given); an error names the flag.
 llvm::Expected<uint64_t> getMemoryBudget();
 

@@ -10,6 +10,7 @@
 #include "tools/snugc/CudaSupport.h"
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
+#include "core/SignalCleanup.h"
 
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -41,6 +42,9 @@ static void printVersion(llvm::raw_ostream &os) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // After InitLLVM, whose handlers these replace for SIGINT, SIGTERM and
+  // SIGHUP: a signal removes the temporary of a product being written.
+  snug::removeTemporariesOnSignals();
   cl::SetVersionPrinter(printVersion);
   // libLLVM registers its backend options at the top level; `snugc --help`
   // lists the subcommands and the generic options (help, version), not

@@ -8,6 +8,7 @@
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/PlanSupport.h"
 
+#include "compiler/Driver.h"
 #include "compiler/onnx/OnnxImporter.h"
 #include "tools/snug-run/TensorFiles.h"
 #include "compiler/Pipeline.h"
@@ -257,9 +258,21 @@ loadModule(llvm::StringRef path, int &exitCode,
     exitCode = reportError(module.takeError());
     return llvm::None;
   }
+  llvm::StringSet<> nodeNames;
+  collectNodeNames(**module, nodeNames);
   if (llvm::Error error = passManager.run(**module)) {
     exitCode = reportError(std::move(error));
     return llvm::None;
+  }
+  // The flag as given, not with calibration's names: those are the
+  // model's by construction. Names the pipeline gave (a training step's)
+  // count as the model's.
+  if (llvm::Optional<std::string> keep = getKeepFp32Flag()) {
+    collectNodeNames(**module, nodeNames);
+    if (llvm::Error error = checkKeepFp32Names(*keep, nodeNames, path)) {
+      exitCode = reportError(std::move(error));
+      return llvm::None;
+    }
   }
   (*module)->eraseUnusedWeights();
   exitCode = ExitOk;
