@@ -1,4 +1,4 @@
-//===- BundleFormat.h - The .snug file layout, version 6 --------*- C++ -*-===//
+//===- BundleFormat.h - The .snug file layout, version 7 --------*- C++ -*-===//
 //
 // Constants and codes shared by the bundle writer (compiler/bundle) and the
 // bundle reader (runtime). Header-only and free of LLVM so both sides include
@@ -92,9 +92,11 @@ constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'B', 'N', 'D', 'L'};
 /// 5: each GEMM of the device plan carries a math byte (GemmMath, TF32 for
 /// --precision=tf32). 6: each GEMM carries an epilogue byte (GemmEpilogue:
 /// bias, ReLU, tanh GELU run by cuBLASLt) and, when it has a bias, its
-/// arg. The reader still reads versions 1 to 5 (their GEMMs run at default
-/// math before 5, and without an epilogue).
-constexpr uint32_t kBundleVersion = 6;
+/// arg. 7: the device plan carries the check record's offset (run-time
+/// checks such as snug.check_labels; core/DevicePlan.h). The reader still
+/// reads versions 1 to 6 (their GEMMs run at default math before 5, and
+/// without an epilogue before 6; none has run-time checks).
+constexpr uint32_t kBundleVersion = 7;
 /// The oldest version the reader still reads.
 constexpr uint32_t kOldestBundleVersion = 1;
 /// The first version whose host plan ops carry a has-body byte.
@@ -109,6 +111,8 @@ constexpr uint32_t kFirstVersionWithDigest = 4;
 constexpr uint32_t kFirstVersionWithGemmMath = 5;
 /// The first version whose device plan GEMMs carry an epilogue byte.
 constexpr uint32_t kFirstVersionWithGemmEpilogue = 6;
+/// The first version whose device plan carries the check record's offset.
+constexpr uint32_t kFirstVersionWithCheckRecord = 7;
 constexpr uint64_t kHeaderSize = 64;
 /// The header size of versions before kFirstVersionWithDigest.
 constexpr uint64_t kLegacyHeaderSize = 32;

@@ -19,9 +19,22 @@
 // cublasSetWorkspace before a GEMM whose workspace differs from the last
 // one. Fixed addresses, one allocation.
 //
+// Run-time checks (snug.check_labels): a check kernel that finds a bad
+// value cannot fail the launch, so it writes the check record,
+// kCheckRecordWords u64s at checkRecordOffset, which plan-memory placed
+// past every tensor of the arena: word 0 the failing check's host plan op
+// index + 1 (0: every check passed), word 1 the bad element's index in the
+// check's operand, word 2 its value (int64 bits), word 3 reserved. The
+// first check to fail writes it; later ones leave it. The executor zeroes
+// it before each run and reads it after the plan's last step, before the
+// state write-back: a failed check fails the run and leaves the state as
+// it was.
+//
 // Encoding (DevicePlan section), in the flat stream of BundleFormat.h, for
-// bundle format version 6:
+// bundle format version 7:
 //   u64 device arena bytes
+//   u64 check record offset (kNoCheckRecord: no run-time checks; from
+//       version 7)
 //   list of strings: kernel symbols
 //   list of steps: u8 kind, u32 host op index, then by kind
 //     Launch: u32 kernel, u32 grid[3], u32 block[3], u32 shared bytes,
@@ -164,8 +177,18 @@ struct DeviceStep {
   DeviceCopy copy;
 };
 
+/// The check record's size, in u64 words, and its alignment in the arena.
+constexpr uint64_t kCheckRecordWords = 4;
+constexpr uint64_t kCheckRecordBytes = kCheckRecordWords * 8;
+constexpr uint64_t kCheckRecordAlignment = 256;
+/// DevicePlan::checkRecordOffset of a plan without run-time checks.
+constexpr uint64_t kNoCheckRecord = ~uint64_t(0);
+
 struct DevicePlan {
   uint64_t arenaBytes = 0;
+  /// Where the check record lies in the device arena, or kNoCheckRecord.
+  uint64_t checkRecordOffset = kNoCheckRecord;
+  bool hasCheckRecord() const { return checkRecordOffset != kNoCheckRecord; }
   std::vector<std::string> kernels;
   std::vector<DeviceStep> steps;
 

@@ -210,6 +210,33 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
     return cursor.fail("device arena of " + std::to_string(plan.arenaBytes) +
                        " bytes does not hold the host arena (" +
                        std::to_string(b.arenaSize) + " bytes)");
+  if (b.version >= kFirstVersionWithCheckRecord) {
+    if (!cursor.u64(plan.checkRecordOffset))
+      return false;
+    // Aligned, inside the arena, clear of every tensor the host plan
+    // places there (kernels write it while those are live).
+    uint64_t at = plan.checkRecordOffset;
+    if (plan.hasCheckRecord() &&
+        (at % kCheckRecordAlignment || at > plan.arenaBytes ||
+         plan.arenaBytes - at < kCheckRecordBytes))
+      return cursor.fail("check record at offset " + std::to_string(at) +
+                         " does not lie, aligned to " +
+                         std::to_string(kCheckRecordAlignment) +
+                         ", inside the device arena (" +
+                         std::to_string(plan.arenaBytes) + " bytes)");
+    if (plan.hasCheckRecord())
+      for (size_t i = 0; i < b.ops.size(); ++i)
+        for (const auto *locations : {&b.ops[i].operands, &b.ops[i].results})
+          for (const Location &place : *locations)
+            if (place.kind == Arena && place.bytes &&
+                place.offset < at + kCheckRecordBytes &&
+                at < place.offset + place.bytes)
+              return cursor.fail(
+                  "check record at offset " + std::to_string(at) +
+                  " overlaps a tensor of " + b.ops[i].describe(i) + " (" +
+                  std::to_string(place.bytes) + " bytes at offset " +
+                  std::to_string(place.offset) + ")");
+  }
   if (!cursor.count(count, 4))
     return false;
   plan.kernels.resize(count);

@@ -14,6 +14,7 @@
 #include "core/ScalarOpTable.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -593,6 +594,10 @@ std::string checkOp(const PlanOp &op, const OpSpec &spec) {
     return checkBlocks(op);
   case OpCode::LRN:
     return checkIntRange(op, "size", 1, kMaxWindowValue);
+  case OpCode::SnugCheckLabels: // a check without classes would pass nothing
+    if (!op.getAttr("classes") || op.getAttr("classes")->kind != AttrInt)
+      return "classes is required";
+    return checkIntRange(op, "classes", 1, INT64_MAX);
   case OpCode::Flatten:
     return checkAxis(op, rank, true);
   case OpCode::Concat:

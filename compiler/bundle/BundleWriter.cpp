@@ -173,6 +173,7 @@ void writeArg(Sink &sink, const DeviceArg &arg) {
 
 void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
   sink.u64(plan.arenaBytes);
+  sink.u64(plan.checkRecordOffset);
   sink.u32(plan.kernels.size());
   for (const std::string &kernel : plan.kernels)
     sink.string(kernel);

@@ -4,8 +4,10 @@
 // values, weight offsets from the bundle's weights layout), hands each node
 // to its family's emitter (with the node's scratch buffer from the memory
 // plan), then names the distinct kernels and lays out the translation unit.
-// The device arena is the planned arena; the emitter places nothing. Kernels are deduplicated on their whole text, so a model
-// with 16 identical blocks compiles each kernel once.
+// The device arena is the planned arena, the check record of run-time checks
+// (core/DevicePlan.h) included; the emitter places nothing. Kernels are
+// deduplicated on their whole text, so a model with 16 identical blocks
+// compiles each kernel once.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CudaEmitter.h"
@@ -316,6 +318,13 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
   std::vector<DeviceStep> steps;
   std::vector<Kernel> kernels;
   std::vector<unsigned> kernelNode; // per launched kernel: its op index
+  // The check record plan-memory placed for run-time checks, if any.
+  const ir::Attribute *record = module.getAttribute("check_record");
+  uint64_t checkRecordOffset =
+      record && record->getKind() == ir::Attribute::Kind::Int
+          ? uint64_t(record->getInt())
+          : kNoCheckRecord;
+  bool checkRecordUsed = false;
   unsigned opIndex = 0;
   for (const auto &nodePtr : module.getNodes()) {
     const ir::Node &node = *nodePtr;
@@ -334,6 +343,7 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
     }
     EmitContext context(node, opIndex, std::move(operands), std::move(results),
                         steps, kernels);
+    context.checkRecordOffset = checkRecordOffset;
     if (const RecordedScratch *entry = scratchAtStep.lookup(opIndex)) {
       context.scratchOffset = entry->offset;
       context.scratchBytes = entry->bytes;
@@ -349,6 +359,7 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
       return context.unsupported("op '" + node.getOpName() +
                                  "' has no CUDA kernel");
     }
+    checkRecordUsed |= context.checkRecordUsed;
     kernelNode.resize(kernels.size(), opIndex);
     (void)kernelsBefore;
     ++opIndex;
@@ -391,9 +402,17 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
     if (step.kind == StepLaunch)
       step.launch.kernel = remap[step.launch.kernel];
   program.plan.steps = std::move(steps);
-  // The planned arena, workspaces included: nothing is placed after
-  // planning.
+  // The planned arena, workspaces and check record included: nothing is
+  // placed after planning.
   program.plan.arenaBytes = uint64_t(arena->getInt());
+  if (checkRecordUsed) {
+    if (checkRecordOffset == kNoCheckRecord)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "internal error: a kernel checks data, but plan-memory placed no "
+          "check record (planned for the host target?)");
+    program.plan.checkRecordOffset = checkRecordOffset;
+  }
   return program;
 }
 
@@ -418,8 +437,10 @@ std::string describeDevicePlan(const DevicePlan &plan) {
     }
   };
   os << "// device plan: arena " << plan.arenaBytes << " bytes, "
-     << plan.kernels.size() << " kernels, " << plan.steps.size()
-     << " steps\n";
+     << plan.kernels.size() << " kernels, " << plan.steps.size() << " steps";
+  if (plan.hasCheckRecord())
+    os << ", check record at arena+" << plan.checkRecordOffset;
+  os << "\n";
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const DeviceStep &step = plan.steps[i];
     os << "// step " << i << " op " << step.op << ": ";

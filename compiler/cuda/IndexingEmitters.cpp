@@ -1,9 +1,9 @@
 //===- IndexingEmitters.cpp - CUDA emitters: sums, gathers, scatters ------===//
 //
-// CumSum, GatherElements, GatherND, ScatterElements and ScatterND, with the
-// host reference kernels' semantics (runtime/host/kernels/
-// IndexingKernels.cpp) and compute types (float for f16/bf16/f32, double
-// for f64, wrapping int64 for integers).
+// CumSum, GatherElements, GatherND, ScatterElements, ScatterND and
+// snug.check_labels, with the host reference kernels' semantics
+// (runtime/host/kernels/IndexingKernels.cpp) and compute types (float for
+// f16/bf16/f32, double for f64, wrapping int64 for integers).
 //
 // Deterministic without atomics: each thread owns a disjoint set of result
 // elements and visits what lands there in the host's order.
@@ -18,12 +18,14 @@
 //     whole slices, so elements at different slice positions never meet).
 // An index out of range is an error on the host; the device cannot report
 // it, so a gather writes zeros there and a scatter skips it, never reading
-// or writing outside a tensor.
+// or writing outside a tensor. snug.check_labels, whose whole purpose is
+// the error, reports it through the device plan's check record.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/KernelEmitter.h"
 
+#include <algorithm>
 #include <string>
 
 namespace snug {
@@ -381,7 +383,55 @@ llvm::Error emitScatterND(EmitContext &context) {
   return llvm::Error::success();
 }
 
+/// snug.check_labels: one block copies the labels and finds the first bad
+/// one (each thread its first, then the block's smallest position, in a
+/// fixed order), which thread 0 writes into the check record unless an
+/// earlier check has (runtime/LabelCheck.h turns it into the host's error).
+llvm::Error emitCheckLabels(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  int64_t classes = context.intAttr("classes", 0);
+  if (classes < 1)
+    return context.unsupported("classes must be a whole number >= 1");
+  if (y.dtype != x.dtype || y.numElements != x.numElements)
+    return context.unsupported("the result does not match the operand");
+  int64_t n = x.numElements;
+  if (n == 0)
+    return llvm::Error::success();
+  // Whole warps (the block reduction needs them), at most 256.
+  uint32_t threads = uint32_t(std::min<int64_t>(256, (n + 31) / 32 * 32));
+  Kernel kernel;
+  kernel.tag = "check_labels";
+  kernel.addTensor("labels", x, true);
+  kernel.addTensor("out", y, false);
+  kernel.params.push_back({"uint64_t *", "record", context.useCheckRecord()});
+  kernel.block = {threads, 1, 1};
+  std::string N = literal(n);
+  std::string accepted = "(v >= 0 && v < " + literal(classes) + ")";
+  if (context.hasAttr("ignore_index"))
+    accepted += " || v == " + literal(context.intAttr("ignore_index", 0));
+  kernel.body =
+      "  __shared__ int64_t scratch[32];\n"
+      "  int64_t first = " + N + "; // none\n"
+      "  for (int64_t i = threadIdx.x; i < " + N + "; i += " +
+      literal(threads) + ") {\n"
+      "    const int64_t v = snug_load_as<int64_t>(labels + i);\n"
+      "    out[i] = labels[i];\n"
+      "    if (!(" + accepted + ") && i < first)\n"
+      "      first = i;\n"
+      "  }\n"
+      "  const int64_t bad = snug_block_reduce(first, snug_op_min(), "
+      "scratch);\n"
+      "  if (threadIdx.x == 0 && bad < " + N + " && record[0] == 0) {\n"
+      "    record[1] = (uint64_t)bad;\n"
+      "    record[2] = (uint64_t)snug_load_as<int64_t>(labels + bad);\n"
+      "    record[0] = " + literal(int64_t(context.opIndex) + 1) + ";\n"
+      "  }\n";
+  context.launch(std::move(kernel));
+  return llvm::Error::success();
+}
+
 const EmitterEntry kIndexingEmitters[] = {
+    {ir::OpCode::SnugCheckLabels, emitCheckLabels},
     {ir::OpCode::CumSum, emitCumSum},
     {ir::OpCode::GatherElements, emitGatherElements},
     {ir::OpCode::GatherND, emitGatherND},

@@ -23,6 +23,10 @@
 //   - Results are deterministic: no atomics that reorder floating-point sums.
 //   - The semantics are those of the host reference kernel of the same op
 //     (runtime/host/kernels/), which is the oracle in tests.
+//   - A kernel that checks data (snug.check_labels) cannot fail its
+//     launch: it writes the device plan's check record
+//     (EmitContext::useCheckRecord), which the executor reads after the
+//     step.
 //   - Temporary device memory is the node's scratch buffer, which
 //     plan-memory planned from getScratchRequest (passes/memory/ScratchRequest.h)
 //     and EmitContext::scratchOffset/scratchBytes locate: a kernel that
@@ -135,6 +139,16 @@ public:
   std::vector<TensorRef> results;
   /// The node's planned scratch buffer in the arena (0 bytes: none).
   uint64_t scratchOffset = 0, scratchBytes = 0;
+  /// Where plan-memory put the device plan's check record
+  /// (core/DevicePlan.h; kNoCheckRecord: nowhere); a run-time check's
+  /// kernel takes it through useCheckRecord, which tells the driver the
+  /// plan needs it.
+  uint64_t checkRecordOffset = 0;
+  bool checkRecordUsed = false;
+  bundle::DeviceArg useCheckRecord() {
+    checkRecordUsed = true;
+    return bundle::DeviceArg::arena(checkRecordOffset);
+  }
 
   const TensorRef &in(unsigned i) const { return operands[i]; }
   const TensorRef &out(unsigned i = 0) const { return results[i]; }

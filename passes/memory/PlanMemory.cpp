@@ -4,7 +4,11 @@
 // default they live in the arena) and every scratch buffer the target asks
 // for (ScratchRequest.h: the cuBLAS workspace of a GEMM) into one arena.
 // Liveness decides which values share a buffer; each scratch buffer lives
-// at its node's step only; MemoryPlanner places them all; this file writes
+// at its node's step only; MemoryPlanner places them all; on the CUDA
+// target a module with run-time checks (snug.check_labels) gets the check
+// record its kernels write (core/DevicePlan.h) after all of them, live the
+// whole step (the module attribute check_record = OFFSET; the host reports
+// a failed check itself and needs none); this file writes
 // the result back onto the IR (see PlanMemory.h for what is recorded and
 // how readers get it back) and checks the plan with verifyMemoryPlan.
 //
@@ -18,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/memory/PlanMemory.h"
+#include "core/DevicePlan.h"
 #include "passes/Passes.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -199,6 +204,8 @@ readRecordedPlan(const ir::Module &module, const LivenessOptions &sharing,
   plan.sharing = sharing;
   plan.numSteps = liveness.numSteps;
   plan.hostArenaBytes = getIntAttribute(module, "host_arena");
+  if (module.getAttribute("check_record"))
+    plan.checkRecordOffset = getIntAttribute(module, "check_record");
   auto addBuffers = [&](std::vector<LiveBuffer> &lives,
                         std::vector<ArenaBuffer> &into) -> llvm::Error {
     for (LiveBuffer &live : lives) {
@@ -318,11 +325,25 @@ planModuleMemory(ir::Module &module, const PlanMemoryOptions &options) {
   auto setInt = [&](llvm::StringRef name, uint64_t value) {
     module.setAttribute(name, ir::Attribute::getInt(int64_t(value)));
   };
+  // The check record: live at every step, so every bound counts it.
+  uint64_t arenaBytes = plan->arenaBytes, record = 0;
+  bool checks = options.scratch.cuda &&
+                llvm::any_of(nodes, [](const std::unique_ptr<ir::Node> &node) {
+                  return node->getOpCode() == ir::OpCode::SnugCheckLabels;
+                });
+  if (checks) {
+    uint64_t offset = llvm::alignTo(arenaBytes, bundle::kCheckRecordAlignment);
+    setInt("check_record", offset);
+    arenaBytes = offset + bundle::kCheckRecordBytes;
+    record = bundle::kCheckRecordBytes;
+  } else {
+    module.removeAttribute("check_record");
+  }
   setInt("alignment", options.alignment);
-  setInt("arena", plan->arenaBytes);
-  setInt("lower_bound", plan->lowerBoundBytes);
-  setInt("lower_bound_unshared", unsharedBound);
-  setInt("no_reuse", plan->noReuseBytes);
+  setInt("arena", arenaBytes);
+  setInt("lower_bound", plan->lowerBoundBytes + record);
+  setInt("lower_bound_unshared", unsharedBound + record);
+  setInt("no_reuse", plan->noReuseBytes + record);
   if (liveness.hostBuffers.empty())
     module.removeAttribute("host_arena");
   else

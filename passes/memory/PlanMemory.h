@@ -82,6 +82,10 @@ struct ModuleMemoryPlan {
   /// Value buffers first (in liveness order), then scratch buffers in step
   /// order.
   std::vector<ArenaBuffer> buffers;
+  /// Where the device plan's check record lies (core/DevicePlan.h), on the
+  /// CUDA target when the module has run-time checks (snug.check_labels):
+  /// after every buffer, inside arenaBytes; -1 otherwise.
+  int64_t checkRecordOffset = -1;
   /// The pinned host region: its bytes and its buffers (one per offloaded
   /// value; offsets relative to the region). Not part of the device peak.
   uint64_t hostArenaBytes = 0;

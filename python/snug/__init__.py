@@ -21,8 +21,8 @@ import numpy as np
 
 from . import _snug
 from ._errors import (BindingError, BudgetError, BundleError, DeviceError,
-                      Error, OutOfMemoryError, UnsupportedOpError,
-                      from_runtime_status, _RuntimeStatus)
+                      Error, InputValueError, OutOfMemoryError,
+                      UnsupportedOpError, from_runtime_status, _RuntimeStatus)
 from ._report import (FusionSummary, LiveTensor, MemoryReport, RematSummary,
                       OffloadSummary, StepBreakdown,
                       UnsupportedOp)
@@ -33,7 +33,8 @@ __all__ = ["plan", "compile", "load", "Session", "Bundle", "TensorInfo",
            "OffloadSummary", "StepBreakdown",
            "UnsupportedOp", "Error",
            "UnsupportedOpError", "BindingError", "BudgetError",
-           "OutOfMemoryError", "BundleError", "DeviceError", "parse_size"]
+           "OutOfMemoryError", "BundleError", "DeviceError", "InputValueError",
+           "parse_size"]
 
 ModelLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 

@@ -97,6 +97,22 @@ class DeviceError(Error):
     """No usable device for the session (e.g. no NVIDIA driver)."""
 
 
+class InputValueError(Error, ValueError):
+    """An input holds a value the bundle cannot take, found while running
+    it: a cross-entropy label outside [0, C), an index past its dim. Which
+    `input`, and where the message gives them, the bad `value` and its
+    `position` (the element's flat index in the input), else None. A
+    training step that raises it has left its state as it was."""
+
+    def __init__(self, message: str, input: Optional[str] = None,
+                 value: Optional[int] = None,
+                 position: Optional[int] = None):
+        super().__init__(message)
+        self.input = input
+        self.value = value
+        self.position = position
+
+
 class _RuntimeStatus(Exception):
     """A failed runtime C API call, raised by the native module."""
 
@@ -130,4 +146,13 @@ def from_runtime_status(failure: _RuntimeStatus, *, path: Optional[str] = None,
         return DeviceError(message)
     if status == 8:
         return BindingError(message)
+    # The runtime's data errors (runtime/LabelCheck.h, the host kernels'
+    # dataError) start "input 'NAME' holds ...".
+    data = re.match(r"input '([^']*)' holds (?:(-?\d+) at position (\d+))?",
+                    message)
+    if status == 1 and data:
+        return InputValueError(
+            message, input=data.group(1),
+            value=int(data.group(2)) if data.group(2) else None,
+            position=int(data.group(3)) if data.group(3) else None)
     return Error(message)

@@ -13,7 +13,8 @@ from models import huge_relu, tiny_mlp, unsupported_ops
 
 def test_every_error_is_a_snug_error():
     for cls in (snug.UnsupportedOpError, snug.BindingError, snug.BudgetError,
-                snug.OutOfMemoryError, snug.BundleError, snug.DeviceError):
+                snug.OutOfMemoryError, snug.BundleError, snug.DeviceError,
+                snug.InputValueError):
         assert issubclass(cls, snug.Error)
 
 
@@ -205,3 +206,32 @@ def test_keep_fp32_name_that_keeps_nothing_is_an_error():
                   precision="fp16", keep_fp32="Relu,fc_1")
     snug.plan(tiny_mlp(), dims={"batch": 1}, target="host",
               precision="fp16", keep_fp32="fc1,Relu,Conv,Gemm")
+
+
+def test_input_value_error_names_the_label_and_keeps_the_state(snugc,
+                                                               tmp_path):
+    """A cross-entropy label outside [0, C) fails the training step with
+    the input, the label and its position; the state stays as it was, and
+    the next step with good labels runs from it."""
+    import subprocess
+    model = os.path.join(os.path.dirname(__file__), "..", "..", "tests",
+                         "lit", "snugc", "Inputs", "ce8-train.onnxtxt")
+    step = str(tmp_path / "step.snug")
+    subprocess.run([snugc, "train", model,
+                    "--loss=cross-entropy:logits,labels", "--lr=0.1",
+                    "--target=host", "-o", step, "--memory-report=none"],
+                   check=True, capture_output=True)
+    session = snug.Session(snug.load(step))
+    x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(6, 4)
+    bad = np.array([1, 2, 3, 7, 8, 0], dtype=np.int64)
+    with pytest.raises(snug.InputValueError) as caught:
+        session.run({"x": x, "labels": bad})
+    error = caught.value
+    assert isinstance(error, ValueError)
+    assert (error.input, error.value, error.position) == ("labels", 8, 4)
+    assert "not a class index in [0, 8)" in error.message
+    good = np.array([1, 2, 3, 7, 5, 0], dtype=np.int64)
+    first = session.run({"x": x, "labels": good})
+    fresh = snug.Session(snug.load(step)).run({"x": x, "labels": good})
+    for name in first:
+        np.testing.assert_array_equal(first[name], fresh[name])

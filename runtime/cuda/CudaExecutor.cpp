@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaExecutor.h"
 
+#include "runtime/LabelCheck.h"
 #include "runtime/cuda/DeviceChecks.h"
 
 #include <algorithm>
@@ -465,6 +466,8 @@ Status CudaExecutor::resolveSteps() {
     step.bytes = entry.bytes;
     steps.push_back(step);
   }
+  if (plan.hasCheckRecord())
+    checkRecord = arena + plan.checkRecordOffset;
   // Pointers into paramValues only now that it no longer grows.
   params.resize(paramValues.size());
   for (size_t i = 0; i < paramValues.size(); ++i)
@@ -606,11 +609,39 @@ Status CudaExecutor::enqueueStep(const Step &step) {
   return Status::ok();
 }
 
-Status CudaExecutor::enqueueSteps() {
-  for (const Step &step : steps)
-    if (Status s = enqueueStep(step))
+Status CudaExecutor::enqueueSteps(size_t first, size_t last) {
+  for (size_t i = first; i < last; ++i)
+    if (Status s = enqueueStep(steps[i]))
       return s;
   return Status::ok();
+}
+
+size_t CudaExecutor::getGraphSteps() const {
+  return checkRecord ? bundle.devicePlan.steps.size() : steps.size();
+}
+
+Status CudaExecutor::resetCheckRecord() {
+  if (!checkRecord)
+    return Status::ok();
+  if (CUresult r = driver.MemcpyHtoDAsync(checkRecord, checkRecordZeros,
+                                          sizeof checkRecordZeros, stream))
+    return runtimeError("clearing the check record", r);
+  return Status::ok();
+}
+
+Status CudaExecutor::readCheckRecord() {
+  if (!checkRecord)
+    return Status::ok();
+  uint64_t record[bundle::kCheckRecordWords] = {};
+  if (CUresult r =
+          driver.MemcpyDtoHAsync(record, checkRecord, sizeof record, stream))
+    return runtimeError("reading the check record", r);
+  if (CUresult r = driver.StreamSynchronize(stream))
+    return runtimeError("a kernel failed during the run (run with "
+                        "cuda_graphs = 0 and CUDA_LAUNCH_BLOCKING=1 to name "
+                        "the op)",
+                        r);
+  return checkRecordStatus(bundle, record);
 }
 
 Status CudaExecutor::captureGraph() {
@@ -619,7 +650,7 @@ Status CudaExecutor::captureGraph() {
   if (CUresult r = driver.StreamBeginCapture(
           stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
     return runtimeError("cuStreamBeginCapture", r);
-  Status enqueued = enqueueSteps();
+  Status enqueued = enqueueSteps(0, getGraphSteps());
   CUgraph graph = nullptr;
   CUresult ended = driver.StreamEndCapture(stream, &graph);
   if (enqueued || ended) {
@@ -655,10 +686,20 @@ Status CudaExecutor::run(double *milliseconds) {
                         "or snug-run --no-graphs)");
     }
   }
+  if (Status s = resetCheckRecord())
+    return s;
+  size_t inGraph = getGraphSteps();
   if (replay) {
     if (CUresult r = driver.GraphLaunch(graphExec, stream))
       return runtimeError("cuGraphLaunch", r);
-  } else if (Status s = enqueueSteps()) {
+  } else if (Status s = enqueueSteps(0, inGraph)) {
+    (void)driver.StreamSynchronize(stream);
+    return s;
+  }
+  // A failed check fails the run here, the state as it was.
+  if (Status s = readCheckRecord())
+    return s;
+  if (Status s = enqueueSteps(inGraph, steps.size())) {
     (void)driver.StreamSynchronize(stream);
     return s;
   }

@@ -15,7 +15,11 @@
 // graph, and every later run replays that graph (fixed addresses make this
 // safe). Persistent state (the bundle's State section) lives in the
 // weights buffer; one device-to-device copy per state after the plan's last
-// step writes its next value back, so every run is the next step. Runs
+// step writes its next value back, so every run is the next step. A plan
+// with run-time checks (core/DevicePlan.h's check record) has the record
+// zeroed before each run and read back after the plan's last step: a failed
+// check fails the run before any state is written back (the write-back is
+// then enqueued apart from the graph, after the read). Runs
 // allocate nothing themselves (the driver may take memory for
 // the graph it instantiates in the second run) and synchronize before they
 // return.
@@ -137,7 +141,15 @@ private:
   CUdeviceptr resolve(const bundle::DeviceArg &arg) const;
   /// Enqueues step `i` on the stream.
   Status enqueueStep(const Step &step);
-  Status enqueueSteps();
+  /// Enqueues steps [first, last).
+  Status enqueueSteps(size_t first, size_t last);
+  /// The steps a CUDA graph holds: all of them, or without a check record
+  /// the plan's own (the write-back waits for the record).
+  size_t getGraphSteps() const;
+  /// Zeroes the check record; after the plan's steps, reads it back and
+  /// turns a failed check into the run's error.
+  Status resetCheckRecord();
+  Status readCheckRecord();
   Status captureGraph();
   std::string describeStep(const Step &step) const;
   Status runtimeError(const std::string &what, CUresult result) const;
@@ -167,7 +179,12 @@ private:
   CUdeviceptr currentWorkspace = 0;
   uint64_t currentWorkspaceBytes = 0;
   bool workspaceSet = false;
+  /// The plan's steps, then the state write-back's copies.
   std::vector<Step> steps;
+  /// The check record's address (0: the plan has none), and the zeros the
+  /// reset copies over it.
+  CUdeviceptr checkRecord = 0;
+  uint64_t checkRecordZeros[bundle::kCheckRecordWords] = {};
   std::vector<uint64_t> paramValues;
   std::vector<void *> params; // pointers into paramValues, per launch
   bool graphs = true;

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleReader.h"
+#include "runtime/LabelCheck.h"
 #include "tests/cudasim/SimExecutor.h"
 #include "tools/snug-run/RunFlags.h"
 #include "tools/snug-run/TensorFiles.h"
@@ -175,10 +176,27 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < inputs.size(); ++i)
       std::memcpy(memory.arena + bundle->inputs[i].location.offset,
                   inputs[i].bytes.data(), inputs[i].bytes.size());
+    // The check record, zeroed before each run as the CUDA executor does.
+    uint64_t *record = plan.hasCheckRecord()
+                           ? reinterpret_cast<uint64_t *>(
+                                 memory.arena + plan.checkRecordOffset)
+                           : nullptr;
+    if (record)
+      std::memset(record, 0, bundle::kCheckRecordBytes);
     if (!cudasim::runDevicePlan(plan, kernels, memory, options.run, describe,
                                 stats, error)) {
       std::fprintf(stderr, "error: %s\n", error.c_str());
       return ExitKernel;
+    }
+    // A failed check (a bad label) is the caller's: no write-back, exit 1.
+    if (record && options.run.stopAfter >= plan.steps.size()) {
+      uint64_t words[bundle::kCheckRecordWords];
+      std::memcpy(words, record, sizeof words);
+      if (rt::Status status = rt::checkRecordStatus(*bundle, words)) {
+        std::fprintf(stderr, "error: %s\n", status.getMessage().c_str());
+        return status.getCode() == SNUG_ERROR_INVALID_ARGUMENT ? ExitUser
+                                                               : ExitInternal;
+      }
     }
     for (const rt::StateDesc &entry : bundle->state)
       memory.writeBackState(entry.weightOffset,

@@ -83,31 +83,42 @@ uint8_t *devicePlanEntry(std::vector<uint8_t> &bytes) {
 }
 
 /// Where makePlan's GEMM step ends before its math byte (format v5) and
-/// epilogue byte (v6) in the DevicePlan section: u64 arena, kernels
-/// "snug_fill_0" (4 + 4 + 11), u32 steps, the launch (u8 kind, u32 op, u32
-/// kernel, 6 x u32 dims, u32 shared, u32 count, 3 args of 9), then the
-/// GEMM: u8 kind, u32 op, 3 x u8, 4 x u32, 6 x i64, 2 x f32, 3 args, u64
-/// workspace offset and bytes.
+/// epilogue byte (v6) in the DevicePlan section: u64 arena, u64 check
+/// record offset (v7), kernels "snug_fill_0" (4 + 4 + 11), u32 steps, the
+/// launch (u8 kind, u32 op, u32 kernel, 6 x u32 dims, u32 shared, u32
+/// count, 3 args of 9), then the GEMM: u8 kind, u32 op, 3 x u8, 4 x u32,
+/// 6 x i64, 2 x f32, 3 args, u64 workspace offset and bytes.
 constexpr size_t kLaunchBytes = 1 + 4 + 4 + 24 + 4 + 4 + 27;
 constexpr size_t kGemmEnd =
-    8 + 19 + 4 + kLaunchBytes + 5 + 3 + 16 + 48 + 8 + 27 + 16;
+    8 + 8 + 19 + 4 + kLaunchBytes + 5 + 3 + 16 + 48 + 8 + 27 + 16;
 
-/// Drops `count` bytes at kGemmEnd + `from` from a bundle of makePlan (the
-/// section that much shorter, the bytes left as padding so that every
-/// offset stays), for the formats before the math (v5) or epilogue (v6)
-/// byte.
-void dropGemmBytes(std::vector<uint8_t> &bytes, size_t from, size_t count) {
+/// Drops `count` bytes at `from` in the DevicePlan section (the section
+/// that much shorter, the bytes left as padding so that every offset
+/// stays), for the formats without them.
+void dropPlanBytes(std::vector<uint8_t> &bytes, size_t from, size_t count) {
   uint8_t *entry = devicePlanEntry(bytes);
   ASSERT_NE(entry, nullptr);
   uint64_t at, size;
   std::memcpy(&at, entry + 8, 8);
   std::memcpy(&size, entry + 16, 8);
-  size_t start = at + kGemmEnd + from;
+  size_t start = at + from;
   std::copy(bytes.begin() + start + count, bytes.begin() + at + size,
             bytes.begin() + start);
   std::fill(bytes.begin() + at + size - count, bytes.begin() + at + size, 0);
   size -= count;
   std::memcpy(entry + 16, &size, 8);
+}
+
+/// Drops `count` bytes at kGemmEnd + `from` from a bundle of makePlan, for
+/// the formats before the math (v5) or epilogue (v6) byte.
+void dropGemmBytes(std::vector<uint8_t> &bytes, size_t from, size_t count) {
+  dropPlanBytes(bytes, kGemmEnd + from, count);
+}
+
+/// Drops the check record offset (format v7) from a bundle of makePlan,
+/// after any dropGemmBytes (whose offsets count it).
+void dropCheckRecordOffset(std::vector<uint8_t> &bytes) {
+  dropPlanBytes(bytes, 8, 8);
 }
 
 std::string parseError(const std::vector<uint8_t> &bytes) {
@@ -154,6 +165,7 @@ TEST(DevicePlanTest, RoundTrips) {
 // fewer), so the bytes are moved in place and the file rehashed.
 TEST(DevicePlanTest, ReadsVersionOnePlans) {
   std::vector<uint8_t> bytes = bundleWith(makePlan(), makeImages());
+  dropCheckRecordOffset(bytes);
   uint32_t sections;
   std::memcpy(&sections, bytes.data() + 12, 4);
   uint64_t at = 0, size = 0;
@@ -168,8 +180,9 @@ TEST(DevicePlanTest, ReadsVersionOnePlans) {
   }
   ASSERT_NE(at, 0u);
   std::vector<uint8_t> v2(bytes.begin() + at, bytes.begin() + at + size);
-  // The layout of kGemmEnd, up to the GEMM's workspace.
-  size_t gemmEnd = kGemmEnd - 16;
+  // The layout of kGemmEnd without the check record offset, up to the
+  // GEMM's workspace.
+  size_t gemmEnd = kGemmEnd - 8 - 16;
   std::vector<uint8_t> v1(v2.begin(), v2.begin() + 8);
   uint64_t workspace[2] = {256, 256};
   const uint8_t *raw = reinterpret_cast<const uint8_t *>(workspace);
@@ -236,10 +249,11 @@ TEST(DevicePlanTest, GemmMathRoundTripsAndVersionFourReadsAsDefault) {
       rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
   ASSERT_FALSE(status) << status.getMessage();
   EXPECT_EQ(bundle->devicePlan.steps[1].gemm.math, GemmMathTf32);
-  // Without the math and epilogue bytes, but still claiming v6: the
-  // section ends early.
+  // Without the math and epilogue bytes and the check record offset, but
+  // still claiming v7: the section ends early.
   std::vector<uint8_t> v4 = bytes;
   dropGemmBytes(v4, 0, 2);
+  dropCheckRecordOffset(v4);
   sealBundle(v4.data(), v4.size());
   EXPECT_NE(parseError(v4), "");
   // As version 4, it reads: the byte is not there to read.
@@ -281,6 +295,7 @@ TEST(DevicePlanTest, GemmEpilogueRoundTripsAndVersionFiveReadsAsNone) {
   // Version 5: no epilogue byte (makePlan's is none, a 0 dropped).
   std::vector<uint8_t> v5 = bundleWith(makePlan(), makeImages());
   dropGemmBytes(v5, 1, 1);
+  dropCheckRecordOffset(v5);
   std::memcpy(v5.data() + 8, "\x05\0\0\0", 4);
   sealBundle(v5.data(), v5.size());
   status = rt::parseBundle(v5.data(), v5.size(), "v5.snug", bundle);
@@ -289,6 +304,58 @@ TEST(DevicePlanTest, GemmEpilogueRoundTripsAndVersionFiveReadsAsNone) {
   EXPECT_EQ(bundle->devicePlan.steps[1].gemm.epilogue, GemmEpilogueNone);
   EXPECT_EQ(bundle->devicePlan.steps[1].gemm.workspaceBytes, 256u);
   EXPECT_EQ(bundle->devicePlan.steps[2].copy.bytes, 64u);
+}
+
+// The check record offset (format v7) round-trips, none by default; a
+// version-6 bundle, which has none, still reads, without run-time checks;
+// a record over a tensor, misaligned or past the device arena is refused.
+TEST(DevicePlanTest, CheckRecordRoundTripsAndVersionSixReadsAsNone) {
+  DevicePlan plan = makePlan();
+  std::vector<uint8_t> bytes = bundleWith(plan, makeImages());
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status =
+      rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_FALSE(bundle->devicePlan.hasCheckRecord());
+  plan.arenaBytes = 512 + kCheckRecordBytes;
+  plan.checkRecordOffset = 512;
+  bytes = bundleWith(plan, makeImages());
+  status = rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_EQ(bundle->devicePlan.checkRecordOffset, 512u);
+  EXPECT_EQ(bundle->devicePlan.arenaBytes, 512u + kCheckRecordBytes);
+  EXPECT_EQ(bundle->devicePlan.steps[2].copy.bytes, 64u);
+  // Version 6: no offset (makePlan's has none).
+  std::vector<uint8_t> v6 = bundleWith(makePlan(), makeImages());
+  dropCheckRecordOffset(v6);
+  std::memcpy(v6.data() + 8, "\x06\0\0\0", 4);
+  sealBundle(v6.data(), v6.size());
+  status = rt::parseBundle(v6.data(), v6.size(), "v6.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_EQ(bundle->version, 6u);
+  EXPECT_FALSE(bundle->devicePlan.hasCheckRecord());
+  EXPECT_EQ(bundle->devicePlan.steps[1].gemm.workspaceBytes, 256u);
+  EXPECT_EQ(bundle->devicePlan.steps[2].copy.bytes, 64u);
+  // Where it may not lie: misaligned, past the arena, over a tensor (x is
+  // at 0).
+  for (uint64_t at : {uint64_t(300), uint64_t(512 + 256)}) {
+    plan.checkRecordOffset = at;
+    std::string error = parseError(bundleWith(plan, makeImages()));
+    EXPECT_NE(error.find("check record at offset " + std::to_string(at) +
+                         " does not lie"),
+              std::string::npos)
+        << error;
+  }
+  plan.checkRecordOffset = 0;
+  std::string error = parseError(bundleWith(plan, makeImages()));
+  EXPECT_NE(error.find("check record at offset 0 overlaps a tensor of op #0 "
+                       "(MatMul) (64 bytes at offset 0)"),
+            std::string::npos)
+      << error;
+  plan.arenaBytes = 512 + kCheckRecordBytes - 1;
+  plan.checkRecordOffset = 512;
+  EXPECT_NE(parseError(bundleWith(plan, makeImages())).find("check record"),
+            std::string::npos);
 }
 
 TEST(DevicePlanTest, HostOnlyBundlesHaveNoDevicePlan) {

@@ -4,7 +4,8 @@
 // directory that snug-fake-cuda-tests puts first on LD_LIBRARY_PATH, so the
 // runtime's lazy loader finds it instead of a real driver. It implements
 // exactly what the CUDA executor calls, with host memory as "device"
-// memory, a few named host "kernels", column-major f32/f64 GEMM, streams
+// memory, a few named host "kernels" (snug_add, snug_leaky,
+// snug_check_labels), column-major f32/f64 GEMM, streams
 // that execute at once, and capture/graph replay as recorded closures. It
 // counts everything (fakeCudaStats) so tests can check that a run
 // allocates nothing, graphs are used as planned and destruction frees all.
@@ -91,6 +92,24 @@ void kernelLeaky(void **p) { // (const float *x, float *y, int64 n, float alpha)
   auto alpha = param<float>(p, 3);
   for (long long i = 0, n = param<long long>(p, 2); i < n; ++i)
     y[i] = x[i] < 0 ? alpha * x[i] : x[i];
+}
+// (const int64 *labels, int64 *out, uint64 *record, int64 n, int64 classes,
+//  int64 op + 1): snug.check_labels's semantics, its constants as
+// arguments; the first bad label goes into the check record unless one is
+// there.
+void kernelCheckLabels(void **p) {
+  auto labels = param<const int64_t *>(p, 0);
+  auto out = param<int64_t *>(p, 1);
+  auto record = param<uint64_t *>(p, 2);
+  long long n = param<long long>(p, 3), classes = param<long long>(p, 4);
+  for (long long i = 0; i < n; ++i) {
+    out[i] = labels[i];
+    if ((labels[i] < 0 || labels[i] >= classes) && record[0] == 0) {
+      record[1] = uint64_t(i);
+      record[2] = uint64_t(labels[i]);
+      record[0] = param<uint64_t>(p, 5);
+    }
+  }
 }
 
 CUresult getErrorName(CUresult error, const char **name) {
@@ -268,8 +287,8 @@ CUresult moduleUnload(CUmodule module) {
 }
 std::map<std::string, CUfunc_st> functions;
 CUresult moduleGetFunction(CUfunction *function, CUmodule, const char *name) {
-  static const std::set<std::string> known = {"snug_add", "snug_leaky",
-                                              "snug_fail", "snug_heavy"};
+  static const std::set<std::string> known = {
+      "snug_add", "snug_leaky", "snug_fail", "snug_heavy", "snug_check_labels"};
   if (!known.count(name))
     return CUDA_ERROR_NOT_FOUND;
   CUfunc_st &f = functions[name];
@@ -293,17 +312,23 @@ CUresult launchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned,
                       void **params, void **) {
   if (f->name == "snug_fail")
     return CUDA_ERROR_LAUNCH_FAILED;
-  void (*kernel)(void **) = f->name == "snug_add" ? kernelAdd : kernelLeaky;
+  bool check = f->name == "snug_check_labels";
+  void (*kernel)(void **) = check                   ? kernelCheckLabels
+                            : f->name == "snug_add" ? kernelAdd
+                                                    : kernelLeaky;
   // The parameters are copied at launch (and at capture), as CUDA does.
-  std::vector<uint64_t> values(4);
-  for (int i = 0; i < 4; ++i)
+  size_t count = check ? 6 : 4;
+  std::vector<uint64_t> values(count);
+  for (size_t i = 0; i < count; ++i)
     std::memcpy(&values[i], params[i], 8);
   bool capturing = stream && stream->capturing;
   if (!capturing)
     ++stats.directLaunches;
   submit(stream, [=]() mutable {
-    void *pointers[4] = {&values[0], &values[1], &values[2], &values[3]};
-    kernel(pointers);
+    std::vector<void *> pointers;
+    for (uint64_t &value : values)
+      pointers.push_back(&value);
+    kernel(pointers.data());
   });
   return CUDA_SUCCESS;
 }

@@ -770,3 +770,79 @@ TEST_F(FakeCudaTest, StateIsAllocatedOnceAndSurvivesRuns) {
   snug_session_destroy(session);
   expectNothingLive();
 }
+
+// A failed snug.check_labels fails the run with the caller's error (the
+// input, the label, its position), read from the check record after the
+// plan's steps, and leaves the state as it was: eagerly, and again when the
+// plan replays as a CUDA graph (the write-back then runs outside it, after
+// the record is read). A good run afterwards goes on from that state.
+TEST_F(FakeCudaTest, FailedLabelCheckFailsTheRunAndKeepsTheState) {
+  std::string text = kMlp;
+  auto replace = [&](const std::string &from, const std::string &to) {
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace("%b: f32[2] weight", "%b: f32[1,2] weight");
+  replace("%x: f32[1,4] {offset = 0}",
+          "%x: f32[1,4] {offset = 0}, %labels: i64[4] {offset = 192}");
+  replace("-> (f32[1,2], f32[1,2])", "-> (f32[1,2], f32[1,2], i64[4])");
+  replace("arena = 192}", "arena = 320, state = [\"parameter:b=z\"]}");
+  replace("  return %y, %z\n",
+          "  %c = snug.check_labels(%labels) {classes = 3, input = "
+          "\"labels\", offset = 10} : i64[4] {offset = 256}\n"
+          "  return %y, %z, %c\n");
+  bundle::DevicePlan plan = mlpPlan();
+  plan.steps[0].gemm.workspaceOffset = 512;
+  plan.checkRecordOffset = 512 + 1024;
+  plan.arenaBytes = plan.checkRecordOffset + bundle::kCheckRecordBytes;
+  plan.kernels.push_back("snug_check_labels");
+  bundle::DeviceStep check;
+  check.kind = bundle::StepLaunch;
+  check.op = 4;
+  check.launch.kernel = 2;
+  check.launch.block[0] = 32;
+  check.launch.args = {bundle::DeviceArg::arena(192),
+                       bundle::DeviceArg::arena(256),
+                       bundle::DeviceArg::arena(plan.checkRecordOffset),
+                       {bundle::ArgI64, 4},
+                       {bundle::ArgI64, 3},
+                       {bundle::ArgI64, 5}};
+  plan.steps.push_back(check);
+  Loaded loaded(cudaBundleOf(text, plan, fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  float x[4] = {1, 2, 3, -4}, b[2];
+  int64_t good[4] = {0, 1, 2, 1}, bad[4] = {0, 1, 7, -1};
+  float expected[2] = {0.5f, -0.5f};
+  auto run = [&](const int64_t *labels) {
+    EXPECT_EQ(snug_session_set_input(session, 0, x, sizeof x), SNUG_OK);
+    EXPECT_EQ(snug_session_set_input(session, 1, labels, 32), SNUG_OK);
+    return snug_session_run(session);
+  };
+  // good, bad (eager), good (captured), bad and good (replayed).
+  for (const int64_t *labels : {good, bad, good, bad, good}) {
+    snug_status status = run(labels);
+    if (labels == good) {
+      ASSERT_EQ(status, SNUG_OK) << snug_last_error();
+      expected[0] += 8.0f;
+      float sum = expected[1] - 3.0f;
+      expected[1] = sum < 0 ? 0.25f * sum : sum;
+    } else {
+      ASSERT_EQ(status, SNUG_ERROR_INVALID_ARGUMENT);
+      EXPECT_EQ(std::string(snug_last_error()),
+                "input 'labels' holds 7 at position 12, which is not a class "
+                "index in [0, 3) (cross-entropy over 3 classes)");
+    }
+    ASSERT_EQ(snug_session_get_state(session, "b", b, sizeof b), SNUG_OK);
+    EXPECT_EQ(b[0], expected[0]);
+    EXPECT_EQ(b[1], expected[1]);
+  }
+  EXPECT_EQ(fake().instantiations, 1);
+  EXPECT_GT(fake().graphLaunches, 0);
+  snug_session_destroy(session);
+  expectNothingLive();
+}

@@ -281,6 +281,30 @@ TEST(PlanVerifierTest, RefusesBadGathersAndAttributeKinds) {
       << error;
 }
 
+/// snug.check_labels needs its class count: without it the host would
+/// refuse every label at run time (an internal error), with one below 1 too.
+TEST(PlanVerifierTest, RefusesALabelCheckWithoutClasses) {
+  const char *check =
+      "func @c(%l: i64[4] {offset = 0}) -> i64[4] attributes {arena = 128} "
+      "{\n"
+      "  %y = snug.check_labels(%l) {classes = 3, input = \"l\"} : i64[4] "
+      "{offset = 64}\n"
+      "  return %y\n}\n";
+  std::string error = craftedError(check, [](std::vector<rt::PlanOp> &ops) {
+    for (auto &attribute : ops[0].attributes)
+      if (attribute.first == "classes")
+        attribute.second.i = 0;
+  });
+  EXPECT_TRUE(contains(error, "(snug.check_labels): classes 0 is out of range "
+                              "[1, "))
+      << error;
+  error = craftedError(check, [](std::vector<rt::PlanOp> &ops) {
+    ops[0].attributes.erase(ops[0].attributes.begin());
+  });
+  EXPECT_TRUE(contains(error, "(snug.check_labels): classes is required"))
+      << error;
+}
+
 /// Resize's nearest mode converts about o / scale to an index: a tiny scale
 /// would leave int64_t.
 TEST(PlanVerifierTest, RefusesResizeScalesThatOverflow) {

@@ -8,14 +8,15 @@
 #include "compiler/AccuracyCheck.h"
 #include "compiler/Pipeline.h"
 #include "compiler/bundle/BundleWriter.h"
+#include "ir/Float16.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
-
 #include <cmath>
+#include <cstring>
 
 namespace cl = llvm::cl;
 
@@ -82,6 +83,59 @@ readInputs(const ir::Module &module, const std::string &dir, int &exitCode) {
     inputs.push_back(std::move(tensor.bytes));
   }
   return inputs;
+}
+
+/// With --io-precision=lowered the bundle's f32 inputs are f16 or bf16:
+/// the caller converts its data before snug sees it, so the bundle can only
+/// ever be given values of the lowered type. The check models that: both
+/// runs (which keep the model's f32 inputs, getUnfusedPipeline) get every
+/// f32 input rounded to the lowered type and back, as the caller's
+/// conversion rounds it (to nearest even, scalar::Convert), so the error
+/// measured is the lowered computation's on data the bundle can take, not
+/// the data's own rounding, and --keep-fp32 advice does not chase it. A
+/// finite value the lowered type cannot hold (past f16's 65504) is refused,
+/// naming the input, the value and its position: no input of the bundle can
+/// carry it, and comparing on the Inf it would become would blame the first
+/// node that reads it for the data. (With --io-precision=model the bundle
+/// casts its inputs itself, and the check runs that very cast: an overflow
+/// there is the compiled model's, reported as such.)
+static bool roundToLoweredInputs(const ir::Module &reference,
+                                 const PlanningOptions &planning,
+                                 llvm::StringRef flag,
+                                 std::vector<std::vector<uint8_t>> &inputs,
+                                 int &exitCode) {
+  if (planning.ioPrecision != "lowered" ||
+      (planning.precision != "fp16" && planning.precision != "bf16"))
+    return true;
+  bool bf16 = planning.precision == "bf16";
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const ir::Value *input = reference.getInputs()[k];
+    if (input->getType().getDType() != ir::DType::F32)
+      continue;
+    std::vector<uint8_t> &bytes = inputs[k];
+    for (size_t i = 0; i * 4 < bytes.size(); ++i) {
+      float value;
+      std::memcpy(&value, bytes.data() + i * 4, 4);
+      float rounded = bf16 ? bf16ToFloat(floatToBf16(value))
+                           : f16ToFloat(floatToF16(value));
+      if (std::isfinite(value) && !std::isfinite(rounded)) {
+        exitCode = failWith(
+            "--" + flag + ": input '" + input->getName() + "' holds " +
+            llvm::formatv("{0}", llvm::format("%g", double(value))).str() +
+            " at position " + std::to_string(i) + ", which " +
+            (bf16 ? "bf16" : "f16") + " cannot hold (largest " +
+            (bf16 ? "3.39e+38" : "65504") +
+            "): with --io-precision=lowered the bundle takes '" +
+            input->getName() + "' as " + (bf16 ? "bf16" : "f16") +
+            ", so no data can give it this value; scale the data, or check "
+            "with --io-precision=model, where the bundle casts its inputs "
+            "itself");
+        return false;
+      }
+      std::memcpy(bytes.data() + i * 4, &rounded, 4);
+    }
+  }
+  return true;
 }
 
 /// The unfused import pipeline for `planning` (fp32 when `reference`):
@@ -155,7 +209,8 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
   std::string keep = planning.keepFp32;
   if (!calibrationDir.empty()) {
     auto inputs = readInputs(**reference, calibrationDir, exitCode);
-    if (!inputs)
+    if (!inputs || !roundToLoweredInputs(**reference, planning, "calibration",
+                                         *inputs, exitCode))
       return false;
     auto first = compareWith(path, **reference, *inputs, planning, keep,
                              exitCode);
@@ -229,7 +284,8 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
   if (accuracyDir.empty())
     return true;
   auto inputs = readInputs(**reference, accuracyDir, exitCode);
-  if (!inputs)
+  if (!inputs || !roundToLoweredInputs(**reference, planning, "check-accuracy",
+                                       *inputs, exitCode))
     return false;
   auto result = compareWith(path, **reference, *inputs, planning, keep,
                             exitCode);

@@ -6,8 +6,9 @@
 // planning, report and bundle) with three passes in front of the pipeline,
 // run on the model as imported, before folding and fusion:
 //   add-loss{kind=... output=... target=...}  for --loss=mse:OUTPUT,TARGET
-//                  or --loss=cross-entropy:LOGITS,LABELS (the target or
-//                  labels become a graph input of that name)
+//                  or --loss=cross-entropy:LOGITS,LABELS[,ignore-index=N]
+//                  (the target or labels become a graph input of that
+//                  name; ignore-index: torch's ignore_index)
 //   autodiff{loss=...}                        gradients of every f32 weight
 //   optimizer{kind=... lr=X ...}              torch.optim's update rule
 //                  (passes/training/Optimizer.cpp; adafactor: Shazeer & Stern's,
@@ -81,9 +82,11 @@ static cl::OptionCategory &getTrainCategory() {
 static cl::opt<std::string>
     loss("loss",
          cl::desc("The loss: OUTPUT (a scalar graph output), "
-                  "mse:OUTPUT,TARGET or cross-entropy:LOGITS,LABELS (TARGET "
+                  "mse:OUTPUT,TARGET or "
+                  "cross-entropy:LOGITS,LABELS[,ignore-index=N] (TARGET "
                   "and LABELS name new graph inputs; labels are i64 class "
-                  "indices)"),
+                  "indices in [0, C), checked at run time; items labelled "
+                  "N are skipped, as torch's ignore_index does)"),
          cl::value_desc("spec"), cl::sub(getTrainCommand()),
          cl::cat(getTrainCategory()));
 static cl::opt<std::string>
@@ -309,17 +312,41 @@ static llvm::Expected<std::string> getTrainingPasses() {
     passes = splitPrefix + "autodiff{loss=" + spec.str() + autodiffOptions +
              "}" + interleave;
   } else {
-    auto [output, target] = operands.split(',');
+    llvm::SmallVector<llvm::StringRef, 4> parts;
+    operands.split(parts, ',');
     if (kind != "mse" && kind != "cross-entropy")
       return flagError("--loss=" + spec +
                        ": the loss kind must be mse or "
                        "cross-entropy, not '" +
                        kind + "'");
-    if (output.empty() || target.empty() || target.contains(','))
+    llvm::StringRef output = parts[0];
+    llvm::StringRef target = parts.size() > 1 ? parts[1] : "";
+    if (output.empty() || target.empty() || target.contains('='))
       return flagError("--loss=" + spec + ": expected " + kind +
-                       ":OUTPUT,TARGET");
+                       (kind == "mse" ? ":OUTPUT,TARGET"
+                                      : ":LOGITS,LABELS[,ignore-index=N]"));
+    std::string lossOptions;
+    for (llvm::StringRef option : llvm::makeArrayRef(parts).drop_front(2)) {
+      auto [key, value] = option.split('=');
+      int64_t index = 0;
+      if (kind != "cross-entropy" || key != "ignore-index")
+        return flagError(
+            "--loss=" + spec + ": unknown option '" + option + "' (" + kind +
+            (kind == "mse" ? " takes none)" : " takes ignore-index=N)"));
+      if (value.getAsInteger(10, index))
+        return flagError("--loss=" + spec +
+                         ": ignore-index must be a whole number, got '" +
+                         value + "'");
+      if (!split->empty())
+        return flagError("--loss=" + spec +
+                         ": ignore-index and --accumulate or --micro-batch "
+                         "do not combine (the loss is a mean over each "
+                         "step's non-ignored items, which the micro-batches "
+                         "split unevenly)");
+      lossOptions += " ignore-index=" + std::to_string(index);
+    }
     passes = "add-loss{kind=" + kind.str() + " output=" + output.str() +
-             " target=" + target.str() + "}," + splitPrefix +
+             " target=" + target.str() + lossOptions + "}," + splitPrefix +
              "autodiff{loss=loss" + autodiffOptions + "}" + interleave;
   }
   // After the optimizer: add-loss replaces the outputs, and the seed's next

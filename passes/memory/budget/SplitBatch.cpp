@@ -21,8 +21,9 @@
 // refused). A shared operand whose dim 0 is B and which an elementwise op
 // or Concat pairs sample for sample with the batch (a constant the folder
 // expanded to the batch) is sliced like an input. Reshape and Expand
-// shapes and Resize sizes that name B are
-// rewritten for B / K. Anything else is an error naming the node, and
+// shapes and Resize sizes that name B are rewritten for B / K, and a
+// snug.check_labels copy's offset names its slice's first position in the
+// input. Anything else is an error naming the node, and
 // findSplittableBatch says beforehand whether a module can be split. What
 // each op must not do to dim 0, which of its operands may be shared and
 // whether it may follow a mean loss is its line of BatchRules.def.
@@ -689,6 +690,13 @@ llvm::Expected<bool> SplitBatch::run(ir::Module &module) {
           values[0] = each;
           copy->setAttribute(name, ir::Attribute::getInts(values));
         }
+      // A label check names positions in the whole input.
+      if (copy->getOpCode() == ir::OpCode::SnugCheckLabels) {
+        const ir::Attribute *offset = copy->getAttribute("offset");
+        int64_t first = offset ? offset->getInt() : 0;
+        copy->setAttribute("offset",
+                           ir::Attribute::getInt(first + part * each));
+      }
       if (copy->hasBody())
         retypeBody(*copy);
     }

@@ -3,7 +3,8 @@
 // Ops whose element choice is data: CumSum (a running sum along one axis,
 // optionally exclusive and reversed), GatherElements and GatherND (reads at
 // indices), ScatterElements and ScatterND (the data with updates written,
-// or combined by `reduction` add/mul/max/min, at indices).
+// or combined by `reduction` add/mul/max/min, at indices), and
+// snug.check_labels (class indices checked before a loss compares them).
 //
 // Semantics are ONNX's, with two choices where it leaves them open: updates
 // that hit one element apply in the order of the updates' elements (row
@@ -14,6 +15,7 @@
 // f16/bf16/f32, double for f64, int64 (wrapping) for integers.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/LabelCheck.h"
 #include "runtime/host/Kernels.h"
 
 #include <string>
@@ -350,7 +352,33 @@ Status scatterNDKernel(KernelContext &ctx) {
 
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// snug.check_labels
+//===----------------------------------------------------------------------===//
+
+/// The labels unchanged, or the error naming the first bad one
+/// (runtime/LabelCheck.h: the rule and the message the CUDA executor gives
+/// too).
+Status checkLabelsKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  if (y.numElements != x.numElements || y.dtype != x.dtype)
+    return ctx.error("result does not match the operand");
+  if (getLabelClasses(ctx.op) == 0)
+    return ctx.error("classes must be a whole number >= 1");
+  for (int64_t i = 0; i < x.numElements; ++i) {
+    int64_t value = loadInt(x.data, x.dtype, i);
+    if (!isLabelAccepted(ctx.op, value))
+      return labelCheckError(ctx.op, ctx.index, i, value);
+  }
+  if (y.data != x.data)
+    std::memmove(y.data, x.data, x.bytes);
+  return Status::ok();
+}
+
 void registerIndexingKernels(KernelTable &t) {
+  t.set(OpCode::SnugCheckLabels, checkLabelsKernel);
   t.set(OpCode::CumSum, cumSumKernel);
   t.set(OpCode::GatherElements, gatherElementsKernel);
   t.set(OpCode::GatherND, gatherNDKernel);

@@ -218,6 +218,10 @@ SNUG_API snug_status snug_session_set_input(snug_session *session, size_t index,
    synchronize before the next run. */
 SNUG_API snug_status snug_session_input_data(snug_session *session,
                                              size_t index, void **data);
+/* SNUG_ERROR_INVALID_ARGUMENT when an input holds a value the bundle cannot
+   take (a cross-entropy label outside [0, C)), the message naming the
+   input, the value and its position; a training step's state then stays
+   as it was. */
 SNUG_API snug_status snug_session_run(snug_session *session);
 /* Copies the output of the last run out (bytes must equal its size; device
    to host for a CUDA session). */
