@@ -551,8 +551,13 @@ inline char *takeStack() {
     size_t page = pageBytes();
     g.stackBytes = (kib * 1024 + page - 1) / page * page;
   }
-  size_t page = pageBytes();
-  // A guard page below each stack turns an overflow into SIGSEGV.
+  // A guard region below each stack turns an overflow into SIGSEGV. A
+  // whole mebibyte of it (address space only): a frame larger than the stack
+  // first touches its locals at the stack pointer, far below the stack's end,
+  // and past a single guard page that write could land in whatever mapping
+  // lies below and overflow nothing (CudaSimExecutorDeathTest failed about
+  // one run in five).
+  size_t page = pageBytes() > (size_t(1) << 20) ? pageBytes() : size_t(1) << 20;
   void *base = mmap(nullptr, g.stackBytes + page, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
