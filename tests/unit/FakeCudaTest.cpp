@@ -722,6 +722,14 @@ TEST_F(FakeCudaTest, OffloadCopiesThroughPinnedHostMemory) {
   expectNothingLive();
 }
 
+/// Replaces the first `from` in text by `to`; fails the test if absent.
+static void replaceOnce(std::string &text, const std::string &from,
+                        const std::string &to) {
+  size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+}
+
 // Persistent state on the device: b of kMlp (as f32[1,2]) is paired with
 // z, so each run ends with z copied over b in the weights buffer. The state
 // lives in the weights allocation, made once; it survives runs eager,
@@ -729,9 +737,7 @@ TEST_F(FakeCudaTest, OffloadCopiesThroughPinnedHostMemory) {
 TEST_F(FakeCudaTest, StateIsAllocatedOnceAndSurvivesRuns) {
   std::string text = kMlp;
   auto replace = [&](const std::string &from, const std::string &to) {
-    size_t at = text.find(from);
-    ASSERT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
+    replaceOnce(text, from, to);
   };
   replace("%b: f32[2] weight", "%b: f32[1,2] weight");
   replace("arena = 192}", "arena = 192, state = [\"parameter:b=z\"]}");
@@ -779,9 +785,7 @@ TEST_F(FakeCudaTest, StateIsAllocatedOnceAndSurvivesRuns) {
 TEST_F(FakeCudaTest, FailedLabelCheckFailsTheRunAndKeepsTheState) {
   std::string text = kMlp;
   auto replace = [&](const std::string &from, const std::string &to) {
-    size_t at = text.find(from);
-    ASSERT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
+    replaceOnce(text, from, to);
   };
   replace("%b: f32[2] weight", "%b: f32[1,2] weight");
   replace("%x: f32[1,4] {offset = 0}",
