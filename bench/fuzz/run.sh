@@ -9,18 +9,25 @@
 #   passes             infer-shapes then fuse on what parses, the verifier
 #                      after each (seeded like ir)
 #   tensor-files       snug-run's .npy and TensorProto readers
+#   flags              snugc command lines: the lit tests' as seeds, every
+#                      flag and value in the dictionary (flags_seeds.py); a
+#                      case must exit 0 or 1 within 60 s, leaving nothing
+#                      half-written
 # Builds a clang tree in build-fuzz/ and needs snugc and snug-opt from the
 # normal build (argument 1, default build/) for the bundle seeds. FUZZ_TARGETS picks a
 # subset ("ir bundle"). Prints a table per target: executions, coverage
 # (edges, features) and findings. Exits 1 when a fuzzer finds a crash, a
 # leak, a timeout or an out-of-memory; its input is kept in
-# build-fuzz/findings/T/ to reproduce (`build-fuzz/bin/snug-fuzz-T FILE`).
+# build-fuzz/findings/T/ to reproduce (`build-fuzz/bin/snug-fuzz-T FILE`;
+# for flags, with SNUG_FUZZ_MODELS=build-fuzz/flags-models and
+# SNUG_FUZZ_VERBOSE=1 to see snugc's output).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${FUZZ_SECONDS:-60}
 build=${1:-build}
-fuzz=build-fuzz
-targets=${FUZZ_TARGETS:-importer bundle bundle-structured ir passes tensor-files}
+# Absolute: the flags target runs its command lines in a scratch directory.
+fuzz=$PWD/build-fuzz
+targets=${FUZZ_TARGETS:-importer bundle bundle-structured ir passes tensor-files flags}
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -30,7 +37,10 @@ cmake --build $fuzz --target $(for t in $targets; do echo snug-fuzz-$t; done)
 
 corpus=$fuzz/corpus
 mkdir -p $fuzz/findings
-for t in $targets; do mkdir -p $corpus/$t; done
+# Every target's seed directory, chosen or not: the seeding below fills all.
+for t in importer bundle bundle-structured ir passes tensor-files flags; do
+  mkdir -p $corpus/$t
+done
 
 # Seeds: the demo model, small ONNX node tests, the importer's bad inputs.
 cp models/default/model.onnx $corpus/importer/default.onnx
@@ -101,6 +111,15 @@ npy("scalar.npy", "<f8", [], struct.pack("<d", 1.5))
 npy("v2.npy", "<i4", [2], struct.pack("<2i", 7, 8), major=2)
 EOF
 
+# snugc's command lines: the lit tests' as seeds, the models they read
+# copied to the directory the fuzzer runs them in.
+if [[ " $targets " == *" flags "* ]]; then
+  rm -rf $fuzz/flags-models
+  python3 bench/fuzz/flags_seeds.py "$build/bin/snugc" tests/lit \
+    $corpus/flags $fuzz/flags-models $fuzz/flags.dict
+fi
+export SNUG_FUZZ_MODELS=$fuzz/flags-models
+
 # UBSan stops at its first report, so that it counts as a finding.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 status=0
@@ -109,8 +128,17 @@ for target in $targets; do
   echo "== fuzzing the $target for ${seconds}s =="
   rm -rf "$fuzz/findings/$target"
   mkdir -p "$fuzz/findings/$target"
-  "$fuzz/bin/snug-fuzz-$target" -max_total_time="$seconds" -rss_limit_mb=4096 \
-      -timeout=20 -artifact_prefix="$fuzz/findings/$target/" \
+  # A command line compiles a model, kernels included: 60 s a case. Leak
+  # checks are off there: each NVRTC load leaves its libstdc++'s pool when
+  # unloaded (LSan's "<unknown module>"), which is not snug's.
+  options=(-timeout=20)
+  environment=()
+  [ "$target" = flags ] &&
+    options=(-timeout=60 -detect_leaks=0 -dict="$fuzz/flags.dict") &&
+    environment=(ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0)
+  env "${environment[@]}" \
+    "$fuzz/bin/snug-fuzz-$target" -max_total_time="$seconds" -rss_limit_mb=4096 \
+      "${options[@]}" -artifact_prefix="$fuzz/findings/$target/" \
       -print_final_stats=1 "$corpus/$target" >"$fuzz/$target.log" 2>&1 || true
   grep -E "^(#[0-9]+.*DONE|stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)" \
     "$fuzz/$target.log" || true

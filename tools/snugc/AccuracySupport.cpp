@@ -47,10 +47,7 @@ static cl::opt<std::string> calibrationDir(
     cl::value_desc("DIR"), cl::init(""), InPlanningCommands(),
     cl::cat(getPlanCategory()));
 
-/// The keep set calibration found, added to --keep-fp32's.
-static std::string calibratedKeep;
-
-std::string getCalibratedKeep() { return calibratedKeep; }
+std::string getCalibratedKeep() { return getRunState().calibratedKeep; }
 
 static int failWith(const llvm::Twine &message) {
   return reportError(
@@ -266,6 +263,7 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
     } else {
       hi = 0;
     }
+    std::string &calibratedKeep = getRunState().calibratedKeep;
     calibratedKeep.clear();
     for (size_t k = 0; k < hi; ++k)
       calibratedKeep += (k ? "," : "") + ranked[k]->nodeName;

@@ -145,11 +145,9 @@ static llvm::Error userError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// The planning pipeline planModule ran ("" when --passes planned).
-static std::string planPipeline;
-
 std::string getPipelineDescription() {
   std::string description = getPipelineOption();
+  const std::string &planPipeline = getRunState().planPipeline;
   if (!planPipeline.empty())
     description += (description.empty() ? "" : ",") + planPipeline;
   return description;
@@ -230,7 +228,7 @@ llvm::Error planModule(llvm::StringRef path,
   };
   llvm::Expected<std::unique_ptr<ir::Module>> planned = planWithinBudget(
       std::move(module), reload, getPlanningOptions(), getPassManagerOptions(),
-      *budget, planningMs, planPipeline);
+      *budget, planningMs, getRunState().planPipeline);
   if (!planned)
     return planned.takeError();
   module = std::move(*planned);

@@ -4,7 +4,7 @@
 // in its own file. The getters construct on first use, so options in any file
 // can name their subcommand during static initialization. To add one (plan,
 // plan-buffers): define both in a new file, declare them here, add a row to
-// getCommands() in Snugc.cpp and the file to tools/CMakeLists.txt; the shared
+// getCommands() in CommandLine.cpp and the file to tools/CMakeLists.txt; the shared
 // options (SnugcCommon.cpp, `inAllCommands`) then apply to it too.
 //
 //===----------------------------------------------------------------------===//
@@ -40,6 +40,17 @@ struct Command {
 };
 /// Every subcommand, in --help order.
 llvm::ArrayRef<Command> getCommands();
+
+/// Parses `argv` (argv[0] the program's name), prints the banner and runs
+/// the subcommand it names; returns the exit code (SnugcCommon.h).
+/// `flagErrors` null: a flag error is printed to stderr and exits the
+/// process with status 1, as snugc does; otherwise it is printed there and
+/// returns 1, for callers that run many command lines (the flags fuzzer,
+/// which resets the options in between with cl::ResetAllOptionOccurrences).
+int runCommandLine(int argc, const char *const *argv,
+                   llvm::raw_ostream *flagErrors);
+/// The banner: tool, version, git hash and target.
+void printVersion(llvm::raw_ostream &os);
 
 /// A cl modifier that puts an option in every subcommand.
 struct InAllCommands {

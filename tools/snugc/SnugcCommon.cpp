@@ -170,21 +170,20 @@ PassManagerOptions getPassManagerOptions() {
   return passOptions;
 }
 
-static std::string &getPipelinePrefix() {
-  static std::string prefix;
-  return prefix;
+RunState &getRunState() {
+  static RunState state;
+  return state;
 }
+
+void resetRunState() { getRunState() = RunState(); }
 
 void setPipelinePrefix(llvm::StringRef prefix) {
-  getPipelinePrefix() = prefix.str();
+  getRunState().pipelinePrefix = prefix.str();
 }
 
-static bool &getTrainingImport() {
-  static bool training = false;
-  return training;
+void setTrainingImport(bool training) {
+  getRunState().trainingImport = training;
 }
-
-void setTrainingImport(bool training) { getTrainingImport() = training; }
 
 std::string getPipelineOption() {
   return getPipelineOptionFor(getPlanningOptions());
@@ -192,7 +191,7 @@ std::string getPipelineOption() {
 
 std::string getPipelineOptionFor(const PlanningOptions &planning) {
   std::string expanded = expandPipelineNames(pipeline, planning);
-  const std::string &prefix = getPipelinePrefix();
+  const std::string &prefix = getRunState().pipelinePrefix;
   if (prefix.empty())
     return expanded;
   return expanded.empty() ? prefix : prefix + "," + expanded;
@@ -218,7 +217,7 @@ loadModule(llvm::StringRef path, int &exitCode,
   ImportOptions options;
   options.allowExternalDataOutsideModelDir = allowOutsideModelDir;
   options.externalFilesRead = externalFiles;
-  options.trainingDropout = getTrainingImport();
+  options.trainingDropout = getRunState().trainingImport;
   for (const std::string &text : inputBindings) {
     auto binding = parseInputBinding(text);
     if (!binding) {

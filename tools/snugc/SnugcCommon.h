@@ -4,7 +4,7 @@
 // its debugging flags), the exit codes, and loadModule(): import a model,
 // run the pipeline, and classify failures as user or internal errors. A
 // subcommand lives in its own file with its own cl::SubCommand and run
-// function, listed in SnugcCommands.h and Snugc.cpp's table.
+// function, listed in SnugcCommands.h and CommandLine.cpp's table.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_TOOLS_SNUGC_SNUGCCOMMON_H
@@ -69,6 +69,24 @@ void setPipelinePrefix(llvm::StringRef prefix);
 /// Dropout imports as a seeded mask (ImportOptions::trainingDropout)
 /// rather than being refused. False by default.
 void setTrainingImport(bool training);
+
+/// What one snugc command line decides as it runs and later steps of the
+/// same run read. runCommandLine() resets it first, so that command lines
+/// run one after another in one process (the flags fuzzer) never see each
+/// other's.
+struct RunState {
+  /// setPipelinePrefix's passes.
+  std::string pipelinePrefix;
+  /// setTrainingImport's flag.
+  bool trainingImport = false;
+  /// The keep set --calibration found (AccuracySupport.cpp).
+  std::string calibratedKeep;
+  /// The planning pipeline planModule ran, "" when --passes planned
+  /// (PlanSupport.cpp).
+  std::string planPipeline;
+};
+RunState &getRunState();
+void resetRunState();
 
 /// Prints `error` to stderr; returns ExitInternalError for internal errors
 /// (a module that does not verify), ExitUserError otherwise.
