@@ -151,18 +151,30 @@ void collectNodeNames(const ir::Module &module, llvm::StringSet<> &into) {
   collectNodeNames(module.getNodes(), into);
 }
 
-/// The op types --keep-fp32 may name: the op table's and the ONNX ops the
-/// importer reads (some of which it builds from other ops).
+/// The op types --keep-fp32 may name: the op table's, the only ones a node
+/// can have (lower-precision matches a node's own op type).
 static const llvm::StringSet<> &getKnownOpTypes() {
   static const llvm::StringSet<> types = [] {
     llvm::StringSet<> all;
     for (const ir::OpInfo &info : ir::getAllOps())
       all.insert(info.name);
-    for (const std::string &op : getImportedOnnxOps())
-      all.insert(op);
     return all;
   }();
   return types;
+}
+
+/// Whether `name` is an ONNX op the importer reads but rebuilds from other
+/// ops (Einsum, LSTM, ...): no node keeps that op type, so keeping it would
+/// keep nothing, whether or not the model has one.
+static bool isRebuiltOnnxOp(llvm::StringRef name) {
+  static const llvm::StringSet<> rebuilt = [] {
+    llvm::StringSet<> ops;
+    for (const std::string &op : getImportedOnnxOps())
+      if (!ir::lookupOp(op))
+        ops.insert(op);
+    return ops;
+  }();
+  return rebuilt.count(name) != 0;
 }
 
 /// What `name` may have meant: the op type, then the node name, equal to
@@ -202,6 +214,12 @@ llvm::Error checkKeepFp32Names(llvm::StringRef list,
     name = name.trim();
     if (name.empty() || nodeNames.count(name) || getKnownOpTypes().count(name))
       continue;
+    if (isRebuiltOnnxOp(name))
+      return userError("--keep-fp32: '" + name +
+                       "' is an ONNX op the importer rebuilds from other ops, "
+                       "so no node of '" + modelPath +
+                       "' has that op type and it would keep nothing (name "
+                       "the nodes it becomes or their op types instead)");
     std::string suggestion = suggestKeepName(name, nodeNames);
     return userError(
         "--keep-fp32: '" + name + "' is neither a node of '" + modelPath +

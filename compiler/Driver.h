@@ -84,11 +84,13 @@ void collectNodeNames(const ir::Module &module, llvm::StringSet<> &into);
 /// --keep-fp32 as the user gave it (`list`: node names and op types,
 /// comma-separated) against `nodeNames`, the names of the nodes of the
 /// model `modelPath` (collectNodeNames, as imported and after its
-/// pipeline): a name that is neither one of them nor a known op type (the
-/// op table's, or an ONNX op the importer reads) would keep nothing, and is
-/// an error naming it and the model, with the op type or node name it
-/// differs from only in case, or nearly, as a suggestion. A known op type
-/// the model does not have is taken: one list serves many models. A
+/// pipeline): a name that is neither one of them nor an op type of the op
+/// table would keep nothing, and is an error naming it and the model, with
+/// the op type or node name it differs from only in case, or nearly, as a
+/// suggestion. An ONNX op the importer rebuilds from other ops (Einsum,
+/// LSTM) is such a name, with its own message: no node has that op type,
+/// even in a model that uses it. An op type of the table the model does
+/// not have is taken: one list serves many models. A
 /// check for the CLI and the Python package, not for the passes, whose
 /// keep= lists also come from calibration and snug-opt's test files.
 llvm::Error checkKeepFp32Names(llvm::StringRef list,

@@ -56,6 +56,14 @@ void InputFile::close() {
   fd = -1;
 }
 
+static FileStamp stampOf(const struct stat &info) {
+  FileStamp stamp;
+  stamp.size = uint64_t(info.st_size);
+  stamp.modifiedNs = int64_t(info.st_mtim.tv_sec) * 1000000000 +
+                     int64_t(info.st_mtim.tv_nsec);
+  return stamp;
+}
+
 bool InputFile::open(const std::string &newPath, std::string &error) {
   close();
   path = newPath;
@@ -86,6 +94,15 @@ bool InputFile::open(const std::string &newPath, std::string &error) {
   size = uint64_t(info.st_size);
   identity.device = uint64_t(info.st_dev);
   identity.inode = uint64_t(info.st_ino);
+  stamp = stampOf(info);
+  return true;
+}
+
+bool readFileStamp(int fd, FileStamp &stamp) {
+  struct stat info;
+  if (fstat(fd, &info) != 0)
+    return false;
+  stamp = stampOf(info);
   return true;
 }
 

@@ -48,6 +48,26 @@ struct FileIdentity {
   bool operator!=(const FileIdentity &other) const { return !(*this == other); }
 };
 
+/// What writing a file in place changes, though not its identity: its size
+/// and its modification time (nanoseconds). A reader that maps a file
+/// compares the stamp of the open file with the one taken when it opened
+/// it to learn whether the bytes it checked may have changed under the
+/// mapping. Not the status-change time: renaming a new file over the
+/// mapped one changes that (the link count drops) but not the bytes
+/// mapped. A writer that sets the old modification time back (touch -d,
+/// rsync --inplace -t) goes unseen.
+struct FileStamp {
+  uint64_t size = 0;
+  int64_t modifiedNs = 0;
+  bool operator==(const FileStamp &other) const {
+    return size == other.size && modifiedNs == other.modifiedNs;
+  }
+  bool operator!=(const FileStamp &other) const { return !(*this == other); }
+};
+
+/// The stamp of the open file `fd`; false when fstat fails.
+bool readFileStamp(int fd, FileStamp &stamp);
+
 /// A regular file open for reading.
 class InputFile {
 public:
@@ -66,6 +86,8 @@ public:
   int getFd() const { return fd; }
   uint64_t getSize() const { return size; }
   FileIdentity getIdentity() const { return identity; }
+  /// The stamp when it was opened.
+  FileStamp getStamp() const { return stamp; }
   const std::string &getPath() const { return path; }
   /// Why the last open or read failed ("No such file or directory", "not a
   /// regular file (a FIFO)"), for callers that word the message themselves.
@@ -89,6 +111,7 @@ private:
   int fd = -1;
   uint64_t size = 0;
   FileIdentity identity;
+  FileStamp stamp;
   std::string path;
   mutable std::string reason;
 };

@@ -58,6 +58,23 @@ static snug_status fail(snug_status code, const std::string &message) {
 // What differs between the executors: where the arena is, how bytes get in
 // and out of it, and how a run is timed.
 
+/// Whether the files the bundle maps are still the ones it loaded, for a
+/// session that has just read weights from the mapping: a host session at
+/// every run and weight output, any session while it is created (the CUDA
+/// executor uploads the weights then and reads the mapping no more). A
+/// bundle written in place in the meantime would have fed it other
+/// weights than its hash checked; checking after the reads counts a
+/// change during them too.
+static Status checkMappedFiles(const snug_session *session,
+                               bool readsAtRunTime) {
+#ifdef SNUG_HAVE_CUDA
+  if (readsAtRunTime && session->cuda)
+    return Status::ok();
+#endif
+  (void)readsAtRunTime;
+  return session->bundle->bundle->checkFilesUnchanged();
+}
+
 static Status writeArena(snug_session *session, uint64_t offset,
                          const void *data, uint64_t bytes) {
 #ifdef SNUG_HAVE_CUDA
@@ -78,6 +95,8 @@ static Status readLocation(snug_session *session, const Location &location,
                             ? session->bundle->bundle->getWeights()
                             : session->host->getArena();
   std::memcpy(data, from + location.offset, bytes);
+  if (location.kind == bundle::Weight)
+    return checkMappedFiles(session, true);
   return Status::ok();
 }
 
@@ -328,6 +347,8 @@ snug_status snug_session_create(const snug_bundle *handle,
       return report(s);
     session->ownsHostArena = options->arena == nullptr;
   }
+  if (Status s = checkMappedFiles(session.get(), false))
+    return report(s);
   session->inputSet.assign(handle->bundle->inputs.size(), false);
   *out = session.release();
   return SNUG_OK;
@@ -399,6 +420,8 @@ snug_status snug_session_run(snug_session *session) {
     return s;
   session->hasRun = false;
   if (Status s = runOnce(session, nullptr))
+    return report(s);
+  if (Status s = checkMappedFiles(session, true))
     return report(s);
   // The plan may have reused the inputs' memory.
   session->inputSet.assign(b.inputs.size(), false);
@@ -523,6 +546,9 @@ snug_status snug_session_benchmark(snug_session *session, uint32_t warmup,
                                           : nullptr))
       return report(s);
   }
+  // Once after the timed runs, so that they time the runs alone.
+  if (Status s = checkMappedFiles(session, true))
+    return report(s);
   session->inputSet.assign(b.inputs.size(), false);
   session->hasRun = true;
   return SNUG_OK;

@@ -12,6 +12,11 @@
 // BundleReaderDevicePlan.cpp; the cursor they share is in
 // BundleReaderInternal.h.
 //
+// A mapped file (the bundle, its external weights) stays open with the
+// stamp it had when opened, before its bytes were checked: a file written
+// in place with as many bytes faults nowhere, so the executors ask
+// checkFilesUnchanged after they read the mapping (runtime/Api.cpp).
+//
 //===----------------------------------------------------------------------===//
 #include "runtime/BundleReader.h"
 #include "core/CheckedArithmetic.h"
@@ -46,6 +51,38 @@ Bundle::~Bundle() {
     std::free(storage);
   if (weightsMap)
     munmap(weightsMap, weightsMapSize);
+  for (const WatchedFile &file : watchedFiles)
+    ::close(file.fd);
+}
+
+Status Bundle::watchFile(const InputFile &file, const std::string &what) {
+  // A descriptor of its own: the caller's closes, and a path may name
+  // another file by the next check.
+  int fd = fcntl(file.getFd(), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0)
+    return Status(SNUG_ERROR_IO, "cannot keep " + what + " open: " +
+                                     std::strerror(errno));
+  watchedFiles.push_back({fd, file.getStamp(), what});
+  return Status::ok();
+}
+
+Status Bundle::checkFilesUnchanged() const {
+  for (const WatchedFile &file : watchedFiles) {
+    FileStamp now;
+    if (!readFileStamp(file.fd, now))
+      return Status(SNUG_ERROR_IO, "cannot check " + file.what +
+                                       " for changes: " +
+                                       std::strerror(errno));
+    if (now != file.stamp)
+      return Status(SNUG_ERROR_IO,
+                    file.what +
+                        " was written in place while in use (its size or "
+                        "modification time changed since it was loaded), "
+                        "so what was read from it may not be what its hash "
+                        "checked; replace a file in use by renaming a new "
+                        "one over it");
+  }
+  return Status::ok();
 }
 
 const StateDesc *Bundle::findState(const std::string &name) const {
@@ -287,6 +324,9 @@ static Status mapExternalWeights(Cursor &cursor, const std::string &bundlePath,
                   "bundle '" + bundlePath + "': its weights file '" + path +
                       "' has " + std::to_string(input.getSize()) +
                       " bytes, the bundle expects " + std::to_string(size));
+  if (Status s = b.watchFile(input, "weights file '" + path +
+                                        "' of bundle '" + bundlePath + "'"))
+    return s;
   if (size) {
     map = mmap(nullptr, size_t(size), PROT_READ, MAP_PRIVATE, input.getFd(), 0);
     int mapError = errno;
@@ -500,7 +540,6 @@ Status readBundle(const std::string &path, std::unique_ptr<Bundle> &out) {
     return parseBundle(nullptr, 0, path, out);
   void *map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.getFd(), 0);
   int mapError = errno;
-  file.close();
   if (map == MAP_FAILED)
     return Status(SNUG_ERROR_IO, "cannot map bundle '" + path +
                                      "': " + std::strerror(mapError));
@@ -508,6 +547,8 @@ Status readBundle(const std::string &path, std::unique_ptr<Bundle> &out) {
   result->storage = static_cast<uint8_t *>(map);
   result->storageSize = size;
   result->mapped = true;
+  if (Status s = result->watchFile(file, "bundle '" + path + "'"))
+    return s;
   result->storageFaultSlot =
       registerMappedFile(map, size, "bundle '" + path + "'");
   if (Status s = decodeBundle(result->storage, size, path, result))

@@ -27,6 +27,7 @@
 
 #include "core/BundleFormat.h"
 #include "core/DevicePlan.h"
+#include "core/FileAccess.h"
 #include "runtime/Status.h"
 
 #include <cstdint>
@@ -166,6 +167,18 @@ public:
   /// The weights file's path when they are external ("" when embedded).
   std::string externalWeightsPath;
 
+  /// Keeps `file` (mapped for this bundle) open with the stamp it had when
+  /// opened, before its bytes were checked; `what` names it in messages
+  /// ("bundle 'model.snug'").
+  Status watchFile(const InputFile &file, const std::string &what);
+  /// An error naming the first watched file written in place since it was
+  /// opened (a new size or modification time): the mapping may then show other
+  /// bytes than the ones checked at load. A file replaced by renaming a new
+  /// one over it is not: the mapping keeps the old one. The executors call
+  /// it after reading from the mapping, not the byte parser: a bundle
+  /// parsed from memory watches nothing.
+  Status checkFilesUnchanged() const;
+
   ~Bundle();
 
 private:
@@ -186,6 +199,12 @@ private:
   /// The mappings' slots in core/SignalCleanup.h's table (-1: none), so
   /// that a tool can name the file whose mapping faults.
   int storageFaultSlot = -1, weightsFaultSlot = -1;
+  struct WatchedFile {
+    int fd = -1;
+    FileStamp stamp;
+    std::string what;
+  };
+  std::vector<WatchedFile> watchedFiles;
 };
 
 /// Maps (mmap, read-only) and checks the bundle at `path`; the weights are

@@ -7,7 +7,9 @@ line), does ACTION, lets it go on, and prints how it ended: "exit N" or
 
 ACTION: signal:NAME (SIGNAME sent to COMMAND, which is then not resumed:
 the signal ends it), truncate:PATH:BYTES (PATH cut to BYTES, then COMMAND
-resumes) or resume (nothing done)."""
+resumes), overwrite:PATH (PATH rewritten in place, same size, every byte
+inverted, then COMMAND resumes), rename:FROM:TO (FROM renamed over TO,
+then COMMAND resumes) or resume (nothing done)."""
 import os
 import signal
 import subprocess
@@ -52,6 +54,16 @@ with tempfile.TemporaryDirectory() as scratch:
     elif kind == "truncate":
         path, _, size = rest.rpartition(":")
         os.truncate(path, int(size))
+        os.remove(marker)
+    elif kind == "overwrite":
+        with open(rest, "r+b") as file:
+            data = bytes(b ^ 0xFF for b in file.read())
+            file.seek(0)
+            file.write(data)
+        os.remove(marker)
+    elif kind == "rename":
+        source, _, target = rest.partition(":")
+        os.replace(source, target)
         os.remove(marker)
     elif kind == "resume":
         os.remove(marker)

@@ -119,6 +119,19 @@ int64_t intAttr(const ir::Node &node, llvm::StringRef name, int64_t fallback) {
   return attr ? attr->getInt() : fallback;
 }
 
+/// `node`'s `axis`, else the op table's default for it, which is ONNX's
+/// (0 for ArgMax, Split and Gather, -1 for Softmax and LayerNormalization,
+/// 1 for Flatten). An axis that is required but missing is taken as dim 0,
+/// so the node is refused rather than split on a guess.
+int64_t axisOf(const ir::Node &node) {
+  if (const ir::Attribute *attr = node.getAttribute("axis"))
+    return attr->getInt();
+  const ir::AttrSpec *spec = ir::findAttrSpec(node.getOpCode(), "axis");
+  if (spec && spec->defaultKind == ir::AttrSpec::Default::Int)
+    return spec->intDefault;
+  return 0;
+}
+
 /// Whether `node`'s op shares operands the elementwise way: broadcast along
 /// dim 0, or per-sample (a fused group's body is elementwise).
 bool sharesByBroadcast(const ir::Node &node) {
@@ -203,6 +216,10 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
       return "operand " + std::to_string(i) +
              " is shared by every sample but not broadcast along dim 0";
   }
+  // An axis counts in the input's dims: the result of ArgMax without
+  // keepdims, Flatten or Gather has another rank.
+  size_t inputRank = node.getOperand(0) ? node.getOperand(0)->getType().getRank()
+                                        : rank;
   // Ops that mix samples along dim 0 under some attributes.
   switch (check) {
   case SplitCheck::None:
@@ -210,24 +227,21 @@ std::string whyNotSeparable(const ir::Module &module, const ir::Node &node,
   case SplitCheck::PerSample:
   case SplitCheck::SeesBatch: // refused above
     break;
+  // The indexing ops address dim 0 along their axis or index tuples (a
+  // runtime CumSum axis is refused above, as a shared operand).
   case SplitCheck::Axis:
-    if (isDimZero(intAttr(node, "axis", -1), rank))
+  case SplitCheck::IndexAxis:
+    if (isDimZero(axisOf(node), inputRank))
       return "it works along dim 0";
     break;
   case SplitCheck::FoldingAxis:
-    if (isAtOrBeforeDimZero(intAttr(node, "axis", 1), rank))
+    if (isAtOrBeforeDimZero(axisOf(node), inputRank))
       return "it folds dim 0 into its normalization or result";
     break;
   case SplitCheck::GatherAxis:
     if (inRegion.count(node.getOperand(0)) &&
-        isDimZero(intAttr(node, "axis", 0), rank))
+        isDimZero(axisOf(node), inputRank))
       return "it gathers along dim 0";
-    break;
-  // The indexing ops address dim 0 along their axis or index tuples (a
-  // runtime CumSum axis is refused above, as a shared operand).
-  case SplitCheck::IndexAxis:
-    if (isDimZero(intAttr(node, "axis", 0), rank))
-      return "it works along dim 0";
     break;
   case SplitCheck::BatchDims:
     if (intAttr(node, "batch_dims", 0) < 1)
