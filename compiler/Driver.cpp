@@ -291,11 +291,18 @@ void MemoryBudgetError::log(llvm::raw_ostream &os) const {
   else if (remat.decisions.empty())
     os << " (rematerialization found no value live across the peak step "
           "whose recomputation lowers it)";
-  else
+  else if (remat.peakBeforeBytes > getPeak())
     os << " (rematerialization lowered it from "
        << describeBytes(remat.peakBeforeBytes) << " in "
        << remat.decisions.size() << " decisions, +" << remat.extraFlops
        << " FLOPs; this is the smallest peak it reached)";
+  else
+    // Its decisions lowered the live bytes it counts, but the arena packed
+    // afterwards (or a later micro-batch or offload plan) is no smaller.
+    os << " (rematerialization's " << remat.decisions.size()
+       << " decisions, +" << remat.extraFlops
+       << " FLOPs, did not lower it: " << describeBytes(remat.peakBeforeBytes)
+       << " before them)";
   if (report.offload.applied)
     os << " (offload parked " << report.offload.values
        << " values in pinned host memory first)";

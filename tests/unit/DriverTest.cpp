@@ -3,6 +3,7 @@
 // findLargestFitting (what --fit-batch searches with): for every threshold
 // the answer is the largest value that fits, each value is tried at most
 // once, the cap holds, and an error from the predicate ends the search.
+// The budget error says rematerialization lowered the peak only when it did.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Driver.h"
@@ -58,4 +59,28 @@ TEST(DriverTest, FindLargestFittingPassesErrorsOn) {
       1000);
   ASSERT_FALSE(static_cast<bool>(found));
   EXPECT_EQ(llvm::toString(found.takeError()), "no model at 16");
+}
+
+static std::string budgetMessage(uint64_t peakBefore, uint64_t peak) {
+  MemoryReport report;
+  report.predictedPeakBytes = peak;
+  report.remat.applied = true;
+  report.remat.peakBeforeBytes = peakBefore;
+  report.remat.decisions = {"recompute x at step 3"};
+  return llvm::toString(llvm::make_error<MemoryBudgetError>(
+      "model.onnx", peak / 2, std::move(report)));
+}
+
+TEST(DriverTest, BudgetErrorSaysLoweredOnlyWhenTheRematLoweredThePeak) {
+  EXPECT_NE(budgetMessage(2000, 1000).find("rematerialization lowered it "
+                                           "from 2000 B"),
+            std::string::npos);
+  for (uint64_t before : {uint64_t(1000), uint64_t(600)}) {
+    std::string message = budgetMessage(before, 1000);
+    EXPECT_EQ(message.find("lowered it"), std::string::npos) << message;
+    EXPECT_NE(message.find("1 decisions, +0 FLOPs, did not lower it: " +
+                           std::to_string(before) + " B"),
+              std::string::npos)
+        << message;
+  }
 }
