@@ -18,8 +18,9 @@
 // the generic flags that exit the process (--help, -h, --version). Files a case
 // writes are removed after it and changed models restored. The kernel
 // cache goes to the scratch directory's cache/ (XDG_CACHE_HOME).
-// SNUG_FUZZ_VERBOSE=1 keeps snugc's output (reproducing a finding);
-// otherwise it goes to /dev/null. Built only with clang (-DSNUG_FUZZ=ON).
+// Standard output goes to /dev/null unless SNUG_FUZZ_VERBOSE=1; standard
+// error (snugc's messages, a sanitizer's report) stays. Built only with
+// clang (-DSNUG_FUZZ=ON).
 //
 //===----------------------------------------------------------------------===//
 #include "tools/snugc/SnugcCommands.h"
@@ -114,8 +115,11 @@ bool isRefusedArgument(llvm::StringRef arg) {
     return true;
   llvm::StringRef name = arg.ltrim('-').split('=').first;
   return arg.startswith("-") &&
-         (name.startswith("help") || name == "h" || name == "version" ||
-          name == "print-options" || name == "print-all-options");
+         llvm::is_contained(llvm::ArrayRef<llvm::StringRef>{
+                                "h", "help", "help-hidden", "help-list",
+                                "help-list-hidden", "version", "print-options",
+                                "print-all-options"},
+                            name);
 }
 
 /// The -o path of the command line, "" when none (or standard output).
@@ -131,35 +135,37 @@ std::string getOutputPath(const std::vector<std::string> &args) {
   return output == "-" ? "" : output;
 }
 
-/// Standard output and error to /dev/null while a case runs (unless
-/// SNUG_FUZZ_VERBOSE), back afterwards for the fuzzer's own reports.
-class QuietOutput {
+/// Standard output (reports, IR) to /dev/null while a case runs, unless
+/// SNUG_FUZZ_VERBOSE; standard error stays, so that a sanitizer's report
+/// reaches the log. The case runs in the work directory; the fuzzer's own
+/// paths (corpus, artifacts) stay relative to where it was started.
+class CaseScope {
 public:
-  QuietOutput() {
+  CaseScope() {
+    savedDir = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (savedDir < 0 || ::chdir(getSandbox().work.c_str()) != 0)
+      fail("cannot enter " + getSandbox().work);
     if (std::getenv("SNUG_FUZZ_VERBOSE"))
       return;
-    int null = ::open("/dev/null", O_WRONLY);
+    int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     savedOut = ::dup(1);
-    savedErr = ::dup(2);
     ::dup2(null, 1);
-    ::dup2(null, 2);
     ::close(null);
   }
-  ~QuietOutput() {
+  ~CaseScope() {
     llvm::outs().flush();
-    llvm::errs().flush();
     std::fflush(stdout);
-    std::fflush(stderr);
-    if (savedOut < 0)
-      return;
-    ::dup2(savedOut, 1);
-    ::dup2(savedErr, 2);
-    ::close(savedOut);
-    ::close(savedErr);
+    if (savedOut >= 0) {
+      ::dup2(savedOut, 1);
+      ::close(savedOut);
+    }
+    if (::fchdir(savedDir) != 0)
+      fail("cannot return from " + getSandbox().work);
+    ::close(savedDir);
   }
 
 private:
-  int savedOut = -1, savedErr = -1;
+  int savedDir = -1, savedOut = -1;
 };
 
 std::string describe(const std::vector<std::string> &args) {
@@ -180,7 +186,10 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   llvm::SmallString<128> root;
   if (fs::createUniqueDirectory("snug-fuzz-flags", root))
     fail("cannot create a scratch directory");
-  std::string rootPath(root.str());
+  static std::string rootPath;
+  rootPath = std::string(root.str());
+  // Gone when the fuzzer exits; left for a look after a crash.
+  std::atexit([] { fs::remove_directories(rootPath); });
   sandbox.work = rootPath + "/work";
   if (fs::create_directory(sandbox.work) ||
       fs::create_directory(rootPath + "/cache"))
@@ -197,8 +206,6 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   if (sandbox.files.empty())
     fail(std::string("no models in ") + models);
   ::setenv("XDG_CACHE_HOME", (rootPath + "/cache").c_str(), 1);
-  if (::chdir(sandbox.work.c_str()) != 0)
-    fail("cannot enter " + sandbox.work);
   restoreSandbox();
   return 0;
 }
@@ -227,12 +234,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     argv.push_back(arg.c_str());
   int exitCode;
   {
-    QuietOutput quiet;
+    CaseScope scope;
     llvm::cl::ResetAllOptionOccurrences();
-    std::string flagErrors;
-    llvm::raw_string_ostream flagStream(flagErrors);
     exitCode = snug::snugc::runCommandLine(argv.size(), argv.data(),
-                                           &flagStream);
+                                           &llvm::errs());
   }
 
   if (exitCode != 0 && exitCode != 1)

@@ -25,6 +25,7 @@
 #include "compiler/Pipeline.h"
 #include "passes/PassManager.h"
 #include "passes/Passes.h"
+#include "tools/HelpTypo.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -168,6 +169,12 @@ int main(int argc, char **argv) {
     option->setDescription("Print the time each pass takes");
     option->setHiddenFlag(cl::NotHidden);
     option->addCategory(category);
+  }
+  llvm::StringRef typo = snug::findHelpTypo(argc, argv);
+  if (!typo.empty()) {
+    llvm::errs() << "snug-opt: Unknown command line argument '" << typo
+                 << "'.  Try: 'snug-opt --help'\n";
+    return 1;
   }
   cl::ParseCommandLineOptions(argc, argv,
                               "snug-opt: run passes over snug textual IR\n");

@@ -9,6 +9,7 @@
 #include "tools/snugc/CudaSupport.h"
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
+#include "tools/HelpTypo.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -42,6 +43,13 @@ void printVersion(llvm::raw_ostream &os) {
 int runCommandLine(int argc, const char *const *argv,
                    llvm::raw_ostream *flagErrors) {
   resetRunState();
+  llvm::StringRef typo = findHelpTypo(argc, argv);
+  if (!typo.empty()) {
+    (flagErrors ? *flagErrors : llvm::errs())
+        << "snugc: Unknown command line argument '" << typo
+        << "'.  Try: 'snugc --help'\n";
+    return ExitUserError;
+  }
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "snugc: the snug ahead-of-time compiler\n",
                                    flagErrors))
