@@ -422,9 +422,20 @@ static llvm::Error checkFrozenInput(const Importer &importer,
   return llvm::Error::success();
 }
 
+/// Whether a dim_param names no dim: empty, or "?" (what some exporters
+/// write for an unknown dim). Two such dims need not be equal.
+static bool isUnknownDimParam(llvm::StringRef param) {
+  return param.empty() || param == "?";
+}
+
+std::string getUnknownDimName(llvm::StringRef input, int dim) {
+  return (input + "_dim" + llvm::Twine(dim)).str();
+}
+
 static llvm::Expected<ir::TensorType>
 bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
-              const ImportOptions &options) {
+              const ImportOptions &options,
+              llvm::ArrayRef<std::string> unboundUnknownDims) {
   std::string subject = "graph input '" + input.name() + "'";
   if (!input.type().has_tensor_type())
     return importer.error(subject + " is not a tensor");
@@ -469,15 +480,14 @@ bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
   llvm::SmallVector<int64_t, 4> dims;
   for (int i = 0; i < tensor.shape().dim_size(); ++i) {
     const onnx::TensorShapeProto::Dimension &dim = tensor.shape().dim(i);
-    if (dim.has_dim_value()) {
-      if (dim.dim_value() <= 0)
-        return importer.error(subject + " dim " + llvm::Twine(i) + " is " +
-                              llvm::Twine(dim.dim_value()) +
-                              "; snug needs positive dims");
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      if (dim.dim_value() == 0)
+        return importer.error(subject + " dim " + llvm::Twine(i) +
+                              " is 0; snug needs positive dims");
       dims.push_back(dim.dim_value());
       continue;
     }
-    if (dim.has_dim_param() && !dim.dim_param().empty()) {
+    if (dim.has_dim_param() && !isUnknownDimParam(dim.dim_param())) {
       auto bound = options.dims.find(dim.dim_param());
       if (bound == options.dims.end())
         return importer.bindingError(input.name(), i, dim.dim_param(), subject + " dim " + llvm::Twine(i) +
@@ -487,9 +497,21 @@ bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
       dims.push_back(bound->second);
       continue;
     }
-    return importer.bindingError(input.name(), i, "", subject + " dim " + llvm::Twine(i) +
-                          " has no size: give --input " + input.name() +
-                          ":DIMS");
+    // Unknown: a symbolic dim of its own, named so that --dim can bind it.
+    std::string symbol = getUnknownDimName(input.name(), i);
+    auto bound = options.dims.find(symbol);
+    if (bound == options.dims.end())
+      return importer.bindingError(
+          input.name(), i, symbol,
+          subject + " dim " + llvm::Twine(i) + " is unknown (" +
+              (dim.has_dim_value() ? std::to_string(dim.dim_value())
+               : dim.has_dim_param() && !dim.dim_param().empty()
+                   ? "'" + dim.dim_param() + "'"
+                   : std::string("no size or name")) +
+              "); snug names it '" + symbol + "': give --dim " + symbol +
+              "=N or --input " + input.name() + ":DIMS (the unknown dims " +
+              "left unbound: " + llvm::join(unboundUnknownDims, ", ") + ")");
+    dims.push_back(bound->second);
   }
   ir::TensorType type(*dtype, dims);
   if (!getCheckedByteSize(type))
@@ -514,9 +536,10 @@ static llvm::Error checkOutput(const Importer &importer,
     return llvm::Error::success();
   const auto &dims = tensor.shape().dim();
   bool matches = dims.size() == static_cast<int>(type.getRank());
+  // Only the dims it knows: -1 (Paddle's unknown) is no size either.
   for (int i = 0; matches && i < dims.size(); ++i)
-    matches =
-        !dims[i].has_dim_value() || dims[i].dim_value() == type.getDims()[i];
+    matches = !dims[i].has_dim_value() || dims[i].dim_value() < 0 ||
+              dims[i].dim_value() == type.getDims()[i];
   if (matches)
     return llvm::Error::success();
   std::string declared = "[";
@@ -623,17 +646,31 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
   // accepted and bind nothing).
   llvm::StringSet<> symbols;
   llvm::StringMap<std::string> givenOnly;
+  // For bindInputType's message: every unknown dim still to bind, at once.
+  std::vector<std::string> unboundUnknownDims;
   for (const onnx::ValueInfoProto &input : graph.input()) {
     bool given = options.frozenInputs.count(input.name()) != 0;
     for (const InputBinding &binding : options.inputs)
       given |= binding.name == input.name();
-    for (const auto &dim : input.type().tensor_type().shape().dim())
-      if (dim.has_dim_param()) {
-        if (!given)
-          symbols.insert(dim.dim_param());
-        else
-          givenOnly.try_emplace(dim.dim_param(), input.name());
+    const auto &dims = input.type().tensor_type().shape().dim();
+    for (int i = 0; i < dims.size(); ++i) {
+      const auto &dim = dims[i];
+      // A named dim, or an unknown one by the name bindInputType gives it.
+      std::string symbol;
+      if (dim.has_dim_value() && dim.dim_value() >= 0)
+        continue;
+      if (dim.has_dim_param() && !isUnknownDimParam(dim.dim_param()))
+        symbol = dim.dim_param();
+      else {
+        symbol = getUnknownDimName(input.name(), i);
+        if (!given && !options.dims.count(symbol))
+          unboundUnknownDims.push_back(symbol);
       }
+      if (!given)
+        symbols.insert(symbol);
+      else
+        givenOnly.try_emplace(symbol, input.name());
+    }
   }
   for (const auto &bound : options.dims) {
     if (!symbols.count(bound.getKey()) && givenOnly.count(bound.getKey()))
@@ -668,7 +705,7 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
           module.addWeight(input.name(), type, bytes);
       continue;
     }
-    auto type = bindInputType(importer, input, options);
+    auto type = bindInputType(importer, input, options, unboundUnknownDims);
     if (!type)
       return type.takeError();
     if (llvm::Error error = checkRank(importer, "graph input '" +

@@ -107,9 +107,15 @@ struct InputBinding {
   llvm::Optional<ir::DType> dtype;
 };
 
+/// The symbol an input dim of no known size has (-1, Paddle's convention;
+/// a dim_param "?" or empty; neither value nor name): "INPUT_dimI", which
+/// `--dim` binds like a named one. Each such dim has its own.
+std::string getUnknownDimName(llvm::StringRef input, int dim);
+
 struct ImportOptions {
   std::vector<InputBinding> inputs;
-  /// `--dim SYMBOL=N` bindings.
+  /// `--dim SYMBOL=N` bindings (named dims, and unknown ones by
+  /// getUnknownDimName).
   llvm::StringMap<int64_t> dims;
   /// Graph inputs to treat as constants (weights) with these contents, as
   /// if they were initializers: for tests that feed shape parameters
