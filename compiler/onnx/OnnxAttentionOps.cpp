@@ -109,7 +109,7 @@ public:
     if (!x)
       return nullptr; // an earlier emit failed
     // Slice's canonical axes are non-negative.
-    int64_t last = x->getType().getRank() - 1;
+    int64_t last = int64_t(x->getType().getRank()) - 1;
     return op("Slice", {x},
               {{"starts", Attribute::getInts({start})},
                {"ends", Attribute::getInts({end})},

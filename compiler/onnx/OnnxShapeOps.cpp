@@ -124,7 +124,9 @@ static llvm::Error importTranspose(Importer &importer, onnx::NodeProto &node) {
   if (auto given = attrInts(node, "perm")) {
     perm = *given;
   } else {
-    for (int64_t i = (*input)->getType().getRank() - 1; i >= 0; --i)
+    // Signed: a scalar's rank 0, less 1 as unsigned, pushed 4 billion.
+    int64_t rank = (*input)->getType().getRank();
+    for (int64_t i = rank - 1; i >= 0; --i)
       perm.push_back(i);
   }
   return importer.emitAndBind(node, "Transpose", {*input},
