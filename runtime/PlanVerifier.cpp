@@ -545,11 +545,61 @@ std::string checkMatMul(const PlanOp &op) {
   return "";
 }
 
+/// Whether `code`'s host kernel copies elements of operand 0 (and of the
+/// other data operands, for Concat) into its results by the results'
+/// element size (DataMovementKernels.cpp, IndexingKernels.cpp): ONNX gives
+/// these ops one type for the data in and out, and a result of a wider
+/// dtype would read past the operand (a mutated Resize did).
+bool movesOperandElements(OpCode code) {
+  switch (code) {
+  case OpCode::Concat:
+  case OpCode::DepthToSpace:
+  case OpCode::SpaceToDepth:
+  case OpCode::Expand:
+  case OpCode::Gather:
+  case OpCode::Pad:
+  case OpCode::Resize:
+  case OpCode::Slice:
+  case OpCode::Split:
+  case OpCode::Tile:
+  case OpCode::Transpose:
+  case OpCode::GatherElements:
+  case OpCode::GatherND:
+  case OpCode::ScatterElements:
+  case OpCode::ScatterND:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// The data-movement ops' results (and Concat's operands) have operand 0's
+/// dtype.
+std::string checkMovedDTypes(const PlanOp &op, OpCode code) {
+  uint8_t dtype = op.operands[0].dtype;
+  for (size_t k = 0; k < op.results.size(); ++k)
+    if (op.results[k].isPresent() && op.results[k].dtype != dtype)
+      return "result " + std::to_string(k) + " has dtype " +
+             dtypeName(op.results[k].dtype) + ", operand 0 " +
+             dtypeName(dtype) + " (the op moves its elements)";
+  if (code == OpCode::Concat)
+    for (size_t k = 1; k < op.operands.size(); ++k)
+      if (op.operands[k].isPresent() && op.operands[k].dtype != dtype)
+        return "operand " + std::to_string(k) + " has dtype " +
+               dtypeName(op.operands[k].dtype) + ", operand 0 " +
+               dtypeName(dtype);
+  return "";
+}
+
 /// The op-specific rules; "" when `op` passes.
 std::string checkOp(const PlanOp &op, const OpSpec &spec) {
   const Location &result = op.results[0];
   if (std::string why = checkTypes(op, spec); !why.empty())
     return why;
+  if (movesOperandElements(spec.code) && !op.operands.empty() &&
+      op.operands[0].isPresent())
+    if (std::string why = checkMovedDTypes(op, spec.code); !why.empty())
+      return why;
   if ((spec.traits & op_traits::Elementwise) != 0)
     for (size_t k = 0; k < op.operands.size(); ++k)
       if (op.operands[k].isPresent() &&

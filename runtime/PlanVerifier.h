@@ -13,8 +13,9 @@
 //     body ops of snug.fused likewise, and elementwise;
 //   - attributes named in Ops.def's ATTR lines have the kind declared there;
 //   - types: operand 0's dtype in the DTYPES column, the family's rule
-//     (Unary, Broadcast, Compare), an elementwise op's operands broadcasting
-//     to its result, a view keeping its byte size;
+//     (Unary, Broadcast, Compare), a data-movement op's results in operand
+//     0's dtype, an elementwise op's operands broadcasting to its result,
+//     a view keeping its byte size;
 //   - aliasing: a result lies exactly on an operand only for ops whose
 //     kernels are written for it, and apart from it otherwise;
 //   - the kernel-specific invariants the host kernels

@@ -305,6 +305,36 @@ TEST(PlanVerifierTest, RefusesALabelCheckWithoutClasses) {
       << error;
 }
 
+/// A data-movement op's result of another dtype than its operand: the host
+/// kernel copies by the result's element size, so an f64 result of an f32
+/// Resize read past the operand (found by make fuzz's structured bundle
+/// target); Concat's operands likewise.
+TEST(PlanVerifierTest, RefusesADataMovementResultOfAnotherDType) {
+  const char *resize =
+      "func @r(%x: f32[2,3] {offset = 0}) -> f32[4,6] attributes {arena = "
+      "512} {\n"
+      "  %y = Resize(%x, _, _, _) {mode = \"nearest\", sizes = [4, 6]} : "
+      "f32[4,6] {offset = 64}\n"
+      "  return %y\n}\n";
+  std::string error = craftedError(resize, [](std::vector<rt::PlanOp> &ops) {
+    ops[0].results[0].dtype = bundle::DTypeF64;
+  });
+  EXPECT_TRUE(contains(error, "(Resize): result 0 has dtype f64, operand 0 "
+                              "f32 (the op moves its elements)"))
+      << error;
+  const char *concat =
+      "func @c(%a: f32[2] {offset = 0}, %b: f32[2] {offset = 64}) -> f32[4] "
+      "attributes {arena = 192} {\n"
+      "  %y = Concat(%a, %b) {axis = 0} : f32[4] {offset = 128}\n"
+      "  return %y\n}\n";
+  error = craftedError(concat, [](std::vector<rt::PlanOp> &ops) {
+    ops[0].operands[1].dtype = bundle::DTypeF16;
+  });
+  EXPECT_TRUE(contains(error, "(Concat): operand 1 has dtype f16, operand 0 "
+                              "f32"))
+      << error;
+}
+
 /// Resize's nearest mode converts about o / scale to an index: a tiny scale
 /// would leave int64_t.
 TEST(PlanVerifierTest, RefusesResizeScalesThatOverflow) {
