@@ -39,10 +39,10 @@ llvm::Error importIf(Importer &importer, onnx::NodeProto &node) {
   if (!*data)
     return importer.error(
         node, "condition '" + name +
-                  "' is not known at compile time: snug supports only an "
-                  "If whose condition is a constant (an initializer, a "
-                  "Constant node, or a value computed from shapes: "
-                  "--freeze-input fixes a graph input's value, and "
+                  "' is not a constant; snug needs it known at compile time "
+                  "(it supports only an If whose condition is known then: "
+                  "an initializer, a Constant node, or a value computed from "
+                  "shapes; --freeze-input fixes a graph input's value, and "
                   "--dim/--input bind the dims a shape-derived condition "
                   "reads)");
   bool taken = readElementAsDouble(type.getDType(), (*data)->data(), 0) != 0;
