@@ -12,6 +12,8 @@ namespace {
 using namespace attr_kinds;
 // ONNX's sparse tensors have no IR kind (the importer refuses them).
 const llvm::Optional<Attribute::Kind> SparseTensor = llvm::None;
+// Nor its graphs (If's branches, which the importer inlines).
+const llvm::Optional<Attribute::Kind> Graph = llvm::None;
 constexpr OnnxAttrSpec::Handling Resolved = OnnxAttrSpec::Handling::Resolved;
 constexpr OnnxAttrSpec::Handling Ignored = OnnxAttrSpec::Handling::Ignored;
 const OnnxAttrSpec onnxAttrTable[] = {

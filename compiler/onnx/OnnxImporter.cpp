@@ -3,7 +3,9 @@
 // The driver: load the ModelProto, check the opset, scan the whole graph
 // (unsupported ops, duplicate graph inputs and initializers, arity against
 // the op table, undefined inputs, duplicate outputs, cycles) and report
-// every finding of a kind at once, bind the graph inputs' dims, read the
+// every finding of a kind at once; If branches are scanned alike, nested
+// in their graph's names (OnnxControlFlow.cpp imports the branch an If
+// takes), bind the graph inputs' dims, read the
 // initializers, then import the nodes in a topological order (models are
 // usually sorted already; a sorted order is computed anyway, which is also
 // the cycle check). Each node's attributes are checked against ONNX's
@@ -207,8 +209,215 @@ struct ModelScan {
   int64_t legacyOpset = 0; // Importer::legacyOpset
   llvm::StringMap<int64_t> domainOpsets;
   std::vector<int> order; // node indices in a topological order
+  /// The order of each If branch's nodes (Importer::branchOrders).
+  std::map<const onnx::GraphProto *, std::vector<int>> branchOrders;
+};
+
+/// A scan's findings, reported together (the first 20 in full).
+struct Problems {
+  const Importer &importer;
+  std::string text;
+  unsigned count = 0;
+  void report(const std::string &message) {
+    if (++count <= 20)
+      text += (text.empty() ? "" : "\n") + importer.path + ": error: " +
+              message;
+  }
 };
 } // namespace
+
+/// The branches of an If node (its GRAPH attributes); none for other ops.
+static llvm::SmallVector<const onnx::AttributeProto *, 2>
+getBranches(const onnx::NodeProto &node) {
+  llvm::SmallVector<const onnx::AttributeProto *, 2> branches;
+  if (!isDefaultDomain(node.domain()) || node.op_type() != "If")
+    return branches;
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.has_g())
+      branches.push_back(&attr);
+  return branches;
+}
+
+/// Calls `fn` on every node of `graph` and of its If branches, nested ones
+/// too (an If is imported as the nodes of one of its branches).
+static void forEachNode(const onnx::GraphProto &graph,
+                        llvm::function_ref<void(const onnx::NodeProto &)> fn) {
+  for (const onnx::NodeProto &node : graph.node()) {
+    fn(node);
+    for (const onnx::AttributeProto *branch : getBranches(node))
+      forEachNode(branch->g(), fn);
+  }
+}
+
+/// Checks one graph: the model's (`where` empty, `outer` empty) or an If
+/// branch (`where` says which, " in then_branch of node 'if' (If)"), whose
+/// nodes may read any name its enclosing graphs define (`outer`) but may
+/// define none of them (ONNX's scoping; snug imports a branch into the
+/// enclosing graph, where such a name would be defined twice). Reports
+/// what is wrong to `problems`; when nothing is, puts the nodes in a
+/// topological order (`order`), in which an If node comes after the
+/// producers of every name its branches read, and returns the outer names
+/// the graph reads in `reads`. A cycle is an error of its own.
+static llvm::Error scanGraph(const Importer &importer,
+                             const onnx::GraphProto &graph,
+                             const llvm::StringSet<> &outer,
+                             const std::string &where, Problems &problems,
+                             ModelScan &scan, std::vector<int> &order,
+                             llvm::StringSet<> &reads) {
+  auto report = [&](const std::string &message) { problems.report(message); };
+  auto describe = [&](const onnx::NodeProto &node) {
+    return importer.describe(node) + where;
+  };
+  bool isBranch = !where.empty();
+  // Who defines each name; every input must have a definer, and only one
+  // of a kind (an initializer may also be listed as a graph input, as
+  // models before IR version 4 do).
+  llvm::StringSet<> available, initializers;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (isBranch)
+      report("input '" + input.name() + "'" + where +
+             ": an If branch takes no inputs");
+    else if (!available.insert(input.name()).second)
+      report("graph input '" + input.name() + "' is listed more than once");
+  }
+  for (const onnx::TensorProto &initializer : graph.initializer()) {
+    if (!initializers.insert(initializer.name()).second)
+      report("initializer '" + initializer.name() + "'" + where +
+             " is defined more than once");
+    else if (outer.count(initializer.name()))
+      report("initializer '" + initializer.name() + "'" + where +
+             " has the name of a value outside the branch (snug needs the "
+             "names a branch defines to be its own)");
+    available.insert(initializer.name());
+  }
+  // Arity against the op table, for ONNX ops that keep their name there
+  // (trailing empty names are absent optional inputs).
+  for (const onnx::NodeProto &node : graph.node()) {
+    const ir::OpInfo *info = ir::lookupOp(node.op_type());
+    if (!info)
+      continue;
+    int inputs = node.input_size();
+    while (inputs > 0 && node.input(inputs - 1).empty())
+      --inputs;
+    if (inputs < info->minOperands ||
+        (info->maxOperands >= 0 && inputs > info->maxOperands))
+      report(describe(node) + ": has " + std::to_string(inputs) + " input" +
+             (inputs == 1 ? "" : "s") + ", " + node.op_type() + " takes " +
+             (info->minOperands == info->maxOperands
+                  ? std::to_string(info->minOperands)
+              : info->maxOperands < 0
+                  ? "at least " + std::to_string(info->minOperands)
+                  : std::to_string(info->minOperands) + " to " +
+                        std::to_string(info->maxOperands)));
+  }
+  llvm::StringMap<int> producer;
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &output : graph.node(i).output()) {
+      if (output.empty())
+        continue;
+      if (available.count(output) || !producer.insert({output, i}).second)
+        report(describe(graph.node(i)) + ": output '" + output +
+               "' is defined more than once");
+      else if (outer.count(output))
+        report(describe(graph.node(i)) + ": output '" + output +
+               "' has the name of a value outside the branch (snug needs "
+               "the names a branch defines to be its own)");
+    }
+  auto isDefined = [&](llvm::StringRef name) {
+    return available.count(name) || producer.count(name);
+  };
+  // A name of an enclosing graph: read from there.
+  auto readsOuter = [&](llvm::StringRef name) {
+    if (isDefined(name) || !outer.count(name))
+      return false;
+    reads.insert(name);
+    return true;
+  };
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &input : node.input())
+      if (!input.empty() && !isDefined(input) && !readsOuter(input))
+        report(describe(node) + ": input '" + input +
+               "' is not defined by any node, initializer or graph input");
+  for (const onnx::ValueInfoProto &output : graph.output())
+    if (!isDefined(output.name()) && !readsOuter(output.name()))
+      report((isBranch ? "output '" : "graph output '") + output.name() +
+             "'" + where + " is not defined");
+
+  // The branches, which may read every name defined here or outside; the
+  // names they read from here order their If node like inputs.
+  std::vector<std::vector<std::string>> branchReads(graph.node_size());
+  llvm::Optional<llvm::StringSet<>> visible;
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const onnx::AttributeProto *branch : getBranches(graph.node(i))) {
+      if (!visible) {
+        visible.emplace();
+        for (const auto &entry : outer)
+          visible->insert(entry.getKey());
+        for (const auto &entry : available)
+          visible->insert(entry.getKey());
+        for (const auto &entry : producer)
+          visible->insert(entry.getKey());
+      }
+      std::vector<int> branchOrder;
+      llvm::StringSet<> inner;
+      if (llvm::Error error = scanGraph(
+              importer, branch->g(), *visible,
+              " in " + branch->name() + " of " + describe(graph.node(i)),
+              problems, scan, branchOrder, inner))
+        return error;
+      for (const auto &entry : inner)
+        if (!readsOuter(entry.getKey()))
+          branchReads[i].push_back(entry.getKey().str());
+      scan.branchOrders[&branch->g()] = std::move(branchOrder);
+    }
+  if (problems.count)
+    return llvm::Error::success();
+
+  // Kahn's algorithm; what is left over lies on or behind a cycle.
+  std::vector<int> pending(graph.node_size(), 0);
+  llvm::StringMap<std::vector<int>> consumers;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    llvm::StringSet<> seen;
+    auto dependOn = [&](const std::string &input) {
+      if (!input.empty() && producer.count(input) &&
+          seen.insert(input).second) {
+        ++pending[i];
+        consumers[input].push_back(i);
+      }
+    };
+    for (const std::string &input : graph.node(i).input())
+      dependOn(input);
+    for (const std::string &input : branchReads[i])
+      dependOn(input);
+  }
+  std::deque<int> ready;
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (!pending[i])
+      ready.push_back(i);
+  while (!ready.empty()) {
+    int index = ready.front();
+    ready.pop_front();
+    order.push_back(index);
+    for (const std::string &output : graph.node(index).output()) {
+      auto it = consumers.find(output);
+      if (it == consumers.end())
+        continue;
+      for (int consumer : it->second)
+        if (--pending[consumer] == 0)
+          ready.push_back(consumer);
+    }
+  }
+  if (order.size() != static_cast<size_t>(graph.node_size())) {
+    std::string names;
+    unsigned listed = 0;
+    for (int i = 0; i < graph.node_size(); ++i)
+      if (pending[i] && listed++ < 8)
+        names += (names.empty() ? "" : ", ") + importer.describe(graph.node(i));
+    return importer.error("the graph" + where + " has a cycle through " +
+                          names);
+  }
+  return llvm::Error::success();
+}
 
 static llvm::Expected<ModelScan> scanModel(const Importer &importer,
                                            const onnx::ModelProto &model) {
@@ -243,7 +452,7 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
 
   const onnx::GraphProto &graph = model.graph();
   std::vector<UnsupportedOp> unsupported;
-  for (const onnx::NodeProto &node : graph.node()) {
+  forEachNode(graph, [&](const onnx::NodeProto &node) {
     bool known = isDefaultDomain(node.domain()) &&
                  lookupOpImporter(node.op_type()) != nullptr;
     if (!known) {
@@ -252,18 +461,18 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
       int64_t version = it == scan.domainOpsets.end() ? 0 : it->second;
       unsupported.push_back({node.op_type(), domain, version, node.name()});
     }
-  }
+  });
   if (!unsupported.empty())
     return llvm::make_error<UnsupportedOpsError>(importer.path,
                                                  std::move(unsupported));
   if (scan.opset < kMinOnnxOpset) {
     // Read as kMinOnnxOpset when that reads every op the same.
     std::set<std::string> changed;
-    for (const onnx::NodeProto &node : graph.node()) {
+    forEachNode(graph, [&](const onnx::NodeProto &node) {
       auto legacy = getOnnxSchemaLegacy(node.op_type());
       if (isDefaultDomain(node.domain()) && (!legacy || *legacy > scan.opset))
         changed.insert(node.op_type());
-    }
+    });
     if (!changed.empty())
       return tooOld("; its " + llvm::join(changed, ", ") +
                     " had another form at opset " +
@@ -272,13 +481,7 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
     scan.opset = kMinOnnxOpset;
   }
 
-  std::string problems;
-  unsigned problemCount = 0;
-  auto report = [&](const std::string &message) {
-    if (++problemCount <= 20)
-      problems += (problems.empty() ? "" : "\n") + importer.path +
-                  ": error: " + message;
-  };
+  Problems problems{importer, "", 0};
   // The names that become keys and file names (the bundle's inputs,
   // outputs and state; snug-run's NAME.npy; the C API's C strings) end at
   // a NUL byte there: "W\0x" compiled, then its state was not found.
@@ -288,9 +491,9 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
     std::string shown;
     llvm::raw_string_ostream os(shown);
     llvm::printEscapedString(name, os);
-    report(std::string(what) + " '" + os.str() +
-           "' has a NUL byte in its name (snug's names of inputs, outputs "
-           "and state end at one)");
+    problems.report(std::string(what) + " '" + os.str() +
+                    "' has a NUL byte in its name (snug's names of inputs, "
+                    "outputs and state end at one)");
   };
   for (const onnx::ValueInfoProto &input : graph.input())
     checkNoNul(input.name(), "graph input");
@@ -298,99 +501,16 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
     checkNoNul(initializer.name(), "initializer");
   for (const onnx::ValueInfoProto &output : graph.output())
     checkNoNul(output.name(), "graph output");
-  // Who defines each name; every input must have a definer, and only one
-  // of a kind (an initializer may also be listed as a graph input, as
-  // models before IR version 4 do).
-  llvm::StringSet<> available, initializers;
-  for (const onnx::ValueInfoProto &input : graph.input())
-    if (!available.insert(input.name()).second)
-      report("graph input '" + input.name() + "' is listed more than once");
-  for (const onnx::TensorProto &initializer : graph.initializer()) {
-    if (!initializers.insert(initializer.name()).second)
-      report("initializer '" + initializer.name() +
-             "' is defined more than once");
-    available.insert(initializer.name());
-  }
-  // Arity against the op table, for ONNX ops that keep their name there
-  // (trailing empty names are absent optional inputs).
-  for (const onnx::NodeProto &node : graph.node()) {
-    const ir::OpInfo *info = ir::lookupOp(node.op_type());
-    if (!info)
-      continue;
-    int inputs = node.input_size();
-    while (inputs > 0 && node.input(inputs - 1).empty())
-      --inputs;
-    if (inputs < info->minOperands ||
-        (info->maxOperands >= 0 && inputs > info->maxOperands))
-      report(importer.describe(node) + ": has " + std::to_string(inputs) +
-             " input" + (inputs == 1 ? "" : "s") + ", " + node.op_type() +
-             " takes " +
-             (info->minOperands == info->maxOperands
-                  ? std::to_string(info->minOperands)
-              : info->maxOperands < 0
-                  ? "at least " + std::to_string(info->minOperands)
-                  : std::to_string(info->minOperands) + " to " +
-                        std::to_string(info->maxOperands)));
-  }
-  llvm::StringMap<int> producer;
-  for (int i = 0; i < graph.node_size(); ++i)
-    for (const std::string &output : graph.node(i).output()) {
-      if (output.empty())
-        continue;
-      if (available.count(output) || !producer.insert({output, i}).second)
-        report(importer.describe(graph.node(i)) + ": output '" + output +
-               "' is defined more than once");
-    }
-  for (const onnx::NodeProto &node : graph.node())
-    for (const std::string &input : node.input())
-      if (!input.empty() && !available.count(input) && !producer.count(input))
-        report(importer.describe(node) + ": input '" + input +
-               "' is not defined by any node, initializer or graph input");
-  for (const onnx::ValueInfoProto &output : graph.output())
-    if (!available.count(output.name()) && !producer.count(output.name()))
-      report("graph output '" + output.name() + "' is not defined");
-  if (problemCount) {
-    if (problemCount > 20)
-      problems += "\n(" + std::to_string(problemCount - 20) + " more errors)";
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), problems);
-  }
-
-  // Kahn's algorithm; what is left over lies on or behind a cycle.
-  std::vector<int> pending(graph.node_size(), 0);
-  llvm::StringMap<std::vector<int>> consumers;
-  for (int i = 0; i < graph.node_size(); ++i) {
-    llvm::StringSet<> seen;
-    for (const std::string &input : graph.node(i).input())
-      if (!input.empty() && producer.count(input) &&
-          seen.insert(input).second) {
-        ++pending[i];
-        consumers[input].push_back(i);
-      }
-  }
-  std::deque<int> ready;
-  for (int i = 0; i < graph.node_size(); ++i)
-    if (!pending[i])
-      ready.push_back(i);
-  while (!ready.empty()) {
-    int index = ready.front();
-    ready.pop_front();
-    scan.order.push_back(index);
-    for (const std::string &output : graph.node(index).output()) {
-      auto it = consumers.find(output);
-      if (it == consumers.end())
-        continue;
-      for (int consumer : it->second)
-        if (--pending[consumer] == 0)
-          ready.push_back(consumer);
-    }
-  }
-  if (scan.order.size() != static_cast<size_t>(graph.node_size())) {
-    std::string names;
-    unsigned listed = 0;
-    for (int i = 0; i < graph.node_size(); ++i)
-      if (pending[i] && listed++ < 8)
-        names += (names.empty() ? "" : ", ") + importer.describe(graph.node(i));
-    return importer.error("the graph has a cycle through " + names);
+  llvm::StringSet<> outer, reads;
+  if (llvm::Error error = scanGraph(importer, graph, outer, "", problems, scan,
+                                    scan.order, reads))
+    return error;
+  if (problems.count) {
+    if (problems.count > 20)
+      problems.text +=
+          "\n(" + std::to_string(problems.count - 20) + " more errors)";
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   problems.text);
   }
   return scan;
 }
@@ -614,6 +734,101 @@ static llvm::Error checkRank(const Importer &importer,
                         " the runtime supports");
 }
 
+/// Imports the nodes of `graph` in `order` through their ops' normalizers.
+static llvm::Error importNodes(Importer &importer, onnx::GraphProto &graph,
+                               llvm::ArrayRef<int> order) {
+  for (int index : order) {
+    onnx::NodeProto &node = *graph.mutable_node(index);
+    OpImporter importOp = lookupOpImporter(node.op_type());
+    assert(importOp && "unsupported ops are rejected by the scan");
+    if (importer.legacyOpset)
+      dropConsumedInputs(node);
+    if (llvm::Error error = checkAttributes(importer, node))
+      return error;
+    if (llvm::Error error = importOp(importer, node))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
+namespace onnx_import {
+llvm::Expected<llvm::SmallVector<ir::Value *, 2>>
+Importer::importBranch(const onnx::NodeProto &node, onnx::GraphProto &graph,
+                       llvm::StringRef branchName) {
+  auto order = branchOrders.find(&graph);
+  assert(order != branchOrders.end() && "every branch is scanned");
+  std::string where = describe(node) + ": " + branchName.str();
+  ++branchDepth;
+  size_t firstArgument = module.getArguments().size();
+  size_t firstNode = module.getNodes().size();
+  // The names the branch defines: the scan made sure no enclosing graph
+  // defines them, and they are forgotten after it (another If's branch
+  // may use them again).
+  std::vector<std::string> defined;
+  for (onnx::TensorProto &initializer : *graph.mutable_initializer()) {
+    auto weight = importTensor(initializer, initializer.name(),
+                               where + ": initializer '" + initializer.name() +
+                                   "'");
+    if (!weight)
+      return weight.takeError();
+    if (llvm::Error error =
+            checkRank(*this, where + ": initializer '" + initializer.name() +
+                                 "'",
+                      (*weight)->getType()))
+      return error;
+    values[initializer.name()] = *weight;
+    defined.push_back(initializer.name());
+  }
+  for (const onnx::NodeProto &inner : graph.node())
+    for (const std::string &output : inner.output())
+      if (!output.empty())
+        defined.push_back(output);
+  if (llvm::Error error = importNodes(*this, graph, order->second))
+    return error;
+
+  llvm::SmallVector<ir::Value *, 2> results;
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    auto it = values.find(output.name());
+    if (it == values.end())
+      return error(where + ": output '" + output.name() +
+                   "' is not computed (a dropped optional output?)");
+    const onnx::TypeProto::Tensor &tensor = output.type().tensor_type();
+    auto dtype = convertDType(tensor.elem_type());
+    ir::DType actual = it->second->getType().getDType();
+    if (tensor.elem_type() != 0 && dtype && *dtype != actual)
+      return error(where + ": output '" + output.name() + "' has type " +
+                   it->second->getType().str() +
+                   ", the model declares element type " +
+                   ir::getDTypeName(*dtype));
+    results.push_back(it->second);
+  }
+  for (const std::string &name : defined) {
+    values.erase(name);
+    droppedOutputs.erase(name);
+  }
+  // Another If's branch may have defined the same names before: its
+  // values keep theirs, these get a suffix, so that the IR's names stay
+  // unique. The outermost branch renames for the branches inside it.
+  if (--branchDepth)
+    return results;
+  auto rename = [&](ir::Value *value) {
+    std::string name = value->getName().str();
+    if (name.empty())
+      return;
+    for (unsigned n = 1; !branchValueNames.insert(name).second; ++n)
+      name = value->getName().str() + "." + std::to_string(n);
+    if (name != value->getName())
+      value->setName(name);
+  };
+  for (size_t i = firstArgument; i < module.getArguments().size(); ++i)
+    rename(module.getArguments()[i].get());
+  for (size_t i = firstNode; i < module.getNodes().size(); ++i)
+    for (unsigned r = 0; r < module.getNodes()[i]->getNumResults(); ++r)
+      rename(module.getNodes()[i]->getResult(r));
+  return results;
+}
+} // namespace onnx_import
+
 static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
                                const ModelScan &scan,
                                const ImportOptions &options) {
@@ -732,17 +947,8 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
     importer.values[initializer.name()] = *weight;
   }
 
-  for (int index : scan.order) {
-    onnx::NodeProto &node = *graph.mutable_node(index);
-    OpImporter importOp = lookupOpImporter(node.op_type());
-    assert(importOp && "unsupported ops are rejected by the scan");
-    if (importer.legacyOpset)
-      dropConsumedInputs(node);
-    if (llvm::Error error = checkAttributes(importer, node))
-      return error;
-    if (llvm::Error error = importOp(importer, node))
-      return error;
-  }
+  if (llvm::Error error = importNodes(importer, graph, scan.order))
+    return error;
 
   // The floating-point weights no initializer gave are the model's
   // constants (ir/State.h): a training step leaves them as they are.
@@ -784,6 +990,7 @@ importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
   importer.externalFilesRead = options.externalFilesRead;
   importer.boundDims = options.dims;
   importer.trainingDropout = options.trainingDropout;
+  importer.branchOrders = std::move(scan->branchOrders);
   if (llvm::Error error = importGraph(importer, model, *scan, options))
     return error;
   if (llvm::Error error = ir::verifyModule(*module))

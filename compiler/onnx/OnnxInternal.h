@@ -63,6 +63,17 @@ public:
   ir::Value *dropoutSeed = nullptr;
   int64_t dropoutCount = 0;
 
+  /// The order the scan found for the nodes of each If branch.
+  std::map<const onnx::GraphProto *, std::vector<int>> branchOrders;
+
+  /// Imports If branch `graph` (attribute `branchName` of `node`) into the
+  /// module: its initializers and nodes, through the same normalizers as
+  /// the model's graph. Returns the values of its outputs. The names it
+  /// defines are in `values` only while it is imported.
+  llvm::Expected<llvm::SmallVector<ir::Value *, 2>>
+  importBranch(const onnx::NodeProto &node, onnx::GraphProto &graph,
+               llvm::StringRef branchName);
+
   /// `path: error: message`.
   llvm::Error error(const llvm::Twine &message) const;
   /// `path: error: message` as an InputBindingError: a graph input the
@@ -129,6 +140,10 @@ private:
   llvm::Expected<std::shared_ptr<llvm::MemoryBuffer>>
   openExternal(llvm::StringRef location, llvm::StringRef context);
 
+  /// The IR names of the values imported branches defined, and how deep
+  /// importBranch is (importBranch keeps those names unique).
+  llvm::StringSet<> branchValueNames;
+  unsigned branchDepth = 0;
   llvm::DenseMap<const ir::Value *, std::vector<uint8_t>> constants;
   llvm::DenseSet<const ir::Value *> notConstant;
   std::map<std::string, std::shared_ptr<llvm::MemoryBuffer>> externalFiles;
@@ -166,6 +181,9 @@ void registerRecurrentOpImporters(llvm::StringMap<OpImporter> &map);
 llvm::Error importEinsum(Importer &importer, onnx::NodeProto &node);
 void registerAttentionOpImporters(llvm::StringMap<OpImporter> &map);
 void registerQuantOpImporters(llvm::StringMap<OpImporter> &map);
+/// If with a condition known at compile time, as its chosen branch
+/// (OnnxControlFlow.cpp).
+llvm::Error importIf(Importer &importer, onnx::NodeProto &node);
 
 //===----------------------------------------------------------------------===//
 // Helpers the normalizers share (OnnxOps.cpp, OnnxShapeOps.cpp)

@@ -587,6 +587,7 @@ static const llvm::StringMap<OpImporter> &getOpImporters() {
     map["Constant"] = importConstant;
     map["ConstantOfShape"] = importConstantOfShape;
     map["Range"] = importRange;
+    map["If"] = importIf;
     registerShapeOpImporters(map);
     registerNNOpImporters(map);
     registerLossOpImporters(map);
