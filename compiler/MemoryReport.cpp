@@ -442,14 +442,18 @@ static void addCostEstimateJson(const CostEstimate &cost,
   object["roofline_memory_bound_nodes"] = int64_t(cost.memoryBoundNodes);
 }
 
+llvm::json::Value toJsonString(llvm::StringRef text) {
+  return llvm::json::isUTF8(text) ? text.str() : llvm::json::fixUTF8(text);
+}
+
 void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
   llvm::json::Array live;
   for (const LiveTensor &tensor : report.liveAtPeak)
-    live.push_back(llvm::json::Object{{"name", tensor.name},
-                                      {"op", tensor.op},
+    live.push_back(llvm::json::Object{{"name", toJsonString(tensor.name)},
+                                      {"op", toJsonString(tensor.op)},
                                       {"bytes", int64_t(tensor.bytes)}});
   llvm::json::Object object{
-      {"model", report.model},
+      {"model", toJsonString(report.model)},
       {"weights_bytes", int64_t(report.weightsBytes)},
       {"parameter_state_bytes", int64_t(report.parameterStateBytes)},
       {"optimizer_state_bytes", int64_t(report.optimizerStateBytes)},

@@ -36,6 +36,7 @@
 #include "ir/Module.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -141,6 +142,10 @@ llvm::Expected<CostEstimate> buildCostEstimate(const ir::Module &module,
 void printMemoryReportPretty(const MemoryReport &report,
                              llvm::raw_ostream &os);
 void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os);
+
+/// `text` as a JSON string. A model's names and a path may hold any bytes;
+/// those that are not UTF-8 become U+FFFD, where llvm::json asserts.
+llvm::json::Value toJsonString(llvm::StringRef text);
 
 /// Device bytes of the weights a module's nodes read: the size of the
 /// bundle's weights section (computeWeightsLayout).

@@ -11,6 +11,7 @@
 #include "tools/snugc/SnugcCommands.h"
 #include "tools/snugc/SnugcCommon.h"
 
+#include "compiler/MemoryReport.h"
 #include "passes/planner/BufferTrace.h"
 #include "passes/planner/MemoryPlanner.h"
 
@@ -112,7 +113,7 @@ int runPlanBuffers() {
           getPlannerStrategyName(plan->strategy).str().c_str());
     else
       results.push_back(llvm::json::Object{
-          {"problem", path},
+          {"problem", toJsonString(path)},
           {"buffers", int64_t(buffers->size())},
           {"arena_bytes", int64_t(plan->arenaBytes)},
           {"lower_bound_bytes", int64_t(plan->lowerBoundBytes)},
