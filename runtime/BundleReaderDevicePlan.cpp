@@ -271,11 +271,31 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
       if (l.kernel >= plan.kernels.size())
         return cursor.fail(what + ": unknown kernel " +
                            std::to_string(l.kernel));
+      // CUDA's limits on every architecture the bundle targets (sm_75 and
+      // newer): a block of at most 1024 threads, (1024, 1024, 64) in each
+      // dim; a grid of (2^31 - 1, 65535, 65535); 48 KiB of static shared
+      // memory without the opt-in. The driver refuses the rest at launch.
       uint64_t threads = uint64_t(l.block[0]) * l.block[1] * l.block[2];
-      if (!threads || threads > 1024 || !l.grid[0] || !l.grid[1] ||
-          !l.grid[2] || l.grid[1] > 65535 || l.grid[2] > 65535 ||
-          l.sharedBytes > 48 * 1024)
-        return cursor.fail(what + ": bad launch configuration");
+      auto dims = [](const uint32_t *d) {
+        return "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) +
+               ", " + std::to_string(d[2]) + ")";
+      };
+      if (!threads || threads > 1024 || l.block[0] > 1024 ||
+          l.block[1] > 1024 || l.block[2] > 64)
+        return cursor.fail(what + ": bad launch configuration: block " +
+                           dims(l.block) +
+                           " is over CUDA's limits (1024 threads; 1024, "
+                           "1024, 64 in x, y, z)");
+      if (!l.grid[0] || !l.grid[1] || !l.grid[2] || l.grid[0] > 0x7fffffffu ||
+          l.grid[1] > 65535 || l.grid[2] > 65535)
+        return cursor.fail(what + ": bad launch configuration: grid " +
+                           dims(l.grid) +
+                           " is empty or over CUDA's limits (2^31 - 1, "
+                           "65535, 65535 in x, y, z)");
+      if (l.sharedBytes > 48 * 1024)
+        return cursor.fail(what + ": bad launch configuration: " +
+                           std::to_string(l.sharedBytes) +
+                           " bytes of shared memory, over 48 KiB");
       l.args.resize(n);
       for (DeviceArg &arg : l.args)
         if (!readDeviceArg(cursor, arg, 0, plan.arenaBytes, b.weightsSize,

@@ -375,8 +375,21 @@ TEST(DevicePlanTest, ReaderRejectsBadSteps) {
        [](DevicePlan &p) { p.steps[0].launch.args[0].value = 513; }},
       {"outside the device weights",
        [](DevicePlan &p) { p.steps[0].launch.args[1].value = 65; }},
-      {"bad launch configuration",
+      {"bad launch configuration: block (2048, 1, 1)",
        [](DevicePlan &p) { p.steps[0].launch.block[0] = 2048; }},
+      // Within 1024 threads, past a dim's own limit (blockDim.z <= 64).
+      {"bad launch configuration: block (1, 1, 128) is over CUDA's limits",
+       [](DevicePlan &p) {
+         p.steps[0].launch.block[0] = 1;
+         p.steps[0].launch.block[2] = 128;
+       }},
+      {"bad launch configuration: grid (2147483648, 1, 1) is empty or over "
+       "CUDA's limits",
+       [](DevicePlan &p) { p.steps[0].launch.grid[0] = 0x80000000u; }},
+      {"bad launch configuration: grid (2, 0, 1)",
+       [](DevicePlan &p) { p.steps[0].launch.grid[1] = 0; }},
+      {"bad launch configuration: 65536 bytes of shared memory",
+       [](DevicePlan &p) { p.steps[0].launch.sharedBytes = 65536; }},
       // 4 batches of 16 floats, 192 bytes apart, from offset 64: past 512.
       {"outside the device arena",
        [](DevicePlan &p) {
