@@ -10,10 +10,20 @@
 #ifndef SNUG_TOOLS_HELPTYPO_H
 #define SNUG_TOOLS_HELPTYPO_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace snug {
+
+/// Whether `name` (an option without its dashes and value) is one of
+/// LLVM's help flags, which print the help and exit.
+inline bool isHelpFlagName(llvm::StringRef name) {
+  return llvm::is_contained(
+      llvm::ArrayRef<llvm::StringRef>{"h", "help", "help-hidden", "help-list",
+                                      "help-list-hidden"},
+      name);
+}
 
 /// The first argument of argv[1..argc) that LLVM's parser would take for
 /// -h but that is none of the help flags, or "" when none is. Arguments
@@ -26,11 +36,7 @@ inline llvm::StringRef findHelpTypo(int argc, const char *const *argv) {
     if (!arg.startswith("-"))
       continue;
     llvm::StringRef name = arg.ltrim('-').split('=').first;
-    if (name.startswith("h") &&
-        !llvm::is_contained(llvm::ArrayRef<llvm::StringRef>{
-                                "h", "help", "help-hidden", "help-list",
-                                "help-list-hidden"},
-                            name))
+    if (name.startswith("h") && !isHelpFlagName(name))
       return arg;
   }
   return "";

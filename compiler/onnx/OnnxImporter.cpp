@@ -552,6 +552,27 @@ std::string getUnknownDimName(llvm::StringRef input, int dim) {
   return (input + "_dim" + llvm::Twine(dim)).str();
 }
 
+namespace {
+/// The symbol that binds an input dim whose size the model does not give.
+struct DimSymbol {
+  std::string name;
+  bool unknown; ///< no name of its own: getUnknownDimName's
+};
+} // namespace
+
+/// Dim `index` of graph input `input` as a symbol: its dim_param, or for
+/// an unknown dim (-1, "?", neither size nor name) getUnknownDimName's;
+/// None for a dim of given size (0 included: bindInputType refuses it).
+static llvm::Optional<DimSymbol>
+getDimSymbol(llvm::StringRef input, int index,
+             const onnx::TensorShapeProto::Dimension &dim) {
+  if (dim.has_dim_value() && dim.dim_value() >= 0)
+    return llvm::None;
+  if (dim.has_dim_param() && !isUnknownDimParam(dim.dim_param()))
+    return DimSymbol{dim.dim_param(), false};
+  return DimSymbol{getUnknownDimName(input, index), true};
+}
+
 static llvm::Expected<ir::TensorType>
 bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
               const ImportOptions &options,
@@ -600,28 +621,27 @@ bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
   llvm::SmallVector<int64_t, 4> dims;
   for (int i = 0; i < tensor.shape().dim_size(); ++i) {
     const onnx::TensorShapeProto::Dimension &dim = tensor.shape().dim(i);
-    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+    llvm::Optional<DimSymbol> dimSymbol = getDimSymbol(input.name(), i, dim);
+    if (!dimSymbol) {
       if (dim.dim_value() == 0)
         return importer.error(subject + " dim " + llvm::Twine(i) +
                               " is 0; snug needs positive dims");
       dims.push_back(dim.dim_value());
       continue;
     }
-    if (dim.has_dim_param() && !isUnknownDimParam(dim.dim_param())) {
-      auto bound = options.dims.find(dim.dim_param());
-      if (bound == options.dims.end())
-        return importer.bindingError(input.name(), i, dim.dim_param(), subject + " dim " + llvm::Twine(i) +
-                              " is symbolic ('" + dim.dim_param() +
-                              "') and unbound: give --dim " + dim.dim_param() +
-                              "=N or --input " + input.name() + ":DIMS");
+    const std::string &symbol = dimSymbol->name;
+    auto bound = options.dims.find(symbol);
+    if (bound != options.dims.end()) {
       dims.push_back(bound->second);
       continue;
     }
+    if (!dimSymbol->unknown)
+      return importer.bindingError(input.name(), i, symbol, subject + " dim " + llvm::Twine(i) +
+                            " is symbolic ('" + symbol +
+                            "') and unbound: give --dim " + symbol +
+                            "=N or --input " + input.name() + ":DIMS");
     // Unknown: a symbolic dim of its own, named so that --dim can bind it.
-    std::string symbol = getUnknownDimName(input.name(), i);
-    auto bound = options.dims.find(symbol);
-    if (bound == options.dims.end())
-      return importer.bindingError(
+    return importer.bindingError(
           input.name(), i, symbol,
           subject + " dim " + llvm::Twine(i) + " is unknown (" +
               (dim.has_dim_value() ? std::to_string(dim.dim_value())
@@ -631,7 +651,6 @@ bindInputType(const Importer &importer, const onnx::ValueInfoProto &input,
               "); snug names it '" + symbol + "': give --dim " + symbol +
               "=N or --input " + input.name() + ":DIMS (the unknown dims " +
               "left unbound: " + llvm::join(unboundUnknownDims, ", ") + ")");
-    dims.push_back(bound->second);
   }
   ir::TensorType type(*dtype, dims);
   if (!getCheckedByteSize(type))
@@ -869,22 +888,17 @@ static llvm::Error importGraph(Importer &importer, onnx::ModelProto &model,
       given |= binding.name == input.name();
     const auto &dims = input.type().tensor_type().shape().dim();
     for (int i = 0; i < dims.size(); ++i) {
-      const auto &dim = dims[i];
-      // A named dim, or an unknown one by the name bindInputType gives it.
-      std::string symbol;
-      if (dim.has_dim_value() && dim.dim_value() >= 0)
+      llvm::Optional<DimSymbol> symbol =
+          getDimSymbol(input.name(), i, dims[i]);
+      if (!symbol)
         continue;
-      if (dim.has_dim_param() && !isUnknownDimParam(dim.dim_param()))
-        symbol = dim.dim_param();
-      else {
-        symbol = getUnknownDimName(input.name(), i);
-        if (!given && !options.dims.count(symbol))
-          unboundUnknownDims.push_back(symbol);
+      if (given) {
+        givenOnly.try_emplace(symbol->name, input.name());
+        continue;
       }
-      if (!given)
-        symbols.insert(symbol);
-      else
-        givenOnly.try_emplace(symbol, input.name());
+      symbols.insert(symbol->name);
+      if (symbol->unknown && !options.dims.count(symbol->name))
+        unboundUnknownDims.push_back(symbol->name);
     }
   }
   for (const auto &bound : options.dims) {

@@ -23,6 +23,7 @@
 // clang (-DSNUG_FUZZ=ON).
 //
 //===----------------------------------------------------------------------===//
+#include "tools/HelpTypo.h"
 #include "tools/snugc/SnugcCommands.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -50,10 +51,24 @@ namespace {
 constexpr size_t kMaxArgs = 32;
 constexpr size_t kMaxArgBytes = 512;
 
-struct Sandbox {
-  std::string work;                         // the commands' directory
-  std::map<std::string, std::string> files; // model name -> its bytes
+/// A model of the scratch directory: its bytes, and the file's status as
+/// written, so that a case that left it alone costs a stat, not a read.
+struct Model {
+  std::string bytes;
+  fs::file_status written;
 };
+
+struct Sandbox {
+  std::string work;                   // the commands' directory
+  std::map<std::string, Model> files; // by name
+};
+
+/// Whether `a` and `b` are the same file unchanged: same inode, size and
+/// modification time (snug replaces a file by renaming a new one over it).
+bool isSameFile(const fs::file_status &a, const fs::file_status &b) {
+  return a.getUniqueID() == b.getUniqueID() && a.getSize() == b.getSize() &&
+         a.getLastModificationTime() == b.getLastModificationTime();
+}
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "snug-fuzz-flags: %s\n", message.c_str());
@@ -81,27 +96,32 @@ std::vector<std::string> listWork() {
   return paths;
 }
 
-/// Back to the models only: whatever a case wrote is removed, a model it
-/// replaced or changed is written again.
-void restoreSandbox() {
+/// Back to the models only, from `paths` (listWork's, taken after the
+/// case): whatever the case wrote is removed, a model it replaced or
+/// changed is written again.
+void restoreSandbox(const std::vector<std::string> &paths) {
   Sandbox &sandbox = getSandbox();
-  std::vector<std::string> paths = listWork();
   // Deepest first, so that directories are empty when their turn comes.
   for (auto it = paths.rbegin(); it != paths.rend(); ++it)
     if (!sandbox.files.count(*it))
       fs::remove(sandbox.work + "/" + *it);
-  for (const auto &[name, bytes] : sandbox.files) {
+  for (auto &[name, model] : sandbox.files) {
     std::string path = sandbox.work + "/" + name;
-    auto current = llvm::MemoryBuffer::getFile(path);
-    if (current && (*current)->getBuffer() == bytes)
+    fs::file_status now;
+    if (!fs::status(path, now, /*follow=*/false) &&
+        isSameFile(now, model.written))
       continue;
     fs::remove_directories(path);
     fs::remove(path);
-    std::error_code error;
-    llvm::raw_fd_ostream out(path, error);
-    if (error)
-      fail("cannot restore " + path + ": " + error.message());
-    out << bytes;
+    {
+      std::error_code error;
+      llvm::raw_fd_ostream out(path, error);
+      if (error)
+        fail("cannot restore " + path + ": " + error.message());
+      out << model.bytes;
+    }
+    if (fs::status(path, model.written))
+      fail("cannot stat " + path);
   }
   if (listWork().size() != sandbox.files.size())
     fail("cannot clean the scratch directory " + sandbox.work);
@@ -115,11 +135,8 @@ bool isRefusedArgument(llvm::StringRef arg) {
     return true;
   llvm::StringRef name = arg.ltrim('-').split('=').first;
   return arg.startswith("-") &&
-         llvm::is_contained(llvm::ArrayRef<llvm::StringRef>{
-                                "h", "help", "help-hidden", "help-list",
-                                "help-list-hidden", "version", "print-options",
-                                "print-all-options"},
-                            name);
+         (snug::isHelpFlagName(name) || name == "version" ||
+          name == "print-options" || name == "print-all-options");
 }
 
 /// The -o path of the command line, "" when none (or standard output).
@@ -200,13 +217,14 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
     auto bytes = llvm::MemoryBuffer::getFile(it->path());
     if (!bytes)
       continue; // a directory
-    sandbox.files[llvm::sys::path::filename(it->path()).str()] =
+    sandbox.files[llvm::sys::path::filename(it->path()).str()].bytes =
         (*bytes)->getBuffer().str();
   }
   if (sandbox.files.empty())
     fail(std::string("no models in ") + models);
   ::setenv("XDG_CACHE_HOME", (rootPath + "/cache").c_str(), 1);
-  restoreSandbox();
+  // Nothing is there yet: every model is written, its status taken.
+  restoreSandbox(listWork());
   return 0;
 }
 
@@ -242,7 +260,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   if (exitCode != 0 && exitCode != 1)
     fail("exit " + std::to_string(exitCode) + " from " + describe(args));
-  for (const std::string &path : listWork()) {
+  std::vector<std::string> paths = listWork();
+  for (const std::string &path : paths) {
     llvm::StringRef name = llvm::sys::path::filename(path);
     if (name.startswith(".") && name.contains(".tmp-"))
       fail("temporary " + path + " left behind by " + describe(args));
@@ -250,6 +269,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (path == output || llvm::StringRef(path).startswith(output + ".")))
       fail(path + " written by " + describe(args) + ", which failed");
   }
-  restoreSandbox();
+  restoreSandbox(paths);
   return 0;
 }
