@@ -11,6 +11,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <limits>
@@ -139,4 +140,13 @@ snug::readBufferTrace(llvm::StringRef path) {
                                    path.str().c_str(),
                                    file.getError().message().c_str());
   return parseBufferTrace((*file)->getBuffer(), path);
+}
+
+void snug::printBufferTrace(llvm::ArrayRef<PlanBuffer> buffers,
+                            llvm::raw_ostream &os) {
+  os << "id,lower,upper,size\n";
+  for (const PlanBuffer &buffer : buffers)
+    if (buffer.bytes)
+      os << buffer.id << ',' << buffer.firstStep << ',' << buffer.lastStep + 1
+         << ',' << llvm::alignTo(buffer.bytes, buffer.alignment) << '\n';
 }

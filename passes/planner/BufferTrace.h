@@ -1,6 +1,6 @@
 //===- BufferTrace.h - Buffer-packing problems as CSV -----------*- C++ -*-===//
 //
-// Reads offset-assignment problems in the CSV format of the packing
+// Reads and writes offset-assignment problems in the CSV format of the packing
 // benchmarks (and of MiniMalloc): a header naming the columns id, lower,
 // upper and size in any order, then one buffer per line, live over the
 // half-open step interval [lower, upper). The reader converts that to the
@@ -20,6 +20,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <vector>
 
@@ -31,6 +32,13 @@ parseBufferTrace(llvm::StringRef text, llvm::StringRef fileName);
 
 /// Reads and parses the CSV file at path.
 llvm::Expected<std::vector<PlanBuffer>> readBufferTrace(llvm::StringRef path);
+
+/// Writes `buffers` as CSV (id,lower,upper,size): live over [firstStep,
+/// lastStep + 1), size the footprint (bytes rounded up to the buffer's
+/// alignment), so the problem read back at alignment 1 has the same lower
+/// bound. Zero-byte buffers occupy nothing and are left out.
+void printBufferTrace(llvm::ArrayRef<PlanBuffer> buffers,
+                      llvm::raw_ostream &os);
 
 } // namespace snug
 

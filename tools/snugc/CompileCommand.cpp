@@ -26,9 +26,9 @@
 #include "compiler/bundle/BundleWriter.h"
 #include "ir/Printer.h"
 #include "passes/memory/PlanMemory.h"
+#include "passes/planner/BufferTrace.h"
 
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
 
 #ifndef SNUG_VERSION
@@ -79,23 +79,15 @@ static cl::opt<WeightsKind> weightsKind(
     cl::sub(getCompileCommand()), cl::sub(getTrainCommand()));
 
 /// The arena's packing problem, exactly as plan-memory gave it to the
-/// planner (getArenaPlanBuffers), in the CSV passes/planner/BufferTrace.h
-/// reads: id = the plan's buffer index, live over [lower, upper) =
-/// [firstStep, lastStep + 1), size = the footprint (bytes rounded up to
-/// the buffer's alignment), so the file planned at alignment 1 has the
-/// plan's lower bound. Zero-byte buffers occupy nothing and are left out.
+/// planner (getArenaPlanBuffers), in BufferTrace.h's CSV (id = the plan's
+/// buffer index), which plan-buffers reads.
 static llvm::Expected<std::string> getBufferTrace(const ir::Module &module) {
   llvm::Expected<ModuleMemoryPlan> plan = getModuleMemoryPlan(module);
   if (!plan)
     return plan.takeError();
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "id,lower,upper,size\n";
-  for (const PlanBuffer &buffer : getArenaPlanBuffers(*plan))
-    if (buffer.bytes)
-      os << buffer.id << ',' << buffer.firstStep << ','
-         << buffer.lastStep + 1 << ','
-         << llvm::alignTo(buffer.bytes, buffer.alignment) << '\n';
+  printBufferTrace(getArenaPlanBuffers(*plan), os);
   os.flush();
   return text;
 }
