@@ -48,11 +48,35 @@ protected:
     if (!fakeOrNull())
       GTEST_SKIP() << "libcuda.so.1 is not the fake driver: run through "
                       "ctest, or with LD_LIBRARY_PATH=" SNUG_FAKE_CUDA_DIR;
+    // The hand-written plans (CudaTestPlans.h) give their GEMMs 512 and
+    // 1024 bytes of workspace; CublasRefusesASmallWorkspace checks the
+    // fake's real minimum.
+    setenv("SNUG_FAKE_CUDA_MIN_WORKSPACE", "512", 1);
   }
+  void TearDown() override { unsetenv("SNUG_FAKE_CUDA_MIN_WORKSPACE"); }
 };
 
+/// The fake's host kernels as a test image declares them (PTX's .entry
+/// syntax): the parameters the fake reads at launch and cuFuncGetParamInfo
+/// reports, snug_heavy's 128-thread limit. `target` makes the image a
+/// stand-in for a cubin of that arch ("" loads on any device).
+std::string fakeImageText(const std::string &target = "") {
+  return "FAKE\n" + (target.empty() ? "" : ".target " + target + "\n") +
+         ".entry snug_add(.param .u64 a, .param .u64 b, .param .u64 c, "
+         ".param .u32 n) { }\n"
+         ".entry snug_fail(.param .u64 a, .param .u64 b, .param .u64 c, "
+         ".param .u32 n) { }\n"
+         ".entry snug_leaky(.param .u64 x, .param .u64 y, .param .u64 n, "
+         ".param .f32 alpha) { }\n"
+         ".entry snug_heavy(.param .u64 x, .param .u64 y, .param .u64 n, "
+         ".param .f32 alpha)\n.maxntid 128, 1, 1\n{ }\n"
+         ".entry snug_check_labels(.param .u64 labels, .param .u64 out, "
+         ".param .u64 record, .param .u64 n, .param .u64 classes, "
+         ".param .u64 op) { }\n";
+}
+
 std::vector<bundle::KernelImage> fakeImages() {
-  return {image(bundle::ImageCubin, 90, "FAKE cubin")};
+  return {image(bundle::ImageCubin, 90, fakeImageText())};
 }
 
 snug_session_options cudaOptions(int graphs = 1) {
@@ -570,7 +594,7 @@ TEST_F(FakeCudaTest, LaunchErrorsNameTheOp) {
 
 TEST_F(FakeCudaTest, ImageChoiceAndHostOnlyBundles) {
   Loaded sm80(
-      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImageCubin, 80, "FAKE")}));
+      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImageCubin, 80, fakeImageText("sm_80"))}));
   Loaded hostOnly(bundleOf(kMlp));
   ASSERT_TRUE(sm80.bundle && hostOnly.bundle);
   snug_session *session = nullptr;
@@ -587,7 +611,7 @@ TEST_F(FakeCudaTest, ImageChoiceAndHostOnlyBundles) {
 
   // PTX not newer than the device is JIT-compiled.
   Loaded ptx(
-      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImagePtx, 80, "FAKE ptx")}));
+      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImagePtx, 80, fakeImageText())}));
   ASSERT_TRUE(ptx.bundle);
   ASSERT_EQ(snug_session_create(ptx.bundle, &options, &session), SNUG_OK)
       << snug_last_error();
