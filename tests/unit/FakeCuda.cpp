@@ -946,7 +946,8 @@ FAKE_CUDA_API int cublasGemmStridedBatchedEx(
   // Without a workspace of cuBLAS's minimum (a NULL one, or
   // cublasSetStream's reset to the default pool, which a graph capture
   // cannot allocate from), the GEMM cannot run.
-  if (!h->workspace || h->workspaceBytes < minimumWorkspace()) {
+  size_t minimum = minimumWorkspace();
+  if (minimum && (!h->workspace || h->workspaceBytes < minimum)) {
     ++stats.workspaceRefusals;
     return 3; // CUBLAS_STATUS_ALLOC_FAILED
   }
