@@ -27,7 +27,8 @@
 //     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture;
 //   - cuBLAS: a workspace must be 256-byte aligned, and a GEMM needs one of
 //     at least kFakeMinCublasWorkspace bytes (SNUG_FAKE_CUDA_MIN_WORKSPACE
-//     overrides it); cuBLASLt's heuristic can be made to find nothing.
+//     overrides it); cuBLASLt's heuristic can be made to find nothing
+//     (fakeCudaLtNoAlgorithm, SNUG_FAKE_CUDA_LT_NO_ALGORITHM=1).
 // Kernels: the emitted ones run through the simulator's kernel library
 // (tests/cudasim/KernelRunner.h) loaded from SNUG_FAKE_CUDA_KERNELS (a
 // compile_kernels.sh .so of the bundle's .cu); a few named host kernels
@@ -77,13 +78,14 @@ struct CUstream_st {
   bool invalidated = false; // a prohibited call during the capture
   std::vector<Op> captured;
 };
-struct CUmod_st {
-  fakecuda::KernelImage image;
-};
 struct CUfunc_st {
   std::string name;
   fakecuda::KernelInfo info;
   int maxDynamicShared = 48 << 10; // cuFuncSetAttribute's opt-in
+};
+struct CUmod_st {
+  fakecuda::KernelImage image;
+  std::map<std::string, CUfunc_st> functions; // handed out, by name
 };
 struct CUgraph_st {
   std::vector<Op> ops;
@@ -497,14 +499,12 @@ CUresult moduleUnload(CUmodule module) {
   --stats.modules;
   return CUDA_SUCCESS;
 }
-std::map<std::string, CUfunc_st> functions;
 CUresult moduleGetFunction(CUfunction *function, CUmodule module,
                            const char *name) {
   auto found = module->image.kernels.find(name);
   if (found == module->image.kernels.end())
     return CUDA_ERROR_NOT_FOUND;
-  CUfunc_st &f = functions[name];
-  f = CUfunc_st();
+  CUfunc_st &f = module->functions[name];
   f.name = name;
   f.info = found->second;
   *function = &f;
@@ -600,12 +600,13 @@ CUresult launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   if (!sizes.empty() && !params && !extra)
     return CUDA_ERROR_INVALID_VALUE;
   // The parameters are copied at launch (and at capture), as CUDA does:
-  // as many as the kernel has, each of its size.
-  std::vector<uint64_t> values(sizes.size());
+  // as many as the kernel has, each of its size (in 8-byte aligned slots).
+  std::vector<std::vector<uint64_t>> values(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) {
-    if (!params[i] || sizes[i] > 8)
+    if (!params[i])
       return CUDA_ERROR_INVALID_VALUE;
-    std::memcpy(&values[i], params[i], sizes[i]);
+    values[i].assign((sizes[i] + 7) / 8 + 1, 0);
+    std::memcpy(values[i].data(), params[i], sizes[i]);
   }
   Op run;
   std::string name = f->name;
@@ -617,8 +618,8 @@ CUresult launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     auto kernel = host->second;
     run = [kernel, values]() mutable {
       std::vector<void *> pointers;
-      for (uint64_t &value : values)
-        pointers.push_back(&value);
+      for (std::vector<uint64_t> &value : values)
+        pointers.push_back(value.data());
       kernel(pointers.data());
       return CUDA_SUCCESS;
     };
@@ -636,8 +637,8 @@ CUresult launchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     std::array<uint32_t, 3> g = {gx, gy, gz}, b = {bx, by, bz};
     run = [library, thunk, name, values, g, b]() mutable {
       std::vector<void *> pointers;
-      for (uint64_t &value : values)
-        pointers.push_back(&value);
+      for (std::vector<uint64_t> &value : values)
+        pointers.push_back(value.data());
       std::string error;
       if (library->run(thunk, name.c_str(), pointers.data(), g.data(),
                        b.data(), 0, error))
@@ -1080,7 +1081,8 @@ FAKE_CUDA_API int cublasLtMatmulAlgoGetHeuristic(
   *returned = 0;
   if (requested < 1)
     return 7;
-  if (stats.ltNoAlgorithm)
+  const char *none = std::getenv("SNUG_FAKE_CUDA_LT_NO_ALGORITHM");
+  if (stats.ltNoAlgorithm || (none && !std::strcmp(none, "1")))
     return 15; // CUBLAS_STATUS_NOT_SUPPORTED, as cuBLASLt says it
   std::memset(&results[0], 0, sizeof results[0]);
   results[0].algo[0] = 42;
