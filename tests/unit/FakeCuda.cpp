@@ -288,11 +288,36 @@ CUresult getErrorName(CUresult error, const char **name) {
     return CUDA_ERROR_INVALID_VALUE;
   }
 }
+/// The real driver's texts for the errors the fake gives.
 CUresult getErrorString(CUresult error, const char **text) {
-  *text = error == CUDA_ERROR_LAUNCH_FAILED ? "unspecified launch failure"
-          : error == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
-              ? "operation not permitted when stream is capturing"
-              : "fake error";
+  switch (error) {
+  case CUDA_ERROR_LAUNCH_FAILED:
+    *text = "unspecified launch failure";
+    break;
+  case CUDA_ERROR_INVALID_VALUE:
+    *text = "invalid argument";
+    break;
+  case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    *text = "too many resources requested for launch";
+    break;
+  case CUDA_ERROR_INVALID_IMAGE:
+    *text = "device kernel image is invalid";
+    break;
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    *text = "no kernel image is available for execution on the device";
+    break;
+  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    *text = "the provided PTX was compiled with an unsupported toolchain.";
+    break;
+  case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    *text = "operation not permitted when stream is capturing";
+    break;
+  case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    *text = "operation failed due to a previous error during capture";
+    break;
+  default:
+    *text = "fake error";
+  }
   return CUDA_SUCCESS;
 }
 CUresult init(unsigned) {
