@@ -2,14 +2,11 @@
 #include "tests/cudasim/SimExecutor.h"
 #include "tests/cudasim/ReferenceGemm.h"
 
-#include "ir/Float16.h"
 #include "core/BundleFormat.h"
-#include "core/ScalarOps.h"
 
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <dlfcn.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
