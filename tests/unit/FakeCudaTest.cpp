@@ -4,8 +4,12 @@
 // libcublas.so.13 and libcublasLt.so.13 of FakeCuda.cpp, so the executor's whole life — lazy
 // loading, the checks, allocation, upload, argument marshalling, eager run,
 // graph capture and replay, I/O, timing, destruction — runs on a CPU, with
-// the fake's counters as witnesses. What only a real device can show (real
-// kernels, the real cuBLAS, driver memory accounting) is tests/gpu's job.
+// the fake's counters as witnesses. The fake refuses what the real driver
+// refuses (FakeCuda.cpp's banner); each refusal has a test here that passes
+// only against it. The zoo's emitted plans go through the same executor on
+// the fake in the e2e tier (tests/e2e/run_model.py --fake-cuda). What only a
+// real device can show (real kernels, the real cuBLAS, driver memory
+// accounting) is tests/gpu's job.
 //
 //===----------------------------------------------------------------------===//
 #include "FakeCuda.h"
