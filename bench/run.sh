@@ -56,3 +56,7 @@ echo
 echo "## Compile time"
 echo
 $python bench/compile/run.py --build "$build" | tee bench/results/compile.md
+echo
+echo "## Every zoo model's device plan through CudaExecutor on the strict fake driver"
+echo
+$python bench/fake-cuda/run.py --build "$build" | tee bench/results/fake-cuda.md || true

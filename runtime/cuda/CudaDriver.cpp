@@ -86,6 +86,8 @@ Status loadDriver(CudaDriver &driver) {
   SNUG_CUDA_DRIVER_FUNCTIONS(SNUG_CUDA_RESOLVE)
 #undef SNUG_CUDA_RESOLVE
   (void)resolve("cuFuncLoad", reinterpret_cast<void **>(&driver.FuncLoad));
+  (void)resolve("cuFuncGetParamInfo",
+                reinterpret_cast<void **>(&driver.FuncGetParamInfo));
 
   if (CUresult result = driver.Init(0))
     return noDevice("cuInit failed: " + driver.describe(result));

@@ -79,6 +79,10 @@ struct CudaDriver {
   /// Optional (driver 12.4+): loads a function's code now rather than at
   /// its first launch under lazy module loading. Null when absent.
   decltype(&::cuFuncLoad) FuncLoad = nullptr;
+  /// Optional (driver 12.4+): a kernel parameter's offset and size, from
+  /// the loaded image; CUDA_ERROR_INVALID_VALUE past the last one. Null
+  /// when absent.
+  decltype(&::cuFuncGetParamInfo) FuncGetParamInfo = nullptr;
   /// cuDriverGetVersion: 12080 for CUDA 12.8.
   int version = 0;
 

@@ -261,6 +261,8 @@ Status CudaExecutor::loadKernels(const KernelImageRef &image) {
             &limit, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
             functions[step.launch.kernel]))
       return runtimeError("cuFuncGetAttribute", r);
+    if (Status s = checkLaunchArguments(i))
+      return s;
     const uint32_t *block = step.launch.block;
     uint64_t threads = uint64_t(block[0]) * block[1] * block[2];
     if (threads > uint64_t(limit))
@@ -272,6 +274,46 @@ Status CudaExecutor::loadKernels(const KernelImageRef &image) {
               "' with " + std::to_string(threads) + " threads per block; on '" +
               deviceName + "' it allows " + std::to_string(limit));
   }
+  return Status::ok();
+}
+
+Status CudaExecutor::checkLaunchArguments(size_t index) const {
+  // cuLaunchKernel reads as many parameters as the kernel has, each of its
+  // size, from the argument array: a plan with one too few or too many, or
+  // one of the wrong width, would launch with garbage. The driver knows the
+  // kernel's parameters from its image (12.4 and newer).
+  if (!driver.FuncGetParamInfo)
+    return Status::ok();
+  const DevicePlan &plan = bundle.devicePlan;
+  const DeviceStep &step = plan.steps[index];
+  const bundle::DeviceLaunch &l = step.launch;
+  CUfunction function = functions[l.kernel];
+  auto refuse = [&](const std::string &what) {
+    return Status(SNUG_ERROR_INVALID_BUNDLE,
+                  "bundle '" + bundle.path + "': device step " +
+                      std::to_string(index) + " of " +
+                      bundle.ops[step.op].describe(step.op) +
+                      " launches kernel '" + plan.kernels[l.kernel] + "' " +
+                      what);
+  };
+  size_t count = 0;
+  for (size_t offset, size;
+       driver.FuncGetParamInfo(function, count, &offset, &size) ==
+       CUDA_SUCCESS;
+       ++count) {
+    if (count >= l.args.size())
+      continue;
+    const DeviceArg &arg = l.args[count];
+    size_t given = arg.isPointer() || arg.kind == bundle::ArgI64 ? 8 : 4;
+    if (size != given)
+      return refuse("with a " + std::to_string(given) +
+                    "-byte argument " + std::to_string(count) +
+                    "; the kernel's parameter has " + std::to_string(size) +
+                    " bytes");
+  }
+  if (count != l.args.size())
+    return refuse("with " + std::to_string(l.args.size()) +
+                  " arguments; the kernel takes " + std::to_string(count));
   return Status::ok();
 }
 

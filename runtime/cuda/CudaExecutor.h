@@ -131,6 +131,9 @@ private:
 
   Status setUp(const CudaSessionOptions &options);
   Status loadKernels(const KernelImageRef &image);
+  /// Checks launch step `index`'s arguments against its kernel's
+  /// parameters (count and sizes), where the driver can say them.
+  Status checkLaunchArguments(size_t index) const;
   Status setUpCublas();
   /// Points cuBLAS at `step`'s workspace unless it already uses it.
   Status useWorkspace(const Step &step);

@@ -16,6 +16,7 @@
 #define SNUG_TESTS_CUDASIM_SIMEXECUTOR_H
 
 #include "core/DevicePlan.h"
+#include "tests/cudasim/KernelRunner.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -77,46 +78,6 @@ private:
   };
   bool mapRegion(Region &region, uint64_t bytes, std::string &error);
   Region arenaRegion, weightsRegion;
-};
-
-/// The kernels of a bundle: LIB.so's snug_cudasim_launch and one SYM_sim
-/// thunk per symbol of the device plan.
-class KernelLibrary {
-public:
-  using Thunk = void (*)(void **);
-  using LaunchFn = int (*)(Thunk, void **, const unsigned *, const unsigned *,
-                           const char *, unsigned, char *, size_t);
-
-  KernelLibrary() = default;
-  KernelLibrary(const KernelLibrary &) = delete;
-  KernelLibrary &operator=(const KernelLibrary &) = delete;
-  ~KernelLibrary();
-
-  /// dlopens `path` and looks up every symbol's thunk; an error names the
-  /// missing ones.
-  bool load(const std::string &path, const std::vector<std::string> &symbols,
-            std::string &error);
-
-  /// Runs kernel `index` over `grid` x `block`; false with `error` set
-  /// (naming the kernel) on a barrier deadlock, divergence or trap.
-  bool launch(size_t index, void **args, const uint32_t grid[3],
-              const uint32_t block[3], unsigned flags, std::string &error);
-  /// Barrier rounds so far.
-  unsigned long long rounds() const { return roundsFn ? roundsFn() : 0; }
-  /// The simulator's position inside a launch, for crash reports ("" when
-  /// outside one). Async-signal tolerable (snprintf of integers).
-  int where(char *out, size_t size) const {
-    return whereFn ? whereFn(out, size) : 0;
-  }
-
-  std::vector<std::string> symbols;
-
-private:
-  void *handle = nullptr;
-  LaunchFn launchFn = nullptr;
-  int (*whereFn)(char *, size_t) = nullptr;
-  unsigned long long (*roundsFn)() = nullptr;
-  std::vector<Thunk> thunks;
 };
 
 struct RunOptions {

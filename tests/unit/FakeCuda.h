@@ -1,7 +1,9 @@
 //===- FakeCuda.h - What the fake CUDA driver counts ------------*- C++ -*-===//
 //
 // The counters of tests/unit/FakeCuda.cpp, read by snug-fake-cuda-tests
-// through dlsym(fakeCudaStats) on the library the runtime dlopened.
+// through dlsym(fakeCudaStats) on the library the runtime dlopened; the
+// library also exports fakeCudaSetComputeCapability(major, minor) and
+// fakeCudaLtNoAlgorithm(none).
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_TESTS_UNIT_FAKECUDA_H
@@ -19,6 +21,9 @@
 /// device_used_bytes has something to measure.
 constexpr uint64_t kFakeModuleBytes = 2u << 20;
 constexpr uint64_t kFakeCublasBytes = 4u << 20;
+/// The smallest workspace a cuBLAS GEMM runs with (a NULL one or less is
+/// refused with CUBLAS_STATUS_ALLOC_FAILED).
+constexpr size_t kFakeMinCublasWorkspace = 16u << 10;
 
 struct FakeCudaStats {
   // Live objects (created minus destroyed).
@@ -33,6 +38,10 @@ struct FakeCudaStats {
   int directLaunches = 0, gemms = 0;
   int instantiations = 0, graphLaunches = 0;
   int functionsLoaded = 0;
+  int cubinLoads = 0, ptxLoads = 0; // modules loaded, by image kind
+  // What the fake refused: launches over a limit, GEMMs without a usable
+  // workspace, prohibited calls during a capture.
+  int launchRefusals = 0, workspaceRefusals = 0, captureRefusals = 0;
   // cuBLAS settings last made.
   void *workspace = nullptr;
   size_t workspaceBytes = 0;

@@ -4,8 +4,12 @@
 // libcublas.so.13 and libcublasLt.so.13 of FakeCuda.cpp, so the executor's whole life — lazy
 // loading, the checks, allocation, upload, argument marshalling, eager run,
 // graph capture and replay, I/O, timing, destruction — runs on a CPU, with
-// the fake's counters as witnesses. What only a real device can show (real
-// kernels, the real cuBLAS, driver memory accounting) is tests/gpu's job.
+// the fake's counters as witnesses. The fake refuses what the real driver
+// refuses (FakeCuda.cpp's banner); each refusal has a test here that passes
+// only against it. The zoo's emitted plans go through the same executor on
+// the fake in the e2e tier (tests/e2e/run_model.py --fake-cuda). What only a
+// real device can show (real kernels, the real cuBLAS, driver memory
+// accounting) is tests/gpu's job.
 //
 //===----------------------------------------------------------------------===//
 #include "FakeCuda.h"
@@ -48,11 +52,35 @@ protected:
     if (!fakeOrNull())
       GTEST_SKIP() << "libcuda.so.1 is not the fake driver: run through "
                       "ctest, or with LD_LIBRARY_PATH=" SNUG_FAKE_CUDA_DIR;
+    // The hand-written plans (CudaTestPlans.h) give their GEMMs 512 and
+    // 1024 bytes of workspace; CublasRefusesASmallWorkspace checks the
+    // fake's real minimum.
+    setenv("SNUG_FAKE_CUDA_MIN_WORKSPACE", "512", 1);
   }
+  void TearDown() override { unsetenv("SNUG_FAKE_CUDA_MIN_WORKSPACE"); }
 };
 
+/// The fake's host kernels as a test image declares them (PTX's .entry
+/// syntax): the parameters the fake reads at launch and cuFuncGetParamInfo
+/// reports, snug_heavy's 128-thread limit. `target` makes the image a
+/// stand-in for a cubin of that arch ("" loads on any device).
+std::string fakeImageText(const std::string &target = "") {
+  return "FAKE\n" + (target.empty() ? "" : ".target " + target + "\n") +
+         ".entry snug_add(.param .u64 a, .param .u64 b, .param .u64 c, "
+         ".param .u32 n) { }\n"
+         ".entry snug_fail(.param .u64 a, .param .u64 b, .param .u64 c, "
+         ".param .u32 n) { }\n"
+         ".entry snug_leaky(.param .u64 x, .param .u64 y, .param .u64 n, "
+         ".param .f32 alpha) { }\n"
+         ".entry snug_heavy(.param .u64 x, .param .u64 y, .param .u64 n, "
+         ".param .f32 alpha)\n.maxntid 128, 1, 1\n{ }\n"
+         ".entry snug_check_labels(.param .u64 labels, .param .u64 out, "
+         ".param .u64 record, .param .u64 n, .param .u64 classes, "
+         ".param .u64 op) { }\n";
+}
+
 std::vector<bundle::KernelImage> fakeImages() {
-  return {image(bundle::ImageCubin, 90, "FAKE cubin")};
+  return {image(bundle::ImageCubin, 90, fakeImageText())};
 }
 
 snug_session_options cudaOptions(int graphs = 1) {
@@ -544,33 +572,305 @@ TEST_F(FakeCudaTest, FailedCreationLeaksNothing) {
   expectNothingLive();
 }
 
-// A launch failure names the step and the op; the session stays usable for
-// later runs of an intact plan, and nothing leaks.
-TEST_F(FakeCudaTest, LaunchErrorsNameTheOp) {
+// A kernel fault is asynchronous: the launch succeeds, the fault shows at
+// the run's synchronization (sticky: the session's later calls fail too,
+// until its context goes); with CUDA_LAUNCH_BLOCKING=1 the launch itself
+// fails and the error names the step and the op, as the executor's message
+// advises. Nothing leaks either way.
+TEST_F(FakeCudaTest, KernelFaultIsReportedAtTheNextSynchronization) {
   bundle::DevicePlan plan = mlpPlan();
   plan.kernels[0] = "snug_fail";
   Loaded loaded(cudaBundleOf(kMlp, plan, fakeImages()));
   ASSERT_TRUE(loaded.bundle);
+  for (bool blocking : {false, true}) {
+    if (blocking)
+      setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
+    snug_session *session = nullptr;
+    snug_session_options options = cudaOptions();
+    ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK);
+    float x[4] = {1, 2, 3, -4};
+    ASSERT_EQ(snug_session_set_input(session, 0, x, sizeof x), SNUG_OK);
+    EXPECT_EQ(snug_session_run(session), SNUG_ERROR_RUNTIME);
+    std::string message = snug_last_error();
+    EXPECT_TRUE(contains(message, "CUDA_ERROR_LAUNCH_FAILED")) << message;
+    if (blocking) {
+      EXPECT_TRUE(contains(message, "device step 1 of op #1 (Add)"))
+          << message;
+      EXPECT_TRUE(contains(message, "launching kernel 'snug_fail'"))
+          << message;
+    } else {
+      EXPECT_TRUE(contains(message, "a kernel failed after the steps were "
+                                    "enqueued"))
+          << message;
+    }
+    // Sticky: the next run fails at its first step (the GEMM).
+    EXPECT_EQ(snug_session_run(session), SNUG_ERROR_RUNTIME);
+    float y[2];
+    EXPECT_EQ(snug_session_get_output(session, 0, y, sizeof y),
+              SNUG_ERROR_INVALID_ARGUMENT); // no successful run
+    snug_session_destroy(session);
+    unsetenv("CUDA_LAUNCH_BLOCKING");
+    expectNothingLive();
+  }
+  // The context went with the session: a new one runs.
+  Loaded good(cudaBundleOf(kMlp, mlpPlan(), fakeImages()));
   snug_session *session = nullptr;
   snug_session_options options = cudaOptions();
-  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK);
-  float x[4] = {1, 2, 3, -4};
-  ASSERT_EQ(snug_session_set_input(session, 0, x, sizeof x), SNUG_OK);
-  EXPECT_EQ(snug_session_run(session), SNUG_ERROR_RUNTIME);
-  std::string message = snug_last_error();
-  EXPECT_TRUE(contains(message, "device step 1 of op #1 (Add)")) << message;
-  EXPECT_TRUE(contains(message, "launching kernel 'snug_fail'")) << message;
-  EXPECT_TRUE(contains(message, "CUDA_ERROR_LAUNCH_FAILED")) << message;
-  float y[2];
-  EXPECT_EQ(snug_session_get_output(session, 0, y, sizeof y),
-            SNUG_ERROR_INVALID_ARGUMENT); // no successful run
+  ASSERT_EQ(snug_session_create(good.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  EXPECT_EQ(runMlp(session, {1, 2, 3, -4}),
+            (std::vector<float>{8.5f, -0.875f, 8.5f, -0.875f}));
   snug_session_destroy(session);
+}
+
+// The driver reads as many parameters as the kernel has (the image says
+// how many, and their sizes): a launch with one argument too few, or one
+// of the wrong width, is refused at creation, naming the step and kernel.
+TEST_F(FakeCudaTest, LaunchArgumentsMatchTheKernel) {
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  bundle::DevicePlan plan = mlpPlan();
+  plan.steps[1].launch.args.pop_back(); // snug_add without its n
+  Loaded fewer(cudaBundleOf(kMlp, plan, fakeImages()));
+  ASSERT_TRUE(fewer.bundle);
+  EXPECT_EQ(snug_session_create(fewer.bundle, &options, &session),
+            SNUG_ERROR_INVALID_BUNDLE);
+  EXPECT_TRUE(contains(snug_last_error(),
+                       "device step 1 of op #1 (Add) launches kernel "
+                       "'snug_add' with 3 arguments; the kernel takes 4"))
+      << snug_last_error();
   expectNothingLive();
+
+  plan = mlpPlan();
+  plan.steps[1].launch.args[3].kind = bundle::ArgI64; // n is a .u32
+  Loaded wider(cudaBundleOf(kMlp, plan, fakeImages()));
+  ASSERT_TRUE(wider.bundle);
+  EXPECT_EQ(snug_session_create(wider.bundle, &options, &session),
+            SNUG_ERROR_INVALID_BUNDLE);
+  EXPECT_TRUE(contains(snug_last_error(),
+                       "with a 8-byte argument 3; the kernel's parameter "
+                       "has 4 bytes"))
+      << snug_last_error();
+  expectNothingLive();
+}
+
+namespace {
+
+/// A driver entry point of the fake, by name.
+template <typename F> F driverFunction(const char *name) {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto getProc = reinterpret_cast<CUresult (*)(
+      const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *)>(
+      dlsym(library, "cuGetProcAddress_v2"));
+  void *function = nullptr;
+  if (getProc)
+    (void)getProc(name, &function, 12000, 0, nullptr);
+  dlclose(library);
+  return reinterpret_cast<F>(function);
+}
+
+template <typename F> F fakeExport(const char *name) {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto function = reinterpret_cast<F>(dlsym(library, name));
+  dlclose(library);
+  return function;
+}
+
+} // namespace
+
+// The launch limits, checked by the driver against the kernel: CUDA's
+// per-dim grid and block limits, the kernel's own thread limit (.maxntid
+// 128 for snug_heavy), and shared memory above 48 KiB only after
+// cuFuncSetAttribute's opt-in (up to the device's 227 KiB on 9.0). (The
+// bundle reader refuses such plans before the executor sees them; this is
+// the driver that refuses an executor which gets them wrong.)
+TEST_F(FakeCudaTest, LaunchLimitsAndSharedMemoryOptIn) {
+  const rt::cuda::CudaDriver *driver;
+  ASSERT_TRUE(rt::cuda::getCudaDriver(driver).isOk());
+  std::unique_ptr<rt::cuda::CudaContext> context;
+  ASSERT_TRUE(rt::cuda::CudaContext::acquire(*driver, context).isOk());
+  {
+    rt::cuda::ContextScope scope(*driver, context->get());
+    auto setAttribute =
+        driverFunction<decltype(&cuFuncSetAttribute)>("cuFuncSetAttribute");
+    ASSERT_NE(setAttribute, nullptr);
+    std::string text = fakeImageText();
+    CUmodule module = nullptr;
+    ASSERT_EQ(driver->ModuleLoadDataEx(&module, text.c_str(), 0, nullptr,
+                                       nullptr),
+              CUDA_SUCCESS);
+    CUfunction leaky = nullptr, heavy = nullptr;
+    ASSERT_EQ(driver->ModuleGetFunction(&leaky, module, "snug_leaky"),
+              CUDA_SUCCESS);
+    ASSERT_EQ(driver->ModuleGetFunction(&heavy, module, "snug_heavy"),
+              CUDA_SUCCESS);
+    float x = -2, y = 0, alpha = 0.5f;
+    long long n = 1;
+    float *px = &x, *py = &y;
+    void *params[] = {&px, &py, &n, &alpha};
+    auto launch = [&](CUfunction f, unsigned gy, unsigned bx, unsigned bz,
+                      unsigned shared) {
+      return driver->LaunchKernel(f, 1, gy, 1, bx, 1, bz, shared, nullptr,
+                                  params, nullptr);
+    };
+    EXPECT_EQ(launch(leaky, 1, 32, 1, 0), CUDA_SUCCESS);
+    EXPECT_EQ(launch(leaky, 65536, 32, 1, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(launch(leaky, 1, 1, 65, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(launch(leaky, 1, 1025, 1, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(launch(heavy, 1, 256, 1, 0), CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+    EXPECT_EQ(launch(heavy, 1, 128, 1, 0), CUDA_SUCCESS);
+    EXPECT_EQ(launch(leaky, 1, 32, 1, 48 << 10), CUDA_SUCCESS);
+    EXPECT_EQ(launch(leaky, 1, 32, 1, 64 << 10), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(setAttribute(leaky, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                           300 << 10),
+              CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(setAttribute(leaky, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                           64 << 10),
+              CUDA_SUCCESS);
+    EXPECT_EQ(launch(leaky, 1, 32, 1, 64 << 10), CUDA_SUCCESS);
+    // The launches ran (asynchronously, at the synchronization).
+    EXPECT_EQ(y, 0.0f);
+    EXPECT_EQ(driver->StreamSynchronize(nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(y, -1.0f);
+    EXPECT_EQ(driver->ModuleUnload(module), CUDA_SUCCESS);
+  }
+  context.reset();
+  expectNothingLive();
+}
+
+// During a stream capture a synchronizing call is prohibited: it fails with
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and the capture ends invalidated,
+// with no graph. (The executor's capture makes no such call: the other
+// tests' captures succeed with the fake counting no refusal.)
+TEST_F(FakeCudaTest, CaptureRefusesSynchronousCalls) {
+  const rt::cuda::CudaDriver *driver;
+  ASSERT_TRUE(rt::cuda::getCudaDriver(driver).isOk());
+  std::unique_ptr<rt::cuda::CudaContext> context;
+  ASSERT_TRUE(rt::cuda::CudaContext::acquire(*driver, context).isOk());
+  rt::cuda::ContextScope scope(*driver, context->get());
+  auto streamCreate = driverFunction<decltype(&cuStreamCreate)>("cuStreamCreate");
+  auto streamDestroy =
+      driverFunction<decltype(&cuStreamDestroy)>("cuStreamDestroy");
+  auto begin =
+      driverFunction<decltype(&cuStreamBeginCapture)>("cuStreamBeginCapture");
+  auto end = driverFunction<decltype(&cuStreamEndCapture)>("cuStreamEndCapture");
+  auto sync =
+      driverFunction<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
+  auto ctxSync = driverFunction<CUresult (*)()>("cuCtxSynchronize");
+  auto alloc = driverFunction<decltype(&cuMemAlloc)>("cuMemAlloc");
+  ASSERT_TRUE(streamCreate && begin && end && sync && ctxSync && alloc);
+  CUstream stream = nullptr;
+  ASSERT_EQ(streamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  int refusals = fake().captureRefusals;
+  for (int call = 0; call < 3; ++call) {
+    ASSERT_EQ(begin(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+    CUdeviceptr pointer = 0;
+    CUresult r = call == 0   ? sync(stream)
+                 : call == 1 ? ctxSync()
+                             : alloc(&pointer, 256);
+    EXPECT_EQ(r, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) << call;
+    CUgraph graph = nullptr;
+    EXPECT_EQ(end(stream, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        << call;
+    EXPECT_EQ(graph, nullptr);
+  }
+  EXPECT_EQ(fake().captureRefusals, refusals + 3);
+  // Outside a capture the same calls succeed.
+  EXPECT_EQ(sync(stream), CUDA_SUCCESS);
+  EXPECT_EQ(streamDestroy(stream), CUDA_SUCCESS);
+  context.reset();
+}
+
+// The device's compute capability picks the image, and the fake loads only
+// what such a device loads: on 8.0 the sm_80 cubin, on 8.6 (no exact cubin)
+// the PTX through the JIT, on 9.0 the sm_90 cubin; PTX of an ISA newer than
+// the driver's JIT (9.0 on a 12.8 driver) is refused, naming the driver.
+TEST_F(FakeCudaTest, ComputeCapabilityPicksTheImage) {
+  auto setCc = fakeExport<void (*)(int, int)>("fakeCudaSetComputeCapability");
+  ASSERT_NE(setCc, nullptr);
+  auto ptxImage = [](const std::string &version) {
+    std::string text = fakeImageText();
+    return image(bundle::ImagePtx, 80,
+                 ".version " + version + "\n.target sm_80\n" +
+                     text.substr(text.find(".entry")));
+  };
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlan(),
+                             {image(bundle::ImageCubin, 80, fakeImageText("sm_80")),
+                              image(bundle::ImageCubin, 90, fakeImageText("sm_90")),
+                              ptxImage("8.0")}));
+  ASSERT_TRUE(loaded.bundle);
+  const FakeCudaStats &f = fake();
+  struct Case {
+    int major, minor;
+    bool cubin;
+  };
+  for (Case c : {Case{8, 0, true}, Case{8, 6, false}, Case{9, 0, true}}) {
+    setCc(c.major, c.minor);
+    int cubins = f.cubinLoads, ptxs = f.ptxLoads;
+    snug_session *session = nullptr;
+    snug_session_options options = cudaOptions();
+    ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+        << c.major << "." << c.minor << ": " << snug_last_error();
+    EXPECT_EQ(f.cubinLoads, cubins + (c.cubin ? 1 : 0)) << c.major << c.minor;
+    EXPECT_EQ(f.ptxLoads, ptxs + (c.cubin ? 0 : 1)) << c.major << c.minor;
+    EXPECT_EQ(runMlp(session, {1, 2, 3, -4}),
+              (std::vector<float>{8.5f, -0.875f, 8.5f, -0.875f}));
+    snug_session_destroy(session);
+  }
+  // A cubin of another major arch does not load, whatever the bundle says.
+  setCc(8, 6);
+  Loaded wrongArch(cudaBundleOf(
+      kMlp, mlpPlan(), {image(bundle::ImageCubin, 86, fakeImageText("sm_90"))}));
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  EXPECT_EQ(snug_session_create(wrongArch.bundle, &options, &session),
+            SNUG_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(contains(snug_last_error(), "CUDA_ERROR_NO_BINARY_FOR_GPU"))
+      << snug_last_error();
+  // PTX 9.0 (CUDA 13's) on a 12.8 driver, whose JIT takes up to 8.7.
+  setenv("SNUG_FAKE_CUDA_DRIVER_VERSION", "12080", 1);
+  Loaded newPtx(cudaBundleOf(kMlp, mlpPlan(), {ptxImage("9.0")}));
+  EXPECT_EQ(snug_session_create(newPtx.bundle, &options, &session),
+            SNUG_ERROR_UNSUPPORTED);
+  EXPECT_TRUE(contains(snug_last_error(), "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"))
+      << snug_last_error();
+  unsetenv("SNUG_FAKE_CUDA_DRIVER_VERSION");
+  setCc(9, 0);
+  expectNothingLive();
+}
+
+// cuBLAS takes a workspace only 256-byte aligned, and a GEMM needs one of
+// at least 16 KiB: mlpPlan's 1024 bytes fail the warm-up GEMM at creation.
+TEST_F(FakeCudaTest, CublasRefusesASmallOrUnalignedWorkspace) {
+  unsetenv("SNUG_FAKE_CUDA_MIN_WORKSPACE");
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlan(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  int refusals = fake().workspaceRefusals;
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  EXPECT_NE(snug_session_create(loaded.bundle, &options, &session), SNUG_OK);
+  EXPECT_TRUE(contains(snug_last_error(), "CUBLAS_STATUS_ALLOC_FAILED"))
+      << snug_last_error();
+  EXPECT_EQ(fake().workspaceRefusals, refusals + 1);
+  EXPECT_EQ(session, nullptr);
+  expectNothingLive();
+
+  auto create = fakeExport<int (*)(void **)>("cublasCreate_v2");
+  auto destroy = fakeExport<int (*)(void *)>("cublasDestroy_v2");
+  auto setWorkspace =
+      fakeExport<int (*)(void *, void *, size_t)>("cublasSetWorkspace_v2");
+  ASSERT_TRUE(create && destroy && setWorkspace);
+  void *handle = nullptr;
+  ASSERT_EQ(create(&handle), 0);
+  alignas(256) static uint8_t buffer[256 + 16384];
+  EXPECT_EQ(setWorkspace(handle, buffer + 64, 16384), 7); // INVALID_VALUE
+  EXPECT_EQ(setWorkspace(handle, buffer, 16384), 0);
+  EXPECT_EQ(destroy(handle), 0);
 }
 
 TEST_F(FakeCudaTest, ImageChoiceAndHostOnlyBundles) {
   Loaded sm80(
-      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImageCubin, 80, "FAKE")}));
+      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImageCubin, 80, fakeImageText("sm_80"))}));
   Loaded hostOnly(bundleOf(kMlp));
   ASSERT_TRUE(sm80.bundle && hostOnly.bundle);
   snug_session *session = nullptr;
@@ -587,7 +887,7 @@ TEST_F(FakeCudaTest, ImageChoiceAndHostOnlyBundles) {
 
   // PTX not newer than the device is JIT-compiled.
   Loaded ptx(
-      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImagePtx, 80, "FAKE ptx")}));
+      cudaBundleOf(kMlp, mlpPlan(), {image(bundle::ImagePtx, 80, fakeImageText())}));
   ASSERT_TRUE(ptx.bundle);
   ASSERT_EQ(snug_session_create(ptx.bundle, &options, &session), SNUG_OK)
       << snug_last_error();
