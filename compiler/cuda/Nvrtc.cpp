@@ -27,9 +27,11 @@ std::vector<std::string> getNvrtcOptions(unsigned arch) {
           "--fmad=true", "--device-as-default-execution-space"};
 }
 
-/// nvJitLink's options for the cubin of sm_`arch`.
+/// nvJitLink's options for the cubin of sm_`arch`. -verbose makes ptxas
+/// log each kernel's spill stores, which the cubin does not record
+/// (CubinInfo.h); it also names the flag in the cubin's toolkit note.
 std::vector<std::string> getJitLinkOptions(unsigned arch) {
-  return {"-arch=sm_" + std::to_string(arch)};
+  return {"-arch=sm_" + std::to_string(arch), "-verbose"};
 }
 
 /// The versions of both compilers, read once per process: each library is
@@ -79,6 +81,10 @@ struct Slot {
   bundle::KernelImage image;
   size_t group; // the PTX it is (or is assembled from)
   KernelCache::Key key;
+  /// A cubin's ptxas log, cached beside it under logKey: an image without
+  /// its log is assembled again.
+  std::string log;
+  KernelCache::Key logKey{};
   bool cached = false;
 };
 
@@ -96,12 +102,16 @@ struct Slots {
         std::vector<std::string> options = getNvrtcOptions(groups[g].front());
         for (std::string &option : getJitLinkOptions(arch))
           options.push_back(std::move(option));
-        slots.emplace_back(
-            bundle::ImageCubin, arch, g,
+        std::string compilers =
+            "nvrtc " + versions.nvrtc + " nvJitLink " + versions.jitLink;
+        slots.emplace_back(bundle::ImageCubin, arch, g,
+                           KernelCache::makeKey(program.source, options,
+                                                bundle::ImageCubin, arch,
+                                                compilers));
+        options.push_back("(ptxas log)");
+        slots.back().logKey =
             KernelCache::makeKey(program.source, options, bundle::ImageCubin,
-                                 arch,
-                                 "nvrtc " + versions.nvrtc + " nvJitLink " +
-                                     versions.jitLink));
+                                 arch, compilers);
       }
     for (size_t g = 0; g < groups.size(); ++g) {
       ptxOf.push_back(slots.size());
@@ -112,11 +122,19 @@ struct Slots {
                                               bundle::ImagePtx, arch,
                                               "nvrtc " + versions.nvrtc));
     }
-    for (Slot &slot : slots)
-      if (auto bytes = cache.lookup(slot.key)) {
-        slot.image.bytes = std::move(*bytes);
-        slot.cached = true;
+    for (Slot &slot : slots) {
+      auto bytes = cache.lookup(slot.key);
+      if (!bytes)
+        continue;
+      if (slot.image.kind == bundle::ImageCubin) {
+        auto log = cache.lookup(slot.logKey);
+        if (!log)
+          continue;
+        slot.log.assign(log->begin(), log->end());
       }
+      slot.image.bytes = std::move(*bytes);
+      slot.cached = true;
+    }
   }
 
   bool anyMissing(uint8_t kind) const {
@@ -162,10 +180,11 @@ llvm::Expected<std::vector<uint8_t>> compilePtx(const NvrtcLibrary &nvrtc,
   return ptx;
 }
 
-/// Assembles PTX into the cubin of sm_`arch`.
+/// Assembles PTX into the cubin of sm_`arch`; ptxas's verbose log goes to
+/// `infoLog`.
 llvm::Expected<std::vector<uint8_t>>
 assembleCubin(const JitLinkLibrary &jitLink, llvm::ArrayRef<uint8_t> ptx,
-              unsigned arch) {
+              unsigned arch, std::string &infoLog) {
   std::vector<std::string> optionText = getJitLinkOptions(arch);
   std::vector<const char *> options;
   for (const std::string &option : optionText)
@@ -176,7 +195,7 @@ assembleCubin(const JitLinkLibrary &jitLink, llvm::ArrayRef<uint8_t> ptx,
   if (result != NVJITLINK_SUCCESS)
     return makeError("nvJitLink error " + llvm::Twine(int(result)));
   std::vector<uint8_t> cubin;
-  size_t size = 0;
+  size_t size = 0, logSize = 0;
   // The PTX image ends in its NUL, which nvJitLink does not take as text.
   size_t ptxBytes = ptx.size() - (!ptx.empty() && ptx.back() == 0);
   if ((result = jitLink.addData(handle, NVJITLINK_INPUT_PTX, ptx.data(),
@@ -187,8 +206,14 @@ assembleCubin(const JitLinkLibrary &jitLink, llvm::ArrayRef<uint8_t> ptx,
     cubin.resize(size);
     result = jitLink.getLinkedCubin(handle, cubin.data());
   }
+  if (result == NVJITLINK_SUCCESS &&
+      jitLink.getInfoLogSize(handle, &logSize) == NVJITLINK_SUCCESS &&
+      logSize > 1) {
+    infoLog.resize(logSize);
+    jitLink.getInfoLog(handle, infoLog.data());
+    infoLog.resize(logSize - 1);
+  }
   std::string log;
-  size_t logSize = 0;
   if (result != NVJITLINK_SUCCESS &&
       jitLink.getErrorLogSize(handle, &logSize) == NVJITLINK_SUCCESS &&
       logSize > 1) {
@@ -265,7 +290,7 @@ llvm::Error assembleMissingCubins(Slots &slots) {
       continue;
     auto cubin = assembleCubin(
         *jitLink, slots.slots[slots.ptxOf[slot.group]].image.bytes,
-        slot.image.arch);
+        slot.image.arch, slot.log);
     if (!cubin)
       return makeError("internal error: nvJitLink could not assemble the "
                        "kernels' PTX for sm_" +
@@ -342,10 +367,11 @@ bool isNvrtcAvailable() {
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
                    const KernelCache &cache, CompileStatistics *statistics,
-                   llvm::function_ref<void()> beforeCompiling) {
+                   llvm::function_ref<void()> beforeCompiling,
+                   std::vector<std::string> *assemblerLogs) {
 #ifndef SNUG_HAVE_NVRTC
   (void)program, (void)archs, (void)cache, (void)statistics,
-      (void)beforeCompiling;
+      (void)beforeCompiling, (void)assemblerLogs;
   return makeError("this snugc was built without NVRTC (no CUDA toolkit); "
                    "compile with --target=host");
 #else
@@ -381,8 +407,12 @@ compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
     // What was compiled goes to the cache (a failure has returned above).
     if (!slot.cached) {
       cache.store(slot.key, slot.image.bytes);
+      if (slot.image.kind == bundle::ImageCubin)
+        cache.store(slot.logKey, llvm::arrayRefFromStringRef(slot.log));
       ++compiled;
     }
+    if (assemblerLogs)
+      assemblerLogs->push_back(std::move(slot.log));
     images.push_back(std::move(slot.image));
   }
   if (statistics) {

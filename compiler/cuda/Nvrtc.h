@@ -55,12 +55,15 @@ struct CompileStatistics {
 /// taken from it (byte for byte what NVRTC gave when they were stored);
 /// the others are compiled and stored. `beforeCompiling`, when given, is
 /// called once before a compiler is loaded (not when every image comes
-/// from the cache), so that the caller can make room.
+/// from the cache), so that the caller can make room. `assemblerLogs`, when
+/// given, gets one entry per image: a cubin's ptxas verbose log (cached
+/// beside it), "" for PTX.
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
                    const KernelCache &cache = KernelCache(),
                    CompileStatistics *statistics = nullptr,
-                   llvm::function_ref<void()> beforeCompiling = {});
+                   llvm::function_ref<void()> beforeCompiling = {},
+                   std::vector<std::string> *assemblerLogs = nullptr);
 
 } // namespace cuda
 } // namespace snug
