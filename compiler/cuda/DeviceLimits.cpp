@@ -39,15 +39,15 @@ constexpr uint32_t kKiB = 1024;
 
 // Oldest first; getDeviceLimits relies on the order.
 const DeviceLimits kTable[] = {
-    makeLimits(75, 64 * kKiB, 1024, 72, "Quadro RTX 8000 (72 SMs)"),
-    makeLimits(80, 163 * kKiB, 2048, 108, "A100 (108 SMs)"),
-    makeLimits(86, 99 * kKiB, 1536, 84, "RTX 3090 Ti / RTX A6000 (84 SMs)"),
-    makeLimits(87, 163 * kKiB, 1536, 16, "Jetson AGX Orin (16 SMs)"),
-    makeLimits(89, 99 * kKiB, 1536, 142, "L40S / RTX 6000 Ada (142 SMs)"),
-    makeLimits(90, 227 * kKiB, 2048, 132, "H100 SXM / H200 (132 SMs)"),
-    makeLimits(100, 227 * kKiB, 2048, 148, "B200 (148 SMs)"),
+    makeLimits(75, 64 * kKiB, 1024, 72, "Quadro RTX 8000"),
+    makeLimits(80, 163 * kKiB, 2048, 108, "A100"),
+    makeLimits(86, 99 * kKiB, 1536, 84, "RTX 3090 Ti / RTX A6000"),
+    makeLimits(87, 163 * kKiB, 1536, 16, "Jetson AGX Orin"),
+    makeLimits(89, 99 * kKiB, 1536, 142, "L40S / RTX 6000 Ada"),
+    makeLimits(90, 227 * kKiB, 2048, 132, "H100 SXM / H200"),
+    makeLimits(100, 227 * kKiB, 2048, 148, "B200"),
     makeLimits(120, 99 * kKiB, 1536, 188,
-               "RTX PRO 6000 Blackwell (188 SMs)"),
+               "RTX PRO 6000 Blackwell"),
 };
 
 } // namespace

@@ -155,6 +155,7 @@ LocalMemoryReservation
 computeLocalMemoryReservation(llvm::ArrayRef<KernelRecord> records) {
   LocalMemoryReservation worst;
   worst.known = !records.empty();
+  uint64_t worstLocal = 0;
   for (const KernelRecord &record : records) {
     if (!record.resources.localBytes)
       continue;
@@ -162,8 +163,11 @@ computeLocalMemoryReservation(llvm::ArrayRef<KernelRecord> records) {
     uint64_t perThread = roundUp(record.resources.localBytes + 512, 256);
     uint64_t bytes =
         perThread * limits.threadsPerSm * uint64_t(limits.largestGpuSms);
-    if (bytes <= worst.bytes)
+    // Of kernels that round alike, the one with the largest stack.
+    if (bytes < worst.bytes ||
+        (bytes == worst.bytes && record.resources.localBytes <= worstLocal))
       continue;
+    worstLocal = record.resources.localBytes;
     worst.bytes = bytes;
     worst.kernel = record.name;
     worst.arch = record.arch;

@@ -81,12 +81,38 @@ struct Slot {
   bundle::KernelImage image;
   size_t group; // the PTX it is (or is assembled from)
   KernelCache::Key key;
-  /// A cubin's ptxas log, cached beside it under logKey: an image without
-  /// its log is assembled again.
+  /// A cubin's ptxas log (CubinInfo.h reads its spills), cached in the
+  /// same entry (packCubin).
   std::string log;
-  KernelCache::Key logKey{};
   bool cached = false;
 };
+
+/// A cubin's cache entry: its size (8 bytes, little-endian), the cubin,
+/// then ptxas's log, so that a cached cubin keeps its log.
+std::vector<uint8_t> packCubin(llvm::ArrayRef<uint8_t> cubin,
+                               llvm::StringRef log) {
+  std::vector<uint8_t> entry(8);
+  for (unsigned i = 0; i < 8; ++i)
+    entry[i] = uint8_t(uint64_t(cubin.size()) >> (8 * i));
+  entry.insert(entry.end(), cubin.begin(), cubin.end());
+  entry.insert(entry.end(), log.begin(), log.end());
+  return entry;
+}
+
+/// packCubin's inverse; false for an entry too short for its size.
+bool unpackCubin(llvm::ArrayRef<uint8_t> entry, std::vector<uint8_t> &cubin,
+                 std::string &log) {
+  if (entry.size() < 8)
+    return false;
+  uint64_t size = 0;
+  for (unsigned i = 0; i < 8; ++i)
+    size |= uint64_t(entry[i]) << (8 * i);
+  if (size > entry.size() - 8)
+    return false;
+  cubin.assign(entry.begin() + 8, entry.begin() + 8 + size);
+  log.assign(entry.begin() + 8 + size, entry.end());
+  return true;
+}
 
 /// The images of a compile in bundle order, a cubin per arch and then each
 /// group's PTX, with what the cache already holds filled in.
@@ -102,16 +128,12 @@ struct Slots {
         std::vector<std::string> options = getNvrtcOptions(groups[g].front());
         for (std::string &option : getJitLinkOptions(arch))
           options.push_back(std::move(option));
-        std::string compilers =
-            "nvrtc " + versions.nvrtc + " nvJitLink " + versions.jitLink;
-        slots.emplace_back(bundle::ImageCubin, arch, g,
-                           KernelCache::makeKey(program.source, options,
-                                                bundle::ImageCubin, arch,
-                                                compilers));
-        options.push_back("(ptxas log)");
-        slots.back().logKey =
+        slots.emplace_back(
+            bundle::ImageCubin, arch, g,
             KernelCache::makeKey(program.source, options, bundle::ImageCubin,
-                                 arch, compilers);
+                                 arch,
+                                 "nvrtc " + versions.nvrtc + " nvJitLink " +
+                                     versions.jitLink));
       }
     for (size_t g = 0; g < groups.size(); ++g) {
       ptxOf.push_back(slots.size());
@@ -126,13 +148,10 @@ struct Slots {
       auto bytes = cache.lookup(slot.key);
       if (!bytes)
         continue;
-      if (slot.image.kind == bundle::ImageCubin) {
-        auto log = cache.lookup(slot.logKey);
-        if (!log)
-          continue;
-        slot.log.assign(log->begin(), log->end());
-      }
-      slot.image.bytes = std::move(*bytes);
+      if (slot.image.kind != bundle::ImageCubin)
+        slot.image.bytes = std::move(*bytes);
+      else if (!unpackCubin(*bytes, slot.image.bytes, slot.log))
+        continue;
       slot.cached = true;
     }
   }
@@ -406,9 +425,9 @@ compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
   for (Slot &slot : slots.slots) {
     // What was compiled goes to the cache (a failure has returned above).
     if (!slot.cached) {
-      cache.store(slot.key, slot.image.bytes);
-      if (slot.image.kind == bundle::ImageCubin)
-        cache.store(slot.logKey, llvm::arrayRefFromStringRef(slot.log));
+      cache.store(slot.key, slot.image.kind == bundle::ImageCubin
+                                ? packCubin(slot.image.bytes, slot.log)
+                                : slot.image.bytes);
       ++compiled;
     }
     if (assemblerLogs)
