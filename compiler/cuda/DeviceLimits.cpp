@@ -32,6 +32,7 @@ DeviceLimits makeLimits(unsigned arch, uint32_t sharedOptIn,
   limits.threadsPerSm = threadsPerSm;
   limits.largestGpuSms = sms;
   limits.largestGpu = gpu;
+  limits.reservedSharedInCubin = arch >= 90 ? 1024 : 0;
   return limits;
 }
 

@@ -31,6 +31,11 @@ struct DeviceLimits {
   /// up to sharedOptInPerBlock.
   uint32_t sharedPerBlock = 48 * 1024;
   uint32_t sharedOptInPerBlock = 0;
+  /// The shared memory the system reserves per block that a cubin's
+  /// `.nv.shared.NAME` counts in (1 KiB from sm_90 on: ptxas 13 sizes the
+  /// section 1024 B larger there, not on sm_80..sm_89), on top of
+  /// sharedPerBlock (the guide's reservedSharedMemPerBlock).
+  uint32_t reservedSharedInCubin = 0;
   /// Resident threads per SM, and the SMs of the largest GPU of the arch.
   uint32_t threadsPerSm = 0;
   uint32_t largestGpuSms = 0;

@@ -133,13 +133,20 @@ llvm::Error checkKernelLimits(const KernelRecord &record) {
                   " registers (allocated per warp in units of " +
                   llvm::Twine(limits.registerUnit) + "), over the limit of " +
                   llvm::Twine(limits.registersPerBlock) + " per block");
-  if (record.getSharedBytes() > limits.sharedPerBlock)
+  uint64_t sharedLimit =
+      uint64_t(limits.sharedPerBlock) + limits.reservedSharedInCubin;
+  std::string reserved =
+      limits.reservedSharedInCubin
+          ? " with " + std::to_string(limits.reservedSharedInCubin) +
+                " reserved"
+          : std::string();
+  if (record.getSharedBytes() > sharedLimit)
     return refuse(llvm::Twine(record.getSharedBytes()) +
                   " bytes of shared memory (" +
-                  llvm::Twine(record.resources.sharedBytes) + " static, " +
-                  llvm::Twine(record.dynamicSharedBytes) +
+                  llvm::Twine(record.resources.sharedBytes) + " static" +
+                  reserved + ", " + llvm::Twine(record.dynamicSharedBytes) +
                   " dynamic) are over the limit of " +
-                  llvm::Twine(limits.sharedPerBlock) +
+                  llvm::Twine(sharedLimit) +
                   " per block without the cuFuncSetAttribute opt-in");
   return llvm::Error::success();
 }

@@ -245,12 +245,23 @@ TEST(KernelReportTest, ChecksEachLimitOfTheArch) {
   EXPECT_EQ(refusal(makeRecord(256, 255)), "");
   EXPECT_NE(refusal(makeRecord(257, 255)), "");
 
+  // sm_90's cubins count the 1 KiB the system reserves; sm_80's do not.
   KernelRecord shared = makeRecord(128, 32);
-  shared.resources.sharedBytes = 48 * 1024;
+  shared.resources.sharedBytes = 49 * 1024;
   EXPECT_EQ(refusal(shared), "");
   shared.dynamicSharedBytes = 1;
   EXPECT_EQ(refusal(shared),
-            "kernel 'snug_k_0' of node 'n' (Op) on sm_90: 49153 bytes of "
+            "kernel 'snug_k_0' of node 'n' (Op) on sm_90: 50177 bytes of "
+            "shared memory (50176 static with 1024 reserved, 1 dynamic) are "
+            "over the limit of 50176 per block without the cuFuncSetAttribute "
+            "opt-in");
+  shared.arch = 80;
+  shared.resources.sharedBytes = 48 * 1024;
+  shared.dynamicSharedBytes = 0;
+  EXPECT_EQ(refusal(shared), "");
+  shared.dynamicSharedBytes = 1;
+  EXPECT_EQ(refusal(shared),
+            "kernel 'snug_k_0' of node 'n' (Op) on sm_80: 49153 bytes of "
             "shared memory (49152 static, 1 dynamic) are over the limit of "
             "49152 per block without the cuFuncSetAttribute opt-in");
 
