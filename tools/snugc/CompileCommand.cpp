@@ -8,7 +8,10 @@
 // as plan-memory handed it to the planner, as the CSV `snugc plan-buffers`
 // reads (--emit=buffers; stdout unless -o). With --target=cuda (the
 // default) the bundle also carries the device plan and the kernels NVRTC
-// compiled for --arch. Diagnostics, dumps, the banner
+// compiled for --arch: they are compiled before the report is printed (it
+// shows the local memory their stacks reserve), each launch is checked
+// against its GPU's limits, and --kernel-report=FILE.json lists what each
+// kernel takes (CudaSupport.h). Diagnostics, dumps, the banner
 // and the report go to stderr, so stdout holds exactly an IR product. Every
 // file is written atomically, and none may be the model, its external data
 // or another output (checked before anything is written).
