@@ -55,7 +55,9 @@ struct KernelResources {
 llvm::Expected<std::vector<KernelResources>>
 readCubinResources(llvm::ArrayRef<uint8_t> cubin);
 
-/// Kernel name -> spill store bytes per thread, from ptxas's verbose log
+/// Kernel name -> ptxas's "bytes spill stores" (what its spill store
+/// instructions write, counted statically; the frame that holds the
+/// spilled values is KernelResources::localBytes), from its verbose log
 /// (as nvJitLink's info log with -verbose carries it):
 ///   ptxas info    : Function properties for NAME
 ///   ptxas         .     256 bytes stack frame, 8 bytes spill stores, ...

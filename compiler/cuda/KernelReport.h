@@ -42,7 +42,7 @@ struct KernelRecord {
   std::string node; // the node that first emitted it (for messages)
   unsigned arch = 0;
   KernelResources resources;
-  uint64_t spillBytes = 0; // spill stores per thread (ptxas's log)
+  uint64_t spillBytes = 0; // ptxas's "bytes spill stores" (readSpillBytes)
   uint64_t dynamicSharedBytes = 0;
   uint32_t block[3] = {1, 1, 1}; // of the launch with the most threads
   uint32_t grid[3] = {1, 1, 1};  // the largest in each dimension
