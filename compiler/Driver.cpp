@@ -2,6 +2,7 @@
 #include "compiler/Driver.h"
 #include "passes/memory/budget/SplitBatch.h"
 
+#include "compiler/cuda/KernelReport.h"
 #include "compiler/cuda/Nvrtc.h"
 #include "ir/OpInfo.h"
 #include "passes/planner/MemoryPlanner.h"
@@ -586,10 +587,23 @@ serializePlannedModel(const PlannedModel &planned,
   options.compilerVersion = compilerVersion.str();
   std::vector<bundle::KernelImage> images;
   if (planned.program) {
-    auto compiled = cuda::compileCudaProgram(*planned.program, archs, cache);
+    std::vector<std::string> logs;
+    auto compiled = cuda::compileCudaProgram(*planned.program, archs, cache,
+                                             nullptr, {}, &logs);
     if (!compiled)
       return compiled.takeError();
     images = std::move(*compiled);
+    // A launch the driver would refuse on a GPU of a target arch is refused
+    // here, as snugc compile refuses it (compiler/cuda/KernelReport.h).
+    auto records = cuda::buildKernelRecords(planned.program->plan, images,
+                                            logs, planned.program->kernelNodes);
+    if (!records)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "internal error: reading the compiled kernels: " +
+              llvm::toString(records.takeError()));
+    if (llvm::Error error = cuda::checkKernelLimits(*records))
+      return error;
     options.devicePlan = &planned.program->plan;
     options.kernelImages = &images;
   }

@@ -332,6 +332,17 @@ void printMemoryReportPretty(const MemoryReport &report,
   row("runtime", report.runtimeBytes, "");
   row("predicted peak", report.predictedPeakBytes,
       "weights + arena + runtime (CUDA context not included)");
+  const LocalMemoryReservation &local = report.localMemory;
+  if (local.known)
+    row("local memory", local.bytes,
+        local.bytes
+            ? "outside the peak: the driver's reservation for the stack of " +
+                  local.kernel + " on sm_" + std::to_string(local.arch) +
+                  ", " + std::to_string(local.bytesPerThread) + " B x " +
+                  std::to_string(local.threadsPerSm) + " threads x " +
+                  std::to_string(local.sms) + " SMs (" + local.gpu + ")"
+            : std::string("outside the peak: no kernel has a stack, the "
+                          "driver reserves none for them"));
   os << "  lower bound      " << report.lowerBoundBytes << " B ("
      << report.lowerBoundUnsharedBytes
      << " B before views, in-place and concat sharing); no reuse "
@@ -476,6 +487,21 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
       {"nodes", int64_t(report.numNodes)},
   };
   addCostEstimateJson(report.cost, object);
+  // Always present, null when the kernels were not compiled.
+  object["local_memory"] = nullptr;
+  if (report.localMemory.known) {
+    const LocalMemoryReservation &local = report.localMemory;
+    object["local_memory"] = llvm::json::Object{
+        {"bytes", int64_t(local.bytes)},
+        {"kernel", local.bytes ? llvm::json::Value(local.kernel) : nullptr},
+        {"arch", local.bytes ? llvm::json::Value("sm_" +
+                                                 std::to_string(local.arch))
+                             : nullptr},
+        {"bytes_per_thread", int64_t(local.bytesPerThread)},
+        {"threads_per_sm", int64_t(local.threadsPerSm)},
+        {"sms", int64_t(local.sms)},
+        {"gpu", local.gpu}};
+  }
   object["fusion"] = llvm::json::Object{
       {"groups", int64_t(report.fusion.groups.size())},
       {"nodes_fused", int64_t(report.fusion.nodesFused)},

@@ -69,6 +69,20 @@ struct CostEstimate {
   unsigned memoryBoundNodes = 0;
 };
 
+/// The local memory the CUDA driver reserves for the plan's kernels
+/// (compiler/cuda/KernelReport.h): the worst kernel's per-thread stack,
+/// rounded as the driver rounds it, for every thread the largest GPU of
+/// its arch can hold at once. Known only once the kernels are compiled.
+struct LocalMemoryReservation {
+  bool known = false;
+  uint64_t bytes = 0;          // 0: no kernel has a stack
+  std::string kernel;          // the worst kernel ("" when bytes is 0)
+  unsigned arch = 0;           // 80 for sm_80
+  uint64_t bytesPerThread = 0; // its stack, rounded
+  uint32_t threadsPerSm = 0, sms = 0;
+  std::string gpu;             // the GPU the SM count is of
+};
+
 struct MemoryReport {
   std::string model;
   uint64_t weightsBytes = 0;
@@ -122,6 +136,10 @@ struct MemoryReport {
   /// Why the graph could not run in micro-batches when they were allowed
   /// and needed ("" otherwise).
   std::string microBatchRefusal;
+  /// The driver's local memory for the kernels' stacks: outside the arena
+  /// and the predicted peak (the driver allocates it, not snug), shown on
+  /// its own line.
+  LocalMemoryReservation localMemory;
 };
 
 /// Builds the report of a module that plan-memory has planned.

@@ -27,9 +27,11 @@ std::vector<std::string> getNvrtcOptions(unsigned arch) {
           "--fmad=true", "--device-as-default-execution-space"};
 }
 
-/// nvJitLink's options for the cubin of sm_`arch`.
+/// nvJitLink's options for the cubin of sm_`arch`. -verbose makes ptxas
+/// log each kernel's spill stores, which the cubin does not record
+/// (CubinInfo.h); it also names the flag in the cubin's toolkit note.
 std::vector<std::string> getJitLinkOptions(unsigned arch) {
-  return {"-arch=sm_" + std::to_string(arch)};
+  return {"-arch=sm_" + std::to_string(arch), "-verbose"};
 }
 
 /// The versions of both compilers, read once per process: each library is
@@ -79,8 +81,38 @@ struct Slot {
   bundle::KernelImage image;
   size_t group; // the PTX it is (or is assembled from)
   KernelCache::Key key;
+  /// A cubin's ptxas log (CubinInfo.h reads its spills), cached in the
+  /// same entry (packCubin).
+  std::string log;
   bool cached = false;
 };
+
+/// A cubin's cache entry: its size (8 bytes, little-endian), the cubin,
+/// then ptxas's log, so that a cached cubin keeps its log.
+std::vector<uint8_t> packCubin(llvm::ArrayRef<uint8_t> cubin,
+                               llvm::StringRef log) {
+  std::vector<uint8_t> entry(8);
+  for (unsigned i = 0; i < 8; ++i)
+    entry[i] = uint8_t(uint64_t(cubin.size()) >> (8 * i));
+  entry.insert(entry.end(), cubin.begin(), cubin.end());
+  entry.insert(entry.end(), log.begin(), log.end());
+  return entry;
+}
+
+/// packCubin's inverse; false for an entry too short for its size.
+bool unpackCubin(llvm::ArrayRef<uint8_t> entry, std::vector<uint8_t> &cubin,
+                 std::string &log) {
+  if (entry.size() < 8)
+    return false;
+  uint64_t size = 0;
+  for (unsigned i = 0; i < 8; ++i)
+    size |= uint64_t(entry[i]) << (8 * i);
+  if (size > entry.size() - 8)
+    return false;
+  cubin.assign(entry.begin() + 8, entry.begin() + 8 + size);
+  log.assign(entry.begin() + 8 + size, entry.end());
+  return true;
+}
 
 /// The images of a compile in bundle order, a cubin per arch and then each
 /// group's PTX, with what the cache already holds filled in.
@@ -112,11 +144,16 @@ struct Slots {
                                               bundle::ImagePtx, arch,
                                               "nvrtc " + versions.nvrtc));
     }
-    for (Slot &slot : slots)
-      if (auto bytes = cache.lookup(slot.key)) {
+    for (Slot &slot : slots) {
+      auto bytes = cache.lookup(slot.key);
+      if (!bytes)
+        continue;
+      if (slot.image.kind != bundle::ImageCubin)
         slot.image.bytes = std::move(*bytes);
-        slot.cached = true;
-      }
+      else if (!unpackCubin(*bytes, slot.image.bytes, slot.log))
+        continue;
+      slot.cached = true;
+    }
   }
 
   bool anyMissing(uint8_t kind) const {
@@ -162,10 +199,11 @@ llvm::Expected<std::vector<uint8_t>> compilePtx(const NvrtcLibrary &nvrtc,
   return ptx;
 }
 
-/// Assembles PTX into the cubin of sm_`arch`.
+/// Assembles PTX into the cubin of sm_`arch`; ptxas's verbose log goes to
+/// `infoLog`.
 llvm::Expected<std::vector<uint8_t>>
 assembleCubin(const JitLinkLibrary &jitLink, llvm::ArrayRef<uint8_t> ptx,
-              unsigned arch) {
+              unsigned arch, std::string &infoLog) {
   std::vector<std::string> optionText = getJitLinkOptions(arch);
   std::vector<const char *> options;
   for (const std::string &option : optionText)
@@ -176,7 +214,7 @@ assembleCubin(const JitLinkLibrary &jitLink, llvm::ArrayRef<uint8_t> ptx,
   if (result != NVJITLINK_SUCCESS)
     return makeError("nvJitLink error " + llvm::Twine(int(result)));
   std::vector<uint8_t> cubin;
-  size_t size = 0;
+  size_t size = 0, logSize = 0;
   // The PTX image ends in its NUL, which nvJitLink does not take as text.
   size_t ptxBytes = ptx.size() - (!ptx.empty() && ptx.back() == 0);
   if ((result = jitLink.addData(handle, NVJITLINK_INPUT_PTX, ptx.data(),
@@ -187,8 +225,14 @@ assembleCubin(const JitLinkLibrary &jitLink, llvm::ArrayRef<uint8_t> ptx,
     cubin.resize(size);
     result = jitLink.getLinkedCubin(handle, cubin.data());
   }
+  if (result == NVJITLINK_SUCCESS &&
+      jitLink.getInfoLogSize(handle, &logSize) == NVJITLINK_SUCCESS &&
+      logSize > 1) {
+    infoLog.resize(logSize);
+    jitLink.getInfoLog(handle, infoLog.data());
+    infoLog.resize(logSize - 1);
+  }
   std::string log;
-  size_t logSize = 0;
   if (result != NVJITLINK_SUCCESS &&
       jitLink.getErrorLogSize(handle, &logSize) == NVJITLINK_SUCCESS &&
       logSize > 1) {
@@ -265,7 +309,7 @@ llvm::Error assembleMissingCubins(Slots &slots) {
       continue;
     auto cubin = assembleCubin(
         *jitLink, slots.slots[slots.ptxOf[slot.group]].image.bytes,
-        slot.image.arch);
+        slot.image.arch, slot.log);
     if (!cubin)
       return makeError("internal error: nvJitLink could not assemble the "
                        "kernels' PTX for sm_" +
@@ -342,10 +386,11 @@ bool isNvrtcAvailable() {
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
                    const KernelCache &cache, CompileStatistics *statistics,
-                   llvm::function_ref<void()> beforeCompiling) {
+                   llvm::function_ref<void()> beforeCompiling,
+                   std::vector<std::string> *assemblerLogs) {
 #ifndef SNUG_HAVE_NVRTC
   (void)program, (void)archs, (void)cache, (void)statistics,
-      (void)beforeCompiling;
+      (void)beforeCompiling, (void)assemblerLogs;
   return makeError("this snugc was built without NVRTC (no CUDA toolkit); "
                    "compile with --target=host");
 #else
@@ -380,9 +425,13 @@ compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
   for (Slot &slot : slots.slots) {
     // What was compiled goes to the cache (a failure has returned above).
     if (!slot.cached) {
-      cache.store(slot.key, slot.image.bytes);
+      cache.store(slot.key, slot.image.kind == bundle::ImageCubin
+                                ? packCubin(slot.image.bytes, slot.log)
+                                : slot.image.bytes);
       ++compiled;
     }
+    if (assemblerLogs)
+      assemblerLogs->push_back(std::move(slot.log));
     images.push_back(std::move(slot.image));
   }
   if (statistics) {

@@ -8,7 +8,9 @@
 // sm_89 GPU runs the bundle too). The steps run one at a time, each
 // compiler mapped only while it works: a cold compile's memory is the
 // larger of NVRTC's and ptxas's, not their sum (NvrtcLibrary.h). Images
-// already in the kernel cache (KernelCache.h) are not compiled again. A
+// already in the kernel cache (KernelCache.h) are not compiled again (a
+// cubin's entry holds ptxas's verbose log too, which says how many bytes
+// each kernel spills: CubinInfo.h). A
 // failure is an internal error naming the op whose kernel failed and
 // carrying the compiler's log.
 //
@@ -55,12 +57,15 @@ struct CompileStatistics {
 /// taken from it (byte for byte what NVRTC gave when they were stored);
 /// the others are compiled and stored. `beforeCompiling`, when given, is
 /// called once before a compiler is loaded (not when every image comes
-/// from the cache), so that the caller can make room.
+/// from the cache), so that the caller can make room. `assemblerLogs`, when
+/// given, gets one entry per image: a cubin's ptxas verbose log (cached
+/// with it), "" for PTX.
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
                    const KernelCache &cache = KernelCache(),
                    CompileStatistics *statistics = nullptr,
-                   llvm::function_ref<void()> beforeCompiling = {});
+                   llvm::function_ref<void()> beforeCompiling = {},
+                   std::vector<std::string> *assemblerLogs = nullptr);
 
 } // namespace cuda
 } // namespace snug

@@ -126,6 +126,8 @@ llvm::Expected<JitLinkLibrary> JitLinkLibrary::load() {
           with(j.getLinkedCubin, SNUG_VERSIONED("nvJitLinkGetLinkedCubin")),
           with(j.getErrorLogSize, SNUG_VERSIONED("nvJitLinkGetErrorLogSize")),
           with(j.getErrorLog, SNUG_VERSIONED("nvJitLinkGetErrorLog")),
+          with(j.getInfoLogSize, SNUG_VERSIONED("nvJitLinkGetInfoLogSize")),
+          with(j.getInfoLog, SNUG_VERSIONED("nvJitLinkGetInfoLog")),
           with(j.destroy, SNUG_VERSIONED("nvJitLinkDestroy"))))
     return error;
 #undef SNUG_VERSIONED

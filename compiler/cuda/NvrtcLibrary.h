@@ -103,6 +103,8 @@ struct JitLinkLibrary {
   decltype(&::nvJitLinkGetLinkedCubin) getLinkedCubin = nullptr;
   decltype(&::nvJitLinkGetErrorLogSize) getErrorLogSize = nullptr;
   decltype(&::nvJitLinkGetErrorLog) getErrorLog = nullptr;
+  decltype(&::nvJitLinkGetInfoLogSize) getInfoLogSize = nullptr;
+  decltype(&::nvJitLinkGetInfoLog) getInfoLog = nullptr;
   decltype(&::nvJitLinkDestroy) destroy = nullptr;
 
   static llvm::Expected<JitLinkLibrary> load();

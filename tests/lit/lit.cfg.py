@@ -33,6 +33,22 @@ if os.environ.get("SNUG_HAVE_NVRTC") == "1":
 if shutil.which("chromium"):
     config.available_features.add("chromium")
 
+# cuobjdump (`REQUIRES: cuobjdump`, %cuobjdump) checks what snug reads from
+# its cubins: SNUG_CUOBJDUMP, else PATH, else the CUDA toolkit's, else the
+# nvidia-cuda-cuobjdump wheel in the checkout's .venv (tools/requirements.txt).
+import glob  # noqa: E402
+
+_root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+_cuobjdump = [os.environ.get("SNUG_CUOBJDUMP"), shutil.which("cuobjdump"),
+              "/usr/local/cuda/bin/cuobjdump"] + sorted(glob.glob(
+    os.path.join(_root, ".venv", "lib", "python3*", "site-packages",
+                 "nvidia", "cu*", "bin", "cuobjdump")))
+for _candidate in _cuobjdump:
+    if _candidate and os.access(_candidate, os.X_OK):
+        config.available_features.add("cuobjdump")
+        config.substitutions.append(("%cuobjdump", _candidate))
+        break
+
 # Tests that compare with PyTorch (`REQUIRES: torch`) run their reference
 # script with %torch-python: the first of SNUG_TORCH_PYTHON (CMake sets it
 # to the project's .venv), SNUG_PYTHON, the checkout's .venv and the system

@@ -8,7 +8,10 @@
 // as plan-memory handed it to the planner, as the CSV `snugc plan-buffers`
 // reads (--emit=buffers; stdout unless -o). With --target=cuda (the
 // default) the bundle also carries the device plan and the kernels NVRTC
-// compiled for --arch. Diagnostics, dumps, the banner
+// compiled for --arch: they are compiled before the report is printed (it
+// shows the local memory their stacks reserve), each launch is checked
+// against its GPU's limits, and --kernel-report=FILE.json lists what each
+// kernel takes (CudaSupport.h). Diagnostics, dumps, the banner
 // and the report go to stderr, so stdout holds exactly an IR product. Every
 // file is written atomically, and none may be the model, its external data
 // or another output (checked before anything is written).
@@ -136,28 +139,50 @@ int runCompile() {
   std::string weightsPath = path + ".weights";
   if (external)
     outputs.push_back({weightsPath, "--weights=external"});
-  auto module = loadPlanAndReport(modelPath, exitCode, program, outputs);
+  if (wantsKernelReport() && emit != EmitKind::Bundle) {
+    llvm::errs() << "error: --kernel-report reads the compiled kernels; "
+                    "--emit="
+                 << (emit == EmitKind::Ir ? "ir" : "buffers")
+                 << " compiles none\n";
+    return ExitUserError;
+  }
+  // The kernels are compiled before the memory report is printed: it shows
+  // the local memory their stacks reserve.
+  std::vector<bundle::KernelImage> images;
+  auto compileKernels = [&](ir::Module &planned,
+                            const cuda::CudaProgram &compiling,
+                            LocalMemoryReservation &localMemory)
+      -> llvm::Error {
+    // NVRTC and ptxas need tens of MiB: while they run, the weights
+    // wait outside this process (in the page cache, through a temporary
+    // file beside the bundle for those read or computed into memory),
+    // and the bundle writer reads them back. densenet121's cold compile
+    // peaked at 158 MiB with its 30 MiB of weights resident under ptxas.
+    auto compiled = compileForTarget(
+        compiling, llvm::sys::path::stem(modelPath), localMemory, [&] {
+          planned.getWeightBlob().releaseResidentPages(
+              llvm::sys::path::parent_path(path));
+        });
+    if (!compiled)
+      return compiled.takeError();
+    images = std::move(*compiled);
+    return llvm::Error::success();
+  };
+  auto module = loadPlanAndReport(
+      modelPath, exitCode, program, outputs,
+      emit == EmitKind::Bundle
+          ? llvm::function_ref<llvm::Error(ir::Module &,
+                                           const cuda::CudaProgram &,
+                                           LocalMemoryReservation &)>(
+                compileKernels)
+          : nullptr);
   if (!module)
     return exitCode;
   if (emit == EmitKind::Bundle) {
     BundleOptions options;
     options.pipeline = getPipelineDescription();
     options.compilerVersion = SNUG_VERSION;
-    std::vector<bundle::KernelImage> images;
     if (program) {
-      // NVRTC and ptxas need tens of MiB: while they run, the weights
-      // wait outside this process (in the page cache, through a temporary
-      // file beside the bundle for those read or computed into memory),
-      // and the bundle writer reads them back. densenet121's cold compile
-      // peaked at 158 MiB with its 30 MiB of weights resident under ptxas.
-      auto compiled = compileForTarget(
-          *program, llvm::sys::path::stem(modelPath), [&] {
-            (**module).getWeightBlob().releaseResidentPages(
-                llvm::sys::path::parent_path(path));
-          });
-      if (!compiled)
-        return reportError(compiled.takeError());
-      images = std::move(*compiled);
       options.devicePlan = &program->plan;
       options.kernelImages = &images;
     }

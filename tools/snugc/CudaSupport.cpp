@@ -4,6 +4,7 @@
 
 #include "compiler/Driver.h"
 #include "compiler/bundle/BundleWriter.h"
+#include "compiler/cuda/KernelReport.h"
 #include "compiler/cuda/Nvrtc.h"
 #include "compiler/FileAccessLLVM.h"
 #include "core/CheckedArithmetic.h"
@@ -46,10 +47,18 @@ static cl::opt<uint64_t> cublasWorkspace(
 static cl::opt<std::string>
     dumpCuda("dump-cuda",
              cl::desc("Write the emitted CUDA C++ and device plan to "
-                      "DIR/<model>.cu"),
+                      "DIR/<model>.cu, and each cubin to "
+                      "DIR/<model>.sm_XX.cubin"),
              cl::value_desc("DIR"), cl::init(""),
              cl::sub(getCompileCommand()), cl::sub(getTrainCommand()),
              cl::cat(getTargetCategory()));
+
+static cl::opt<std::string> kernelReport(
+    "kernel-report",
+    cl::desc("Write each kernel's registers, launch shape, shared, local and "
+             "spill bytes per cubin arch to FILE as JSON"),
+    cl::value_desc("FILE.json"), cl::init(""), cl::sub(getCompileCommand()),
+    cl::sub(getTrainCommand()), cl::cat(getTargetCategory()));
 
 static cl::opt<bool> noKernelCache(
     "no-kernel-cache",
@@ -111,6 +120,8 @@ llvm::Error checkTargetFlags() {
                      std::to_string(kMaxTensorBytes) + " bytes)");
   if (!dumpCuda.empty() && target != "cuda")
     return userError("--dump-cuda needs --target=cuda");
+  if (!kernelReport.empty() && target != "cuda")
+    return userError("--kernel-report needs --target=cuda");
   return parseArchs().takeError();
 }
 
@@ -141,13 +152,56 @@ static std::string getDumpCudaPath(llvm::StringRef stem) {
   return path.str().str();
 }
 
+/// DIR/<stem>.sm_XX.cubin: --dump-cuda's copy of a cubin, for cuobjdump
+/// and nvdisasm.
+static std::string getDumpCubinPath(llvm::StringRef stem, unsigned arch) {
+  llvm::SmallString<256> path(dumpCuda);
+  llvm::sys::path::append(path, stem + ".sm_" + llvm::Twine(arch) + ".cubin");
+  return path.str().str();
+}
+
 void addTargetOutputs(llvm::StringRef stem, std::vector<NamedPath> &outputs) {
-  if (!dumpCuda.empty())
+  if (!dumpCuda.empty()) {
     outputs.push_back({getDumpCudaPath(stem), "--dump-cuda"});
+    if (auto archs = parseArchs())
+      for (unsigned arch : *archs)
+        outputs.push_back({getDumpCubinPath(stem, arch), "--dump-cuda"});
+    else
+      llvm::consumeError(archs.takeError()); // checkTargetFlags reports it
+  }
+  if (!kernelReport.empty() && kernelReport != "-")
+    outputs.push_back({kernelReport, "--kernel-report"});
+}
+
+bool wantsKernelReport() { return !kernelReport.empty(); }
+
+/// Reads every cubin's kernels, refuses a launch over its arch's limits
+/// (before anything is written), then writes --kernel-report.
+static llvm::Expected<LocalMemoryReservation>
+checkKernels(const cuda::CudaProgram &program,
+             llvm::ArrayRef<bundle::KernelImage> images,
+             llvm::ArrayRef<std::string> logs) {
+  auto records = cuda::buildKernelRecords(program.plan, images, logs,
+                                          program.kernelNodes);
+  if (!records)
+    return userError("internal error: reading the compiled kernels: " +
+                     llvm::toString(records.takeError()));
+  if (llvm::Error error = cuda::checkKernelLimits(*records))
+    return userError("a launch is over its GPU's limits: " +
+                     llvm::toString(std::move(error)));
+  if (!kernelReport.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    cuda::printKernelReportJson(*records, os);
+    if (llvm::Error error = writeOutputFile(kernelReport, os.str()))
+      return error;
+  }
+  return cuda::computeLocalMemoryReservation(*records);
 }
 
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem,
+                 LocalMemoryReservation &localMemory,
                  llvm::function_ref<void()> beforeCompiling) {
   if (!dumpCuda.empty()) {
     if (std::error_code error = llvm::sys::fs::create_directories(dumpCuda))
@@ -168,8 +222,9 @@ compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem,
                               ? std::string()
                               : cuda::KernelCache::getDefaultDirectory());
   cuda::CompileStatistics statistics;
+  std::vector<std::string> logs;
   auto images = cuda::compileCudaProgram(program, *archs, cache, &statistics,
-                                         beforeCompiling);
+                                         beforeCompiling, &logs);
   if (images)
     llvm::errs() << "kernels: " << statistics.compiled
                  << " images compiled by NVRTC, " << statistics.fromCache
@@ -177,6 +232,19 @@ compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem,
                  << (cache.isEnabled() ? " (" + cache.getDirectory() + ")"
                                        : std::string(" (off)"))
                  << '\n';
+  if (!images)
+    return images.takeError();
+  if (!dumpCuda.empty())
+    for (const bundle::KernelImage &image : *images)
+      if (image.kind == bundle::ImageCubin)
+        if (llvm::Error error = writeOutputFile(
+                getDumpCubinPath(stem, image.arch),
+                llvm::toStringRef(image.bytes), LinkPolicy::Replace))
+          return error;
+  auto reservation = checkKernels(program, *images, logs);
+  if (!reservation)
+    return reservation.takeError();
+  localMemory = *reservation;
   return images;
 }
 

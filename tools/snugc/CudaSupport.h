@@ -2,17 +2,21 @@
 //
 // The target flags of `snugc compile` and `snugc plan`: --target=cuda|host,
 // --arch (cubin architectures; PTX for the newest), --cublas-workspace (the
-// cap plan-memory sizes each GEMM's workspace under) and --dump-cuda DIR.
+// cap plan-memory sizes each GEMM's workspace under), --dump-cuda DIR and
+// --kernel-report FILE.json (compile: each kernel's resources per arch).
 // With the CUDA target, plan-memory plans the target's scratch (every
 // GEMM's cuBLAS workspace) into the arena, the planned module is emitted as
 // CUDA C++ before the report is printed (the report checks that the device
-// arena is the planned arena), and compile then runs NVRTC and puts the
-// device plan and kernel images in the bundle.
+// arena is the planned arena). A compile to a bundle then runs NVRTC, still
+// before the report (which shows the local memory the compiled kernels'
+// stacks reserve), checks each kernel against its GPU's limits, and puts
+// the device plan and kernel images in the bundle.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_TOOLS_SNUGC_CUDASUPPORT_H
 #define SNUG_TOOLS_SNUGC_CUDASUPPORT_H
 
+#include "compiler/MemoryReport.h"
 #include "compiler/cuda/CudaEmitter.h"
 
 #include "core/FileAccess.h"
@@ -38,13 +42,21 @@ std::string getTargetDescription();
 llvm::Expected<llvm::Optional<cuda::CudaProgram>>
 emitForTarget(const ir::Module &module);
 
-/// Adds the file --dump-cuda writes (DIR/<stem>.cu) to `outputs`.
+/// Adds the files --dump-cuda (DIR/<stem>.cu) and --kernel-report write to
+/// `outputs`.
 void addTargetOutputs(llvm::StringRef stem, std::vector<NamedPath> &outputs);
+/// Whether --kernel-report was given.
+bool wantsKernelReport();
 /// Writes --dump-cuda DIR/<stem>.cu (source and plan), then compiles the
-/// program with NVRTC for --arch; `beforeCompiling` as for
-/// cuda::compileCudaProgram.
+/// program with NVRTC for --arch (and writes each cubin to
+/// DIR/<stem>.sm_XX.cubin with --dump-cuda); `beforeCompiling` as for
+/// cuda::compileCudaProgram. Then reads each cubin's kernels
+/// (compiler/cuda/KernelReport.h): a launch over its arch's limits is an
+/// error naming the kernel; writes --kernel-report; and sets `localMemory`
+/// to the driver's reservation for the worst kernel's stack.
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileForTarget(const cuda::CudaProgram &program, llvm::StringRef stem,
+                 LocalMemoryReservation &localMemory,
                  llvm::function_ref<void()> beforeCompiling = {});
 
 } // namespace snugc

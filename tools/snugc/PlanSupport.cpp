@@ -253,7 +253,8 @@ llvm::Error planModule(llvm::StringRef path,
 
 llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs,
-                              uint64_t deviceArenaBytes) {
+                              uint64_t deviceArenaBytes,
+                              const LocalMemoryReservation &localMemory) {
   if (!timelinePath.empty()) {
     std::string html;
     llvm::raw_string_ostream os(html);
@@ -274,6 +275,7 @@ llvm::Error writeMemoryReport(const ir::Module &module,
       buildMemoryReport(module, modelName, planningMs, deviceArenaBytes);
   if (!report)
     return report.takeError();
+  report->localMemory = localMemory;
   if (printRematDecisions)
     printRemat(report->remat, report->offload, report->predictedPeakBytes,
                llvm::errs());
@@ -359,10 +361,12 @@ static int64_t fitBatchValue(llvm::StringRef path, uint64_t budget,
   return *best;
 }
 
-llvm::Optional<std::unique_ptr<ir::Module>>
-loadPlanAndReport(llvm::StringRef path, int &exitCode,
-                  llvm::Optional<cuda::CudaProgram> &program,
-                  std::vector<NamedPath> outputs) {
+llvm::Optional<std::unique_ptr<ir::Module>> loadPlanAndReport(
+    llvm::StringRef path, int &exitCode,
+    llvm::Optional<cuda::CudaProgram> &program, std::vector<NamedPath> outputs,
+    llvm::function_ref<llvm::Error(
+        ir::Module &, const cuda::CudaProgram &, LocalMemoryReservation &)>
+        compileKernels) {
   llvm::Error flagError = checkPlanFlags();
   if (!flagError)
     flagError = checkTargetFlags();
@@ -416,10 +420,14 @@ loadPlanAndReport(llvm::StringRef path, int &exitCode,
     else
       error = emitted.takeError();
   }
+  LocalMemoryReservation localMemory;
+  if (!error && program && compileKernels)
+    error = compileKernels(**module, *program, localMemory);
   if (!error)
     error = writeMemoryReport(**module, llvm::sys::path::filename(path),
                               planningMs,
-                              program ? program->plan.arenaBytes : 0);
+                              program ? program->plan.arenaBytes : 0,
+                              localMemory);
   if (error) {
     exitCode = reportError(std::move(error));
     return llvm::None;

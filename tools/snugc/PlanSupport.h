@@ -12,11 +12,13 @@
 #ifndef SNUG_TOOLS_SNUGC_PLANSUPPORT_H
 #define SNUG_TOOLS_SNUGC_PLANSUPPORT_H
 
+#include "compiler/MemoryReport.h"
 #include "compiler/Pipeline.h"
 #include "compiler/cuda/CudaEmitter.h"
 #include "ir/Module.h"
 #include "core/FileAccess.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 
@@ -59,21 +61,27 @@ std::string getPipelineDescription();
 
 /// Writes the report and timeline the flags ask for. `modelName` heads them;
 /// `deviceArenaBytes` comes from the device plan (0 for the host target) and
-/// must be the planned arena.
+/// must be the planned arena; `localMemory` is the compiled kernels' (not
+/// known when nothing was compiled).
 llvm::Error writeMemoryReport(const ir::Module &module,
                               llvm::StringRef modelName, double planningMs,
-                              uint64_t deviceArenaBytes);
+                              uint64_t deviceArenaBytes,
+                              const LocalMemoryReservation &localMemory = {});
 
 /// What compile and plan share: check the planning and target flags, import
 /// `path` and run the pipeline, refuse outputs (the command's `outputs`, the
 /// report, the timeline, the CUDA dump) that are the same file as the model,
 /// its external data or each other, plan, emit CUDA for --target=cuda (into
-/// `program`), and write the report. On failure prints the error and returns
-/// None with `exitCode` set.
-llvm::Optional<std::unique_ptr<ir::Module>>
-loadPlanAndReport(llvm::StringRef path, int &exitCode,
-                  llvm::Optional<cuda::CudaProgram> &program,
-                  std::vector<NamedPath> outputs = {});
+/// `program`), call `compileKernels` on it when given (compile's NVRTC step,
+/// which sets the local memory the report shows), and write the report. On
+/// failure prints the error and returns None with `exitCode` set.
+llvm::Optional<std::unique_ptr<ir::Module>> loadPlanAndReport(
+    llvm::StringRef path, int &exitCode,
+    llvm::Optional<cuda::CudaProgram> &program,
+    std::vector<NamedPath> outputs = {},
+    llvm::function_ref<llvm::Error(
+        ir::Module &, const cuda::CudaProgram &, LocalMemoryReservation &)>
+        compileKernels = {});
 
 } // namespace snugc
 } // namespace snug
