@@ -181,6 +181,24 @@ SNUG_DEVICE void snug_mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const 
   }
 #endif
 }
+
+// Two floats as the A fragment word of a 16-bit MMA operand (T snug_half or
+// snug_bfloat): lo in the low half, each rounded to nearest even, as
+// ScalarOps.h's Convert rounds (on sm_80 and newer one cvt.rn.{f16,bf16}x2,
+// which puts its first source in the high half).
+template <class T> SNUG_DEVICE uint32_t snug_pack2(float lo, float hi) {
+#if !defined(SNUG_CUDA_SIM) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  if constexpr (snug_mma_is_bf16<T>::value)
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return (uint32_t)snug::scalar::Convert<T>::from(lo).bits |
+         (uint32_t)snug::scalar::Convert<T>::from(hi).bits << 16;
+#endif
+}
 )cuda";
 
 /// The tf32 product of the f32 implicit-GEMM convolution and tiled
