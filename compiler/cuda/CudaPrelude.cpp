@@ -153,6 +153,23 @@ SNUG_DEVICE void snug_mma_gather(const uint32_t (&a)[4], const uint32_t (&b)[2],
 // (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type").
 template <class T> struct snug_mma_is_bf16 { static constexpr bool value = false; };
 template <> struct snug_mma_is_bf16<snug_bfloat> { static constexpr bool value = true; };
+// One 16-bit element of the emulation as a float (exact either way): on a
+// device (sm_75) the conversion instruction, cvt.f32.f16 or a shift, where
+// ScalarOps.h's portable halfToFloat, inlined for each of an unrolled
+// kernel's products, made ptxas take minutes for one attention kernel.
+template <class T> SNUG_DEVICE float snug_mma_widen(uint16_t bits) {
+#if !defined(SNUG_CUDA_SIM) && defined(__CUDA_ARCH__)
+  if constexpr (snug_mma_is_bf16<T>::value) {
+    return __uint_as_float((uint32_t)bits << 16);
+  } else {
+    float f;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(bits));
+    return f;
+  }
+#else
+  return snug::scalar::widen(T{bits});
+#endif
+}
 template <class T>
 SNUG_DEVICE void snug_mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
 #if !defined(SNUG_CUDA_SIM) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -168,17 +185,22 @@ SNUG_DEVICE void snug_mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
   // The emulation: this lane collects, by k / 2, the words of A's rows g and
-  // g + 8 and of B's columns 2t and 2t + 1 (snug_mma_gather), then sums the
-  // 16 products in k order in float (each is exact: 11- or 8-bit
-  // significands).
+  // g + 8 and of B's columns 2t and 2t + 1 (snug_mma_gather), widens each
+  // element once, then sums the 16 products in k order in float (each is
+  // exact: 11- or 8-bit significands).
   uint32_t rowA[2][8], colB[2][8];
   snug_mma_gather(a, b, rowA, colB);
+  float fa[2][16], fb[2][16];
+  for (unsigned h = 0; h < 2; ++h)
+    for (unsigned w = 0; w < 8; ++w)
+      for (unsigned e = 0; e < 2; ++e) {
+        fa[h][2 * w + e] = snug_mma_widen<T>(uint16_t(rowA[h][w] >> (16 * e)));
+        fb[h][2 * w + e] = snug_mma_widen<T>(uint16_t(colB[h][w] >> (16 * e)));
+      }
   for (unsigned i = 0; i < 4; ++i) {
     float sum = d[i];
-    for (unsigned w = 0; w < 8; ++w)
-      for (unsigned e = 0; e < 2; ++e)
-        sum += snug::scalar::widen(T{uint16_t(rowA[i / 2][w] >> (16 * e))}) *
-               snug::scalar::widen(T{uint16_t(colB[i % 2][w] >> (16 * e))});
+    for (unsigned k = 0; k < 16; ++k)
+      sum += fa[i / 2][k] * fb[i % 2][k];
     d[i] = sum;
   }
 #endif
