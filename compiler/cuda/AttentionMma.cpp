@@ -75,8 +75,8 @@ std::string pairLambda(llvm::StringRef name, llvm::StringRef pointer,
   return os.str();
 }
 
-/// The loop filling shared words `tile`[x][w] (x < xs, w < ws) with
-/// `word`(base + x... ) as `get` spells it, the threads walking along w when
+/// The loop filling shared words `tile`[x][w] (x < xs, w < ws) with the
+/// expression `get` of x and w, the threads walking along w when
 /// `alongWords` (the pair axis is contiguous in memory), else along x.
 std::string fillTile(llvm::StringRef tile, int64_t xs, int64_t ws,
                      bool alongWords, llvm::StringRef get) {
