@@ -2,35 +2,37 @@
 //
 // softmax(scale * Q Kᵀ (+ mask)) V (core/Ops.def and core/AttentionShape.h:
 // the mask kinds, zero_filled, the sizes) in one launch that never stores
-// the scores, in
-// the manner of FlashAttention (Dao et al., 2022, algorithm 1) without its
-// tensor cores: a block of kRows threads owns kRows query rows of one batch
-// item, one row a thread, its q row and its output accumulator in
-// registers; K and V pass through shared memory a tile of `tile` key rows
-// at a time (read through their strides, so a perm the op took in from a
-// head-splitting Transpose costs no copy; the threads walk each tile along
-// its contiguous axis), and each thread keeps its row's running max m and sum l
-// (the online softmax, Milakov and Gimelshein 2018): per tile, the new max
-// rescales the accumulator and the sum by exp(m_old - m_new) before the
-// tile's exp(s - m_new) weights add their V rows (under zero_filled, a
-// filled key's weight adds to l only). The output is acc / l.
-// A row every score of which is -inf (fully masked) gives 0 / 0 = NaN, as
-// the unfused Softmax does.
+// the scores, in the manner of FlashAttention (Dao et al., 2022): K and V
+// pass through shared memory a tile of key rows at a time (read through
+// their strides, so a perm the op took in from a head-splitting Transpose
+// costs no copy; the threads walk each tile along its contiguous axis), and
+// each query row keeps its running max m and sum l (the online softmax,
+// Milakov and Gimelshein 2018): the new max rescales the accumulator and
+// the sum by exp(m_old - m_new) before the new keys' exp(s - m_new) weights
+// add their V rows (under zero_filled, a filled key's weight adds to l
+// only). The output is acc / l. A row every score of which is -inf (fully
+// masked) gives 0 / 0 = NaN, as the unfused Softmax does.
 //
-// Arithmetic is in the compute type (float for f32, f16 and bf16 storage,
-// double for f64); loads widen through snug_load and the one store rounds
-// through snug_store, so f16/bf16 attentions (after lower-precision) keep
-// fp32 accumulation. The scores differ from the unfused graph's by the
-// order of the dot product's additions and the rounding of exp: within
-// fp32 rounding, not bitwise (tests/lit/bundle/attention.test).
+// f16 and bf16 run on the tensor cores (AttentionMma.cpp). f32 and f64 run
+// the scalar kernel here, in the compute type (float, double), with no
+// per-thread array that a run-time index would put in local memory: G
+// lanes of a warp share a query row (G a power of two, max(D, Dv) / G at
+// most 8), lane c holding the row's q and output columns c + G u in
+// registers (fully unrolled, so u is a constant); a score's dot product is
+// the lanes' partial sums added by shuffles; keys go through the online
+// softmax a chunk of kChunk at a time, their scores in an unrolled s[].
+// Rows past Sq compute row Sq - 1 again (they take part in the shuffles
+// and barriers) and store nothing. The scores differ from the unfused
+// graph's by the order of the dot product's additions and the rounding of
+// exp: within fp32 rounding, not bitwise (tests/lit/bundle/attention.test).
 //
-// Shared memory: tile x (D + Dv) compute-type elements, at most 32 KiB
-// (static, under the 48 KiB rule of KernelEmitter.h); every thread reaches
-// both barriers of each tile (threads past Sq load and wait, but do not
-// compute). Sizes D, Dv over kMaxHeadDim are refused (the registers would
-// spill far more than they save).
+// Shared memory: tile x (D + Dv) compute-type elements (rows padded to G
+// u), at most 32 KiB (static, under the 48 KiB rule of KernelEmitter.h);
+// every thread reaches both barriers of each tile. Sizes D, Dv over
+// kMaxHeadDim are refused.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/AttentionKernel.h"
 #include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/ElementwiseExpr.h"
 #include "compiler/cuda/KernelEmitter.h"
@@ -45,55 +47,178 @@ namespace cuda {
 
 namespace {
 
-/// Query rows (threads) per block.
-constexpr int64_t kRows = 64;
-/// The largest head dim kept in registers.
+/// The largest head dim.
 constexpr int64_t kMaxHeadDim = 256;
 /// Shared memory for one K tile and one V tile.
 constexpr int64_t kTileBytes = 32 << 10;
 constexpr int64_t kMaxTile = 32;
-static_assert(kMaxTile <= 32, "zero_filled keeps a tile's fills in 32 bits");
+/// Keys per online-softmax step (the unrolled s[]), and the most
+/// registers of q (and of the output) a lane holds.
+constexpr int64_t kChunk = 8, kColumnsPerLane = 8;
+static_assert(kMaxTile % kChunk == 0, "tiles are whole chunks");
+static_assert(kChunk <= 32, "zero_filled keeps a chunk's fills in 32 bits");
 
 std::string lit(int64_t value) { return cudaIntLiteral(value); }
 
-/// Where batch item `b` starts in an operand with these strides (in
-/// emitted code; AttentionShape::batchOffset unrolled).
-std::string batchOffset(const AttentionShape &shape,
-                        const std::vector<int64_t> &strides) {
-  std::string offset = "(int64_t)0";
-  std::string rest = "(int64_t)b";
-  for (size_t d = shape.batchDims.size(); d-- > 0;) {
-    if (strides[d] && shape.batchDims[d] != 1)
-      offset += " + (" + rest + " % " + lit(shape.batchDims[d]) + ") * " +
-                lit(strides[d]);
-    rest = "(" + rest + " / " + lit(shape.batchDims[d]) + ")";
-  }
-  return offset;
-}
-
 /// The loop filling a shared tile `name`[jj * width + c] (jj < tile key
-/// rows, c < width) from `pointer` at key row stride `rowStride` and
-/// column stride `columnStride`, the threads walking along whichever of
-/// the two is contiguous in memory.
+/// rows, c < width; 0 past Skv or past `valid` columns) from `pointer` at
+/// key row stride `rowStride` and column stride `columnStride`, the
+/// threads walking along whichever of the two is contiguous in memory.
 std::string tileLoad(llvm::StringRef name, llvm::StringRef pointer,
-                     int64_t tile, int64_t width, int64_t rowStride,
-                     int64_t columnStride, int64_t skv, llvm::StringRef acc,
-                     int64_t threads) {
+                     int64_t tile, int64_t width, int64_t valid,
+                     int64_t rowStride, int64_t columnStride, int64_t skv,
+                     llvm::StringRef acc, int64_t threads) {
   bool alongRows = rowStride == 1 && columnStride != 1;
   std::string split =
       alongRows ? "const int c = x / " + lit(tile) + ", jj = x % " + lit(tile)
                 : "const int jj = x / " + lit(width) + ", c = x % " +
                       lit(width);
+  std::string inside = "j0 + jj < " + lit(skv);
+  if (valid < width)
+    inside += " && c < " + lit(valid);
   return "    for (int x = threadIdx.x; x < " + lit(tile * width) +
          "; x += " + lit(threads) + ") {\n      " + split + ";\n      " +
-         name.str() + "[jj * " + lit(width) + " + c] = j0 + jj < " + lit(skv) +
-         " ? (" + acc.str() + ")snug_load(" + pointer.str() +
+         name.str() + "[jj * " + lit(width) + " + c] = " + inside + " ? (" +
+         acc.str() + ")snug_load(" + pointer.str() +
          " + (int64_t)(j0 + jj) * " + lit(rowStride) + " + (int64_t)c * " +
          lit(columnStride) + ") : (" + acc.str() + ")0;\n    }\n";
 }
 
+/// The scalar kernel (the file comment): f32 or f64.
+void emitScalarKernel(const AttentionKernelSpec &spec, Kernel &kernel) {
+  const AttentionShape &shape = spec.shape;
+  using S = AttentionShape;
+  const std::string &acc = spec.acc;
+  const int64_t sq = shape.sq, skv = shape.skv, d = shape.d, dv = shape.dv;
+  int64_t lanes = 1;
+  while (lanes < 32 && lanes * kColumnsPerLane < std::max(d, dv))
+    lanes *= 2;
+  const int64_t qn = (d + lanes - 1) / lanes, on = (dv + lanes - 1) / lanes;
+  const int64_t dp = qn * lanes, dvp = on * lanes;
+  const int64_t threads = std::min<int64_t>(256, 64 * lanes);
+  const int64_t rows = threads / lanes;
+  int64_t accBytes = acc == "double" ? 8 : 4;
+  int64_t tile = std::min<int64_t>(kMaxTile,
+                                   kTileBytes / (accBytes * (dp + dvp)));
+  tile = std::max<int64_t>(kChunk, tile / kChunk * kChunk);
+  std::string inf = "(" + acc + ")snug_inf()";
+  std::string exp = acc == "float" ? "expf" : "exp";
+  // Column `u` of this lane (c + lanes u).
+  auto column = [&](llvm::StringRef u) {
+    return lanes == 1 ? u.str() : "(c + " + lit(lanes) + " * " + u.str() + ")";
+  };
+
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << "  // Sq " << sq << ", Skv " << skv << ", D " << d << ", Dv " << dv
+     << "; " << rows << " query rows a block, " << lanes
+     << " lanes a row, key tiles of " << tile << "\n"
+     << "  __shared__ " << acc << " ks[" << tile * dp << "];\n"
+     << "  __shared__ " << acc << " vs[" << tile * dvp << "];\n"
+     << "  const int b = blockIdx.y;\n"
+     << (lanes == 1 ? "" : "  const int c = threadIdx.x % " + lit(lanes) + ";\n")
+     << "  const int i = blockIdx.x * " << rows << " + threadIdx.x"
+     << (lanes == 1 ? "" : " / " + lit(lanes)) << ";\n"
+     << "  const bool active = i < " << lit(sq) << ";\n"
+     << "  const int row = active ? i : " << lit(sq - 1) << ";\n"
+     << "  // Each operand's batch item, through its strides (its perm).\n"
+     << "  const int64_t qb = " << attentionBatchOffset(shape, shape.qStrides)
+     << ", kb = " << attentionBatchOffset(shape, shape.kStrides)
+     << ", vb = " << attentionBatchOffset(shape, shape.vStrides)
+     << ", yb = " << attentionBatchOffset(shape, shape.yStrides) << ";\n"
+     << "  // This lane's columns c + " << lanes << " u of q and of the output.\n"
+     << "  " << acc << " qr[" << qn << "], o[" << on << "];\n"
+     << "#pragma unroll\n"
+     << "  for (int u = 0; u < " << qn << "; ++u)\n"
+     << "    qr[u] = " << (dp == d ? "" : column("u") + " < " + lit(d) + " ? ")
+     << "(" << acc << ")snug_load(q + qb + (int64_t)row * "
+     << lit(S::rowStride(shape.qStrides)) << " + (int64_t)" << column("u")
+     << " * " << lit(S::columnStride(shape.qStrides)) << ")"
+     << (dp == d ? "" : " : (" + acc + ")0") << ";\n"
+     << "#pragma unroll\n"
+     << "  for (int u = 0; u < " << on << "; ++u)\n"
+     << "    o[u] = 0;\n"
+     << "  " << acc << " m = -" << inf << ", l = 0;\n"
+     // Kᵀ is [D, Skv]: key row jj of the tile is its column j0 + jj.
+     << "#pragma unroll 1\n"
+     << "  for (int j0 = 0; j0 < " << lit(skv) << "; j0 += " << tile
+     << ") {\n"
+     << "    __syncthreads(); // the last tile's readers are done\n"
+     << tileLoad("ks", "k + kb", tile, dp, d, S::columnStride(shape.kStrides),
+                 S::rowStride(shape.kStrides), skv, acc, threads)
+     << tileLoad("vs", "v + vb", tile, dvp, dv, S::rowStride(shape.vStrides),
+                 S::columnStride(shape.vStrides), skv, acc, threads)
+     << "    __syncthreads();\n"
+     << "    const int n = " << lit(skv) << " - j0 < " << tile << " ? "
+     << lit(skv) << " - j0 : " << tile << ";\n"
+     << "#pragma unroll 1\n"
+     << "    for (int jc = 0; jc < n; jc += " << kChunk << ") {\n"
+     << "      " << acc << " s[" << kChunk << "], top = m;\n";
+  // zero_filled: bit u says key jc + u was filled, and its weight only
+  // normalizes.
+  if (spec.zeroFilled)
+    os << "      unsigned filled = 0;\n";
+  os << "#pragma unroll\n"
+     << "      for (int u = 0; u < " << kChunk << "; ++u) {\n"
+     << "        " << acc << " dot = 0;\n"
+     << "#pragma unroll\n"
+     << "        for (int w = 0; w < " << qn << "; ++w)\n"
+     << "          dot += qr[w] * ks[(jc + u) * " << dp << " + " << column("w")
+     << "];\n";
+  for (int64_t offset = lanes / 2; offset > 0; offset /= 2)
+    os << "        dot += __shfl_xor_sync(0xffffffffu, dot, " << offset
+       << ");\n";
+  os << attentionScoreMask(spec, "dot", "row", "j0 + jc + u",
+                           spec.zeroFilled ? "filled |= 1u << u;" : "",
+                           "        ")
+     << "        s[u] = dot;\n"
+     << "        top = dot > top ? dot : top;\n"
+     << "      }\n"
+     << "      // Nothing but -inf so far: no weight yet, nothing to "
+        "rescale.\n"
+     << "      const " << acc << " rescale = top == -" << inf << " ? ("
+     << acc << ")1 : " << exp << "(m - top);\n"
+     << "      l *= rescale;\n"
+     << "#pragma unroll\n"
+     << "      for (int w = 0; w < " << on << "; ++w)\n"
+     << "        o[w] *= rescale;\n"
+     << "#pragma unroll\n"
+     << "      for (int u = 0; u < " << kChunk << "; ++u) {\n"
+     << "        " << acc << " p = top == -" << inf << " ? (" << acc
+     << ")0 : " << exp << "(s[u] - top);\n"
+     << "        l += p;\n";
+  if (spec.zeroFilled)
+    os << "        if ((filled >> u) & 1u)\n"
+       << "          p = 0;\n";
+  os << "#pragma unroll\n"
+     << "        for (int w = 0; w < " << on << "; ++w)\n"
+     << "          o[w] += p * vs[(jc + u) * " << dvp << " + " << column("w")
+     << "];\n"
+     << "      }\n"
+     << "      m = top;\n"
+     << "    }\n"
+     << "  }\n"
+     << "  if (active)\n"
+     << "#pragma unroll\n"
+     << "    for (int w = 0; w < " << on << "; ++w)\n"
+     << (dvp == dv ? "" : "      if (" + column("w") + " < " + lit(dv) + ")\n")
+     << "        snug_store(y + yb + (int64_t)i * "
+     << lit(S::rowStride(shape.yStrides)) << " + (int64_t)" << column("w")
+     << " * " << lit(S::columnStride(shape.yStrides)) << ", "
+     // Under zero_filled a row whose keys were all filled with -inf sums
+     // no weight: 0, as Where(m, 0, NaN) gave.
+     << (spec.zeroFilled ? "l > (" + acc + ")0 ? o[w] / l : (" + acc + ")0"
+                         : std::string("o[w] / l"))
+     << ");\n";
+  kernel.block = {uint32_t(threads), 1, 1};
+  kernel.grid = {uint32_t((sq + rows - 1) / rows), uint32_t(shape.batch), 1};
+  kernel.body = os.str();
+}
+
 llvm::Error emitAttention(EmitContext &context) {
-  AttentionShape shape = getAttentionShape(context.node);
+  AttentionKernelSpec spec;
+  AttentionShape &shape = spec.shape;
+  shape = getAttentionShape(context.node);
   if (!shape.isValid())
     return context.unsupported(shape.error);
   if (shape.d > kMaxHeadDim || shape.dv > kMaxHeadDim)
@@ -103,161 +228,37 @@ llvm::Error emitAttention(EmitContext &context) {
   const TensorRef &y = context.out();
   if (!y.numElements)
     return llvm::Error::success();
-  const std::string acc = cudaComputeTypeName(context.in(0).dtype);
-  const int64_t sq = shape.sq, skv = shape.skv, d = shape.d, dv = shape.dv;
-  int64_t accBytes = acc == "double" ? 8 : 4;
-  int64_t tile = std::max<int64_t>(
-      1, std::min<int64_t>(kMaxTile, kTileBytes / (accBytes * (d + dv))));
   std::string maskKind = context.stringAttr("mask", "none");
-  AttentionMaskKind kind = getAttentionMaskKind(maskKind);
-  if (!kind.valid)
+  spec.kind = getAttentionMaskKind(maskKind);
+  if (!spec.kind.valid)
     return context.unsupported("mask kind '" + maskKind + "'");
-  float scale = context.floatAttr("scale", 1.0f);
-  std::string inf = "(" + acc + ")snug_inf()";
-  std::string exp = acc == "float" ? "expf" : "exp";
-  using S = AttentionShape;
-
-  std::string body;
-  llvm::raw_string_ostream os(body);
-  os << "  // Sq " << sq << ", Skv " << skv << ", D " << d << ", Dv " << dv
-     << "; " << kRows << " query rows a block, key tiles of " << tile << "\n"
-     << "  __shared__ " << acc << " ks[" << tile * d << "];\n"
-     << "  __shared__ " << acc << " vs[" << tile * dv << "];\n"
-     << "  const int b = blockIdx.y;\n"
-     << "  const int i = blockIdx.x * " << kRows << " + threadIdx.x;\n"
-     << "  const bool active = i < " << lit(sq) << ";\n"
-     << "  // Each operand's batch item, through its strides (its perm).\n"
-     << "  const int64_t qb = " << batchOffset(shape, shape.qStrides)
-     << ", kb = " << batchOffset(shape, shape.kStrides)
-     << ", vb = " << batchOffset(shape, shape.vStrides)
-     << ", yb = " << batchOffset(shape, shape.yStrides) << ";\n"
-     << "  " << acc << " qr[" << d << "], o[" << dv << "], s[" << tile
-     << "];\n"
-     << "  for (int t = 0; t < " << d << "; ++t)\n"
-     << "    qr[t] = active ? (" << acc << ")snug_load(q + qb + (int64_t)i * "
-     << lit(S::rowStride(shape.qStrides)) << " + (int64_t)t * "
-     << lit(S::columnStride(shape.qStrides)) << ") : (" << acc << ")0;\n"
-     << "  for (int e = 0; e < " << dv << "; ++e)\n"
-     << "    o[e] = 0;\n"
-     << "  " << acc << " m = -" << inf << ", l = 0;\n";
-  if (kind.hasMaskOperand())
-    os << "  const int64_t maskRow = " << batchOffset(shape, shape.maskStrides)
-       << " + (int64_t)i * " << lit(S::rowStride(shape.maskStrides)) << ";\n";
-  // Operand 4: an additive mask ("bias") or a bool one ("mask2").
-  const char *second = kind.bias ? "bias" : "mask2";
-  if (kind.hasSecondMask())
-    os << "  const int64_t secondRow = "
-       << batchOffset(shape, shape.biasStrides) << " + (int64_t)i * "
-       << lit(S::rowStride(shape.biasStrides)) << ";\n";
-  const bool zeroFilled = context.intAttr("zero_filled", 0) != 0;
-  // Kᵀ is [D, Skv]: key row jj of the tile is its column j0 + jj.
-  os << "  for (int j0 = 0; j0 < " << lit(skv) << "; j0 += " << tile
-     << ") {\n"
-     << "    __syncthreads(); // the last tile's readers are done\n"
-     << tileLoad("ks", "k + kb", tile, d, S::columnStride(shape.kStrides),
-                 S::rowStride(shape.kStrides), skv, acc, kRows)
-     << tileLoad("vs", "v + vb", tile, dv, S::rowStride(shape.vStrides),
-                 S::columnStride(shape.vStrides), skv, acc, kRows)
-     << "    __syncthreads();\n"
-     << "    if (!active)\n"
-     << "      continue;\n"
-     << "    const int n = " << lit(skv) << " - j0 < " << tile << " ? "
-     << lit(skv) << " - j0 : " << tile << ";\n"
-     << "    " << acc << " top = m;\n";
-  // zero_filled: bit jj says key j0 + jj was filled, and its weight only
-  // normalizes (tiles hold at most 32 keys).
-  if (zeroFilled)
-    os << "    unsigned filled = 0;\n";
-  os
-     // Not unrolled: ptxas would unroll both key loops to keep s[] in
-     // registers. On bert_small's kernel (D 64, tiles of 32) that took 243
-     // registers, and ptxas 1.6 s and 80 MiB, the peak of the whole compile;
-     // rolled, s[] is 128 B of L1-cached local memory (two accesses a key
-     // beside the 2 x D FMAs), 166 registers, 0.18 s and 36 MiB. Not yet
-     // timed on a GPU.
-     << "#pragma unroll 1\n"
-     << "    for (int jj = 0; jj < n; ++jj) {\n"
-     << "      " << acc << " dot = 0;\n"
-     << "      for (int t = 0; t < " << d << "; ++t)\n"
-     << "        dot += qr[t] * ks[jj * " << lit(d) << " + t];\n";
-  if (scale != 1.0f)
-    os << "      dot *= (" << acc << ")" << cudaFloatLiteral(double(scale))
-       << ";\n";
-  std::string maskAt =
-      !kind.hasMaskOperand()
-          ? ""
-          : "maskRow + (int64_t)(j0 + jj) * " +
-                lit(S::columnStride(shape.maskStrides));
-  std::string fill =
-      "(" + acc + ")" + cudaFloatLiteral(double(context.floatAttr("fill", 0.0f)));
-  std::string fillIt = zeroFilled
-                           ? " {\n        dot = " + fill +
-                                 ";\n        filled |= 1u << jj;\n      }\n"
-                           : "\n        dot = " + fill + ";\n";
-  std::string fillIf = context.intAttr("fill_if", 1) ? "true" : "false";
-  std::string secondAt =
-      !kind.hasSecondMask()
-          ? ""
-          : "secondRow + (int64_t)(j0 + jj) * " +
-                lit(S::columnStride(shape.biasStrides));
-  if (kind.causal)
-    os << "      if ((int64_t)(j0 + jj) > (int64_t)i + "
-       << lit(context.intAttr("causal", 0)) << ")" << fillIt;
-  if (kind.additive)
-    os << "      dot += (" << acc << ")snug_load(mask + " << maskAt << ");\n";
-  else if (kind.where)
-    os << "      if (mask[" << maskAt << "] == " << fillIf << ")" << fillIt;
-  if (kind.bias)
-    os << "      dot += (" << acc << ")snug_load(bias + " << secondAt
-       << ");\n";
-  else if (kind.whereAfter)
-    os << "      if (mask2[" << secondAt << "] == " << fillIf << ")" << fillIt;
-  os << "      s[jj] = dot;\n"
-     << "      top = dot > top ? dot : top;\n"
-     << "    }\n"
-     << "    // Nothing but -inf so far: no weight yet, nothing to rescale.\n"
-     << "    const " << acc << " rescale = top == -" << inf << " ? (" << acc
-     << ")1 : " << exp << "(m - top);\n"
-     << "    l *= rescale;\n"
-     << "    for (int e = 0; e < " << dv << "; ++e)\n"
-     << "      o[e] *= rescale;\n"
-     << "#pragma unroll 1\n"
-     << "    for (int jj = 0; jj < n; ++jj) {\n"
-     << "      const " << acc << " p = top == -" << inf << " ? (" << acc
-     << ")0 : " << exp << "(s[jj] - top);\n"
-     << "      l += p;\n";
-  if (zeroFilled)
-    os << "      if ((filled >> jj) & 1u)\n"
-       << "        continue;\n";
-  os << "      for (int e = 0; e < " << dv << "; ++e)\n"
-     << "        o[e] += p * vs[jj * " << lit(dv) << " + e];\n"
-     << "    }\n"
-     << "    m = top;\n"
-     << "  }\n"
-     << "  if (active)\n"
-     << "    for (int e = 0; e < " << dv << "; ++e)\n"
-     << "      snug_store(y + yb + (int64_t)i * "
-     << lit(S::rowStride(shape.yStrides)) << " + (int64_t)e * "
-     << lit(S::columnStride(shape.yStrides)) << ", "
-     // Under zero_filled a row whose keys were all filled with -inf sums
-     // no weight: 0, as Where(m, 0, NaN) gave.
-     << (zeroFilled ? "l > (" + acc + ")0 ? o[e] / l : (" + acc + ")0"
-                    : std::string("o[e] / l"))
-     << ");\n";
+  ir::DType dtype = context.in(0).dtype;
+  spec.acc = cudaComputeTypeName(dtype);
+  spec.scale = context.floatAttr("scale", 1.0f);
+  spec.fill = context.floatAttr("fill", 0.0f);
+  spec.fillIf = context.intAttr("fill_if", 1) != 0;
+  spec.causal = context.intAttr("causal", 0);
+  spec.zeroFilled = context.intAttr("zero_filled", 0) != 0;
+  const AttentionMaskKind &kind = spec.kind;
 
   Kernel kernel;
   kernel.tag = "attention";
-  kernel.block = {uint32_t(kRows), 1, 1};
-  kernel.grid = {uint32_t((sq + kRows - 1) / kRows), uint32_t(shape.batch), 1};
   kernel.addTensor("q", context.in(0), true);
   kernel.addTensor("k", context.in(1), true);
   kernel.addTensor("v", context.in(2), true);
   if (kind.hasMaskOperand())
     kernel.addTensor("mask", context.in(3), true);
+  // Operand 4: an additive mask ("bias") or a bool one ("mask2").
   if (kind.hasSecondMask())
-    kernel.addTensor(second, context.in(4), true);
+    kernel.addTensor(kind.bias ? "bias" : "mask2", context.in(4), true);
   kernel.addTensor("y", y, false);
-  kernel.body = os.str();
+  bool sixteenBit = (dtype == ir::DType::F16 || dtype == ir::DType::BF16) &&
+                    context.in(1).dtype == dtype &&
+                    context.in(2).dtype == dtype;
+  if (sixteenBit)
+    emitAttentionMmaKernel(spec, cudaTypeName(dtype), kernel);
+  else
+    emitScalarKernel(spec, kernel);
   context.launch(std::move(kernel));
   return llvm::Error::success();
 }

@@ -26,6 +26,11 @@ config.substitutions.append(("%tests", os.path.dirname(os.path.dirname(__file__)
 config.substitutions.append(("%expect-exit", os.environ.get("SNUG_PYTHON", "python3") + " " + os.path.join(os.path.dirname(os.path.dirname(__file__)), "tools", "expect-exit.py")))
 config.substitutions.append(("%python", os.environ.get("SNUG_PYTHON", "python3")))
 
+# Tests that compile emitted kernels with nvcc to read ptxas's report.
+_nvcc = os.environ.get("SNUG_NVCC", "")
+if _nvcc and os.path.exists(_nvcc):
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", _nvcc))
 # Tests that drive a browser run where Chromium is installed
 # (tools/install-deps.sh installs it).
 if os.environ.get("SNUG_HAVE_NVRTC") == "1":
