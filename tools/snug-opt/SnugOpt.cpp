@@ -77,6 +77,12 @@ static cl::opt<std::string> emitCuda(
              "with its device plan as a trailing comment ('-': stdout, "
              "instead of the IR)"),
     cl::value_desc("path"), cl::init(""), cl::cat(category));
+static cl::opt<int64_t> cudaIndex32Limit(
+    "cuda-index32-limit",
+    cl::desc("With --emit-cuda: the largest value a kernel's 32-bit index "
+             "may reach (CudaOptions::index32Limit); tests lower it to run "
+             "the 64-bit index code on small tensors"),
+    cl::init(INT32_MAX), cl::Hidden, cl::cat(category));
 static cl::opt<bool> listPasses("list-passes",
                                 cl::desc("List the registered passes"),
                                 cl::cat(category));
@@ -122,8 +128,10 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
   // the kernels built from the --emit-cuda source.
   llvm::Optional<cuda::CudaProgram> program;
   if (!emitCuda.empty()) {
+    cuda::CudaOptions cudaOptions;
+    cudaOptions.index32Limit = cudaIndex32Limit;
     auto emitted = cuda::emitCuda(**module, computeWeightsLayout(**module),
-                                  cuda::CudaOptions());
+                                  cudaOptions);
     if (!emitted) {
       llvm::errs() << "error: " << toString(emitted.takeError()) << '\n';
       return Outcome::UserError;
