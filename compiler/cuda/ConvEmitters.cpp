@@ -494,8 +494,8 @@ std::string overOutputs(const TensorRef &y, const ConvShape &shape,
 /// Under tf32 (`tf32`) each operand is rounded as the MMA kernel's are.
 Kernel directKernel(EmitContext &context, ConvShape shape, bool tf32,
                     const EpilogueStore &epilogue) {
-  shape.index = codegen::indexTypeFor(context, context.out().numElements,
-                                      shape.extent);
+  shape.index =
+      codegen::indexTypeFor(context, context.out().numElements, shape.extent);
   const std::string &acc = shape.acc, &idx = shape.index;
   size_t spatial = shape.axes.size();
   std::vector<std::string> tapNames = axisNames("t", spatial),

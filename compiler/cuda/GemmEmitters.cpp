@@ -461,10 +461,10 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   // kMaxGridBlocks bounds); offsets stay inside the operands, tile
   // origins and depth steps at most one tile past M, N and K.
   int64_t tiles = product.batchCount() * rowTiles;
-  int64_t largest = std::max(
-      {a.numElements, b.numElements, y.numElements,
-       withC ? context.in(2).numElements : 0, colTiles * tileCols,
-       rowTiles * tileRows, product.k + std::max(tileRows, tileCols)});
+  int64_t largest =
+      std::max({a.numElements, b.numElements, y.numElements,
+                withC ? context.in(2).numElements : 0, colTiles * tileCols,
+                rowTiles * tileRows, product.k + std::max(tileRows, tileCols)});
   std::string idx = codegen::indexTypeFor(context, tiles, largest, 1);
   std::string row = mma ? "row" : "i", col = mma ? "col" : "j";
   std::string result = mma ? kMmaAccumulator : "sum[rr][cc]";
@@ -580,9 +580,8 @@ void broadcastC(EmitContext &context, int64_t m, int64_t n) {
     context.copy(y.place, c.place, y.bytes);
     return;
   }
-  const char *idx = codegen::indexTypeFor(context, y.numElements,
-                                          std::max(y.numElements,
-                                                   c.numElements));
+  const char *idx = codegen::indexTypeFor(
+      context, y.numElements, std::max(y.numElements, c.numElements));
   std::string at = offsetInC(c, "e / " + lit(n), "e % " + lit(n));
   Kernel kernel;
   kernel.tag = "gemm_bias";

@@ -137,9 +137,8 @@ llvm::Error emitPool(EmitContext &context, bool isMax) {
     inSize *= axis.in, outSize *= axis.out;
   std::string acc = accType(x.dtype);
   // Offsets reach into x (plane * inSize + tap); the loop runs over y.
-  std::string index = codegen::indexTypeFor(context, y.numElements,
-                                            std::max(x.numElements,
-                                                     y.numElements));
+  std::string index = codegen::indexTypeFor(
+      context, y.numElements, std::max(x.numElements, y.numElements));
 
   std::string body;
   llvm::raw_string_ostream os(body);

@@ -255,8 +255,7 @@ RowWalk walkAlong(const EmitContext &context, const TensorRef &x,
   int64_t outer = 1, n = 1, inner = 1;
   for (int64_t d = 0; d < int64_t(x.rank()); ++d)
     (d < axis ? outer : d == axis ? n : inner) *= x.dims[d];
-  return RowWalk(context, outer * inner, n,
-                 {{outer, n * inner}, {inner, 1}},
+  return RowWalk(context, outer * inner, n, {{outer, n * inner}, {inner, 1}},
                  {{n, inner}}, x.numElements);
 }
 
@@ -485,7 +484,8 @@ llvm::Error emitInstanceNormalization(EmitContext &context) {
     return context.unsupported("scale and bias need one value per channel");
   if (!x.numElements)
     return llvm::Error::success();
-  RowWalk walk(context, planes, inner, {{planes, inner}}, {{inner, 1}}, x.numElements);
+  RowWalk walk(context, planes, inner, {{planes, inner}}, {{inner, 1}},
+               x.numElements);
   return emitNormalizeRows(context, walk, "instancenorm",
                            "row % " + lit(x.dims[1]), true, false);
 }
@@ -504,8 +504,7 @@ Kernel elementwiseKernel(llvm::StringRef tag, int64_t elements,
   kernel.tag = tag.str();
   kernel.block = {256, 1, 1};
   kernel.grid = gridFor(elements, 256);
-  kernel.body =
-      codegen::gridStrideLoop(index, elements) + body.str() + "  }\n";
+  kernel.body = codegen::gridStrideLoop(index, elements) + body.str() + "  }\n";
   return kernel;
 }
 
@@ -568,8 +567,8 @@ llvm::Error emitLRN(EmitContext &context) {
   int64_t c = x.dims[1], inner = x.numElements / (x.dims[0] * c);
   int64_t before = (size - 1) / 2, after = size - 1 - before;
   std::string acc = accType(x.dtype),
-              index = codegen::indexTypeFor(context, x.numElements,
-                                            x.numElements);
+              index =
+                  codegen::indexTypeFor(context, x.numElements, x.numElements);
   Kernel kernel = elementwiseKernel(
       "lrn", x.numElements, index.c_str(),
       "    const " + index + " c = (i / " + lit(inner) + ") % " + lit(c) +

@@ -8,10 +8,12 @@
 // must carry a memory plan) is also written as a .snug bundle; with
 // --emit-cuda=PATH its CUDA C++ and device plan (no NVRTC; with both, the
 // bundle carries that device plan, without kernel images, for
-// snug-cudasim). Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
-// left a module that does not verify). The input is read whole before
-// anything is written; every output is written atomically
-// (core/FileAccess.h) and none may be the input or another output.
+// snug-cudasim; the hidden --cuda-index32-limit lowers the kernels' 32-bit
+// index limit, so tests run the 64-bit index code on small tensors). Exit
+// codes: 0 ok, 1 bad input, 2 internal error (a pass left a module that
+// does not verify). The input is read whole before anything is written;
+// every output is written atomically (core/FileAccess.h) and none may be
+// the input or another output.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/FileAccessLLVM.h"
@@ -130,8 +132,8 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
   if (!emitCuda.empty()) {
     cuda::CudaOptions cudaOptions;
     cudaOptions.index32Limit = cudaIndex32Limit;
-    auto emitted = cuda::emitCuda(**module, computeWeightsLayout(**module),
-                                  cudaOptions);
+    auto emitted =
+        cuda::emitCuda(**module, computeWeightsLayout(**module), cudaOptions);
     if (!emitted) {
       llvm::errs() << "error: " << toString(emitted.takeError()) << '\n';
       return Outcome::UserError;
