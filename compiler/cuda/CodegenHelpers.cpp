@@ -40,8 +40,9 @@ const char *indexTypeFor(const EmitContext &context, int64_t count,
   return chooseIndexType(count, extent, perBlock, context.index32Limit);
 }
 
-/// The same rule for a 256-thread grid-stride loop where no EmitContext is
-/// at hand: the limit is INT32_MAX.
+/// The same rule for a 256-thread grid-stride loop at the INT32_MAX limit,
+/// without the context's test limit: for AttentionEmitter.cpp's rotary
+/// kernel (until its rewrite passes the context) and unit tests.
 const char *indexTypeFor(int64_t count, int64_t extent) {
   return chooseIndexType(count, extent, 256, INT32_MAX);
 }
