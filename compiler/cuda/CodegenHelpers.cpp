@@ -4,28 +4,57 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace snug {
 namespace cuda {
 namespace codegen {
 
-/// The index type of a loop over `count` items addressing tensors of at
-/// most `extent` elements: "int" when that is safe, "int64_t" otherwise.
-const char *indexTypeFor(int64_t count, int64_t extent) {
-  // A grid-stride index stays below count + grid size (under 2^29 threads),
-  // so int holds it when both are below 2^30; 32-bit division by a constant
-  // is much cheaper than 64-bit.
-  return count < (int64_t(1) << 30) && extent < (int64_t(1) << 30) ? "int"
-                                                                    : "int64_t";
+/// The step of a grid-stride loop over `count` items, `perBlock` of them
+/// per block and iteration, launched with gridFor(count, perBlock): the
+/// grid (capped at kMaxGridBlocks) times `perBlock`.
+int64_t gridStride(int64_t count, uint32_t perBlock) {
+  return int64_t(gridFor(count, perBlock).x) * perBlock;
 }
 
-/// The opening line of `for (i ...)` over [0, count), grid-stride; the
-/// caller closes the brace.
-std::string gridStrideLoop(const char *indexType, int64_t count) {
-  std::string type = indexType;
-  return "  for (" + type + " i = (" + type +
-         ")(blockIdx.x * blockDim.x + threadIdx.x); i < " +
-         cudaIntLiteral(count) + "; i += (" + type +
+/// The one index rule (KernelEmitter.h's contract): "int" when no index
+/// value the kernel computes can pass `limit`, "int64_t" otherwise. A
+/// grid-stride loop over [0, count) last adds its step to an index below
+/// count, so it reaches count - 1 + step; every offset and coordinate the
+/// body computes stays below `extent`. 32-bit index arithmetic (and
+/// division by a constant) is much cheaper than 64-bit, so it is kept
+/// wherever it cannot wrap.
+static const char *chooseIndexType(int64_t count, int64_t extent,
+                                   uint32_t perBlock, int64_t limit) {
+  int64_t reach = count > 0 ? count - 1 + gridStride(count, perBlock) : 0;
+  return std::max(reach, extent) <= limit ? "int" : "int64_t";
+}
+
+/// The index type of a kernel whose grid-stride loop runs over `count`
+/// items (0: the kernel has none), `perBlock` per block and iteration
+/// (launched with gridFor(count, perBlock)), and whose offsets and
+/// coordinates all stay below `extent`, under the context's limit
+/// (EmitContext::index32Limit: INT32_MAX unless a test lowers it).
+const char *indexTypeFor(const EmitContext &context, int64_t count,
+                         int64_t extent, uint32_t perBlock) {
+  return chooseIndexType(count, extent, perBlock, context.index32Limit);
+}
+
+/// The same rule for a 256-thread grid-stride loop at the INT32_MAX limit,
+/// without the context's test limit: for AttentionEmitter.cpp's rotary
+/// kernel (until its rewrite passes the context) and unit tests.
+const char *indexTypeFor(int64_t count, int64_t extent) {
+  return chooseIndexType(count, extent, 256, INT32_MAX);
+}
+
+/// The opening line of `for (var ...)` over [0, count), grid-stride; the
+/// caller closes the brace. `indexType` comes from indexTypeFor.
+std::string gridStrideLoop(const char *indexType, int64_t count,
+                           llvm::StringRef var) {
+  std::string type = indexType, v = var.str();
+  return "  for (" + type + " " + v + " = (" + type +
+         ")(blockIdx.x * blockDim.x + threadIdx.x); " + v + " < " +
+         cudaIntLiteral(count) + "; " + v + " += (" + type +
          ")(gridDim.x * blockDim.x)) {\n";
 }
 

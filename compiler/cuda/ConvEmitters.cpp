@@ -51,6 +51,7 @@
 // of the two; they agree to float precision).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/EpilogueStore.h"
 #include "compiler/cuda/KernelEmitter.h"
 #include "compiler/cuda/MmaTile.h"
@@ -88,7 +89,10 @@ struct ConvShape {
   int64_t batch = 0, c = 0, m = 0, group = 1, cg = 0, mg = 0;
   std::vector<ConvAxis> axes;
   int64_t inSize = 1, outSize = 1, taps = 1;
-  std::string acc, index; // accumulator and index types
+  /// The largest tensor the kernel addresses, in elements: every offset
+  /// stays below it.
+  int64_t extent = 0;
+  std::string acc, index; // accumulator and index types (index: setIndex)
 };
 
 /// Reads and checks Conv's (or, with `transpose`, ConvTranspose's) shape;
@@ -133,8 +137,7 @@ llvm::Expected<ConvShape> readConv(const EmitContext &context, bool transpose) {
     shape.taps *= kernel[a];
   }
   shape.acc = x.dtype == DType::F64 ? "double" : "float";
-  int64_t largest = std::max({x.numElements, w.numElements, y.numElements});
-  shape.index = largest <= INT32_MAX ? "int" : "int64_t";
+  shape.extent = std::max({x.numElements, w.numElements, y.numElements});
   return shape;
 }
 
@@ -444,13 +447,23 @@ std::string gemmStore(const EmitContext &context, const ConvShape &shape,
 /// The implicit-GEMM kernel (see the file comment). Grid: x over pixel
 /// tiles, y over channel tiles of a group, z over groups.
 /// With `mma` (f16 and bf16 operands; f32 under tf32), on the tensor cores.
-Kernel implicitGemmKernel(EmitContext &context, const ConvShape &shape,
+Kernel implicitGemmKernel(EmitContext &context, ConvShape shape,
                           const llvm::Optional<MmaElement> &mma,
                           const EpilogueStore &epilogue) {
   Dim3 grid;
   grid.x = uint32_t((shape.batch * shape.outSize + kTileN - 1) / kTileN);
   grid.y = uint32_t((shape.mg + kTileM - 1) / kTileM);
   grid.z = uint32_t(shape.group);
+  // No grid-stride loop; the tile origins and depth steps run one tile
+  // past the pixels, channels and depth, and the last pixel tile's batch
+  // coordinate n (xg, formed before the pixelInside test) past the batch.
+  int64_t depth = shape.cg * shape.taps;
+  int64_t pixelReach = int64_t(grid.x) * kTileN;
+  int64_t lastBatch = (pixelReach - 1) / shape.outSize;
+  shape.index = codegen::indexTypeFor(
+      context, 0,
+      std::max({shape.extent, pixelReach, shape.mg + kTileM, depth + kTileK,
+                (lastBatch + 1) * shape.c * shape.inSize}));
   std::string body =
       mma ? mmaTiles(*mma) + gemmPrologue(context, shape) +
                 convMmaLoads(shape, *mma) +
@@ -473,16 +486,16 @@ std::string overOutputs(const TensorRef &y, const ConvShape &shape,
   names.insert(names.begin(), {"n", "oc"});
   std::vector<int64_t> extents = outExtents(shape);
   extents.insert(extents.begin(), {shape.batch, shape.m});
-  return "  for (" + idx + " e = (" + idx +
-         ")blockIdx.x * blockDim.x + threadIdx.x; e < " + lit(y.numElements) +
-         "; e += (" + idx + ")gridDim.x * blockDim.x) {\n" +
+  return codegen::gridStrideLoop(idx.c_str(), y.numElements, "e") +
          coordinates("    ", idx, "e", names, extents) + body.str() + "  }\n";
 }
 
 /// One thread per output element, summing its CG input channels' taps.
 /// Under tf32 (`tf32`) each operand is rounded as the MMA kernel's are.
-Kernel directKernel(EmitContext &context, const ConvShape &shape, bool tf32,
+Kernel directKernel(EmitContext &context, ConvShape shape, bool tf32,
                     const EpilogueStore &epilogue) {
+  shape.index =
+      codegen::indexTypeFor(context, context.out().numElements, shape.extent);
   const std::string &acc = shape.acc, &idx = shape.index;
   size_t spatial = shape.axes.size();
   std::vector<std::string> tapNames = axisNames("t", spatial),
@@ -570,6 +583,7 @@ llvm::Error emitConvTranspose(EmitContext &context) {
   const TensorRef &y = context.out();
   if (!y.numElements)
     return llvm::Error::success();
+  shape->index = codegen::indexTypeFor(context, y.numElements, shape->extent);
   const std::string &acc = shape->acc, &idx = shape->index;
   size_t spatial = shape->axes.size();
   std::vector<std::string> tapNames = axisNames("t", spatial),

@@ -265,7 +265,7 @@ unsigned countLines(llvm::StringRef text) { return unsigned(text.count('\n')); }
 
 llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
                                      const WeightsLayout &weights,
-                                     const CudaOptions & /*options*/) {
+                                     const CudaOptions &options) {
   const ir::Attribute *arena = module.getAttribute("arena");
   if (!arena || arena->getKind() != ir::Attribute::Kind::Int)
     return llvm::createStringError(
@@ -344,6 +344,7 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
     EmitContext context(node, opIndex, std::move(operands), std::move(results),
                         steps, kernels);
     context.checkRecordOffset = checkRecordOffset;
+    context.index32Limit = options.index32Limit;
     if (const RecordedScratch *entry = scratchAtStep.lookup(opIndex)) {
       context.scratchOffset = entry->offset;
       context.scratchBytes = entry->bytes;

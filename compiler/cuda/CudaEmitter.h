@@ -26,6 +26,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct CudaOptions {
   /// SM architectures to compile cubins for (80 = sm_80); PTX is added for
   /// the newest.
   std::vector<unsigned> archs = {80, 90};
+  /// The largest value an emitted kernel's 32-bit index may reach
+  /// (KernelEmitter.h's index rule). Only tests lower it (snug-opt
+  /// --cuda-index32-limit), to run the 64-bit code on small tensors.
+  int64_t index32Limit = INT32_MAX;
 };
 
 struct CudaProgram {

@@ -191,7 +191,7 @@ void emitCanonicalCopy(EmitContext &context, llvm::StringRef tag,
   std::vector<std::vector<int64_t>> strides;
   unzip(dims, sizes, strides);
   int64_t extent = int64_t(std::max(src.bytes, dst.bytes) / bytes);
-  const char *index = indexTypeFor(count, extent);
+  const char *index = indexTypeFor(context, count, extent);
   kernel.body += gridStrideLoop(index, count);
   kernel.body += emitOffsets(sizes, strides, {"s", "t"}, index, "i");
   kernel.body += "    dst[t] = src[s];\n  }\n";
@@ -225,7 +225,7 @@ void emitTiledTranspose(EmitContext &context, const TensorRef &x,
   addUnitPointer(kernel, "src", x, 0, true, bytes);
   addUnitPointer(kernel, "dst", y, 0, false, bytes);
   int64_t tilesX = (cols + 31) / 32, tilesY = (rows + 31) / 32;
-  const char *index = indexTypeFor(batch * rows * cols, batch * rows * cols);
+  const char *index = indexTypeFor(context, 0, batch * rows * cols);
   std::string I = index;
   std::string R = cudaIntLiteral(rows), C = cudaIntLiteral(cols);
   std::string text;
@@ -537,7 +537,7 @@ llvm::Error emitGather(EmitContext &context) {
   kernel.body += addUnitPointer(kernel, "src", x, 0, true, unit);
   kernel.addTensor("indices", indices, true);
   kernel.body += addUnitPointer(kernel, "dst", y, 0, false, unit);
-  const char *index = indexTypeFor(total, int64_t(x.bytes / unit));
+  const char *index = indexTypeFor(context, total, int64_t(x.bytes / unit));
   kernel.body += gridStrideLoop(index, total);
   kernel.body += emitCoordinates({split.outer, count, inner}, index, "i", "d",
                                  {split.outer > 1, true, inner > 1});
@@ -639,7 +639,8 @@ llvm::Error emitPad(EmitContext &context) {
   std::vector<int64_t> inStrides(inDims.size(), 1);
   for (size_t d = inDims.size(); d-- > 1;)
     inStrides[d - 1] = inStrides[d] * inDims[d];
-  const char *index = indexTypeFor(y.numElements, y.numElements);
+  const char *index = indexTypeFor(context, y.numElements,
+                                   std::max(x.numElements, y.numElements));
   std::string I = index;
   kernel.body += gridStrideLoop(index, y.numElements);
   kernel.body += emitCoordinates(outDims, index, "i", "d");

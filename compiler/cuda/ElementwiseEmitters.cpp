@@ -197,10 +197,10 @@ llvm::Error emitElementwise(EmitContext &context, EwKernel spec) {
   if (canVectorize(spec, out)) {
     work /= 4;
     spec.compute = indent(spec.compute, 6); // inside the lane loop
-    kernel.body += vectorBody(spec, out, indexTypeFor(work, extent));
+    kernel.body += vectorBody(spec, out, indexTypeFor(context, work, extent));
   } else {
     spec.compute = indent(spec.compute, 4);
-    kernel.body += scalarBody(spec, out, indexTypeFor(work, extent));
+    kernel.body += scalarBody(spec, out, indexTypeFor(context, work, extent));
   }
   launchGridStride(context, std::move(kernel), work);
   return llvm::Error::success();

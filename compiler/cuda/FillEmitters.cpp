@@ -131,7 +131,7 @@ void emitFill(EmitContext &context, llvm::StringRef tag, const TensorRef &out,
   Kernel kernel;
   kernel.tag = tag.str();
   addUnitPointer(kernel, "out", out, 0, false, unit);
-  const char *index = indexTypeFor(count, count);
+  const char *index = indexTypeFor(context, count, count);
   kernel.body = gridStrideLoop(index, count) + "    out[i] = " +
                 unitLiteral(pattern) + ";\n  }\n";
   launchGridStride(context, std::move(kernel), count);
@@ -265,7 +265,7 @@ llvm::Error emitRange(EmitContext &context) {
   kernel.addTensor("start", start, true);
   kernel.addTensor("delta", delta, true);
   kernel.addTensor("out", y, false);
-  const char *index = indexTypeFor(y.numElements, y.numElements);
+  const char *index = indexTypeFor(context, y.numElements, y.numElements);
   kernel.body = "  const " + type + " first = (" + type +
                 ")snug_load(start), step = (" + type + ")snug_load(delta);\n";
   kernel.body += gridStrideLoop(index, y.numElements);
@@ -297,7 +297,7 @@ llvm::Error emitDropoutMask(EmitContext &context) {
   kernel.tag = "dropout_mask";
   kernel.addTensor("seed", seed, true);
   kernel.addTensor("out", y, false);
-  const char *index = indexTypeFor(y.numElements, y.numElements);
+  const char *index = indexTypeFor(context, y.numElements, y.numElements);
   std::string ratioText = "(float)" + cudaFloatLiteral(ratio);
   kernel.body = "  const uint64_t key = (uint64_t)snug_load(seed);\n"
                 "  const float ratio = " +

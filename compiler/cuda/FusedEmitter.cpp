@@ -73,7 +73,7 @@ llvm::Error emitFused(EmitContext &context) {
   }
   for (size_t k = 0; k < context.results.size(); ++k)
     kernel.addTensor("out" + std::to_string(k), context.out(k), false);
-  const char *indexType = indexTypeFor(first.numElements, extent);
+  const char *indexType = indexTypeFor(context, first.numElements, extent);
 
   std::vector<std::string> offsetNames;
   for (size_t k = 0; k < strides.size(); ++k)

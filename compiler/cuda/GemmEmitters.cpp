@@ -63,6 +63,7 @@
 // split on cuBLAS: unfused, unless their epilogue is a cuBLASLt one.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/EpilogueStore.h"
 #include "compiler/cuda/KernelEmitter.h"
 #include "compiler/cuda/MmaTile.h"
@@ -456,8 +457,15 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   int64_t colTiles = (product.n + tileCols - 1) / tileCols;
   if (colTiles > INT32_MAX)
     return context.unsupported("the product is too large for the kernel");
-  int64_t largest = std::max({a.numElements, b.numElements, y.numElements});
-  std::string idx = largest <= INT32_MAX ? "int" : "int64_t";
+  // The tile loop steps over the grid's y (at most 65535, which the rule's
+  // kMaxGridBlocks bounds); offsets stay inside the operands, tile
+  // origins and depth steps at most one tile past M, N and K.
+  int64_t tiles = product.batchCount() * rowTiles;
+  int64_t largest =
+      std::max({a.numElements, b.numElements, y.numElements,
+                withC ? context.in(2).numElements : 0, colTiles * tileCols,
+                rowTiles * tileRows, product.k + std::max(tileRows, tileCols)});
+  std::string idx = codegen::indexTypeFor(context, tiles, largest, 1);
   std::string row = mma ? "row" : "i", col = mma ? "col" : "j";
   std::string result = mma ? kMmaAccumulator : "sum[rr][cc]";
   if (alpha != 1)
@@ -470,7 +478,6 @@ llvm::Error launchTiledKernel(EmitContext &context, const Product &product,
   else if (!isFloat) // the host rounds its double result to float first
     result = "(float)(" + result + ")";
 
-  int64_t tiles = product.batchCount() * rowTiles;
   Kernel kernel;
   kernel.tag = context.node.getOpName().lower();
   if (mma)
@@ -573,7 +580,8 @@ void broadcastC(EmitContext &context, int64_t m, int64_t n) {
     context.copy(y.place, c.place, y.bytes);
     return;
   }
-  std::string idx = y.numElements <= INT32_MAX ? "int" : "int64_t";
+  const char *idx = codegen::indexTypeFor(
+      context, y.numElements, std::max(y.numElements, c.numElements));
   std::string at = offsetInC(c, "e / " + lit(n), "e % " + lit(n));
   Kernel kernel;
   kernel.tag = "gemm_bias";
@@ -581,11 +589,8 @@ void broadcastC(EmitContext &context, int64_t m, int64_t n) {
   kernel.grid = gridFor(y.numElements, 256);
   kernel.addTensor("c", c, true);
   kernel.addTensor("y", y, false);
-  kernel.body =
-      "  for (" + idx + " e = (" + idx +
-      ")blockIdx.x * blockDim.x + threadIdx.x; e < " + lit(m * n) + "; e += (" +
-      idx + ")gridDim.x * blockDim.x)\n    snug_store(y + e, snug_load(c + " +
-      at + "));\n";
+  kernel.body = codegen::gridStrideLoop(idx, m * n, "e") +
+                "    snug_store(y + e, snug_load(c + " + at + "));\n  }\n";
   context.launch(std::move(kernel));
 }
 

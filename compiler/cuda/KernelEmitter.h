@@ -27,6 +27,20 @@
 //     launch: it writes the device plan's check record
 //     (EmitContext::useCheckRecord), which the executor reads after the
 //     step.
+//   - Index arithmetic is 32-bit only where it cannot wrap: every kernel
+//     takes its index type ("int" or "int64_t") from
+//     codegen::indexTypeFor (CodegenHelpers.h), never chooses one itself.
+//     The rule: int64_t when the largest value an index variable reaches
+//     passes 2^31 - 1, that is, when a grid-stride loop's bound plus its
+//     step (the launch's grid, at most kMaxGridBlocks blocks, times the
+//     items each block takes per iteration: 1048560 * 256 for the usual
+//     256-thread loop, so outputs from about 1.88e9 elements on) can pass
+//     it, or any offset or coordinate the kernel computes (the largest
+//     tensor it addresses, in elements) can; int otherwise, since 32-bit
+//     index math and division by a constant are much cheaper. A kernel
+//     may always use int64_t (data-dependent indices, element counters);
+//     a 32-bit index only through the rule. CudaOptions::index32Limit
+//     lowers the limit, so tests run the 64-bit code on small tensors.
 //   - Temporary device memory is the node's scratch buffer, which
 //     plan-memory planned from getScratchRequest (passes/memory/ScratchRequest.h)
 //     and EmitContext::scratchOffset/scratchBytes locate: a kernel that
@@ -119,10 +133,15 @@ struct Kernel {
   uint32_t threads() const { return block.x * block.y * block.z; }
 };
 
+/// The most blocks gridFor launches along x: enough to fill any GPU many
+/// times over, and every grid-stride loop's largest step (kMaxGridBlocks
+/// times its items per block) is what codegen::indexTypeFor checks.
+constexpr uint32_t kMaxGridBlocks = 65535u * 16;
+
 /// A grid of `blockSize`-thread blocks covering `work` items, capped (the
 /// kernel then loops grid-stride over the rest).
 Dim3 gridFor(int64_t work, uint32_t blockSize,
-             uint32_t maxBlocks = 65535u * 16);
+             uint32_t maxBlocks = kMaxGridBlocks);
 
 /// What an emitter works with: the node, its operands and results as
 /// TensorRefs, and the sinks for the steps it produces.
@@ -145,6 +164,9 @@ public:
   /// plan needs it.
   uint64_t checkRecordOffset = 0;
   bool checkRecordUsed = false;
+  /// The largest value a 32-bit index may reach (CudaOptions::
+  /// index32Limit); codegen::indexTypeFor applies it.
+  int64_t index32Limit = INT32_MAX;
   bundle::DeviceArg useCheckRecord() {
     checkRecordUsed = true;
     return bundle::DeviceArg::arena(checkRecordOffset);

@@ -13,9 +13,12 @@
 // (ReductionEmitters.cpp).
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/KernelEmitter.h"
 
 #include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
 
 namespace snug {
 namespace cuda {
@@ -133,15 +136,13 @@ llvm::Error emitPool(EmitContext &context, bool isMax) {
   for (const PoolAxis &axis : axes)
     inSize *= axis.in, outSize *= axis.out;
   std::string acc = accType(x.dtype);
-  std::string index = x.numElements <= INT32_MAX && y.numElements <= INT32_MAX
-                          ? "int"
-                          : "int64_t";
+  // Offsets reach into x (plane * inSize + tap); the loop runs over y.
+  std::string index = codegen::indexTypeFor(
+      context, y.numElements, std::max(x.numElements, y.numElements));
 
   std::string body;
   llvm::raw_string_ostream os(body);
-  os << "  for (" << index << " o = (" << index
-     << ")blockIdx.x * blockDim.x + threadIdx.x; o < " << lit(y.numElements)
-     << "; o += (" << index << ")gridDim.x * blockDim.x) {\n"
+  os << codegen::gridStrideLoop(index.c_str(), y.numElements, "o")
      << "    const " << index << " plane = o / " << lit(outSize) << ";\n"
      << windowBounds(axes, index);
   std::string divisor;

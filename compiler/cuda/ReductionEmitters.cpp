@@ -23,6 +23,7 @@
 // of channels): one thread per element.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/KernelEmitter.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -54,12 +55,6 @@ std::string accType(DType type) {
 /// The math function `name` for `acc`: expf for float, exp for double.
 std::string math(llvm::StringRef name, llvm::StringRef acc) {
   return (name + (acc == "float" ? "f" : "")).str();
-}
-
-/// The index type for a kernel touching `elements` elements: int while it
-/// fits (cheaper address arithmetic), int64_t beyond.
-std::string indexType(int64_t elements) {
-  return elements <= INT32_MAX ? "int" : "int64_t";
 }
 
 /// One axis of an index walk: `extent` positions, `stride` elements apart.
@@ -115,10 +110,11 @@ struct RowWalk {
   std::string index; // the index type
   uint32_t threads = 256;
 
-  RowWalk(int64_t rows, int64_t count, llvm::ArrayRef<Axis> rowAxes,
-          llvm::ArrayRef<Axis> elementAxes, int64_t elements)
+  RowWalk(const EmitContext &context, int64_t rows, int64_t count,
+          llvm::ArrayRef<Axis> rowAxes, llvm::ArrayRef<Axis> elementAxes,
+          int64_t elements)
       : rows(rows), count(count), rowAxes(simplify(rowAxes)),
-        elementAxes(simplify(elementAxes)), index(indexType(elements)) {
+        elementAxes(simplify(elementAxes)) {
     // Cooperative walks need contiguous elements to coalesce; a row whose
     // innermost element axis is strided is a reduction over outer axes.
     bool contiguous =
@@ -133,6 +129,17 @@ struct RowWalk {
     // block, since nothing else runs in parallel with them.
     if (walk == Walk::Block && rows < 256 && count >= 16384)
       threads = 1024;
+    // The row loop steps over the grid's rows (rowsPerBlock a block); a
+    // lane's element loop ends one step past the row; offsets stay below
+    // `elements`.
+    index = codegen::indexTypeFor(context, rows,
+                                  std::max(elements, count + elementStep()),
+                                  rowsPerBlock());
+  }
+
+  /// How far apart a lane's elements of a row are.
+  int64_t elementStep() const {
+    return walk == Walk::Thread ? 1 : walk == Walk::Warp ? 32 : threads;
   }
 
   bool cooperative() const { return walk != Walk::Thread; }
@@ -163,9 +170,7 @@ struct RowWalk {
     switch (walk) {
     case Walk::Thread:
       os << "  const " << index << " lane = 0;\n"
-         << "  for (" << index << " row = (" << index
-         << ")blockIdx.x * blockDim.x + threadIdx.x; row < " << lit(rows)
-         << "; row += (" << index << ")gridDim.x * blockDim.x) {\n";
+         << codegen::gridStrideLoop(index.c_str(), rows, "row");
       break;
     case Walk::Warp:
       os << "  const " << index << " lane = threadIdx.x & 31;\n"
@@ -199,9 +204,8 @@ struct RowWalk {
   /// A loop running `body` with `at` the offset of each of this thread's
   /// elements of the row, in increasing element order.
   std::string forEach(llvm::StringRef body) const {
-    int64_t step = walk == Walk::Thread ? 1 : walk == Walk::Warp ? 32 : threads;
     return "    for (" + index + " k = lane; k < " + lit(count) +
-           "; k += " + lit(step) + ") {\n      const " + index +
+           "; k += " + lit(elementStep()) + ") {\n      const " + index +
            " at = base + " + offsetOf("k", elementAxes) + ";\n" + body.str() +
            "    }\n";
   }
@@ -246,11 +250,12 @@ struct RowWalk {
 };
 
 /// The walk over [outer, n, inner] along the middle axis.
-RowWalk walkAlong(const TensorRef &x, int64_t axis) {
+RowWalk walkAlong(const EmitContext &context, const TensorRef &x,
+                  int64_t axis) {
   int64_t outer = 1, n = 1, inner = 1;
   for (int64_t d = 0; d < int64_t(x.rank()); ++d)
     (d < axis ? outer : d == axis ? n : inner) *= x.dims[d];
-  return RowWalk(outer * inner, n, {{outer, n * inner}, {inner, 1}},
+  return RowWalk(context, outer * inner, n, {{outer, n * inner}, {inner, 1}},
                  {{n, inner}}, x.numElements);
 }
 
@@ -291,7 +296,7 @@ llvm::Error emitSoftmax(EmitContext &context, SoftmaxKind kind) {
     return axis.takeError();
   if (!y.numElements)
     return llvm::Error::success();
-  RowWalk walk = walkAlong(x, *axis);
+  RowWalk walk = walkAlong(context, x, *axis);
   std::string acc = accType(x.dtype), exp = math("exp", acc);
   std::string load = "(" + acc + ")snug_load(x + at)";
   std::string body;
@@ -420,7 +425,7 @@ llvm::Error emitLayerNormalization(EmitContext &context) {
                                "shape's size");
   if (!x.numElements)
     return llvm::Error::success();
-  RowWalk walk(outer, n, {{outer, n}}, {{n, 1}}, x.numElements);
+  RowWalk walk(context, outer, n, {{outer, n}}, {{n, 1}}, x.numElements);
   return emitNormalizeRows(context, walk, "layernorm", "k", hasBias, true);
 }
 
@@ -439,7 +444,7 @@ llvm::Error emitRmsNorm(EmitContext &context) {
     return context.unsupported("scale must have the normalized shape's size");
   if (!x.numElements)
     return llvm::Error::success();
-  RowWalk walk(outer, n, {{outer, n}}, {{n, 1}}, x.numElements);
+  RowWalk walk(context, outer, n, {{outer, n}}, {{n, 1}}, x.numElements);
   std::string acc = accType(x.dtype), count = "(" + acc + ")" + lit(n);
   std::string load = "(" + acc + ")snug_load(x + at)";
   std::string value = load + " * inv";
@@ -479,7 +484,8 @@ llvm::Error emitInstanceNormalization(EmitContext &context) {
     return context.unsupported("scale and bias need one value per channel");
   if (!x.numElements)
     return llvm::Error::success();
-  RowWalk walk(planes, inner, {{planes, inner}}, {{inner, 1}}, x.numElements);
+  RowWalk walk(context, planes, inner, {{planes, inner}}, {{inner, 1}},
+               x.numElements);
   return emitNormalizeRows(context, walk, "instancenorm",
                            "row % " + lit(x.dims[1]), true, false);
 }
@@ -490,17 +496,15 @@ llvm::Error emitInstanceNormalization(EmitContext &context) {
 
 /// A grid-stride loop over the `elements` elements of the result with `i`
 /// the element index, around `body`.
+/// `index` is the loop's type, codegen::indexTypeFor(context, elements,
+/// ...).
 Kernel elementwiseKernel(llvm::StringRef tag, int64_t elements,
-                         llvm::StringRef body) {
+                         const char *index, llvm::StringRef body) {
   Kernel kernel;
   kernel.tag = tag.str();
   kernel.block = {256, 1, 1};
   kernel.grid = gridFor(elements, 256);
-  std::string index = indexType(elements);
-  kernel.body = "  for (" + index + " i = (" + index +
-                ")blockIdx.x * blockDim.x + threadIdx.x; i < " + lit(elements) +
-                "; i += (" + index + ")gridDim.x * blockDim.x) {\n" +
-                body.str() + "  }\n";
+  kernel.body = codegen::gridStrideLoop(index, elements) + body.str() + "  }\n";
   return kernel;
 }
 
@@ -520,6 +524,7 @@ llvm::Error emitBatchNormalization(EmitContext &context) {
   if (x.numElements) {
     Kernel kernel = elementwiseKernel(
         "batchnorm", x.numElements,
+        codegen::indexTypeFor(context, x.numElements, x.numElements),
         "    const int64_t c = (i / " + lit(inner) + ") % " + lit(c) +
             ";\n    const " + acc + " mul = snug_load(scale + c) / " +
             math("sqrt", acc) + "(snug_load(var + c) + (" + acc + ")" +
@@ -561,9 +566,11 @@ llvm::Error emitLRN(EmitContext &context) {
   double bias = context.floatAttr("bias", 1.0f);
   int64_t c = x.dims[1], inner = x.numElements / (x.dims[0] * c);
   int64_t before = (size - 1) / 2, after = size - 1 - before;
-  std::string acc = accType(x.dtype), index = indexType(x.numElements);
+  std::string acc = accType(x.dtype),
+              index =
+                  codegen::indexTypeFor(context, x.numElements, x.numElements);
   Kernel kernel = elementwiseKernel(
-      "lrn", x.numElements,
+      "lrn", x.numElements, index.c_str(),
       "    const " + index + " c = (i / " + lit(inner) + ") % " + lit(c) +
           ";\n    const " + index + " plane = i - c * " + lit(inner) +
           ";\n    const " + index + " first = c > " + lit(before) + " ? c - " +
@@ -617,7 +624,7 @@ llvm::Error emitReduction(EmitContext &context, Reduce kind,
     return context.unsupported("result size does not match the reduction");
   if (!y.numElements)
     return llvm::Error::success();
-  RowWalk walk(rows, count, kept, across, x.numElements);
+  RowWalk walk(context, rows, count, kept, across, x.numElements);
   std::string acc = accType(x.dtype);
   std::string load = "(" + acc + ")snug_load(x + at)";
   std::string init = "0", op = "snug_op_sum", step, result = "a";
@@ -738,7 +745,7 @@ llvm::Error emitArgReduce(EmitContext &context, bool isMax) {
   if (!y.numElements)
     return llvm::Error::success();
   bool last = context.intAttr("select_last_index", 0);
-  RowWalk walk = walkAlong(x, *axis);
+  RowWalk walk = walkAlong(context, x, *axis);
   std::string acc = accType(x.dtype);
   std::string none = last ? "-1" : lit(walk.count);
   std::string body = walk.open({acc, "int64_t"});

@@ -122,7 +122,7 @@ void emitResizeTables(EmitContext &context, const std::vector<resize::Axis> &axe
   const TensorRef &x = context.in(0), &y = context.out();
   size_t rank = axes.size();
   std::vector<int64_t> inStrides = x.strides();
-  const char *index = indexTypeFor(y.numElements, x.numElements);
+  const char *index = indexTypeFor(context, y.numElements, x.numElements);
   Kernel kernel;
   kernel.tag = "resize";
   kernel.addTensor("x", x, true);
@@ -261,7 +261,7 @@ llvm::Error emitResize(EmitContext &context) {
   kernel.addTensor("x", x, true);
   kernel.addTensor("out", y, false);
   std::vector<int64_t> inStrides = x.strides();
-  const char *index = indexTypeFor(y.numElements, x.numElements);
+  const char *index = indexTypeFor(context, y.numElements, x.numElements);
   std::string text;
   llvm::raw_string_ostream os(text);
   // Axes that collapse to index 0 need no coordinate.

@@ -1,6 +1,7 @@
 //===- CudaEmitterTest.cpp - The CUDA emitter's driver and NVRTC ----------===//
 #include "RuntimeTestUtil.h"
 
+#include "compiler/cuda/CodegenHelpers.h"
 #include "compiler/cuda/CudaEmitter.h"
 #include "compiler/cuda/Nvrtc.h"
 
@@ -49,6 +50,41 @@ TEST(CudaEmitterTest, IdenticalKernelsAreEmittedOnce) {
   EXPECT_NE(program->source.find(symbol + "("), std::string::npos);
   EXPECT_NE(program->source.find(symbol + "_sim(void **args)"),
             std::string::npos);
+}
+
+// KernelEmitter.h's index rule at its boundary: a 256-thread grid-stride
+// loop steps by at most kMaxGridBlocks * 256 = 268431360, so a loop over
+// `count` items reaches count - 1 + 268431360; int holds it up to
+// 2^31 - 1, and so every offset below the extent.
+TEST(CudaEmitterTest, TheIndexRuleWidensWhereAnIndexCouldPass2To31) {
+  using cuda::codegen::gridStride;
+  using cuda::codegen::indexTypeFor;
+  int64_t step = int64_t(cuda::kMaxGridBlocks) * 256;
+  EXPECT_EQ(step, 268431360);
+  int64_t widest32 = int64_t(INT32_MAX) - step + 1; // about 1.88e9
+  EXPECT_EQ(gridStride(widest32, 256), step);
+  EXPECT_STREQ(indexTypeFor(widest32, widest32), "int");
+  EXPECT_STREQ(indexTypeFor(widest32 + 1, widest32 + 1), "int64_t");
+  // A small loop steps by its own grid; its offsets decide.
+  EXPECT_EQ(gridStride(1000, 256), 1024);
+  EXPECT_STREQ(indexTypeFor(1000, INT32_MAX), "int");
+  EXPECT_STREQ(indexTypeFor(1000, int64_t(INT32_MAX) + 1), "int64_t");
+  // No loop at all (tiled kernels): only the offsets.
+  EXPECT_STREQ(indexTypeFor(0, INT32_MAX), "int");
+}
+
+// CudaOptions::index32Limit reaches every emitter: at 0 even a small Relu
+// indexes in 64 bits (the tests' way onto the 64-bit code).
+TEST(CudaEmitterTest, TheIndexLimitOptionForcesTheWideIndex) {
+  auto narrow = emit(kTwoRelus);
+  ASSERT_TRUE(bool(narrow)) << toString(narrow.takeError());
+  EXPECT_NE(narrow->source.find("for (int i = "), std::string::npos);
+  cuda::CudaOptions options;
+  options.index32Limit = 0;
+  auto wide = emit(kTwoRelus, options);
+  ASSERT_TRUE(bool(wide)) << toString(wide.takeError());
+  EXPECT_EQ(wide->source.find("for (int i = "), std::string::npos);
+  EXPECT_NE(wide->source.find("for (int64_t i = "), std::string::npos);
 }
 
 TEST(CudaEmitterTest, ViewsOnTheirOperandsBytesEmitNothing) {

@@ -8,10 +8,12 @@
 // must carry a memory plan) is also written as a .snug bundle; with
 // --emit-cuda=PATH its CUDA C++ and device plan (no NVRTC; with both, the
 // bundle carries that device plan, without kernel images, for
-// snug-cudasim). Exit codes: 0 ok, 1 bad input, 2 internal error (a pass
-// left a module that does not verify). The input is read whole before
-// anything is written; every output is written atomically
-// (core/FileAccess.h) and none may be the input or another output.
+// snug-cudasim; the hidden --cuda-index32-limit lowers the kernels' 32-bit
+// index limit, so tests run the 64-bit index code on small tensors). Exit
+// codes: 0 ok, 1 bad input, 2 internal error (a pass left a module that
+// does not verify). The input is read whole before anything is written;
+// every output is written atomically (core/FileAccess.h) and none may be
+// the input or another output.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/FileAccessLLVM.h"
@@ -77,6 +79,12 @@ static cl::opt<std::string> emitCuda(
              "with its device plan as a trailing comment ('-': stdout, "
              "instead of the IR)"),
     cl::value_desc("path"), cl::init(""), cl::cat(category));
+static cl::opt<int64_t> cudaIndex32Limit(
+    "cuda-index32-limit",
+    cl::desc("With --emit-cuda: the largest value a kernel's 32-bit index "
+             "may reach (CudaOptions::index32Limit); tests lower it to run "
+             "the 64-bit index code on small tensors"),
+    cl::init(INT32_MAX), cl::Hidden, cl::cat(category));
 static cl::opt<bool> listPasses("list-passes",
                                 cl::desc("List the registered passes"),
                                 cl::cat(category));
@@ -122,8 +130,10 @@ static Outcome processChunk(llvm::StringRef text, unsigned firstLine,
   // the kernels built from the --emit-cuda source.
   llvm::Optional<cuda::CudaProgram> program;
   if (!emitCuda.empty()) {
-    auto emitted = cuda::emitCuda(**module, computeWeightsLayout(**module),
-                                  cuda::CudaOptions());
+    cuda::CudaOptions cudaOptions;
+    cudaOptions.index32Limit = cudaIndex32Limit;
+    auto emitted =
+        cuda::emitCuda(**module, computeWeightsLayout(**module), cudaOptions);
     if (!emitted) {
       llvm::errs() << "error: " << toString(emitted.takeError()) << '\n';
       return Outcome::UserError;
