@@ -278,7 +278,8 @@ llvm::Error emitRotary(EmitContext &context) {
     return llvm::Error::success();
   std::vector<int64_t> dims = x.dims;
   int64_t d = x.dims.back();
-  const char *index = codegen::indexTypeFor(x.numElements, x.numElements);
+  const char *index =
+      codegen::indexTypeFor(context, x.numElements, x.numElements);
   std::string acc = cudaComputeTypeName(x.dtype);
   auto round = [&](const std::string &value) {
     return roundTripExpr(x.dtype, value);

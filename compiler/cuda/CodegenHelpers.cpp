@@ -41,8 +41,7 @@ const char *indexTypeFor(const EmitContext &context, int64_t count,
 }
 
 /// The same rule for a 256-thread grid-stride loop at the INT32_MAX limit,
-/// without the context's test limit: for AttentionEmitter.cpp's rotary
-/// kernel (until its rewrite passes the context) and unit tests.
+/// without a context: for the unit tests of the rule's boundary.
 const char *indexTypeFor(int64_t count, int64_t extent) {
   return chooseIndexType(count, extent, 256, INT32_MAX);
 }
