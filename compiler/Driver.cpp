@@ -590,8 +590,12 @@ serializePlannedModel(const PlannedModel &planned,
     if (!compiled)
       return compiled.takeError();
     images = std::move(*compiled);
+    auto toolchain = cuda::getKernelToolchain(images);
+    if (!toolchain)
+      return toolchain.takeError();
     options.devicePlan = &planned.program->plan;
     options.kernelImages = &images;
+    options.toolchain = *toolchain;
   }
   return serializeBundle(*planned.module, options);
 }

@@ -1,6 +1,6 @@
 //===- FakeCuda.cpp - A CUDA driver and cuBLAS that run on the CPU --------===//
 //
-// Built as libcuda.so.1 (with libcublas.so.13 a link to the same file) in a
+// Built as libcuda.so.1 (with libcublas.so.12 and .13 links to the same file) in a
 // directory that snug-fake-cuda-tests puts first on LD_LIBRARY_PATH, so the
 // runtime's lazy loader finds it instead of a real driver. It implements
 // exactly what the CUDA executor calls, with host memory as "device"
@@ -11,7 +11,8 @@
 // allocates nothing, graphs are used as planned and destruction frees all.
 //
 // Failure injection by kernel name: snug_fail fails its launch; snug_heavy
-// allows only 128 threads per block.
+// allows only 128 threads per block. fakeCudaSetDriverVersion sets the
+// version cuDriverGetVersion reports (13000, CUDA 13.0, by default).
 //
 //===----------------------------------------------------------------------===//
 #include "FakeCuda.h"
@@ -527,8 +528,16 @@ extern "C" {
 
 FAKE_CUDA_API const FakeCudaStats *fakeCudaStats(void) { return &stats; }
 
+/// What cuDriverGetVersion reports: CUDA 13.0 unless a test sets another
+/// (fakeCudaSetDriverVersion), to see a bundle refused or accepted.
+int driverVersion = 13000;
+
+FAKE_CUDA_API void fakeCudaSetDriverVersion(int version) {
+  driverVersion = version;
+}
+
 FAKE_CUDA_API CUresult cuDriverGetVersion(int *version) {
-  *version = 13000;
+  *version = driverVersion;
   return CUDA_SUCCESS;
 }
 

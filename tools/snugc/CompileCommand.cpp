@@ -24,6 +24,7 @@
 
 #include "compiler/FileAccessLLVM.h"
 #include "compiler/bundle/BundleWriter.h"
+#include "compiler/cuda/Nvrtc.h"
 #include "ir/Printer.h"
 #include "passes/memory/PlanMemory.h"
 #include "passes/planner/BufferTrace.h"
@@ -158,8 +159,12 @@ int runCompile() {
       if (!compiled)
         return reportError(compiled.takeError());
       images = std::move(*compiled);
+      auto toolchain = cuda::getKernelToolchain(images);
+      if (!toolchain)
+        return reportError(toolchain.takeError());
       options.devicePlan = &program->plan;
       options.kernelImages = &images;
+      options.toolchain = *toolchain;
     }
     // writeBundle writes a temporary file and renames it: an error leaves
     // nothing behind (external weights are written first, and removed
