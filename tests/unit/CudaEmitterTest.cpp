@@ -4,6 +4,12 @@
 #include "compiler/cuda/CudaEmitter.h"
 #include "compiler/cuda/Nvrtc.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
 using namespace snug;
 using namespace snug::testing;
 
@@ -175,6 +181,55 @@ TEST(CudaEmitterTest, NvrtcCompilesCubinsAndPtx) {
   EXPECT_EQ(toolchain->nvrtcVersion, 12000u);
   EXPECT_EQ(toolchain->jitLinkVersion, 12000u);
   EXPECT_EQ(toolchain->minDriverVersion, 12000u);
+}
+
+// The compile holds every PTX it returns to ISA 8.0, those from the kernel
+// cache too: a cached PTX edited to claim ISA 9.0 (what NVRTC 13.0 writes)
+// fails the compile, naming the group, the ISA and the fix.
+TEST(CudaEmitterTest, PtxNewerThanIsaEightIsRefused) {
+  if (!cuda::isNvrtcAvailable())
+    GTEST_SKIP() << "built without NVRTC";
+  auto program = emit(kTwoRelus);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("snug-kernel-cache", dir));
+  cuda::KernelCache cache(dir.str().str());
+  auto images = cuda::compileCudaProgram(*program, {80, 90}, cache);
+  ASSERT_TRUE(bool(images)) << toString(images.takeError());
+  unsigned edited = 0;
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator it(dir, error), end;
+       it != end && !error; it.increment(error)) {
+    // Entries are named by their key in hex.
+    std::string raw = llvm::fromHex(llvm::sys::path::stem(it->path()));
+    cuda::KernelCache::Key key;
+    ASSERT_EQ(raw.size(), key.size()) << it->path();
+    std::memcpy(key.data(), raw.data(), key.size());
+    auto bytes = cache.lookup(key);
+    ASSERT_TRUE(bool(bytes)) << it->path();
+    std::string text(bytes->begin(), bytes->end());
+    size_t at = text.find("\n.version 8.0\n");
+    if (at == std::string::npos)
+      continue;
+    (*bytes)[at + 10] = '9';
+    ASSERT_TRUE(cache.store(key, *bytes));
+    ++edited;
+  }
+  EXPECT_EQ(edited, 1u);
+  cuda::CompileStatistics statistics;
+  auto refused =
+      cuda::compileCudaProgram(*program, {80, 90}, cache, &statistics);
+  ASSERT_FALSE(bool(refused));
+  std::string message = toString(refused.takeError());
+  EXPECT_NE(message.find("the PTX of compute_80 (kernels for sm_80, sm_90) "
+                         "is PTX ISA 9.0, newer than ISA 8.0, which every "
+                         "CUDA 12.0 or newer driver loads: NVRTC 12.0 ("),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("run tools/install-deps.sh"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("internal error"), std::string::npos) << message;
+  llvm::sys::fs::remove_directories(dir);
 }
 
 // The ISA of a PTX and the oldest driver that compiles it, without NVRTC.
