@@ -604,8 +604,12 @@ serializePlannedModel(const PlannedModel &planned,
               llvm::toString(records.takeError()));
     if (llvm::Error error = cuda::checkKernelLimits(*records))
       return error;
+    auto toolchain = cuda::getKernelToolchain(images);
+    if (!toolchain)
+      return toolchain.takeError();
     options.devicePlan = &planned.program->plan;
     options.kernelImages = &images;
+    options.toolchain = *toolchain;
   }
   return serializeBundle(*planned.module, options);
 }

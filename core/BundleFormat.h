@@ -1,4 +1,4 @@
-//===- BundleFormat.h - The .snug file layout, version 7 --------*- C++ -*-===//
+//===- BundleFormat.h - The .snug file layout, version 8 --------*- C++ -*-===//
 //
 // Constants and codes shared by the bundle writer (compiler/bundle) and the
 // bundle reader (runtime). Header-only and free of LLVM so both sides include
@@ -38,7 +38,8 @@
 //                Readers from before it skip the section and then refuse
 //                the bundle for its unknown location kind.
 //     DevicePlan, KernelImages (optional, together): the CUDA launch plan and
-//                the kernels' cubins and PTX; see core/DevicePlan.h.
+//                the kernels' cubins and PTX, from version 8 with the
+//                toolchain that made them; see core/DevicePlan.h.
 //     State      (optional): the persistent state of a training step
 //                (ir/State.h): a list of entries, each string name, u8 role
 //                (StateRole), u64 weights offset, u64 bytes, u32 output
@@ -93,10 +94,13 @@ constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'B', 'N', 'D', 'L'};
 /// --precision=tf32). 6: each GEMM carries an epilogue byte (GemmEpilogue:
 /// bias, ReLU, tanh GELU run by cuBLASLt) and, when it has a bias, its
 /// arg. 7: the device plan carries the check record's offset (run-time
-/// checks such as snug.check_labels; core/DevicePlan.h). The reader still
-/// reads versions 1 to 6 (their GEMMs run at default math before 5, and
-/// without an epilogue before 6; none has run-time checks).
-constexpr uint32_t kBundleVersion = 7;
+/// checks such as snug.check_labels; core/DevicePlan.h). 8: the kernel
+/// images carry their toolchain (KernelToolchain: compilers, PTX ISA, the
+/// oldest driver that loads them). The reader still reads versions 1 to 7
+/// (their GEMMs run at default math before 5, and without an epilogue
+/// before 6; none has run-time checks before 7; none records its
+/// toolchain before 8).
+constexpr uint32_t kBundleVersion = 8;
 /// The oldest version the reader still reads.
 constexpr uint32_t kOldestBundleVersion = 1;
 /// The first version whose host plan ops carry a has-body byte.
@@ -113,6 +117,8 @@ constexpr uint32_t kFirstVersionWithGemmMath = 5;
 constexpr uint32_t kFirstVersionWithGemmEpilogue = 6;
 /// The first version whose device plan carries the check record's offset.
 constexpr uint32_t kFirstVersionWithCheckRecord = 7;
+/// The first version whose kernel images carry their toolchain.
+constexpr uint32_t kFirstVersionWithToolchain = 8;
 constexpr uint64_t kHeaderSize = 64;
 /// The header size of versions before kFirstVersionWithDigest.
 constexpr uint64_t kLegacyHeaderSize = 32;

@@ -31,7 +31,7 @@
 // it was.
 //
 // Encoding (DevicePlan section), in the flat stream of BundleFormat.h, for
-// bundle format version 7:
+// bundle format version 8 (as 7):
 //   u64 device arena bytes
 //   u64 check record offset (kNoCheckRecord: no run-time checks; from
 //       version 7)
@@ -64,8 +64,12 @@
 // column-major result: per column of snug's row-major one), act ReLU or
 // the tanh GELU, computed in the compute type, then rounded to the dtype.
 // f32, f16 and bf16 only.
-// KernelImages section: list of images: u8 kind, u32 arch (80 = sm_80),
-//   u64 size + bytes. Cubins for each target arch, PTX for the newest.
+// KernelImages section: from version 8 the toolchain record (KernelToolchain:
+//   u32 NVRTC version, u32 nvJitLink version, u32 PTX ISA, u32 minimum
+//   driver version), then list of images: u8 kind, u32 arch (80 = sm_80),
+//   u64 size + bytes. Cubins for each target arch, PTX for the lowest arch
+//   of each group of archs that compile alike (compiler/cuda/Nvrtc.h).
+//   Versions 1 to 7 record no toolchain: theirs reads as all zeros.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_CORE_DEVICEPLAN_H
@@ -203,6 +207,33 @@ struct DevicePlan {
 };
 
 enum KernelImageKind : uint8_t { ImageCubin = 1, ImagePtx = 2 };
+
+/// What made a bundle's kernel images and what loads them. Versions are in
+/// cuDriverGetVersion's encoding, 1000 * major + 10 * minor (12000: CUDA
+/// 12.0); the PTX ISA is 10 * major + minor (80: ISA 8.0), the newest
+/// `.version` among the PTX images. The CUDA executor refuses a driver
+/// older than minDriverVersion before it loads anything. All zeros: not
+/// recorded (bundles before version 8, images made by hand in tests): the
+/// driver alone then judges the images when it loads them.
+struct KernelToolchain {
+  uint32_t nvrtcVersion = 0;
+  uint32_t jitLinkVersion = 0;
+  uint32_t ptxIsa = 0;
+  uint32_t minDriverVersion = 0;
+
+  bool isRecorded() const { return minDriverVersion != 0; }
+};
+
+/// "12.0" for 12000 (a CUDA version), "12.8" for 12080.
+inline std::string cudaVersionString(uint32_t version) {
+  return std::to_string(version / 1000) + "." +
+         std::to_string(version % 1000 / 10);
+}
+
+/// "8.0" for 80 (a PTX ISA).
+inline std::string ptxIsaString(uint32_t isa) {
+  return std::to_string(isa / 10) + "." + std::to_string(isa % 10);
+}
 
 struct KernelImage {
   uint8_t kind = ImageCubin;

@@ -141,6 +141,7 @@ const char *snug_status_name(snug_status status) {
   case SNUG_ERROR_NO_DEVICE: return "no device";
   case SNUG_ERROR_RUNTIME: return "runtime error";
   case SNUG_ERROR_INPUT_NOT_SET: return "input not set";
+  case SNUG_ERROR_DRIVER_TOO_OLD: return "driver too old";
   }
   return "unknown status";
 }
@@ -190,6 +191,19 @@ snug_status snug_bundle_pinned_host_bytes(const snug_bundle *handle,
     return fail(SNUG_ERROR_INVALID_ARGUMENT,
                 "snug_bundle_pinned_host_bytes: null argument");
   *bytes = handle->bundle->hostSize;
+  return SNUG_OK;
+}
+
+snug_status snug_bundle_kernel_toolchain(const snug_bundle *handle,
+                                         snug_kernel_toolchain *toolchain) {
+  if (!handle || !toolchain)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "snug_bundle_kernel_toolchain: null argument");
+  const bundle::KernelToolchain &t = handle->bundle->toolchain;
+  toolchain->nvrtc_version = t.nvrtcVersion;
+  toolchain->nvjitlink_version = t.jitLinkVersion;
+  toolchain->ptx_isa = t.ptxIsa;
+  toolchain->min_driver_version = t.minDriverVersion;
   return SNUG_OK;
 }
 

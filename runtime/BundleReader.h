@@ -162,6 +162,9 @@ public:
   bool hasDevicePlan = false;
   bundle::DevicePlan devicePlan;
   std::vector<KernelImageRef> kernelImages;
+  /// What made the kernel images and the oldest driver that loads them
+  /// (all zeros: not recorded, as before format 8).
+  bundle::KernelToolchain toolchain;
 
   const uint8_t *getWeights() const { return weights; }
   /// The weights file's path when they are external ("" when embedded).

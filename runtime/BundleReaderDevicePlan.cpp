@@ -348,6 +348,18 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
 }
 
 bool readKernelImages(Cursor &cursor, Bundle &b) {
+  if (b.version >= kFirstVersionWithToolchain) {
+    KernelToolchain &t = b.toolchain;
+    if (!cursor.u32(t.nvrtcVersion) || !cursor.u32(t.jitLinkVersion) ||
+        !cursor.u32(t.ptxIsa) || !cursor.u32(t.minDriverVersion))
+      return false;
+    // Either nothing is recorded or the driver it needs is: the executor
+    // compares that one with the driver's.
+    if (!t.isRecorded() &&
+        (t.nvrtcVersion || t.jitLinkVersion || t.ptxIsa))
+      return cursor.fail("kernel toolchain records compilers but no "
+                         "minimum driver version");
+  }
   uint32_t count;
   if (!cursor.count(count, 13))
     return false;

@@ -10,10 +10,12 @@
 // one pass over the pieces; writing is a second. Writing goes through
 // core/FileAccess.h: a temporary file, every write checked (a full disk
 // is an error, not a SIGBUS), renamed over the target on success. Writes
-// the current format version (bundle::kBundleVersion, 6): every host plan
+// the current format version (bundle::kBundleVersion, 8): every host plan
 // op ends with a has-body byte, and a node with a body (snug.fused) writes
 // it after that byte; every device plan GEMM ends with its math byte, its
-// epilogue byte and, when the epilogue has one, its bias arg.
+// epilogue byte and, when the epilogue has one, its bias arg; the device
+// plan starts with its check record's offset after the arena size; the
+// kernel images start with their toolchain record.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/bundle/BundleWriter.h"
@@ -572,6 +574,9 @@ llvm::Expected<std::vector<Piece>> Writer::run() {
   Sink &device = sinks.emplace_back(), &images = sinks.emplace_back();
   if (options.devicePlan && options.kernelImages) {
     writeDevicePlan(device, *options.devicePlan);
+    const KernelToolchain &toolchain = options.toolchain;
+    images.u32(toolchain.nvrtcVersion), images.u32(toolchain.jitLinkVersion);
+    images.u32(toolchain.ptxIsa), images.u32(toolchain.minDriverVersion);
     images.u32(options.kernelImages->size());
     for (const KernelImage &image : *options.kernelImages) {
       images.u8(image.kind), images.u32(image.arch);

@@ -35,6 +35,9 @@ struct BundleOptions {
   /// neither. Without them the bundle runs on the host executor only.
   const bundle::DevicePlan *devicePlan = nullptr;
   const std::vector<bundle::KernelImage> *kernelImages = nullptr;
+  /// The toolchain that made kernelImages (cuda::getKernelToolchain);
+  /// all zeros: not recorded.
+  bundle::KernelToolchain toolchain = {};
   /// When not empty, the weights are not embedded: the bundle names this
   /// file (a plain name, beside the bundle) with their size and SHA-256,
   /// and writeBundle writes it (snugc --weights=external).

@@ -37,7 +37,8 @@ std::vector<std::string> getJitLinkOptions(unsigned arch) {
 /// The versions of both compilers, read once per process: each library is
 /// mapped for the moment it takes and closed again.
 struct CompilerVersions {
-  std::string nvrtc, jitLink;
+  std::string nvrtc, jitLink; // "12.0"
+  std::string nvrtcPath;      // the library that loaded
   std::vector<unsigned> archs; // what NVRTC compiles for
   std::string error;           // why a library would not load
 };
@@ -46,6 +47,7 @@ const CompilerVersions &getCompilerVersions() {
   static const CompilerVersions versions = [] {
     CompilerVersions result;
     if (auto nvrtc = NvrtcLibrary::load()) {
+      result.nvrtcPath = nvrtc->library.getPath();
       int major = 0, minor = 0;
       if (nvrtc->version(&major, &minor) == NVRTC_SUCCESS)
         result.nvrtc = std::to_string(major) + "." + std::to_string(minor);
@@ -60,9 +62,7 @@ const CompilerVersions &getCompilerVersions() {
       return result;
     }
     if (auto jitLink = JitLinkLibrary::load()) {
-      unsigned major = 0, minor = 0;
-      if (jitLink->version(&major, &minor) == NVJITLINK_SUCCESS)
-        result.jitLink = std::to_string(major) + "." + std::to_string(minor);
+      result.jitLink = jitLink->getVersion();
     } else {
       result.error = llvm::toString(jitLink.takeError());
     }
@@ -271,6 +271,38 @@ std::string blameKernels(const CudaProgram &program, llvm::StringRef log) {
   return llvm::join(nodes, ", ");
 }
 
+/// Every group's PTX is at most kMaxPtxIsa, whether NVRTC wrote it now or
+/// the cache held it: else the error names the group, the ISA and the
+/// NVRTC that wrote it.
+llvm::Error checkPtxIsa(const Slots &slots, const CompilerVersions &versions) {
+  for (size_t index : slots.ptxOf) {
+    const Slot &ptx = slots.slots[index];
+    llvm::Optional<unsigned> isa = getPtxIsa(ptx.image.bytes);
+    if (isa && *isa <= kMaxPtxIsa)
+      continue;
+    std::string archs;
+    for (const Slot &slot : slots.slots)
+      if (slot.image.kind == bundle::ImageCubin && slot.group == ptx.group)
+        archs += (archs.empty() ? "sm_" : ", sm_") +
+                 std::to_string(slot.image.arch);
+    std::string what = "the PTX of compute_" +
+                       std::to_string(ptx.image.arch) + " (kernels for " +
+                       archs + ")";
+    if (!isa)
+      return makeError("internal error: " + what +
+                       " has no .version directive");
+    return makeError(
+        what + " is PTX ISA " + bundle::ptxIsaString(*isa) +
+        ", newer than ISA " + bundle::ptxIsaString(kMaxPtxIsa) +
+        ", which every CUDA 12.0 or newer driver loads: NVRTC " +
+        versions.nvrtc + " (" + versions.nvrtcPath +
+        ") wrote it, where snug pins NVRTC and nvJitLink 12.0 (the "
+        "nvidia-cuda-nvrtc-cu12 and nvidia-nvjitlink-cu12 wheels: run "
+        "tools/install-deps.sh and reconfigure the build)");
+  }
+  return llvm::Error::success();
+}
+
 /// NVRTC's step: the PTX of every group the cache lacks. NVRTC is mapped
 /// only if there is one, and unmapped on return.
 llvm::Error compileMissingPtx(const CudaProgram &program, Slots &slots) {
@@ -367,6 +399,70 @@ groupArchsByPtx(llvm::ArrayRef<unsigned> archs, llvm::StringRef source) {
   return groups;
 }
 
+llvm::Optional<unsigned> getPtxIsa(llvm::ArrayRef<uint8_t> ptx) {
+  llvm::StringRef text(reinterpret_cast<const char *>(ptx.data()),
+                       ptx.size());
+  // The directive starts a line, after NVRTC's comment header.
+  for (size_t at = text.find(".version"); at != llvm::StringRef::npos;
+       at = text.find(".version", at + 1)) {
+    if (at != 0 && text[at - 1] != '\n')
+      continue;
+    llvm::StringRef rest = text.substr(at + 8).ltrim(" \t");
+    unsigned major, minor;
+    if (rest.consumeInteger(10, major) || !rest.consume_front(".") ||
+        rest.consumeInteger(10, minor) || minor > 9)
+      return llvm::None;
+    return major * 10 + minor;
+  }
+  return llvm::None;
+}
+
+unsigned getDriverVersionForPtxIsa(unsigned isa) {
+  unsigned major = isa / 10, minor = isa % 10;
+  // ISA 8.6 came with CUDA 12.7, 8.7 with 12.8, 8.8 with 12.9; before,
+  // ISA 7.x with CUDA 11.x and 8.x with 12.x; 9.x with 13.x.
+  if (major == 8 && minor >= 6)
+    return 12000 + 10 * (minor + 1);
+  if (major < 7)
+    return 10000; // CUDA 10 and older: every driver snug supports
+  return (major + 4) * 1000 + 10 * minor;
+}
+
+llvm::Expected<bundle::KernelToolchain>
+getKernelToolchain(llvm::ArrayRef<bundle::KernelImage> images) {
+  bundle::KernelToolchain toolchain;
+#ifdef SNUG_HAVE_NVRTC
+  const CompilerVersions &versions = getCompilerVersions();
+  if (!versions.error.empty())
+    return makeError(versions.error);
+  // "12.0" -> 12000, cuDriverGetVersion's encoding.
+  auto encode = [](llvm::StringRef version) {
+    std::pair<llvm::StringRef, llvm::StringRef> parts = version.split('.');
+    unsigned major = 0, minor = 0;
+    (void)parts.first.getAsInteger(10, major);
+    (void)parts.second.getAsInteger(10, minor);
+    return major * 1000 + minor * 10;
+  };
+  toolchain.nvrtcVersion = encode(versions.nvrtc);
+  toolchain.jitLinkVersion = encode(versions.jitLink);
+  for (const bundle::KernelImage &image : images)
+    if (image.kind == bundle::ImagePtx)
+      if (llvm::Optional<unsigned> isa = getPtxIsa(image.bytes))
+        toolchain.ptxIsa = std::max(toolchain.ptxIsa, *isa);
+  // The driver must compile the PTX and load the cubins: CUDA's minor
+  // version compatibility lets any driver of a major release load the
+  // cubins of that release's ptxas, not of a newer one.
+  toolchain.minDriverVersion =
+      std::max({toolchain.ptxIsa ? getDriverVersionForPtxIsa(toolchain.ptxIsa)
+                                 : 0u,
+                toolchain.nvrtcVersion / 1000 * 1000,
+                toolchain.jitLinkVersion / 1000 * 1000});
+#else
+  (void)images;
+#endif
+  return toolchain;
+}
+
 std::vector<unsigned> getNvrtcArchs() {
 #ifdef SNUG_HAVE_NVRTC
   return getCompilerVersions().archs;
@@ -416,6 +512,9 @@ compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
   if (llvm::Error error = compileMissingPtx(program, slots))
     return error;
   releaseFreeHeap();
+  // Before ptxas: a cubin of PTX the bundle may not carry is no use either.
+  if (llvm::Error error = checkPtxIsa(slots, versions))
+    return error;
   if (llvm::Error error = assembleMissingCubins(slots))
     return error;
   releaseFreeHeap();

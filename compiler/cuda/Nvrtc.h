@@ -14,6 +14,14 @@
 // failure is an internal error naming the op whose kernel failed and
 // carrying the compiler's log.
 //
+// Bundles must load on CUDA 12.0 and newer drivers (R525 on: most GPU
+// machines), so every PTX a compile returns is held to ISA 8.0 (NVRTC
+// 12.0's; the build pins it, compiler/cuda/CMakeLists.txt): a newer NVRTC
+// fails the compile, naming the ISA, the group and the compiler, rather
+// than write a bundle those drivers cannot load. getKernelToolchain says
+// what made the images and the oldest driver that loads them, for the
+// bundle's record (core/DevicePlan.h KernelToolchain).
+//
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_CUDA_NVRTC_H
 #define SNUG_COMPILER_CUDA_NVRTC_H
@@ -22,6 +30,7 @@
 #include "compiler/cuda/KernelCache.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/Optional.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -44,6 +53,28 @@ std::vector<unsigned> getNvrtcArchs();
 std::vector<std::vector<unsigned>>
 groupArchsByPtx(llvm::ArrayRef<unsigned> archs, llvm::StringRef source);
 
+/// The newest PTX ISA a bundle embeds (10 * major + minor): 8.0, what NVRTC
+/// 12.0 writes and every CUDA 12.0 or newer driver compiles.
+constexpr unsigned kMaxPtxIsa = 80;
+
+/// The ISA of a PTX image from its `.version X.Y` directive (10 * X + Y);
+/// None when it has none.
+llvm::Optional<unsigned> getPtxIsa(llvm::ArrayRef<uint8_t> ptx);
+
+/// The oldest CUDA driver, in cuDriverGetVersion's encoding (12000 for
+/// 12.0), that compiles PTX of ISA `isa` (80 -> 12000, 78 -> 11080, 90 ->
+/// 13000): the PTX ISA table of NVIDIA's PTX ISA manual, "Release Notes".
+unsigned getDriverVersionForPtxIsa(unsigned isa);
+
+/// The toolchain record of `images`, compileCudaProgram's result: the
+/// versions of this process's NVRTC and nvJitLink (those the kernel cache
+/// keys its images by), the newest PTX ISA among them, and the oldest
+/// driver that loads them all: the one that compiles that ISA, and at
+/// least the compilers' major release (a cubin of a CUDA 13 ptxas needs a
+/// CUDA 13 driver). All zeros without NVRTC.
+llvm::Expected<bundle::KernelToolchain>
+getKernelToolchain(llvm::ArrayRef<bundle::KernelImage> images);
+
 /// How many images a compile took from the kernel cache and how many NVRTC
 /// compiled.
 struct CompileStatistics {
@@ -59,7 +90,8 @@ struct CompileStatistics {
 /// called once before a compiler is loaded (not when every image comes
 /// from the cache), so that the caller can make room. `assemblerLogs`, when
 /// given, gets one entry per image: a cubin's ptxas verbose log (cached
-/// with it), "" for PTX.
+/// with it), "" for PTX. An error when a PTX is newer than kMaxPtxIsa (see
+/// above).
 llvm::Expected<std::vector<bundle::KernelImage>>
 compileCudaProgram(const CudaProgram &program, llvm::ArrayRef<unsigned> archs,
                    const KernelCache &cache = KernelCache(),

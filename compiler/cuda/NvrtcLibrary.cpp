@@ -76,6 +76,12 @@ void *SharedLibrary::lookup(const char *name) const {
   return dlsym(handle, name);
 }
 
+void *SharedLibrary::lookupOptional(const char *name) const {
+  void *symbol = dlsym(handle, name);
+  (void)dlerror(); // a missing optional symbol is no error for later ones
+  return symbol;
+}
+
 llvm::Error SharedLibrary::missing(const char *name) const {
   return makeError(path + " lacks " + name + " (" + dlError() +
                    "); it is not the CUDA toolkit snugc was built with");
@@ -117,7 +123,6 @@ llvm::Expected<JitLinkLibrary> JitLinkLibrary::load() {
   // The versioned names the toolkit's header calls (see the header).
 #define SNUG_VERSIONED(name) "__" name SNUG_NVJITLINK_SUFFIX
   if (llvm::Error error = j.library.bind(
-          with(j.version, "nvJitLinkVersion"),
           with(j.create, SNUG_VERSIONED("nvJitLinkCreate")),
           with(j.addData, SNUG_VERSIONED("nvJitLinkAddData")),
           with(j.complete, SNUG_VERSIONED("nvJitLinkComplete")),
@@ -131,7 +136,19 @@ llvm::Expected<JitLinkLibrary> JitLinkLibrary::load() {
           with(j.destroy, SNUG_VERSIONED("nvJitLinkDestroy"))))
     return error;
 #undef SNUG_VERSIONED
+  j.version = reinterpret_cast<decltype(j.version)>(
+      j.library.lookupOptional("nvJitLinkVersion"));
   return j;
+}
+
+std::string JitLinkLibrary::getVersion() const {
+  unsigned major = 0, minor = 0;
+  if (version && version(&major, &minor) == NVJITLINK_SUCCESS)
+    return std::to_string(major) + "." + std::to_string(minor);
+  // "_12_0" -> "12.0"
+  std::string suffix = SNUG_NVJITLINK_SUFFIX;
+  size_t split = suffix.rfind('_');
+  return suffix.substr(1, split - 1) + "." + suffix.substr(split + 1);
 }
 
 void releaseFreeHeap() {

@@ -10,9 +10,13 @@
 // neither, and a cold compile never holds both, nor NVRTC's working memory
 // beside ptxas's (see Nvrtc.cpp for the figures).
 //
-// Each library is looked for where the build found it, then by its soname
-// on the loader's path. Only Nvrtc.cpp includes this header (it needs the
-// toolkit's headers).
+// Each library is looked for where the build found it (the pinned CUDA 12.0
+// wheels in .venv, else the toolkit: compiler/cuda/CMakeLists.txt), then by
+// its soname on the loader's path: the path first, so that a newer NVRTC
+// on the loader's path does not replace the pinned one (its PTX would need
+// a newer driver; Nvrtc.cpp refuses PTX newer than ISA 8.0 whichever
+// loads). Only Nvrtc.cpp includes this header; it is compiled against the
+// headers of the libraries the build found.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_COMPILER_CUDA_NVRTCLIBRARY_H
@@ -54,6 +58,8 @@ public:
   }
 
   const std::string &getPath() const { return path; }
+  /// The symbol `name`, or null when the library lacks it.
+  void *lookupOptional(const char *name) const;
 
 private:
   SharedLibrary(void *handle, std::string path)
@@ -91,11 +97,13 @@ struct NvrtcLibrary {
 };
 
 /// The nvJitLink entry points snug calls. Its header maps each call to a
-/// symbol named for the toolkit's version (__nvJitLinkCreate_13_0); the
+/// symbol named for the library's version (__nvJitLinkCreate_12_0); the
 /// build reads that suffix from the header it compiles against.
 struct JitLinkLibrary {
   SharedLibrary library;
-  decltype(&::nvJitLinkVersion) version = nullptr;
+  /// nvJitLinkVersion, which nvJitLink has from CUDA 12.3 on; null before
+  /// (12.0's), whose version the symbol suffix then is (getVersion).
+  nvJitLinkResult (*version)(unsigned *major, unsigned *minor) = nullptr;
   decltype(&::nvJitLinkCreate) create = nullptr;
   decltype(&::nvJitLinkAddData) addData = nullptr;
   decltype(&::nvJitLinkComplete) complete = nullptr;
@@ -108,6 +116,9 @@ struct JitLinkLibrary {
   decltype(&::nvJitLinkDestroy) destroy = nullptr;
 
   static llvm::Expected<JitLinkLibrary> load();
+  /// "12.0": nvJitLinkVersion's answer, or without it the version its
+  /// symbols are named for.
+  std::string getVersion() const;
 };
 
 /// Hands the heap's free pages back to the system (glibc keeps them

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _snug
 from ._errors import (BindingError, BudgetError, BundleError, DeviceError,
-                      Error, InputValueError, OutOfMemoryError,
+                      DriverVersionError, Error, InputValueError, OutOfMemoryError,
                       UnsupportedOpError, from_runtime_status, _RuntimeStatus)
 from ._report import (FusionSummary, LiveTensor, MemoryReport, RematSummary,
                       OffloadSummary, StepBreakdown,
@@ -33,7 +33,8 @@ __all__ = ["plan", "compile", "load", "Session", "Bundle", "TensorInfo",
            "OffloadSummary", "StepBreakdown",
            "UnsupportedOp", "Error",
            "UnsupportedOpError", "BindingError", "BudgetError",
-           "OutOfMemoryError", "BundleError", "DeviceError", "InputValueError",
+           "OutOfMemoryError", "BundleError", "DeviceError",
+           "DriverVersionError", "InputValueError",
            "parse_size"]
 
 ModelLike = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]

@@ -97,6 +97,17 @@ class DeviceError(Error):
     """No usable device for the session (e.g. no NVIDIA driver)."""
 
 
+class DriverVersionError(DeviceError):
+    """The CUDA driver is older than the one the bundle's kernels need:
+    `required` and `driver` as CUDA versions ("12.0", "11.8")."""
+
+    def __init__(self, message: str, required: Optional[str] = None,
+                 driver: Optional[str] = None):
+        super().__init__(message)
+        self.required = required
+        self.driver = driver
+
+
 class InputValueError(Error, ValueError):
     """An input holds a value the bundle cannot take, found while running
     it: a cross-entropy label outside [0, C), an index past its dim. Which
@@ -124,7 +135,7 @@ class _RuntimeStatus(Exception):
 
 _STATUS_NAMES = {1: "invalid argument", 2: "io", 3: "invalid bundle",
                  4: "unsupported", 5: "out of memory", 6: "no device",
-                 7: "runtime", 8: "input not set"}
+                 7: "runtime", 8: "input not set", 9: "driver too old"}
 
 
 def from_runtime_status(failure: _RuntimeStatus, *, path: Optional[str] = None,
@@ -144,6 +155,14 @@ def from_runtime_status(failure: _RuntimeStatus, *, path: Optional[str] = None,
                                 parts=parts)
     if status == 6:
         return DeviceError(message)
+    if status == 9:
+        # runtime/cuda/DeviceChecks.cpp: "needs a CUDA 12.0 driver (...);
+        # this driver is CUDA 11.8 ..."
+        versions = re.search(r"needs a CUDA ([\d.]+) driver.*this driver is "
+                             r"CUDA ([\d.]+)", message)
+        return DriverVersionError(
+            message, required=versions.group(1) if versions else None,
+            driver=versions.group(2) if versions else None)
     if status == 8:
         return BindingError(message)
     # The runtime's data errors (runtime/LabelCheck.h, the host kernels'

@@ -1,10 +1,14 @@
 //===- CudaDriver.cpp - The CUDA driver and cuBLAS, loaded lazily ---------===//
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/DeviceChecks.h"
 
 #include <dlfcn.h>
 
+#include <map>
+#include <memory>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace snug {
@@ -43,6 +47,7 @@ Status loadDriver(CudaDriver &driver) {
       dlsym(library, "cuDriverGetVersion"));
   if (!getVersion)
     return noDevice("libcuda.so.1 has no cuDriverGetVersion");
+  driver.DriverGetVersion = getVersion;
   if (CUresult r = getVersion(&driver.version))
     return noDevice(r == CUDA_ERROR_STUB_LIBRARY
                         ? "libcuda.so.1 is the CUDA toolkit's stub library, "
@@ -101,6 +106,13 @@ Status loadDriver(CudaDriver &driver) {
 
 } // namespace
 
+int CudaDriver::queryVersion() const {
+  int now = version;
+  if (!DriverGetVersion || DriverGetVersion(&now) != CUDA_SUCCESS)
+    return version;
+  return now;
+}
+
 std::string CudaDriver::describe(CUresult result) const {
   const char *name = nullptr, *text = nullptr;
   if (GetErrorName)
@@ -124,19 +136,22 @@ Status getCudaDriver(const CudaDriver *&out) {
 
 namespace {
 
-/// dlopens the first of libNAME.so.13, .so.12, .so (then the build's
-/// toolkit directory) that loads; `loaded` names it. Null, with `errors`
-/// listing each try, when none does.
-void *openLibrary(const std::string &name, std::string &loaded,
-                  std::string &errors, size_t &tried) {
-  std::vector<std::string> candidates = {"lib" + name + ".so.13",
-                                         "lib" + name + ".so.12",
-                                         "lib" + name + ".so"};
+/// dlopens libNAME.so.<major> for the first of `majors` that loads (each
+/// by soname, then from the build's toolkit directory); `loaded` names it.
+/// Null, with `errors` listing each try, when none does. Unversioned names
+/// are not tried: their major, and so the driver they need, is unknown.
+void *openLibrary(const std::string &name, const std::vector<int> &majors,
+                  std::string &loaded, std::string &errors, size_t &tried) {
+  std::vector<std::string> candidates;
+  for (int major : majors) {
+    std::string file = "lib" + name + ".so." + std::to_string(major);
+    candidates.push_back(file);
 #ifdef SNUG_CUDA_LIBRARY_DIR
-  // The build machine's toolkit, for trees run in place without the
-  // toolkit's directory on the loader path.
-  candidates.push_back(SNUG_CUDA_LIBRARY_DIR "/lib" + name + ".so");
+    // The build machine's toolkit, for trees run in place without the
+    // toolkit's directory on the loader path.
+    candidates.push_back(SNUG_CUDA_LIBRARY_DIR "/" + file);
 #endif
+  }
   tried = candidates.size();
   for (const std::string &candidate : candidates) {
     if (void *library = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)) {
@@ -145,6 +160,10 @@ void *openLibrary(const std::string &name, std::string &loaded,
     }
     errors += (errors.empty() ? "" : "; ") + dlError();
   }
+  if (majors.empty())
+    errors = "the driver is older than CUDA " +
+             std::to_string(kOldestCublasMajor) +
+             ", the oldest cuBLAS snug calls";
   return nullptr;
 }
 
@@ -155,10 +174,10 @@ bool bindSymbol(void *library, const char *symbol, Function &function) {
   return function != nullptr;
 }
 
-Status loadCublas(Cublas &cublas) {
+Status loadCublas(Cublas &cublas, const std::vector<int> &majors) {
   std::string errors;
   size_t tried = 0;
-  void *library = openLibrary("cublas", cublas.library, errors, tried);
+  void *library = openLibrary("cublas", majors, cublas.library, errors, tried);
   if (!library)
     return Status(SNUG_ERROR_NO_DEVICE,
                   "no cuBLAS: cannot load libcuBLAS (tried " +
@@ -178,10 +197,10 @@ Status loadCublas(Cublas &cublas) {
   return Status::ok();
 }
 
-Status loadCublasLt(CublasLt &lt) {
+Status loadCublasLt(CublasLt &lt, const std::vector<int> &majors) {
   std::string errors;
   size_t tried = 0;
-  void *library = openLibrary("cublasLt", lt.library, errors, tried);
+  void *library = openLibrary("cublasLt", majors, lt.library, errors, tried);
   if (!library)
     return Status(SNUG_ERROR_NO_DEVICE,
                   "no cuBLASLt: cannot load libcublasLt (tried " +
@@ -213,24 +232,36 @@ Status loadCublasLt(CublasLt &lt) {
   return Status::ok();
 }
 
-} // namespace
-
-Status getCublasLt(const CublasLt *&out) {
-  static CublasLt lt;
-  static Status status;
-  static std::once_flag once;
-  std::call_once(once, [] { status = loadCublasLt(lt); });
-  out = status.isOk() ? &lt : nullptr;
-  return status;
+/// The table `load` fills for `majors`, loaded once per process for each
+/// list of majors (the driver's version is fixed, so a process sees one or
+/// two lists: one per bundle release); never unloaded.
+template <typename Table>
+Status getLoaded(const std::vector<int> &majors,
+                 Status (*load)(Table &, const std::vector<int> &),
+                 const Table *&out) {
+  static std::mutex mutex;
+  static std::map<std::vector<int>, std::pair<std::unique_ptr<Table>, Status>>
+      loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = loaded.find(majors);
+  if (found == loaded.end()) {
+    auto table = std::make_unique<Table>();
+    Status status = load(*table, majors);
+    found = loaded.emplace(majors, std::make_pair(std::move(table), status))
+                .first;
+  }
+  out = found->second.second.isOk() ? found->second.first.get() : nullptr;
+  return found->second.second;
 }
 
-Status getCublas(const Cublas *&out) {
-  static Cublas cublas;
-  static Status status;
-  static std::once_flag once;
-  std::call_once(once, [] { status = loadCublas(cublas); });
-  out = status.isOk() ? &cublas : nullptr;
-  return status;
+} // namespace
+
+Status getCublasLt(const std::vector<int> &majors, const CublasLt *&out) {
+  return getLoaded<CublasLt>(majors, loadCublasLt, out);
+}
+
+Status getCublas(const std::vector<int> &majors, const Cublas *&out) {
+  return getLoaded<Cublas>(majors, loadCublas, out);
 }
 
 const char *cublasStatusName(cublasStatus_t status) {

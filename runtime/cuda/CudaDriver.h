@@ -7,7 +7,9 @@
 // that matches the toolkit headers this file was compiled with; cuBLAS is
 // dlopened only for plans that have a GEMM. The toolkit headers provide
 // types only. cuBLASLt is dlopened only for plans with a GEMM that has an
-// epilogue (DevicePlan.h). The tables are loaded once per process and never
+// epilogue (DevicePlan.h). Both are looked up by major release, those the
+// bundle and the driver allow (DeviceChecks.h getCublasMajors), never by an
+// unversioned name. The tables are loaded once per process and never
 // unloaded.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +23,7 @@
 #include <cuda.h>
 
 #include <string>
+#include <vector>
 
 namespace snug {
 namespace rt {
@@ -83,8 +86,15 @@ struct CudaDriver {
   /// the loaded image; CUDA_ERROR_INVALID_VALUE past the last one. Null
   /// when absent.
   decltype(&::cuFuncGetParamInfo) FuncGetParamInfo = nullptr;
-  /// cuDriverGetVersion: 12080 for CUDA 12.8.
+  /// cuDriverGetVersion: 12080 for CUDA 12.8, as read when the driver was
+  /// loaded.
   int version = 0;
+  /// cuDriverGetVersion itself (exported by every driver), which each CUDA
+  /// session asks again before it compares the bundle's minimum.
+  decltype(&::cuDriverGetVersion) DriverGetVersion = nullptr;
+
+  /// cuDriverGetVersion's answer now (`version` if it fails).
+  int queryVersion() const;
 
   /// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
   std::string describe(CUresult result) const;
@@ -114,10 +124,12 @@ struct Cublas {
   std::string library;
 };
 
-/// cuBLAS, dlopened on the first call (libcublas.so.13, .12, libcublas.so,
-/// then the toolkit's library directory of the build). Fails with
-/// SNUG_ERROR_NO_DEVICE naming what was tried; the outcome is cached.
-Status getCublas(const Cublas *&cublas);
+/// cuBLAS of the first of `majors` that loads (libcublas.so.12, then the
+/// build's toolkit directory, then .13, ...: DeviceChecks.h
+/// getCublasMajors says which majors a bundle and a driver allow, and in
+/// which order). Fails with SNUG_ERROR_NO_DEVICE naming what was tried;
+/// the outcome is cached per list of majors.
+Status getCublas(const std::vector<int> &majors, const Cublas *&cublas);
 
 // cuBLASLt functions by their exported names: the GEMMs with an epilogue
 // (DeviceGemm::epilogue), which cublasGemmStridedBatchedEx cannot apply.
@@ -162,11 +174,10 @@ struct CublasLt {
   std::string library;
 };
 
-/// cuBLASLt, dlopened on the first call (libcublasLt.so.13, .12,
-/// libcublasLt.so, then the toolkit's library directory of the build), as
-/// getCublas. Fails with SNUG_ERROR_NO_DEVICE naming what was tried or the
-/// function it lacks; the outcome is cached.
-Status getCublasLt(const CublasLt *&cublasLt);
+/// cuBLASLt of the first of `majors` that loads, as getCublas. Fails with
+/// SNUG_ERROR_NO_DEVICE naming what was tried or the function it lacks;
+/// the outcome is cached per list of majors.
+Status getCublasLt(const std::vector<int> &majors, const CublasLt *&cublasLt);
 
 /// "CUBLAS_STATUS_NOT_INITIALIZED" for a status.
 const char *cublasStatusName(cublasStatus_t status);

@@ -42,6 +42,11 @@ Status CudaExecutor::create(const Bundle &bundle,
   const CudaDriver *driver;
   if (Status s = getCudaDriver(driver))
     return s;
+  // Before anything is acquired: a driver older than the bundle's kernels
+  // need would refuse them at load (PTX of a newer ISA, cubins of a newer
+  // major release) with a less telling error, after the allocations.
+  if (Status s = checkDriverVersion(bundle, driver->queryVersion()))
+    return s;
   std::unique_ptr<CudaExecutor> executor(new CudaExecutor(bundle, *driver));
   if (Status s = executor->setUp(options))
     return s; // the destructor releases what setUp acquired
@@ -94,12 +99,14 @@ Status CudaExecutor::setUp(const CudaSessionOptions &options) {
                                  bundle::GemmEpilogueNone) == withEpilogue;
                        });
   };
+  std::vector<int> cublasMajors =
+      getCublasMajors(bundle, driver.queryVersion());
   if (hasGemm(false))
-    if (Status s = getCublas(cublas))
+    if (Status s = getCublas(cublasMajors, cublas))
       return Status(s.getCode(), s.getMessage() + "; the plan of '" +
                                      bundle.path + "' has GEMMs");
   if (hasGemm(true))
-    if (Status s = getCublasLt(cublasLt))
+    if (Status s = getCublasLt(cublasMajors, cublasLt))
       return Status(s.getCode(), s.getMessage() + "; the plan of '" +
                                      bundle.path +
                                      "' has GEMMs with an epilogue");

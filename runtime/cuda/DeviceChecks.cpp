@@ -71,6 +71,37 @@ const KernelImageRef *selectKernelImage(const Bundle &bundle, uint32_t arch,
   return nullptr;
 }
 
+Status checkDriverVersion(const Bundle &bundle, int driverVersion) {
+  const bundle::KernelToolchain &toolchain = bundle.toolchain;
+  if (!toolchain.isRecorded() ||
+      driverVersion >= int64_t(toolchain.minDriverVersion))
+    return Status::ok();
+  using bundle::cudaVersionString;
+  std::string made = "NVRTC " + cudaVersionString(toolchain.nvrtcVersion) +
+                     ", nvJitLink " +
+                     cudaVersionString(toolchain.jitLinkVersion);
+  if (toolchain.ptxIsa)
+    made += ", PTX ISA " + bundle::ptxIsaString(toolchain.ptxIsa);
+  return Status(SNUG_ERROR_DRIVER_TOO_OLD,
+                "bundle '" + bundle.path + "' needs a CUDA " +
+                    cudaVersionString(toolchain.minDriverVersion) +
+                    " driver (its kernels: " + made +
+                    "); this driver is CUDA " +
+                    cudaVersionString(uint32_t(std::max(driverVersion, 0))) +
+                    " (cuDriverGetVersion " + std::to_string(driverVersion) +
+                    "): update the NVIDIA driver, or run the bundle on the "
+                    "host");
+}
+
+std::vector<int> getCublasMajors(const Bundle &bundle, int driverVersion) {
+  int first = std::max(int(bundle.toolchain.minDriverVersion / 1000),
+                       kOldestCublasMajor);
+  std::vector<int> majors;
+  for (int major = first; major <= driverVersion / 1000; ++major)
+    majors.push_back(major);
+  return majors;
+}
+
 Status checkCallerDeviceArena(const Bundle &bundle, const void *arena,
                               uint64_t arenaBytes) {
   if (!arena)

@@ -2,7 +2,8 @@
 //
 // The decisions a CUDA session makes before it touches the device, as pure
 // functions of the bundle, the options and a few numbers the driver reports:
-// which kernel image fits the device, whether the caller's arena is usable,
+// whether the driver is new enough for the bundle's kernels, which kernel
+// image fits the device, whether the caller's arena is usable,
 // whether the plan fits the free device memory, whether every GEMM fits the
 // 32-bit cuBLAS API. Kept free of CUDA headers so that they build, and are
 // tested, on machines without the toolkit or a GPU.
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace snug {
 namespace rt {
@@ -36,6 +38,24 @@ std::string smName(uint32_t arch);
 const KernelImageRef *selectKernelImage(const Bundle &bundle, uint32_t arch,
                                         const std::string &deviceName,
                                         Status &why);
+
+/// The driver (cuDriverGetVersion's `driverVersion`, 12080 for 12.8) must
+/// be at least the bundle's recorded minimum (KernelToolchain; none
+/// recorded: any): else SNUG_ERROR_DRIVER_TOO_OLD naming both versions and
+/// the toolchain that set the minimum.
+Status checkDriverVersion(const Bundle &bundle, int driverVersion);
+
+/// The oldest cuBLAS major release snug's GEMM calls need.
+constexpr int kOldestCublasMajor = 12;
+
+/// The cuBLAS (and cuBLASLt) major releases a session may load, in the
+/// order to try them: the release of the bundle's kernels first (the major
+/// of its recorded minimum driver; 12, the oldest, when none is recorded),
+/// then each newer one up to the driver's own. Never one newer than the
+/// driver: cuBLAS N runs only on a CUDA N driver (cuBLAS 13 fails in
+/// cublasCreate on a 12.x driver), while an older cuBLAS runs on a newer
+/// driver. Empty when the driver is older than kOldestCublasMajor.
+std::vector<int> getCublasMajors(const Bundle &bundle, int driverVersion);
 
 /// A caller-owned device arena must hold the device arena and be aligned to
 /// kDeviceArenaAlignment (a device pointer, so only its value is checked).

@@ -65,6 +65,33 @@ def run(command):
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# The newest PTX ISA a bundle may embed: 8.0, which every CUDA 12.0 or newer
+# driver compiles (compiler/cuda/Nvrtc.h kMaxPtxIsa).
+MAX_PTX_ISA = (8, 0)
+
+
+def check_ptx_isa(bundle, described):
+    """Every PTX the CUDA bundle embeds is at most ISA 8.0, read from the
+    bundle's bytes as the driver reads it (each PTX's `.version` line), and
+    --describe names the toolchain with the newest of them: the bundle loads
+    on CUDA 12.0 and newer drivers (issue 36)."""
+    with open(bundle, "rb") as f:
+        versions = [(int(major), int(minor)) for major, minor in
+                    re.findall(rb"(?m)^\.version (\d+)\.(\d)$", f.read())]
+    recorded = re.search(r"CUDA kernels: NVRTC ([\d.]+), nvJitLink ([\d.]+), "
+                         r"PTX ISA (\d+)\.(\d); needs a CUDA ([\d.]+) or "
+                         r"newer driver", described)
+    if not versions or max(versions) > MAX_PTX_ISA or not recorded or (
+            (int(recorded.group(3)), int(recorded.group(4))) != max(versions)):
+        print(f"FAILED: the bundle's PTX is ISA {versions} (at most "
+              f"{MAX_PTX_ISA} wanted); it says: {described.strip()}")
+        return False
+    print(f"PTX ISA {'.'.join(map(str, max(versions)))} in "
+          f"{len(versions)} PTX images (NVRTC {recorded.group(1)}, nvJitLink "
+          f"{recorded.group(2)}): loads on CUDA {recorded.group(5)} drivers")
+    return True
+
+
 def check_device_arena(described, report):
     """The device arena the bundle asks for is the planned arena (the
     workspaces are planned buffers inside it), its largest cuBLAS workspace
@@ -306,7 +333,8 @@ def main():
                       f"and weights {report['weights_bytes']} bytes; the bundle "
                       f"says: {described.strip()}")
                 return 1
-            if cuda and not check_device_arena(described, report):
+            if cuda and not (check_device_arena(described, report)
+                             and check_ptx_isa(bundle, described)):
                 return 1
             if cuda and args.cudasim:
                 library = os.path.join(dump, "model.so")

@@ -131,6 +131,17 @@ bool write(const std::string &dir, const std::string &name,
     return false;
   }
   BundleOptions options{"gpu-test", "0.test", plan, images};
+  // The toolchain record, so that the device checks the driver as it does
+  // for snugc's bundles.
+  if (images) {
+    auto toolchain = cuda::getKernelToolchain(*images);
+    if (!toolchain) {
+      std::fprintf(stderr, "error: %s: %s\n", name.c_str(),
+                   llvm::toString(toolchain.takeError()).c_str());
+      return false;
+    }
+    options.toolchain = *toolchain;
+  }
   if (llvm::Error error =
           writeBundle(**module, dir + "/" + name + ".snug", options)) {
     std::fprintf(stderr, "error: %s: %s\n", name.c_str(),

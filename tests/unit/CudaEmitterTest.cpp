@@ -5,6 +5,12 @@
 #include "compiler/cuda/CudaEmitter.h"
 #include "compiler/cuda/Nvrtc.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
 using namespace snug;
 using namespace snug::testing;
 
@@ -165,6 +171,12 @@ TEST(CudaEmitterTest, AMalformedScratchAttributeIsAnError) {
             std::string::npos);
 }
 
+/// The SM a cubin is for, from its ELF e_flags: bits 0-7 in ELF ABI
+/// version 7 (CUDA 12's ptxas), bits 8-15 in version 8 (CUDA 13's).
+static unsigned cubinArch(const std::vector<uint8_t> &cubin) {
+  return cubin.at(8) >= 8 ? cubin.at(0x31) : cubin.at(0x30);
+}
+
 TEST(CudaEmitterTest, NvrtcCompilesCubinsAndPtx) {
   if (!cuda::isNvrtcAvailable())
     GTEST_SKIP() << "built without NVRTC";
@@ -180,13 +192,15 @@ TEST(CudaEmitterTest, NvrtcCompilesCubinsAndPtx) {
   EXPECT_EQ((*images)[1].arch, 90u);
   EXPECT_EQ((*images)[2].kind, bundle::ImagePtx);
   EXPECT_EQ((*images)[2].arch, 80u);
-  // Cubins are ELF files for their own SM (a cubin's e_flags hold it in
-  // bits 8-15); PTX is NUL-terminated text naming the kernel.
+  // Cubins are ELF files for their own SM, in CUDA 12's cubin layout (ELF
+  // ABI version 7, which CUDA 12.0 drivers load; CUDA 13's ptxas writes
+  // version 8); PTX is NUL-terminated text naming the kernel.
   for (size_t i = 0; i < 2; ++i) {
     const std::vector<uint8_t> &cubin = (*images)[i].bytes;
     ASSERT_GT(cubin.size(), 52u);
     EXPECT_EQ(std::string(cubin.begin(), cubin.begin() + 4), "\x7f" "ELF");
-    EXPECT_EQ(cubin[0x31], (*images)[i].arch) << "cubin " << i;
+    EXPECT_EQ(cubin[8], 7) << "cubin " << i;
+    EXPECT_EQ(cubinArch(cubin), (*images)[i].arch) << "cubin " << i;
   }
   const std::vector<uint8_t> &ptx = (*images)[2].bytes;
   ASSERT_FALSE(ptx.empty());
@@ -194,6 +208,83 @@ TEST(CudaEmitterTest, NvrtcCompilesCubinsAndPtx) {
   std::string text(ptx.begin(), ptx.end());
   EXPECT_NE(text.find(program->plan.kernels[0]), std::string::npos);
   EXPECT_NE(text.find(".target sm_80"), std::string::npos);
+  // PTX ISA 8.0, what a CUDA 12.0 driver compiles (NVRTC 12.0: the build's
+  // pinned compiler), and the record that says so.
+  EXPECT_EQ(cuda::getPtxIsa(ptx), llvm::Optional<unsigned>(80u));
+  auto toolchain = cuda::getKernelToolchain(*images);
+  ASSERT_TRUE(bool(toolchain)) << toString(toolchain.takeError());
+  EXPECT_EQ(toolchain->ptxIsa, 80u);
+  EXPECT_EQ(toolchain->nvrtcVersion, 12000u);
+  EXPECT_EQ(toolchain->jitLinkVersion, 12000u);
+  EXPECT_EQ(toolchain->minDriverVersion, 12000u);
+}
+
+// The compile holds every PTX it returns to ISA 8.0, those from the kernel
+// cache too: a cached PTX edited to claim ISA 9.0 (what NVRTC 13.0 writes)
+// fails the compile, naming the group, the ISA and the fix.
+TEST(CudaEmitterTest, PtxNewerThanIsaEightIsRefused) {
+  if (!cuda::isNvrtcAvailable())
+    GTEST_SKIP() << "built without NVRTC";
+  auto program = emit(kTwoRelus);
+  ASSERT_TRUE(bool(program)) << toString(program.takeError());
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("snug-kernel-cache", dir));
+  cuda::KernelCache cache(dir.str().str());
+  auto images = cuda::compileCudaProgram(*program, {80, 90}, cache);
+  ASSERT_TRUE(bool(images)) << toString(images.takeError());
+  unsigned edited = 0;
+  std::error_code error;
+  for (llvm::sys::fs::directory_iterator it(dir, error), end;
+       it != end && !error; it.increment(error)) {
+    // Entries are named by their key in hex.
+    std::string raw = llvm::fromHex(llvm::sys::path::stem(it->path()));
+    cuda::KernelCache::Key key;
+    ASSERT_EQ(raw.size(), key.size()) << it->path();
+    std::memcpy(key.data(), raw.data(), key.size());
+    auto bytes = cache.lookup(key);
+    ASSERT_TRUE(bool(bytes)) << it->path();
+    std::string text(bytes->begin(), bytes->end());
+    size_t at = text.find("\n.version 8.0\n");
+    if (at == std::string::npos)
+      continue;
+    (*bytes)[at + 10] = '9';
+    ASSERT_TRUE(cache.store(key, *bytes));
+    ++edited;
+  }
+  EXPECT_EQ(edited, 1u);
+  cuda::CompileStatistics statistics;
+  auto refused =
+      cuda::compileCudaProgram(*program, {80, 90}, cache, &statistics);
+  ASSERT_FALSE(bool(refused));
+  std::string message = toString(refused.takeError());
+  EXPECT_NE(message.find("the PTX of compute_80 (kernels for sm_80, sm_90) "
+                         "is PTX ISA 9.0, newer than ISA 8.0, which every "
+                         "CUDA 12.0 or newer driver loads: NVRTC 12.0 ("),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("run tools/install-deps.sh"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("internal error"), std::string::npos) << message;
+  llvm::sys::fs::remove_directories(dir);
+}
+
+// The ISA of a PTX and the oldest driver that compiles it, without NVRTC.
+TEST(CudaEmitterTest, PtxIsaAndTheDriverItNeeds) {
+  auto bytes = [](const std::string &text) {
+    return std::vector<uint8_t>(text.begin(), text.end());
+  };
+  EXPECT_EQ(cuda::getPtxIsa(bytes("//\n// .version 9.9 in a comment\n"
+                                  ".version 8.0\n.target sm_80\n")),
+            llvm::Optional<unsigned>(80u));
+  EXPECT_EQ(cuda::getPtxIsa(bytes(".version 7.8\n")),
+            llvm::Optional<unsigned>(78u));
+  EXPECT_EQ(cuda::getPtxIsa(bytes("// no directive\n")), llvm::None);
+  EXPECT_EQ(cuda::getDriverVersionForPtxIsa(78), 11080u);
+  EXPECT_EQ(cuda::getDriverVersionForPtxIsa(80), 12000u);
+  EXPECT_EQ(cuda::getDriverVersionForPtxIsa(85), 12050u);
+  EXPECT_EQ(cuda::getDriverVersionForPtxIsa(86), 12070u);
+  EXPECT_EQ(cuda::getDriverVersionForPtxIsa(88), 12090u);
+  EXPECT_EQ(cuda::getDriverVersionForPtxIsa(90), 13000u);
 }
 
 // An arch on the other side of the prelude's __CUDA_ARCH__ >= 800 test
@@ -216,7 +307,7 @@ TEST(CudaEmitterTest, NvrtcCompilesOnePtxPerArchGroup) {
                        {bundle::ImagePtx, 75},
                        {bundle::ImagePtx, 80}}));
   for (size_t i = 0; i < 3; ++i)
-    EXPECT_EQ((*images)[i].bytes.at(0x31), (*images)[i].arch);
+    EXPECT_EQ(cubinArch((*images)[i].bytes), (*images)[i].arch);
 }
 
 TEST(CudaEmitterTest, ArchsShareAPtxUnlessTheSourceTellsThemApart) {

@@ -232,6 +232,40 @@ TEST(CudaRuntimeTest, KernelImageChoice) {
   EXPECT_EQ(chosen->arch, 80u);
 }
 
+// The driver must be at least the bundle's recorded minimum; cuBLAS is
+// looked up from the bundle's release up to the driver's, never newer.
+TEST(CudaRuntimeTest, DriverVersionAndCublasMajors) {
+  bundle::KernelToolchain cuda12;
+  cuda12.nvrtcVersion = cuda12.jitLinkVersion = 12000;
+  cuda12.ptxIsa = 80;
+  cuda12.minDriverVersion = 12000;
+  auto recorded = parsed(cudaBundleOf(kMlp, mlpPlan(), someImages(), cuda12));
+  auto unrecorded = parsed(cudaBundleOf(kMlp, mlpPlan(), someImages()));
+  ASSERT_TRUE(recorded && unrecorded);
+  EXPECT_TRUE(rt::cuda::checkDriverVersion(*recorded, 12000).isOk());
+  EXPECT_TRUE(rt::cuda::checkDriverVersion(*recorded, 13000).isOk());
+  EXPECT_TRUE(rt::cuda::checkDriverVersion(*unrecorded, 11020).isOk());
+  rt::Status s = rt::cuda::checkDriverVersion(*recorded, 11080);
+  EXPECT_EQ(s.getCode(), SNUG_ERROR_DRIVER_TOO_OLD);
+  EXPECT_TRUE(contains(s.getMessage(),
+                       "bundle 'm.snug' needs a CUDA 12.0 driver (its "
+                       "kernels: NVRTC 12.0, nvJitLink 12.0, PTX ISA 8.0); "
+                       "this driver is CUDA 11.8 (cuDriverGetVersion 11080)"))
+      << s.getMessage();
+
+  using Majors = std::vector<int>;
+  EXPECT_EQ(rt::cuda::getCublasMajors(*recorded, 12080), Majors({12}));
+  EXPECT_EQ(rt::cuda::getCublasMajors(*recorded, 13000), Majors({12, 13}));
+  EXPECT_EQ(rt::cuda::getCublasMajors(*unrecorded, 13010), Majors({12, 13}));
+  EXPECT_EQ(rt::cuda::getCublasMajors(*unrecorded, 11080), Majors());
+  // A CUDA 13 bundle takes cuBLAS 13 only.
+  bundle::KernelToolchain cuda13 = cuda12;
+  cuda13.minDriverVersion = 13000;
+  auto newer = parsed(cudaBundleOf(kMlp, mlpPlan(), someImages(), cuda13));
+  ASSERT_TRUE(newer);
+  EXPECT_EQ(rt::cuda::getCublasMajors(*newer, 13000), Majors({13}));
+}
+
 TEST(CudaRuntimeTest, MemoryCheckNamesTheParts) {
   auto bundle = parsed(cudaBundleOf(kMlp, mlpPlan(), someImages()));
   ASSERT_TRUE(bundle);

@@ -110,11 +110,13 @@ inline bundle::DevicePlan mlpPlanTwoWorkspaces() {
 
 inline std::vector<uint8_t>
 cudaBundleOf(const std::string &text, const bundle::DevicePlan &plan,
-             const std::vector<bundle::KernelImage> &images) {
+             const std::vector<bundle::KernelImage> &images,
+             const bundle::KernelToolchain &toolchain = {}) {
   auto module = parseOrDie(text);
   if (!module)
     return {};
   BundleOptions options{"test-pipeline", "0.test", &plan, &images};
+  options.toolchain = toolchain;
   auto bytes = serializeBundle(*module, options);
   if (!bytes) {
     ADD_FAILURE() << toString(bytes.takeError());

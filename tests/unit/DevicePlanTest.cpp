@@ -68,18 +68,24 @@ std::vector<uint8_t> bundleWith(const DevicePlan &plan,
   return std::move(*bytes);
 }
 
-/// The section table entry of the DevicePlan section (nullptr if none).
-uint8_t *devicePlanEntry(std::vector<uint8_t> &bytes) {
+/// The section table entry of the section of `wanted` kind (nullptr if
+/// none).
+uint8_t *sectionEntry(std::vector<uint8_t> &bytes, uint32_t wanted) {
   uint32_t sections;
   std::memcpy(&sections, bytes.data() + 12, 4);
   for (uint32_t i = 0; i < sections; ++i) {
     uint8_t *entry = bytes.data() + kHeaderSize + i * kSectionEntrySize;
     uint32_t kind;
     std::memcpy(&kind, entry, 4);
-    if (kind == DevicePlanSection)
+    if (kind == wanted)
       return entry;
   }
   return nullptr;
+}
+
+/// The section table entry of the DevicePlan section (nullptr if none).
+uint8_t *devicePlanEntry(std::vector<uint8_t> &bytes) {
+  return sectionEntry(bytes, DevicePlanSection);
 }
 
 /// Where makePlan's GEMM step ends before its math byte (format v5) and
@@ -92,11 +98,13 @@ constexpr size_t kLaunchBytes = 1 + 4 + 4 + 24 + 4 + 4 + 27;
 constexpr size_t kGemmEnd =
     8 + 8 + 19 + 4 + kLaunchBytes + 5 + 3 + 16 + 48 + 8 + 27 + 16;
 
-/// Drops `count` bytes at `from` in the DevicePlan section (the section
+/// Drops `count` bytes at `from` in the section of `kind` (the section
 /// that much shorter, the bytes left as padding so that every offset
-/// stays), for the formats without them.
-void dropPlanBytes(std::vector<uint8_t> &bytes, size_t from, size_t count) {
-  uint8_t *entry = devicePlanEntry(bytes);
+/// stays), for the formats without them; dropPlanBytes: in the DevicePlan
+/// section.
+void dropSectionBytes(std::vector<uint8_t> &bytes, uint32_t kind,
+                      size_t from, size_t count) {
+  uint8_t *entry = sectionEntry(bytes, kind);
   ASSERT_NE(entry, nullptr);
   uint64_t at, size;
   std::memcpy(&at, entry + 8, 8);
@@ -107,6 +115,16 @@ void dropPlanBytes(std::vector<uint8_t> &bytes, size_t from, size_t count) {
   std::fill(bytes.begin() + at + size - count, bytes.begin() + at + size, 0);
   size -= count;
   std::memcpy(entry + 16, &size, 8);
+}
+
+void dropPlanBytes(std::vector<uint8_t> &bytes, size_t from, size_t count) {
+  dropSectionBytes(bytes, DevicePlanSection, from, count);
+}
+
+/// Drops the kernel images' toolchain record (format v8: 4 x u32 before
+/// the image list), for the formats before it.
+void dropToolchain(std::vector<uint8_t> &bytes) {
+  dropSectionBytes(bytes, KernelImages, 0, 16);
 }
 
 /// Drops `count` bytes at kGemmEnd + `from` from a bundle of makePlan, for
@@ -166,6 +184,7 @@ TEST(DevicePlanTest, RoundTrips) {
 TEST(DevicePlanTest, ReadsVersionOnePlans) {
   std::vector<uint8_t> bytes = bundleWith(makePlan(), makeImages());
   dropCheckRecordOffset(bytes);
+  dropToolchain(bytes);
   uint32_t sections;
   std::memcpy(&sections, bytes.data() + 12, 4);
   uint64_t at = 0, size = 0;
@@ -249,11 +268,12 @@ TEST(DevicePlanTest, GemmMathRoundTripsAndVersionFourReadsAsDefault) {
       rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
   ASSERT_FALSE(status) << status.getMessage();
   EXPECT_EQ(bundle->devicePlan.steps[1].gemm.math, GemmMathTf32);
-  // Without the math and epilogue bytes and the check record offset, but
-  // still claiming v7: the section ends early.
+  // Without the math and epilogue bytes, the check record offset and the
+  // toolchain, but still claiming v8: the sections end early.
   std::vector<uint8_t> v4 = bytes;
   dropGemmBytes(v4, 0, 2);
   dropCheckRecordOffset(v4);
+  dropToolchain(v4);
   sealBundle(v4.data(), v4.size());
   EXPECT_NE(parseError(v4), "");
   // As version 4, it reads: the byte is not there to read.
@@ -296,6 +316,7 @@ TEST(DevicePlanTest, GemmEpilogueRoundTripsAndVersionFiveReadsAsNone) {
   std::vector<uint8_t> v5 = bundleWith(makePlan(), makeImages());
   dropGemmBytes(v5, 1, 1);
   dropCheckRecordOffset(v5);
+  dropToolchain(v5);
   std::memcpy(v5.data() + 8, "\x05\0\0\0", 4);
   sealBundle(v5.data(), v5.size());
   status = rt::parseBundle(v5.data(), v5.size(), "v5.snug", bundle);
@@ -328,6 +349,7 @@ TEST(DevicePlanTest, CheckRecordRoundTripsAndVersionSixReadsAsNone) {
   // Version 6: no offset (makePlan's has none).
   std::vector<uint8_t> v6 = bundleWith(makePlan(), makeImages());
   dropCheckRecordOffset(v6);
+  dropToolchain(v6);
   std::memcpy(v6.data() + 8, "\x06\0\0\0", 4);
   sealBundle(v6.data(), v6.size());
   status = rt::parseBundle(v6.data(), v6.size(), "v6.snug", bundle);
@@ -356,6 +378,64 @@ TEST(DevicePlanTest, CheckRecordRoundTripsAndVersionSixReadsAsNone) {
   plan.checkRecordOffset = 512;
   EXPECT_NE(parseError(bundleWith(plan, makeImages())).find("check record"),
             std::string::npos);
+}
+
+// The kernel images' toolchain record (format v8) round-trips, all zeros
+// (not recorded) by default; a version-7 bundle, which has none, still
+// reads as not recorded; a record naming compilers but no minimum driver
+// is refused (the executor would compare nothing).
+TEST(DevicePlanTest, ToolchainRoundTripsAndVersionSevenReadsAsUnrecorded) {
+  std::vector<uint8_t> bytes = bundleWith(makePlan(), makeImages());
+  std::unique_ptr<rt::Bundle> bundle;
+  rt::Status status =
+      rt::parseBundle(bytes.data(), bytes.size(), "b.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_FALSE(bundle->toolchain.isRecorded());
+  KernelToolchain toolchain;
+  toolchain.nvrtcVersion = 12000;
+  toolchain.jitLinkVersion = 12010;
+  toolchain.ptxIsa = 80;
+  toolchain.minDriverVersion = 12000;
+  auto module = parseOrDie(kModule);
+  ASSERT_TRUE(module);
+  DevicePlan plan = makePlan();
+  std::vector<KernelImage> images = makeImages();
+  BundleOptions options{"p", "0.test", &plan, &images};
+  options.toolchain = toolchain;
+  auto recorded = serializeBundle(*module, options);
+  ASSERT_TRUE(bool(recorded)) << toString(recorded.takeError());
+  status = rt::parseBundle(recorded->data(), recorded->size(), "b.snug",
+                           bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_EQ(bundle->version, 8u);
+  EXPECT_EQ(bundle->toolchain.nvrtcVersion, 12000u);
+  EXPECT_EQ(bundle->toolchain.jitLinkVersion, 12010u);
+  EXPECT_EQ(bundle->toolchain.ptxIsa, 80u);
+  EXPECT_EQ(bundle->toolchain.minDriverVersion, 12000u);
+  ASSERT_EQ(bundle->kernelImages.size(), 2u);
+  EXPECT_EQ(bundle->kernelImages[1].kind, ImagePtx);
+  // Version 7: the images start with their count.
+  std::vector<uint8_t> v7 = *recorded;
+  dropToolchain(v7);
+  sealBundle(v7.data(), v7.size());
+  EXPECT_NE(parseError(v7), "") << "v8 without its record must not read";
+  std::memcpy(v7.data() + 8, "\x07\0\0\0", 4);
+  sealBundle(v7.data(), v7.size());
+  status = rt::parseBundle(v7.data(), v7.size(), "v7.snug", bundle);
+  ASSERT_FALSE(status) << status.getMessage();
+  EXPECT_EQ(bundle->version, 7u);
+  EXPECT_FALSE(bundle->toolchain.isRecorded());
+  EXPECT_EQ(bundle->toolchain.nvrtcVersion, 0u);
+  ASSERT_EQ(bundle->kernelImages.size(), 2u);
+  EXPECT_EQ(bundle->kernelImages[0].arch, 80u);
+  // Compilers without the driver they need.
+  options.toolchain.minDriverVersion = 0;
+  auto partial = serializeBundle(*module, options);
+  ASSERT_TRUE(bool(partial)) << toString(partial.takeError());
+  EXPECT_NE(parseError(*partial).find("kernel toolchain records compilers "
+                                      "but no minimum driver version"),
+            std::string::npos)
+      << parseError(*partial);
 }
 
 TEST(DevicePlanTest, HostOnlyBundlesHaveNoDevicePlan) {

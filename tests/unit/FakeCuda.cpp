@@ -1,7 +1,7 @@
 //===- FakeCuda.cpp - A CUDA driver and cuBLAS that run on the CPU --------===//
 //
-// Built as libcuda.so.1 (with libcublas.so.13 and libcublasLt.so.13 links
-// to the same file) in a directory that the tests put first on
+// Built as libcuda.so.1 (with libcublas.so.12 and .13 and libcublasLt.so.12
+// and .13 links to the same file) in a directory that the tests put first on
 // LD_LIBRARY_PATH, so the runtime's lazy loader finds it instead of a real
 // driver. It implements what the CUDA executor calls, with host memory as
 // "device" memory, and is as strict as the real driver where a plan or the
@@ -11,7 +11,7 @@
 //     device and driver take (FakeKernelImage.h reads both); the compute
 //     capability is 9.0, or SNUG_FAKE_CUDA_CC ("8.6") or
 //     fakeCudaSetComputeCapability; the driver version 13.0, or
-//     SNUG_FAKE_CUDA_DRIVER_VERSION (12080);
+//     SNUG_FAKE_CUDA_DRIVER_VERSION (12080) or fakeCudaSetDriverVersion;
 //   - launches: grid and block against CUDA's per-dim limits, threads
 //     against the kernel's own limit (registers, .maxntid), shared memory
 //     above 48 KiB only after cuFuncSetAttribute's opt-in, parameters read
@@ -126,7 +126,10 @@ void chooseComputeCapability() {
       ccMajor = major, ccMinor = minor;
   }
 }
+int driverVersionOverride = 0; // fakeCudaSetDriverVersion's, 0: none
 int driverVersion() {
+  if (driverVersionOverride)
+    return driverVersionOverride;
   const char *version = std::getenv("SNUG_FAKE_CUDA_DRIVER_VERSION");
   return version ? std::atoi(version) : 13000;
 }
@@ -907,6 +910,13 @@ FAKE_CUDA_API void fakeCudaSetComputeCapability(int major, int minor) {
 FAKE_CUDA_API CUresult cuDriverGetVersion(int *version) {
   *version = driverVersion();
   return CUDA_SUCCESS;
+}
+
+/// The version cuDriverGetVersion reports from now on (0: back to
+/// SNUG_FAKE_CUDA_DRIVER_VERSION or 13.0), to see a bundle refused or
+/// accepted.
+FAKE_CUDA_API void fakeCudaSetDriverVersion(int version) {
+  driverVersionOverride = version;
 }
 
 FAKE_CUDA_API CUresult

@@ -1,7 +1,7 @@
 //===- FakeCudaTest.cpp - The CUDA executor against a fake driver ---------===//
 //
 // Runs with LD_LIBRARY_PATH pointing at the fake libcuda.so.1,
-// libcublas.so.13 and libcublasLt.so.13 of FakeCuda.cpp, so the executor's whole life — lazy
+// libcublas.so.12/.13 and libcublasLt.so.12/.13 of FakeCuda.cpp, so the executor's whole life — lazy
 // loading, the checks, allocation, upload, argument marshalling, eager run,
 // graph capture and replay, I/O, timing, destruction — runs on a CPU, with
 // the fake's counters as witnesses. The fake refuses what the real driver
@@ -894,6 +894,84 @@ TEST_F(FakeCudaTest, ImageChoiceAndHostOnlyBundles) {
   EXPECT_EQ(runMlp(session, {1, 2, 3, -4}),
             (std::vector<float>{8.5f, -0.875f, 8.5f, -0.875f}));
   snug_session_destroy(session);
+  expectNothingLive();
+}
+
+namespace {
+
+/// Makes the fake's cuDriverGetVersion report `version`.
+void setDriverVersion(int version) {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr);
+  auto set = reinterpret_cast<void (*)(int)>(
+      dlsym(library, "fakeCudaSetDriverVersion"));
+  ASSERT_NE(set, nullptr);
+  set(version);
+  dlclose(library);
+}
+
+/// What snugc records for NVRTC and nvJitLink 12.0 (cuda::getKernelToolchain).
+bundle::KernelToolchain cuda12Toolchain() {
+  bundle::KernelToolchain toolchain;
+  toolchain.nvrtcVersion = toolchain.jitLinkVersion = 12000;
+  toolchain.ptxIsa = 80;
+  toolchain.minDriverVersion = 12000;
+  return toolchain;
+}
+
+} // namespace
+
+// A bundle whose recorded toolchain needs a newer driver than this one is
+// refused at session creation with both versions named, before anything is
+// allocated or loaded; the oldest driver it names runs it, and so do newer
+// ones. A bundle without a record (format 7, images made by hand) passes
+// that check, and its GEMMs then find no cuBLAS for so old a driver.
+TEST_F(FakeCudaTest, DriverOlderThanTheToolchainIsRefused) {
+  Loaded cuda12(cudaBundleOf(kMlp, mlpPlan(), fakeImages(), cuda12Toolchain()));
+  Loaded unrecorded(cudaBundleOf(kMlp, mlpPlan(), fakeImages()));
+  ASSERT_TRUE(cuda12.bundle && unrecorded.bundle);
+  snug_kernel_toolchain recorded;
+  ASSERT_EQ(snug_bundle_kernel_toolchain(cuda12.bundle, &recorded), SNUG_OK);
+  EXPECT_EQ(recorded.min_driver_version, 12000u);
+  EXPECT_EQ(recorded.ptx_isa, 80u);
+  snug_session_options options = cudaOptions();
+  snug_session *session = nullptr;
+  const FakeCudaStats &f = fake();
+  int allocations = f.allocCalls;
+
+  setDriverVersion(11080);
+  EXPECT_EQ(snug_session_create(cuda12.bundle, &options, &session),
+            SNUG_ERROR_DRIVER_TOO_OLD);
+  EXPECT_EQ(session, nullptr);
+  std::string message = snug_last_error();
+  EXPECT_TRUE(contains(message, "needs a CUDA 12.0 driver (its kernels: "
+                                "NVRTC 12.0, nvJitLink 12.0, PTX ISA 8.0); "
+                                "this driver is CUDA 11.8 "
+                                "(cuDriverGetVersion 11080)"))
+      << message;
+  EXPECT_EQ(f.allocCalls, allocations);
+  expectNothingLive();
+  // Without a record the driver judges the images itself (the fake loads
+  // them), but no cuBLAS this runtime calls (12 or newer) runs on it: none
+  // is loaded.
+  EXPECT_EQ(snug_session_create(unrecorded.bundle, &options, &session),
+            SNUG_ERROR_NO_DEVICE);
+  message = snug_last_error();
+  EXPECT_TRUE(contains(message, "no cuBLAS: cannot load libcuBLAS (tried 0 "
+                                "names: the driver is older than CUDA 12"))
+      << message;
+  expectNothingLive();
+
+  for (int version : {12000, 12080, 13000}) {
+    setDriverVersion(version);
+    session = nullptr;
+    ASSERT_EQ(snug_session_create(cuda12.bundle, &options, &session), SNUG_OK)
+        << version << ": " << snug_last_error();
+    EXPECT_EQ(runMlp(session, {1, 2, 3, -4}),
+              (std::vector<float>{8.5f, -0.875f, 8.5f, -0.875f}));
+    snug_session_destroy(session);
+  }
+  setDriverVersion(13000);
   expectNothingLive();
 }
 

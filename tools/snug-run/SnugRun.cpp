@@ -9,7 +9,8 @@
 // or, with --check DIR, from DIR/input_N.pb or DIR/NAME.npy), runs once,
 // writes outputs as NAME.npy to --output-dir, and with --check compares each
 // output with DIR/output_N.pb or DIR/NAME.npy: |a - b| <= atol + rtol * |b|
-// elementwise, NaN matching NaN. --describe prints the bundle's sizes and
+// elementwise, NaN matching NaN. --describe prints the bundle's sizes, the
+// toolchain of its CUDA kernels (and the oldest driver that loads them) and
 // inputs/outputs (dtype, dims, arena offset, bytes) and runs nothing.
 //
 // On --device cuda it also prints the device memory the bundle predicts
@@ -35,6 +36,7 @@
 
 #include "ir/Float16.h"
 #include "core/BundleFormat.h"
+#include "core/DevicePlan.h"
 #include "core/FileAccess.h"
 #include "core/SignalCleanup.h"
 #include "tools/snug-run/RunFlags.h"
@@ -91,6 +93,24 @@ int apiError(const char *what, snug_status status) {
   // machine's matter, not snug's (exit 1); a kernel failing is snug's.
   bool internal = status == SNUG_ERROR_RUNTIME;
   return internal ? 2 : 1;
+}
+
+/// "CUDA kernels: NVRTC 12.0, nvJitLink 12.0, PTX ISA 8.0; needs a CUDA
+/// 12.0 or newer driver", or that none is recorded (bundles before format 8).
+void printToolchain(const snug_bundle *loaded) {
+  snug_kernel_toolchain t;
+  if (snug_bundle_kernel_toolchain(loaded, &t) != SNUG_OK)
+    return;
+  if (!t.min_driver_version) {
+    std::printf("CUDA kernels: toolchain not recorded\n");
+    return;
+  }
+  std::printf("CUDA kernels: NVRTC %s, nvJitLink %s, PTX ISA %s; needs a "
+              "CUDA %s or newer driver\n",
+              bundle::cudaVersionString(t.nvrtc_version).c_str(),
+              bundle::cudaVersionString(t.nvjitlink_version).c_str(),
+              bundle::ptxIsaString(t.ptx_isa).c_str(),
+              bundle::cudaVersionString(t.min_driver_version).c_str());
 }
 
 /// Predicted (from the bundle) against allocated (by the session).
@@ -217,11 +237,13 @@ int main(int argc, char **argv) {
                 (unsigned long long)sizes.alignment,
                 (unsigned long long)sizes.io,
                 (unsigned long long)sizes.lower_bound);
-    if (sizes.device_arena)
+    if (sizes.device_arena) {
       std::printf("CUDA device arena %llu bytes (cuBLAS workspace %llu "
                   "inside)\n",
                   (unsigned long long)sizes.device_arena,
                   (unsigned long long)sizes.workspace);
+      printToolchain(bundle);
+    }
     uint64_t pinned = 0;
     if (snug_bundle_pinned_host_bytes(bundle, &pinned) == SNUG_OK && pinned)
       std::printf("pinned host region %llu bytes (offloaded values; host "

@@ -27,6 +27,7 @@
 
 #include "compiler/FileAccessLLVM.h"
 #include "compiler/bundle/BundleWriter.h"
+#include "compiler/cuda/Nvrtc.h"
 #include "ir/Printer.h"
 #include "passes/memory/PlanMemory.h"
 #include "passes/planner/BufferTrace.h"
@@ -183,8 +184,12 @@ int runCompile() {
     options.pipeline = getPipelineDescription();
     options.compilerVersion = SNUG_VERSION;
     if (program) {
+      auto toolchain = cuda::getKernelToolchain(images);
+      if (!toolchain)
+        return reportError(toolchain.takeError());
       options.devicePlan = &program->plan;
       options.kernelImages = &images;
+      options.toolchain = *toolchain;
     }
     // writeBundle writes a temporary file and renames it: an error leaves
     // nothing behind (external weights are written first, and removed

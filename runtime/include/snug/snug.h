@@ -51,8 +51,9 @@ extern "C" {
 
 /* 2: CUDA sessions; snug_sizes.device_arena and .workspace;
    snug_session_options.stream and .cuda_graphs; snug_session_memory and
-   snug_session_benchmark. */
-#define SNUG_API_VERSION 2
+   snug_session_benchmark. 3: snug_bundle_kernel_toolchain and
+   SNUG_ERROR_DRIVER_TOO_OLD. */
+#define SNUG_API_VERSION 3
 
 typedef enum snug_status {
   SNUG_OK = 0,
@@ -63,7 +64,9 @@ typedef enum snug_status {
   SNUG_ERROR_OUT_OF_MEMORY = 5,
   SNUG_ERROR_NO_DEVICE = 6,        /* CUDA executor or device unavailable */
   SNUG_ERROR_RUNTIME = 7,          /* a kernel failed during a run */
-  SNUG_ERROR_INPUT_NOT_SET = 8
+  SNUG_ERROR_INPUT_NOT_SET = 8,
+  SNUG_ERROR_DRIVER_TOO_OLD = 9    /* the bundle's kernels need a newer
+                                      CUDA driver (both versions named) */
 } snug_status;
 
 /* ONNX TensorProto.DataType numbers. */
@@ -193,6 +196,18 @@ SNUG_API snug_status snug_bundle_state_count(const snug_bundle *bundle,
 SNUG_API snug_status snug_bundle_state_info(const snug_bundle *bundle,
                                             size_t index,
                                             snug_tensor_info *info);
+/* What compiled the bundle's CUDA kernels and the oldest driver that loads
+   them. Versions as cuDriverGetVersion gives them (12000: CUDA 12.0), the
+   PTX ISA as 10 * major + minor (80: ISA 8.0). All 0 when not recorded: a
+   host-only bundle, or one written before the record (format 8). */
+typedef struct snug_kernel_toolchain {
+  uint32_t nvrtc_version;
+  uint32_t nvjitlink_version;
+  uint32_t ptx_isa;
+  uint32_t min_driver_version;
+} snug_kernel_toolchain;
+SNUG_API snug_status snug_bundle_kernel_toolchain(
+    const snug_bundle *bundle, snug_kernel_toolchain *toolchain);
 /* Pipeline string and snug version the bundle was compiled with. */
 SNUG_API const char *snug_bundle_pipeline(const snug_bundle *bundle);
 SNUG_API const char *snug_bundle_compiler_version(const snug_bundle *bundle);
@@ -202,7 +217,9 @@ SNUG_API const char *snug_bundle_compiler_version(const snug_bundle *bundle);
 SNUG_API void snug_session_options_init(snug_session_options *options);
 /* The bundle must outlive the session. options may be NULL (the defaults).
    A CUDA session fails with SNUG_ERROR_NO_DEVICE without a driver or
-   device, SNUG_ERROR_UNSUPPORTED for a bundle without a device plan or
+   device, SNUG_ERROR_DRIVER_TOO_OLD when the driver is older than the one
+   the bundle's kernels need (snug_bundle_kernel_toolchain),
+   SNUG_ERROR_UNSUPPORTED for a bundle without a device plan or
    without a kernel image for the device's arch, SNUG_ERROR_OUT_OF_MEMORY
    when weights + arena exceed the free device memory (nothing allocated). */
 SNUG_API snug_status snug_session_create(const snug_bundle *bundle,
