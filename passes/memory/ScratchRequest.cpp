@@ -128,6 +128,27 @@ GemmShape getGemmShape(const ir::Node &node) {
   return shape;
 }
 
+/// The GEMM `node` is to cuBLAS on the CUDA target (valid only for a
+/// MatMul or Gemm with 32-bit sizes that cuBLAS may run). A product with an
+/// epilogue runs as snug's tiled kernel, not cuBLAS
+/// (compiler/cuda/GemmEmitters.cpp), and needs no workspace; unless
+/// cuBLASLt runs the epilogue itself (LtEpilogue.h), when the product is a
+/// cuBLAS GEMM as before and its workspace the same.
+GemmShape getCublasShape(const ir::Node &node) {
+  GemmShape shape;
+  if (node.getNumResults() != 1 ||
+      (node.hasEpilogue() && matchLtEpilogue(node).kind == LtEpilogue::None))
+    return shape;
+  if (node.is(ir::OpCode::MatMul))
+    shape = getMatMulShape(node);
+  else if (node.is(ir::OpCode::Gemm))
+    shape = getGemmShape(node);
+  if (!fitsInt32(shape.m) || !fitsInt32(shape.n) || !fitsInt32(shape.k) ||
+      !fitsInt32(shape.batch))
+    shape.valid = false;
+  return shape;
+}
+
 /// The partial sums of the split-K that fills the GPU, rounded up to 256
 /// bytes; 0 when splitting cannot help (see the file comment).
 uint64_t getSplitKBytes(int64_t m, int64_t n, int64_t k, int64_t batch,
@@ -177,26 +198,26 @@ ScratchRequest getScratchRequest(const ir::Node &node,
     request.purpose = "attention row block";
     return request;
   }
-  // A product with an epilogue runs as snug's tiled kernel, not cuBLAS
-  // (compiler/cuda/GemmEmitters.cpp), and needs no workspace; unless
-  // cuBLASLt runs the epilogue itself (LtEpilogue.h), when the product is
-  // a cuBLAS GEMM as before and its workspace the same.
-  if (!options.cuda || node.getNumResults() != 1 ||
-      (node.hasEpilogue() && matchLtEpilogue(node).kind == LtEpilogue::None))
+  if (!options.cuda)
     return request;
-  GemmShape shape;
-  if (node.is(ir::OpCode::MatMul))
-    shape = getMatMulShape(node);
-  else if (node.is(ir::OpCode::Gemm))
-    shape = getGemmShape(node);
-  ir::DType dtype = node.getResult(0)->getType().getDType();
-  if (!shape.valid || !fitsInt32(shape.m) || !fitsInt32(shape.n) ||
-      !fitsInt32(shape.k) || !fitsInt32(shape.batch))
+  GemmShape shape = getCublasShape(node);
+  if (!shape.valid)
     return request;
   request.bytes = getGemmWorkspaceBytes(shape.m, shape.n, shape.k, shape.batch,
-                                        dtype, options.cublasWorkspaceCap);
+                                        node.getResult(0)->getType().getDType(),
+                                        options.cublasWorkspaceCap);
   request.purpose = "cuBLAS workspace";
   return request;
+}
+
+bool splitsAlongK(const ir::Node &node) {
+  GemmShape shape = getCublasShape(node);
+  if (!shape.valid)
+    return false;
+  ir::DType dtype = node.getResult(0)->getType().getDType();
+  return shape.m > 0 && shape.n > 0 && shape.k > 0 &&
+         shape.batch > 0 && takenByCublas(dtype) &&
+         getSplitKBytes(shape.m, shape.n, shape.k, shape.batch, dtype) != 0;
 }
 
 } // namespace snug

@@ -76,6 +76,13 @@ struct ScratchRequest {
 uint64_t getGemmWorkspaceBytes(int64_t m, int64_t n, int64_t k, int64_t batch,
                                ir::DType dtype, uint64_t cap);
 
+/// Whether cuBLAS would split `node`'s product along K (a MatMul or Gemm
+/// it runs, whose long K meets too few output tiles to fill the GPU: the
+/// split-K part of getGemmWorkspaceBytes is nonzero). The epilogue fusion
+/// keeps such products on cuBLAS; every cuBLAS GEMM has a workspace, so
+/// that is not the test.
+bool splitsAlongK(const ir::Node &node);
+
 /// The scratch `node` needs on the target of `options`.
 ScratchRequest getScratchRequest(const ir::Node &node,
                                  const ScratchOptions &options);

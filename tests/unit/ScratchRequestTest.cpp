@@ -178,3 +178,22 @@ TEST(ScratchRequestTest, OnlyCublasLtEpiloguesKeepTheWorkspace) {
   EXPECT_EQ(getScratchRequest(*nodes[0], {}).bytes, 32u * 64 * 64 * 4);
   EXPECT_EQ(getScratchRequest(*nodes[1], {}).bytes, 0u);
 }
+
+// Every cuBLAS GEMM has a workspace now, so the epilogue fusion asks
+// splitsAlongK, not for a nonzero request, whether cuBLAS would split K.
+TEST(ScratchRequestTest, SplitKIsNotTheWorkspace) {
+  Module module("m");
+  Value *x = module.addInput("x", TensorType(DType::F32, {64, 65536}));
+  Value *w = module.addElidedWeight("w", TensorType(DType::F32, {65536, 64}));
+  Node *longK = module.addNode("MatMul", {x, w}, {TensorType(DType::F32, {64, 64})});
+  EXPECT_TRUE(splitsAlongK(*longK));
+  Value *s = module.addInput("s", TensorType(DType::F32, {1, 64}));
+  Value *v = module.addElidedWeight("v", TensorType(DType::F32, {64, 10}));
+  Node *small = module.addNode("MatMul", {s, v}, {TensorType(DType::F32, {1, 10})});
+  EXPECT_FALSE(splitsAlongK(*small));
+  EXPECT_EQ(getScratchRequest(*small, {}).bytes, 16384u);
+  Value *i = module.addInput("i", TensorType(DType::I32, {64, 65536}));
+  Value *j = module.addElidedWeight("j", TensorType(DType::I32, {65536, 64}));
+  Node *integer = module.addNode("MatMul", {i, j}, {TensorType(DType::I32, {64, 64})});
+  EXPECT_FALSE(splitsAlongK(*integer));
+}
