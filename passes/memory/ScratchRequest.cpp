@@ -19,9 +19,9 @@
 //    accumulators, then a reduction kernel.
 // Every GEMM cuBLAS (or cuBLASLt) runs gets at least the 16 KiB cuBLAS
 // names: with less, or none, "some routines" fail with
-// CUBLAS_STATUS_ALLOC_FAILED (a 0-byte workspace is no exception: the call
-// then has nothing to fall back on once cublasSetWorkspace replaced the
-// default pool). Above that minimum the workspace is sized for split-K.
+// CUBLAS_STATUS_ALLOC_FAILED, and a GEMM given none (cublasSetWorkspace(h,
+// NULL, 0), what snug did for every GEMM that splits nothing) is below it
+// too. Above that minimum the workspace is sized for split-K.
 // Split-K pays when C has too few output tiles to give every SM a thread
 // block and K is long enough that each slice still runs its main loop a
 // while (the small-M x N, large-K shapes: a classifier's last Gemm at batch
