@@ -1,6 +1,7 @@
 //===- Driver.cpp - Import, plan, report and bundle a model, as a library -===//
 #include "compiler/Driver.h"
 #include "passes/memory/budget/SplitBatch.h"
+#include "passes/memory/ScratchRequest.h"
 
 #include "compiler/cuda/KernelReport.h"
 #include "compiler/cuda/Nvrtc.h"
@@ -104,6 +105,12 @@ llvm::Error checkPlanningOptions(const PlanningOptions &planning) {
                      planning.target + "'");
   if (planning.cublasWorkspaceBytes % 256)
     return userError("--cublas-workspace must be a multiple of 256");
+  if (planning.cublasWorkspaceBytes < kMinCublasWorkspace)
+    return userError("--cublas-workspace=" +
+                     std::to_string(planning.cublasWorkspaceBytes) +
+                     " is less than " + std::to_string(kMinCublasWorkspace) +
+                     " bytes: cuBLAS documents that a smaller workspace may "
+                     "fail a GEMM with CUBLAS_STATUS_ALLOC_FAILED");
   if (planning.cublasWorkspaceBytes > kMaxTensorBytes)
     return userError("--cublas-workspace=" +
                      std::to_string(planning.cublasWorkspaceBytes) +

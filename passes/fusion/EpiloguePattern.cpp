@@ -239,7 +239,7 @@ findProducer(const ir::Module &module, const ir::Node &consumer,
 bool pays(const ir::Node &producer, const ir::Node &consumer,
           const ir::Value *raw) {
   if (!producer.is(ir::OpCode::Conv) &&
-      getScratchRequest(producer, ScratchOptions()).bytes != 0 &&
+      splitsAlongK(producer) &&
       matchLtEpilogue(producer, consumer, raw) == LtEpilogue::None)
     return false;
   const DeviceSpec &device = getDefaultDevice();

@@ -18,7 +18,7 @@
 // what the schedule pass's share leaves of --time-limit), seed=N, views=0|1, in-place=0|1, concat=0|1, verify=0|1,
 // target=cuda|host (whose scratch to plan; default cuda),
 // cublas-workspace=BYTES (the most one GEMM's workspace may take, a
-// multiple of 256; default 4 MiB).
+// multiple of 256, at least cuBLAS's 16 KiB minimum; default 4 MiB).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/memory/PlanMemory.h"
@@ -454,6 +454,11 @@ llvm::Expected<bool> parsePlanMemoryOption(PlanMemoryOptions &options,
     if (value.getAsInteger(10, options.scratch.cublasWorkspaceCap) ||
         options.scratch.cublasWorkspaceCap % kScratchAlignment)
       return fail("'" + value + "' is not a multiple of 256 bytes");
+    if (options.scratch.cublasWorkspaceCap < kMinCublasWorkspace)
+      return fail("'" + value + "' is less than " +
+                  std::to_string(kMinCublasWorkspace) +
+                  " bytes, the least workspace cuBLAS documents against "
+                  "CUBLAS_STATUS_ALLOC_FAILED");
     return true;
   }
   return false;

@@ -17,24 +17,30 @@
 //  - CUTLASS's parallel split-K (cutlass/reduction/kernel/reduce_split_k.h)
 //    is the same scheme made explicit: workspace = slices x M x N
 //    accumulators, then a reduction kernel.
+// Every GEMM cuBLAS (or cuBLASLt) runs gets at least the 16 KiB cuBLAS
+// names: with less, or none, "some routines" fail with
+// CUBLAS_STATUS_ALLOC_FAILED, and a GEMM given none (cublasSetWorkspace(h,
+// NULL, 0), what snug did for every GEMM that splits nothing) is below it
+// too. Above that minimum the workspace is sized for split-K.
 // Split-K pays when C has too few output tiles to give every SM a thread
 // block and K is long enough that each slice still runs its main loop a
 // while (the small-M x N, large-K shapes: a classifier's last Gemm at batch
 // 1, BERT's FFN-down). So, for C[m x n] over `batch` items:
 //   tiles  = ceil(m / 128) * ceil(n / 128) * batch   (128 x 128 CTA tiles)
 //   slices = min(ceil(kSms / tiles), floor(k / 256), 32)
-//   bytes  = 0 when slices < 2, else
-//            clamp(slices * m * n * batch * sizeof(compute type),
-//                  16 KiB, cap), rounded up to 256
+//   bytes  = min(max(split, 16 KiB), cap), where split is 0 when
+//            slices < 2, else slices * m * n * batch * sizeof(compute
+//            type), rounded up to 256
 // with kSms = 132 (H100/H200 SXM, the most SMs among the sm_80/sm_90 parts
 // snug targets: more SMs means more slices, so this errs towards room). The
 // compute type is f32 for f32, f16 and bf16 (snug asks for
 // CUBLAS_COMPUTE_32F) and f64 for f64. The rule is an upper estimate of
 // what cuBLAS's closed heuristic picks, not a copy of it: with less than it
 // wants cuBLAS chooses another algorithm (slower, never wrong), and the cap
-// (--cublas-workspace) bounds every GEMM. A 1x64 by 64x10 GEMM gets 0 (k is
-// 64: no slice of 256); resnet50's 1x2048 by 2048x1000 classifier gets 8
-// slices of 1000 floats, 32000 bytes.
+// (--cublas-workspace, at least kMinCublasWorkspace) bounds every GEMM. A
+// 1x64 by 64x10 GEMM gets the 16 KiB minimum (k is 64: no slice of 256);
+// resnet50's 1x2048 by 2048x1000 classifier gets 8 slices of 1000 floats,
+// 32000 bytes.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/memory/ScratchRequest.h"
@@ -57,8 +63,6 @@ constexpr int64_t kTile = 128;
 /// The shortest slice of K worth splitting off.
 constexpr int64_t kMinSliceK = 256;
 constexpr int64_t kMaxSlices = 32;
-/// cuBLAS's documented minimum against CUBLAS_STATUS_ALLOC_FAILED.
-constexpr uint64_t kMinWorkspace = 16 << 10;
 
 bool takenByCublas(ir::DType dtype) {
   return dtype == ir::DType::F32 || dtype == ir::DType::F16 ||
@@ -123,12 +127,32 @@ GemmShape getGemmShape(const ir::Node &node) {
   shape.valid = true;
   return shape;
 }
-} // namespace
 
-uint64_t getGemmWorkspaceBytes(int64_t m, int64_t n, int64_t k, int64_t batch,
-                               ir::DType dtype, uint64_t cap) {
-  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0 || !takenByCublas(dtype))
-    return 0;
+/// The GEMM `node` is to cuBLAS on the CUDA target (valid only for a
+/// MatMul or Gemm with 32-bit sizes that cuBLAS may run). A product with an
+/// epilogue runs as snug's tiled kernel, not cuBLAS
+/// (compiler/cuda/GemmEmitters.cpp), and needs no workspace; unless
+/// cuBLASLt runs the epilogue itself (LtEpilogue.h), when the product is a
+/// cuBLAS GEMM as before and its workspace the same.
+GemmShape getCublasShape(const ir::Node &node) {
+  GemmShape shape;
+  if (node.getNumResults() != 1 ||
+      (node.hasEpilogue() && matchLtEpilogue(node).kind == LtEpilogue::None))
+    return shape;
+  if (node.is(ir::OpCode::MatMul))
+    shape = getMatMulShape(node);
+  else if (node.is(ir::OpCode::Gemm))
+    shape = getGemmShape(node);
+  if (!fitsInt32(shape.m) || !fitsInt32(shape.n) || !fitsInt32(shape.k) ||
+      !fitsInt32(shape.batch))
+    shape.valid = false;
+  return shape;
+}
+
+/// The partial sums of the split-K that fills the GPU, rounded up to 256
+/// bytes; 0 when splitting cannot help (see the file comment).
+uint64_t getSplitKBytes(int64_t m, int64_t n, int64_t k, int64_t batch,
+                        ir::DType dtype) {
   auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   // Saturate: a product past kSms tiles already fills the GPU.
   int64_t tiles = ceilDiv(m, kTile);
@@ -143,11 +167,21 @@ uint64_t getGemmWorkspaceBytes(int64_t m, int64_t n, int64_t k, int64_t batch,
   uint64_t accumulator = dtype == ir::DType::F64 ? 8 : 4;
   // tiles < kSms bounds m, n and batch (each at most kSms * kTile), so the
   // product stays far below 2^64.
-  uint64_t bytes = uint64_t(slices) * uint64_t(m) * uint64_t(n) *
-                   uint64_t(batch) * accumulator;
-  bytes = std::max(bytes, kMinWorkspace);
-  bytes = llvm::alignTo(bytes, kScratchAlignment);
-  return std::min(bytes, cap / kScratchAlignment * kScratchAlignment);
+  return llvm::alignTo(uint64_t(slices) * uint64_t(m) * uint64_t(n) *
+                           uint64_t(batch) * accumulator,
+                       kScratchAlignment);
+}
+} // namespace
+
+uint64_t getGemmWorkspaceBytes(int64_t m, int64_t n, int64_t k, int64_t batch,
+                               ir::DType dtype, uint64_t cap) {
+  // k = 0 is still a cuBLAS call (it scales C by beta); an empty C is none.
+  if (m <= 0 || n <= 0 || k < 0 || batch <= 0 || !takenByCublas(dtype))
+    return 0;
+  uint64_t largest = cap / kScratchAlignment * kScratchAlignment;
+  return std::min(std::max(getSplitKBytes(m, n, k, batch, dtype),
+                           kMinCublasWorkspace),
+                  largest);
 }
 
 ScratchRequest getScratchRequest(const ir::Node &node,
@@ -164,26 +198,26 @@ ScratchRequest getScratchRequest(const ir::Node &node,
     request.purpose = "attention row block";
     return request;
   }
-  // A product with an epilogue runs as snug's tiled kernel, not cuBLAS
-  // (compiler/cuda/GemmEmitters.cpp), and needs no workspace; unless
-  // cuBLASLt runs the epilogue itself (LtEpilogue.h), when the product is
-  // a cuBLAS GEMM as before and its workspace the same.
-  if (!options.cuda || node.getNumResults() != 1 ||
-      (node.hasEpilogue() && matchLtEpilogue(node).kind == LtEpilogue::None))
+  if (!options.cuda)
     return request;
-  GemmShape shape;
-  if (node.is(ir::OpCode::MatMul))
-    shape = getMatMulShape(node);
-  else if (node.is(ir::OpCode::Gemm))
-    shape = getGemmShape(node);
-  ir::DType dtype = node.getResult(0)->getType().getDType();
-  if (!shape.valid || !fitsInt32(shape.m) || !fitsInt32(shape.n) ||
-      !fitsInt32(shape.k) || !fitsInt32(shape.batch))
+  GemmShape shape = getCublasShape(node);
+  if (!shape.valid)
     return request;
   request.bytes = getGemmWorkspaceBytes(shape.m, shape.n, shape.k, shape.batch,
-                                        dtype, options.cublasWorkspaceCap);
+                                        node.getResult(0)->getType().getDType(),
+                                        options.cublasWorkspaceCap);
   request.purpose = "cuBLAS workspace";
   return request;
+}
+
+bool splitsAlongK(const ir::Node &node) {
+  GemmShape shape = getCublasShape(node);
+  if (!shape.valid)
+    return false;
+  ir::DType dtype = node.getResult(0)->getType().getDType();
+  return shape.m > 0 && shape.n > 0 && shape.k > 0 &&
+         shape.batch > 0 && takenByCublas(dtype) &&
+         getSplitKBytes(shape.m, shape.n, shape.k, shape.batch, dtype) != 0;
 }
 
 } // namespace snug

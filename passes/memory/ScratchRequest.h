@@ -14,7 +14,8 @@
 // the host target it is 0 for every node but snug.attention, whose host
 // kernel computes a row block of scores in it (requested on both targets,
 // as a bundle's host plan runs in the CUDA plan's arena); a GEMM's request
-// is at most ScratchOptions::cublasWorkspaceCap; scratch buffers are
+// is at least kMinCublasWorkspace (cuBLAS's documented minimum) and at
+// most ScratchOptions::cublasWorkspaceCap; scratch buffers are
 // aligned to kScratchAlignment (or the arena alignment, if larger).
 //
 // It does not decide how a node is lowered: for a MatMul whose batch the
@@ -40,13 +41,22 @@ namespace snug {
 /// (CUBLAS_STATUS_INVALID_VALUE); kernels want no less.
 constexpr uint64_t kScratchAlignment = 256;
 
+/// The least workspace any cuBLAS or cuBLASLt GEMM gets. cuBLAS,
+/// cublasSetWorkspace: "too small workspaceSizeInBytes may cause some
+/// routines to fail with CUBLAS_STATUS_ALLOC_FAILED error returned ...
+/// Workspace size equal to or larger than 16KiB is enough to prevent
+/// CUBLAS_STATUS_ALLOC_FAILED error". So --cublas-workspace is at least
+/// this too.
+constexpr uint64_t kMinCublasWorkspace = uint64_t(16) << 10;
+
 /// What the target is and how much scratch it may use.
 struct ScratchOptions {
   /// The CUDA target plans cuBLAS workspaces; the host target needs none.
   bool cuda = true;
   /// No GEMM gets more workspace than this (snugc --cublas-workspace);
   /// 4 MiB is cuBLAS's default workspace pool on every architecture before
-  /// Hopper. A multiple of 256.
+  /// Hopper. A multiple of 256, at least kMinCublasWorkspace (the option
+  /// parsers refuse less; below it every GEMM gets the cap).
   uint64_t cublasWorkspaceCap = uint64_t(4) << 20;
 };
 
@@ -59,11 +69,19 @@ struct ScratchRequest {
 
 /// The cuBLAS workspace a column-major GEMM C[m x n] = op(A) op(B) over
 /// `batch` items with inner dimension `k` may use, in bytes, for elements
-/// of `dtype`: 0 when cuBLAS's split-K kernels cannot help, else the
-/// partial sums of the split that fills the GPU, at least 16 KiB, at most
-/// `cap` (see ScratchRequest.cpp).
+/// of `dtype`: 0 when cuBLAS does not run it (another dtype, an empty C),
+/// else the partial sums of the split-K that fills the GPU, at least
+/// kMinCublasWorkspace (also when nothing splits), at most `cap` (see
+/// ScratchRequest.cpp).
 uint64_t getGemmWorkspaceBytes(int64_t m, int64_t n, int64_t k, int64_t batch,
                                ir::DType dtype, uint64_t cap);
+
+/// Whether cuBLAS would split `node`'s product along K (a MatMul or Gemm
+/// it runs, whose long K meets too few output tiles to fill the GPU: the
+/// split-K part of getGemmWorkspaceBytes is nonzero). The epilogue fusion
+/// keeps such products on cuBLAS; every cuBLAS GEMM has a workspace, so
+/// that is not the test.
+bool splitsAlongK(const ir::Node &node);
 
 /// The scratch `node` needs on the target of `options`.
 ScratchRequest getScratchRequest(const ir::Node &node,

@@ -397,9 +397,22 @@ Status CudaExecutor::setUpCublasLt() {
     const void *bias = bundle::gemmEpilogueHasBias(g.epilogue)
                            ? reinterpret_cast<const void *>(resolve(g.bias))
                            : nullptr;
+    // The operands' real alignment, from the pointers they resolved to
+    // (arena and weights bases are 256-aligned, so this is their planned
+    // offsets' alignment) and their batch strides.
+    uint64_t element = step.dataType == CUDA_R_64F   ? 8
+                       : step.dataType == CUDA_R_32F ? 4
+                                                     : 2;
+    LtAlignments alignments;
+    alignments.a = getLtAlignment(step.a, uint64_t(g.strideA) * element,
+                                  g.batch);
+    alignments.b = getLtAlignment(step.b, uint64_t(g.strideB) * element,
+                                  g.batch);
+    alignments.c = getLtAlignment(step.c, uint64_t(g.strideC) * element,
+                                  g.batch);
     if (Status s = ltGemms.back().create(*cublasLt, ltHandle, g, step.dataType,
                                          step.computeType, bias,
-                                         step.workspaceBytes))
+                                         step.workspaceBytes, alignments))
       return Status(s.getCode(), "bundle '" + bundle.path + "' on '" +
                                      deviceName + "': " + describeStep(step) +
                                      ": " + s.getMessage());

@@ -40,10 +40,16 @@ Status failed(const char *call, cublasStatus_t status) {
 
 } // namespace
 
+uint32_t getLtAlignment(uint64_t address, uint64_t strideBytes, int batch) {
+  uint64_t bits = address | (batch > 1 ? strideBytes : 0) | 256;
+  return uint32_t(bits & -bits); // the lowest set bit
+}
+
 Status LtGemm::create(const CublasLt &lt, cublasLtHandle_t handle,
                       const bundle::DeviceGemm &g, cudaDataType dataType,
                       cublasComputeType_t computeType, const void *bias,
-                      uint64_t workspaceBytes) {
+                      uint64_t workspaceBytes,
+                      const LtAlignments &alignments) {
   if (cublasStatus_t s = lt.MatmulDescCreate(&desc, computeType, CUDA_R_32F)) {
     desc = nullptr;
     return failed("cublasLtMatmulDescCreate", s);
@@ -104,10 +110,32 @@ Status LtGemm::create(const CublasLt &lt, cublasLtHandle_t handle,
   cublasLtMatmulPreference_t preference = nullptr;
   if (cublasStatus_t s = lt.MatmulPreferenceCreate(&preference))
     return failed("cublasLtMatmulPreferenceCreate", s);
-  size_t maxWorkspace = size_t(workspaceBytes);
-  cublasStatus_t set = lt.MatmulPreferenceSetAttribute(
-      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &maxWorkspace,
-      sizeof maxWorkspace);
+  // MAX_WORKSPACE_BYTES is a uint64_t, the alignments uint32_t
+  // (cublasLtMatmulPreferenceAttributes_t).
+  uint64_t maxWorkspace = workspaceBytes;
+  const char *failedAttribute = nullptr;
+  cublasStatus_t set = CUBLAS_STATUS_SUCCESS;
+  auto setPreference = [&](cublasLtMatmulPreferenceAttributes_t attribute,
+                           const char *name, const void *value, size_t size) {
+    if (!set && (set = lt.MatmulPreferenceSetAttribute(preference, attribute,
+                                                       value, size)))
+      failedAttribute = name;
+  };
+  setPreference(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
+                &maxWorkspace, sizeof maxWorkspace);
+  setPreference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_A_BYTES)",
+                &alignments.a, sizeof alignments.a);
+  setPreference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_B_BYTES)",
+                &alignments.b, sizeof alignments.b);
+  setPreference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_C_BYTES)",
+                &alignments.c, sizeof alignments.c);
+  setPreference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)",
+                &alignments.c, sizeof alignments.c);
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
   cublasStatus_t heuristic =
@@ -116,8 +144,7 @@ Status LtGemm::create(const CublasLt &lt, cublasLtHandle_t handle,
                                       &result, &found);
   (void)lt.MatmulPreferenceDestroy(preference);
   if (set)
-    return failed("cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
-                  set);
+    return failed(failedAttribute, set);
   if (heuristic && heuristic != CUBLAS_STATUS_NOT_SUPPORTED)
     return failed("cublasLtMatmulAlgoGetHeuristic", heuristic);
   if (heuristic || found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
@@ -129,8 +156,11 @@ Status LtGemm::create(const CublasLt &lt, cublasLtHandle_t handle,
                       ", k " + std::to_string(g.k) + ", batch " +
                       std::to_string(g.batch) + ") within " +
                       std::to_string(workspaceBytes) +
-                      " bytes of workspace (cublasLtMatmulAlgoGetHeuristic " +
-                      "found none)");
+                      " bytes of workspace and operands aligned to " +
+                      std::to_string(alignments.a) + ", " +
+                      std::to_string(alignments.b) + " and " +
+                      std::to_string(alignments.c) +
+                      " bytes (cublasLtMatmulAlgoGetHeuristic found none)");
   algo = result.algo;
   return Status::ok();
 }

@@ -9,7 +9,11 @@
 // the result is written in place, beta 0), with BATCH_COUNT and
 // STRIDED_BATCH_OFFSET, and the algorithm cublasLtMatmulAlgoGetHeuristic
 // picks under a preference of MAX_WORKSPACE_BYTES = the step's planned
-// workspace. A run then only enqueues (no heuristic per run: graph capture
+// workspace and MIN_ALIGNMENT_{A,B,C,D}_BYTES = the alignment each operand
+// really has. Those default to 256: unset, the heuristic may pick a kernel
+// that assumes 256-byte operands, while the planner packs values at its
+// --alignment (64 or 128 bytes apart is common) and a batch stride can
+// break any alignment. A run then only enqueues (no heuristic per run: graph capture
 // sees the same call every time, at fixed addresses). Source: the CUDA 12
 // cuBLAS reference, "cuBLASLt API" (cublasLtMatmul, cublasLtMatmulDesc-
 // Attributes_t, cublasLtMatrixLayoutAttribute_t, cublasLtEpilogue_t,
@@ -29,6 +33,17 @@ namespace snug {
 namespace rt {
 namespace cuda {
 
+/// The alignment (in bytes) cuBLASLt may assume of an operand at `address`
+/// whose `batch` items lie `strideBytes` apart: the largest power of two,
+/// at most 256 (cuBLASLt's default, the most it asks for), that divides
+/// the address and, over more than one item, the stride.
+uint32_t getLtAlignment(uint64_t address, uint64_t strideBytes, int batch);
+
+/// The alignments of a step's A, B and C (which is also D).
+struct LtAlignments {
+  uint32_t a = 256, b = 256, c = 256;
+};
+
 /// The cuBLASLt objects of one Gemm step; destroy() releases them.
 struct LtGemm {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -37,13 +52,14 @@ struct LtGemm {
 
   /// Builds the descriptors of `gemm` (its element type `dataType`, its
   /// compute type `computeType`, its bias at `bias`) and picks the
-  /// algorithm for `workspaceBytes` of workspace. On failure the message
+  /// algorithm for `workspaceBytes` of workspace and operands aligned as
+  /// `alignments` says. On failure the message
   /// (without the step's name, which the caller adds) says which call
   /// failed or that no algorithm fits; what was built stays for destroy().
   Status create(const CublasLt &lt, cublasLtHandle_t handle,
                 const bundle::DeviceGemm &gemm, cudaDataType dataType,
                 cublasComputeType_t computeType, const void *bias,
-                uint64_t workspaceBytes);
+                uint64_t workspaceBytes, const LtAlignments &alignments);
   void destroy(const CublasLt &lt);
 };
 

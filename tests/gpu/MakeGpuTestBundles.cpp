@@ -17,7 +17,9 @@
 //   mlp_f32_sm80  the same with an sm_80 cubin only (no image for sm_90)
 //   mlp_f32_lt    the same with the bias Add in the GEMM: a cuBLASLt step
 //                 with the bias epilogue (no snug_add_bias launch)
-//   bmm_f32       a batch of 3 GEMMs (strides), no cuBLAS workspace
+//   bmm_f32       a batch of 3 GEMMs (strides), with cuBLAS's 16 KiB
+//                 minimum workspace (what snugc gives a GEMM that splits
+//                 nothing)
 //   matmul_f16, matmul_bf16, matmul_f64   one GEMM in each dtype
 //   huge          a 1 TiB device arena: creation fails with out-of-memory
 //   host_only     mlp_f32 without a device plan
@@ -240,10 +242,16 @@ bool writeBmm(const std::string &dir, const std::vector<KernelImage> &images) {
       " attributes {alignment = 256, arena = " + std::to_string(arena) +
       "} {\n  %y = MatMul(%x, %w) : f32" + dims({B, M, N}) +
       " {offset = " + std::to_string(o) + "}\n  return %y\n}\n";
+  // cublasSetWorkspace: below 16 KiB "some routines" fail with
+  // CUBLAS_STATUS_ALLOC_FAILED; so no GEMM of snugc's gets less.
+  const uint64_t minWorkspace = 16u << 10;
+  uint64_t workspace = alignUp(arena, 256);
   DevicePlan plan;
-  plan.arenaBytes = arena; // no workspace: cuBLAS runs algorithms without
+  plan.arenaBytes = workspace + minWorkspace;
   plan.steps = {rowMajorGemm(DTypeF32, 0, B, M, K, N, DeviceArg::arena(0),
                              DeviceArg::weight(0), DeviceArg::arena(o))};
+  plan.steps[0].gemm.workspaceOffset = workspace;
+  plan.steps[0].gemm.workspaceBytes = minWorkspace;
   return write(dir, "bmm_f32", text, &plan, &images);
 }
 

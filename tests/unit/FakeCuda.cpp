@@ -867,7 +867,8 @@ constexpr int kComputeFastTf32 = 77; // CUBLAS_COMPUTE_32F_FAST_TF32
 constexpr int kLtTransA = 3, kLtTransB = 4, kLtEpilogue = 7,
               kLtBiasPointer = 8, kLtBiasBatchStride = 10;
 constexpr int kLtBatchCount = 5, kLtStridedBatchOffset = 6;
-constexpr int kLtMaxWorkspaceBytes = 1;
+constexpr int kLtMaxWorkspaceBytes = 1, kLtMinAlignmentA = 5,
+              kLtMinAlignmentD = 8;
 constexpr uint32_t kLtRelu = 2, kLtBias = 4, kLtGelu = 32;
 
 struct FakeLtDesc {
@@ -877,7 +878,8 @@ struct FakeLtDesc {
   int64_t biasBatchStride = 0;
 };
 struct FakeLtPreference {
-  size_t maxWorkspace = 0;
+  uint64_t maxWorkspace = 0;
+  uint32_t minAlignment[4] = {0, 0, 0, 0}; // A, B, C, D; 0: not set
 };
 /// cublasLtMatmulHeuristicResult_t's layout.
 struct FakeLtHeuristicResult {
@@ -1102,10 +1104,13 @@ FAKE_CUDA_API int cublasLtMatmulPreferenceSetAttribute(void *preference,
                                                        int attribute,
                                                        const void *value,
                                                        size_t size) {
+  auto *p = static_cast<FakeLtPreference *>(preference);
+  if (attribute >= kLtMinAlignmentA && attribute <= kLtMinAlignmentD)
+    return copyAttribute(p->minAlignment[attribute - kLtMinAlignmentA], value,
+                         size);
   if (attribute != kLtMaxWorkspaceBytes)
     return 7;
-  return copyAttribute(static_cast<FakeLtPreference *>(preference)->maxWorkspace,
-                       value, size);
+  return copyAttribute(p->maxWorkspace, value, size);
 }
 FAKE_CUDA_API int cublasLtMatmulAlgoGetHeuristic(
     void *, void *, void *, void *, void *, void *, void *preference,
@@ -1121,6 +1126,12 @@ FAKE_CUDA_API int cublasLtMatmulAlgoGetHeuristic(
     return 15; // CUBLAS_STATUS_NOT_SUPPORTED, as cuBLASLt says it
   std::memset(&results[0], 0, sizeof results[0]);
   results[0].algo[0] = 42;
+  // The algorithm remembers the alignments it was picked for (words 1-4
+  // of the opaque cublasLtMatmulAlgo_t), so each matmul can report them.
+  const uint32_t *alignment =
+      static_cast<FakeLtPreference *>(preference)->minAlignment;
+  for (int i = 0; i < 4; ++i)
+    results[0].algo[1 + i] = alignment[i];
   *returned = 1;
   return 0;
 }
@@ -1148,9 +1159,13 @@ FAKE_CUDA_API int cublasLtMatmul(void *, void *desc, const void *alpha,
   call.epilogue = op.epilogue, call.bias = op.bias;
   call.biasBatchStride = op.biasBatchStride;
   call.a = la, call.b = lb, call.c = lc, call.d = ld;
+  call.pointerA = a, call.pointerB = b;
   call.pointerC = c, call.pointerD = d;
   call.workspace = workspace, call.workspaceBytes = workspaceBytes;
   call.algo = algo[0];
+  for (int i = 0; i < 4; ++i)
+    call.minAlignment[i] = uint32_t(algo[1 + i]);
+  stats.ltCalls.push_back(call);
   ++stats.ltMatmuls;
   snug::bundle::DeviceGemm g;
   g.dtype = uint8_t(dtype);

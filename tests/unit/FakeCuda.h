@@ -70,11 +70,17 @@ struct FakeCudaStats {
     const void *bias = nullptr;
     int64_t biasBatchStride = -1;
     LtLayout a, b, c, d;
+    const void *pointerA = nullptr, *pointerB = nullptr;
     const void *pointerC = nullptr, *pointerD = nullptr;
     const void *workspace = nullptr;
     size_t workspaceBytes = 0;
     uint64_t algo = 0; // the algorithm's first word, as the heuristic set it
+    /// The MIN_ALIGNMENT_{A,B,C,D}_BYTES preferences the algorithm was
+    /// picked under (0: not set, which cuBLASLt takes as 256).
+    uint32_t minAlignment[4] = {0, 0, 0, 0};
   } lastLt;
+  /// Every cublasLtMatmul call, in order.
+  std::vector<LtCall> ltCalls;
 };
 
 #endif // SNUG_TESTS_UNIT_FAKECUDA_H

@@ -18,6 +18,7 @@
 
 #include "ir/Module.h"
 #include "runtime/cuda/CudaContext.h"
+#include "runtime/cuda/LtGemm.h"
 #include "snug/snug.h"
 
 #include <dlfcn.h>
@@ -318,6 +319,157 @@ TEST_F(FakeCudaTest, LtGemmRunsItsEpilogue) {
   EXPECT_EQ(f.ltDescs, 0);
   EXPECT_EQ(f.ltLayouts, 0);
   expectNothingLive();
+}
+
+// The alignments cuBLASLt may assume: the lowest set bit of the address
+// and, over several batch items, of the batch stride in bytes; 256 at most.
+TEST_F(FakeCudaTest, LtAlignmentOfAnOperand) {
+  using rt::cuda::getLtAlignment;
+  EXPECT_EQ(getLtAlignment(0x10000, 0, 1), 256u);
+  EXPECT_EQ(getLtAlignment(0x10040, 0, 1), 64u);
+  EXPECT_EQ(getLtAlignment(0x10080, 0, 1), 128u);
+  EXPECT_EQ(getLtAlignment(0x10010, 0, 1), 16u);
+  // A 3-float stride puts the second item 12 bytes on: 4-byte aligned.
+  EXPECT_EQ(getLtAlignment(0x10000, 12, 2), 4u);
+  // With one item the stride is never applied.
+  EXPECT_EQ(getLtAlignment(0x10000, 12, 1), 256u);
+  EXPECT_EQ(getLtAlignment(0x10000, 1 << 20, 4), 256u);
+}
+
+// cuBLASLt's MIN_ALIGNMENT_{A,B,C,D}_BYTES preferences default to 256:
+// the executor sets each to the operand's real alignment, so the
+// heuristic cannot pick a kernel that needs more. mlpPlanLt has A at
+// weights + 0, B at arena + 0, C = D at arena + 128.
+TEST_F(FakeCudaTest, LtGemmSetsOperandAlignments) {
+  Loaded loaded(cudaBundleOf(kMlp, mlpPlanLt(), fakeImages()));
+  ASSERT_TRUE(loaded.bundle);
+  snug_session *session = nullptr;
+  snug_session_options options = cudaOptions();
+  ASSERT_EQ(snug_session_create(loaded.bundle, &options, &session), SNUG_OK)
+      << snug_last_error();
+  runMlp(session, {1, 2, 3, -4});
+  const FakeCudaStats::LtCall &call = fake().lastLt;
+  EXPECT_EQ(call.minAlignment[0], 256u);
+  EXPECT_EQ(call.minAlignment[1], 256u);
+  EXPECT_EQ(call.minAlignment[2], 128u);
+  EXPECT_EQ(call.minAlignment[3], 128u);
+  snug_session_destroy(session);
+}
+
+namespace {
+/// Two f32 products snugc lowers to cuBLAS alone (no kernel): a plain
+/// MatMul, and a MatMul + bias + Relu that becomes one cublasLtMatmul with
+/// the RELU_BIAS epilogue. Small, so that neither splits K: before every
+/// GEMM got cuBLAS's 16 KiB minimum, both ran with no workspace.
+const char *kTwoGemms = R"(ir_version: 8
+opset_import { domain: "" version: 13 }
+graph {
+  name: "two_gemms"
+  node { name: "mm1" op_type: "MatMul" input: "x" input: "w1" output: "h" }
+  node { name: "mm2" op_type: "MatMul" input: "h" input: "w2" output: "p" }
+  node { name: "bias" op_type: "Add" input: "p" input: "b2" output: "q" }
+  node { name: "act" op_type: "Relu" input: "q" output: "y" }
+  input { name: "x" type { tensor_type { elem_type: 1 shape { dim { dim_value: 2 } dim { dim_value: 8 } } } } }
+  output { name: "y" type { tensor_type { elem_type: 1 shape { dim { dim_value: 2 } dim { dim_value: 4 } } } } }
+)";
+
+/// kTwoGemms with its weights (multiples of 1/8: every sum is exact).
+std::string twoGemmsModel() {
+  std::string text = kTwoGemms;
+  auto initializer = [&](const char *name, std::vector<int> dims) {
+    int count = 1;
+    text += std::string("  initializer { name: \"") + name +
+            "\" data_type: 1";
+    for (int d : dims)
+      text += " dims: " + std::to_string(d), count *= d;
+    for (int i = 0; i < count; ++i)
+      text += " float_data: " + std::to_string(((i * 5 + 3) % 17 - 8) / 8.0);
+    text += " }\n";
+  };
+  initializer("w1", {8, 16});
+  initializer("w2", {16, 4});
+  initializer("b2", {4});
+  return text + "}\n";
+}
+} // namespace
+
+// What snugc plans for the GEMMs it lowers to cuBLAS reaches cuBLAS: every
+// plain GEMM's handle has a workspace of at least cuBLAS's documented
+// 16 KiB (below it "some routines" fail with CUBLAS_STATUS_ALLOC_FAILED),
+// 256-byte aligned (cublasSetWorkspace refuses less) and inside the arena;
+// every cublasLtMatmul gets the same, and was planned under
+// MIN_ALIGNMENT preferences that hold of its pointers and are the most
+// they allow (up to 256). --alignment=64 packs the values 64 bytes apart,
+// so C and D of the cuBLASLt GEMM sit at 128. The outputs are the host
+// executor's.
+TEST_F(FakeCudaTest, CompiledGemmsGetWorkspaceAndAlignment) {
+  TempFile model("onnxtxt"), bundlePath;
+  std::string text = twoGemmsModel();
+  writeFile(model.path, std::vector<uint8_t>(text.begin(), text.end()));
+  std::string command = std::string(SNUGC_TOOL) + " compile " + model.path +
+                        " -o " + bundlePath.path +
+                        " --target=cuda --alignment=64 --memory-report=none "
+                        "> /dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  snug_bundle *bundle = nullptr;
+  ASSERT_EQ(snug_bundle_load(bundlePath.path.c_str(), &bundle), SNUG_OK)
+      << snug_last_error();
+  std::vector<float> x(16);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(int(i % 7) - 3) / 4;
+  auto run = [&](snug_device device, std::vector<float> &y) {
+    snug_session_options options = cudaOptions();
+    options.device = device;
+    snug_session *session = nullptr;
+    ASSERT_EQ(snug_session_create(bundle, &options, &session), SNUG_OK)
+        << snug_last_error();
+    EXPECT_EQ(snug_session_set_input(session, 0, x.data(), 64), SNUG_OK);
+    EXPECT_EQ(snug_session_run(session), SNUG_OK) << snug_last_error();
+    y.assign(8, -1.0f);
+    EXPECT_EQ(snug_session_get_output(session, 0, y.data(), 32), SNUG_OK);
+    snug_session_destroy(session);
+  };
+  const FakeCudaStats &f = fake();
+  size_t gemmsBefore = f.gemmWorkspaces.size(), ltBefore = f.ltCalls.size();
+  std::vector<float> onHost, onDevice;
+  run(SNUG_DEVICE_HOST, onHost);
+  run(SNUG_DEVICE_CUDA, onDevice);
+  snug_bundle_destroy(bundle);
+  EXPECT_EQ(onDevice, onHost);
+
+  ASSERT_GT(f.gemmWorkspaces.size(), gemmsBefore);
+  for (size_t i = gemmsBefore; i < f.gemmWorkspaces.size(); ++i) {
+    auto workspace = f.gemmWorkspaces[i];
+    EXPECT_GE(workspace.second, 16384u) << "GEMM " << i;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(workspace.first) % 256, 0u)
+        << "GEMM " << i;
+  }
+  ASSERT_GT(f.ltCalls.size(), ltBefore);
+  bool under256 = false;
+  for (size_t i = ltBefore; i < f.ltCalls.size(); ++i) {
+    const FakeCudaStats::LtCall &call = f.ltCalls[i];
+    EXPECT_GE(call.workspaceBytes, 16384u) << "cublasLtMatmul " << i;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(call.workspace) % 256, 0u)
+        << "cublasLtMatmul " << i;
+    const void *pointers[] = {call.pointerA, call.pointerB, call.pointerC,
+                              call.pointerD};
+    for (int o = 0; o < 4; ++o) {
+      uint32_t alignment = call.minAlignment[o];
+      uintptr_t address = reinterpret_cast<uintptr_t>(pointers[o]);
+      std::string what =
+          "cublasLtMatmul " + std::to_string(i) + " operand " + "ABCD"[o];
+      ASSERT_NE(alignment, 0u) << what << ": MIN_ALIGNMENT not set";
+      EXPECT_EQ(alignment & (alignment - 1), 0u) << what;
+      EXPECT_LE(alignment, 256u) << what;
+      EXPECT_EQ(address % alignment, 0u) << what;
+      if (alignment < 256) {
+        EXPECT_NE(address % (2 * alignment), 0u) << what << ": understated";
+      }
+      under256 |= alignment < 256;
+    }
+  }
+  // The test means something only when an operand sits off 256.
+  EXPECT_TRUE(under256);
 }
 
 // Each epilogue kind is cuBLASLt's (RELU_BIAS 6, GELU_BIAS 36, RELU 2,

@@ -1,10 +1,11 @@
 //===- ScratchRequestTest.cpp - The cuBLAS workspace rule -----------------===//
 //
 // getScratchRequest on nodes (what plan-memory asks) and
-// getGemmWorkspaceBytes on raw shapes: no workspace where split-K cannot
-// help (short K, or enough output tiles to fill the GPU), a bounded nonzero
-// one for small-M x N, long-K products, nothing for the host target or for
-// dtypes cuBLAS does not take, and never more than the cap.
+// getGemmWorkspaceBytes on raw shapes: cuBLAS's 16 KiB minimum for every
+// GEMM cuBLAS runs, also where split-K cannot help (short K, or enough
+// output tiles to fill the GPU), a bounded larger one for small-M x N,
+// long-K products, nothing for the host target or for dtypes cuBLAS does
+// not take, and never more than the cap.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Module.h"
@@ -32,10 +33,20 @@ ScratchRequest matMulRequest(std::vector<int64_t> a, std::vector<int64_t> b,
 
 } // namespace
 
-TEST(ScratchRequestTest, ASmallGemmNeedsNone) {
+// cuBLAS, cublasSetWorkspace: below 16 KiB "some routines" fail with
+// CUBLAS_STATUS_ALLOC_FAILED; a GEMM that does not split gets that much.
+TEST(ScratchRequestTest, ASmallGemmGetsCublasMinimum) {
   // The demo's classifier shape: K = 64 leaves no slice of 256.
-  EXPECT_EQ(matMulRequest({1, 64}, {64, 10}, {1, 10}).bytes, 0u);
-  EXPECT_EQ(getGemmWorkspaceBytes(10, 1, 64, 1, DType::F32, 4 << 20), 0u);
+  EXPECT_EQ(matMulRequest({1, 64}, {64, 10}, {1, 10}).bytes, 16384u);
+  EXPECT_EQ(getGemmWorkspaceBytes(10, 1, 64, 1, DType::F32, 4 << 20), 16384u);
+  EXPECT_EQ(kMinCublasWorkspace, 16384u);
+  // K = 0 is still a cuBLAS call (C = beta C); an empty C is none.
+  EXPECT_EQ(getGemmWorkspaceBytes(10, 1, 0, 1, DType::F32, 4 << 20), 16384u);
+  EXPECT_EQ(getGemmWorkspaceBytes(0, 1, 64, 1, DType::F32, 4 << 20), 0u);
+  // f16, bf16 and f64 alike.
+  for (DType dtype : {DType::F16, DType::BF16, DType::F64})
+    EXPECT_EQ(matMulRequest({1, 64}, {64, 10}, {1, 10}, {}, dtype).bytes,
+              16384u);
 }
 
 TEST(ScratchRequestTest, ALongKGemmGetsABoundedWorkspace) {
@@ -60,13 +71,16 @@ TEST(ScratchRequestTest, TheCapBoundsEveryRequest) {
   EXPECT_EQ(
       matMulRequest({64, 65536}, {65536, 64}, {64, 64}, options).bytes,
       64u << 10);
+  // The option parsers refuse a cap under the minimum; given one anyway,
+  // the cap wins.
   options.cublasWorkspaceCap = 0;
   EXPECT_EQ(
       matMulRequest({64, 65536}, {65536, 64}, {64, 64}, options).bytes, 0u);
-  // A long K with a big output: hundreds of tiles fill the GPU, no split.
+  // A long K with a big output: hundreds of tiles fill the GPU, no split:
+  // the minimum.
   EXPECT_EQ(getGemmWorkspaceBytes(4096, 4096, 65536, 1, DType::F32,
                                   uint64_t(1) << 40),
-            0u);
+            16384u);
 }
 
 TEST(ScratchRequestTest, BatchesCountAsTiles) {
@@ -77,9 +91,9 @@ TEST(ScratchRequestTest, BatchesCountAsTiles) {
   // Over 2 items: 2 tiles, 16 slices, 2 MiB.
   EXPECT_EQ(getGemmWorkspaceBytes(128, 128, 4096, 2, DType::F32, 4 << 20),
             16u * 128 * 128 * 2 * 4);
-  // 200 items fill the GPU on their own.
+  // 200 items fill the GPU on their own: the minimum.
   EXPECT_EQ(getGemmWorkspaceBytes(128, 128, 4096, 200, DType::F32, 4 << 20),
-            0u);
+            16384u);
   // A batch over the left operand alone folds into M (one taller GEMM, as
   // the emitter runs it): 64 x 1 rows by K = 2048 is one tile of 64 x 16.
   EXPECT_EQ(matMulRequest({64, 1, 2048}, {2048, 16}, {64, 1, 16}).bytes,
@@ -163,4 +177,23 @@ TEST(ScratchRequestTest, OnlyCublasLtEpiloguesKeepTheWorkspace) {
   auto nodes = (*module)->getNodes();
   EXPECT_EQ(getScratchRequest(*nodes[0], {}).bytes, 32u * 64 * 64 * 4);
   EXPECT_EQ(getScratchRequest(*nodes[1], {}).bytes, 0u);
+}
+
+// Every cuBLAS GEMM has a workspace now, so the epilogue fusion asks
+// splitsAlongK, not for a nonzero request, whether cuBLAS would split K.
+TEST(ScratchRequestTest, SplitKIsNotTheWorkspace) {
+  Module module("m");
+  Value *x = module.addInput("x", TensorType(DType::F32, {64, 65536}));
+  Value *w = module.addElidedWeight("w", TensorType(DType::F32, {65536, 64}));
+  Node *longK = module.addNode("MatMul", {x, w}, {TensorType(DType::F32, {64, 64})});
+  EXPECT_TRUE(splitsAlongK(*longK));
+  Value *s = module.addInput("s", TensorType(DType::F32, {1, 64}));
+  Value *v = module.addElidedWeight("v", TensorType(DType::F32, {64, 10}));
+  Node *small = module.addNode("MatMul", {s, v}, {TensorType(DType::F32, {1, 10})});
+  EXPECT_FALSE(splitsAlongK(*small));
+  EXPECT_EQ(getScratchRequest(*small, {}).bytes, 16384u);
+  Value *i = module.addInput("i", TensorType(DType::I32, {64, 65536}));
+  Value *j = module.addElidedWeight("j", TensorType(DType::I32, {65536, 64}));
+  Node *integer = module.addNode("MatMul", {i, j}, {TensorType(DType::I32, {64, 64})});
+  EXPECT_FALSE(splitsAlongK(*integer));
 }

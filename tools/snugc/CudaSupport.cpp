@@ -41,8 +41,8 @@ static cl::opt<std::string>
 static cl::opt<uint64_t> cublasWorkspace(
     "cublas-workspace",
     cl::desc("The most cuBLAS workspace one GEMM may get, in bytes (a "
-             "multiple of 256); each GEMM's is planned in the arena from its "
-             "shape"),
+             "multiple of 256, at least 16384); each GEMM's is planned in the "
+             "arena from its shape, at least cuBLAS's 16 KiB minimum"),
     cl::init(4u << 20), InPlanningCommands(), cl::cat(getTargetCategory()));
 static cl::opt<std::string>
     dumpCuda("dump-cuda",
