@@ -91,9 +91,10 @@ struct Slot {
 /// then ptxas's log, so that a cached cubin keeps its log.
 std::vector<uint8_t> packCubin(llvm::ArrayRef<uint8_t> cubin,
                                llvm::StringRef log) {
-  std::vector<uint8_t> entry(8);
+  std::vector<uint8_t> entry;
+  entry.reserve(8 + cubin.size() + log.size());
   for (unsigned i = 0; i < 8; ++i)
-    entry[i] = uint8_t(uint64_t(cubin.size()) >> (8 * i));
+    entry.push_back(uint8_t(uint64_t(cubin.size()) >> (8 * i)));
   entry.insert(entry.end(), cubin.begin(), cubin.end());
   entry.insert(entry.end(), log.begin(), log.end());
   return entry;
