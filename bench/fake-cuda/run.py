@@ -65,7 +65,6 @@ def run_model(args, name, scratch):
     fake_out = os.path.join(work, "fake")
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(args.build, "fake-cuda"),
                SNUG_FAKE_CUDA_KERNELS=library, SNUG_FAKE_CUDA_CC=args.cc)
-    env.setdefault("SNUG_FAKE_CUDA_MIN_WORKSPACE", "0")  # until issue 36 item 4
     fake, fake_s = timed([os.path.join(bin_dir, "snug-run"), bundle,
                           "--device", "cuda", "--runs", "1", "--warmup", "1",
                           "--check", data, "--output-dir", fake_out], env)

@@ -158,10 +158,6 @@ def run_on_fake_driver(args, snug_run, bundle, library, data, scratch,
         out = os.path.join(scratch, "fake-cuda-" + cc)
         env = dict(os.environ, LD_LIBRARY_PATH=args.fake_cuda,
                    SNUG_FAKE_CUDA_KERNELS=library, SNUG_FAKE_CUDA_CC=cc)
-        # Until every GEMM gets cuBLAS's minimum workspace (issue 36, item
-        # 4), the fake's workspace refusal is left to its own test
-        # (FakeCudaTest).
-        env.setdefault("SNUG_FAKE_CUDA_MIN_WORKSPACE", "0")
         command = [snug_run, bundle, "--device", "cuda", "--runs", "1",
                    "--warmup", "1", "--check", data, "--output-dir", out]
         start = time.monotonic()
