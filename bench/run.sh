@@ -60,3 +60,7 @@ echo
 echo "## Every zoo model's device plan through CudaExecutor on the strict fake driver"
 echo
 $python bench/fake-cuda/run.py --build "$build" | tee bench/results/fake-cuda.md || true
+echo
+echo "## Kernel resources: every zoo model at fp32, fp16, bf16 and tf32 (--kernel-report)"
+echo
+$python bench/kernel-report/run.py --build "$build" | tee bench/results/kernel-report.md || true

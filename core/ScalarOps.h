@@ -102,7 +102,8 @@
 // Device math: NVRTC compiles with --fmad=true and CUDA's libdevice, whose
 // documented maximum errors (CUDA C Programming Guide, "Mathematical
 // Functions") are: expf, exp 2 ulp; logf, log 1 ulp; log1pf, expm1f 1-2 ulp;
-// sinf/cosf/tanf 2-4 ulp; asin/acos/atan f 2-4 ulp; tanhf 2 ulp; erff 2 ulp,
+// tanf 4 ulp (sin and cos are m::frameFreeSin/Cos below,
+// within 2 ulp, 1.5 measured); asin/acos/atan f 2-4 ulp; tanhf 2 ulp; erff 2 ulp,
 // erfcf 4 ulp; powf 4 ulp; sqrtf, fmaf, rintf, floorf, ceilf, fabsf and
 // + - * / correctly rounded (0 ulp). --fmad=true lets the device fuse an
 // a*b+c into one fma, so the formulas here write every multiply-add they
@@ -175,7 +176,6 @@ SNUG_SCALAR_MATH1(asinh)
 SNUG_SCALAR_MATH1(atan)
 SNUG_SCALAR_MATH1(atanh)
 SNUG_SCALAR_MATH1(ceil)
-SNUG_SCALAR_MATH1(cos)
 SNUG_SCALAR_MATH1(cosh)
 SNUG_SCALAR_MATH1(erf)
 SNUG_SCALAR_MATH1(erfc)
@@ -186,7 +186,6 @@ SNUG_SCALAR_MATH1(floor)
 SNUG_SCALAR_MATH1(log)
 SNUG_SCALAR_MATH1(log1p)
 SNUG_SCALAR_MATH1(rint)
-SNUG_SCALAR_MATH1(sin)
 SNUG_SCALAR_MATH1(sinh)
 SNUG_SCALAR_MATH1(sqrt)
 SNUG_SCALAR_MATH1(tan)
@@ -206,6 +205,131 @@ SNUG_HD int64_t fabs(int64_t x) {
   return x < 0 ? int64_t(0 - uint64_t(x)) : x;
 }
 SNUG_HD uint64_t fabs(uint64_t x) { return x; }
+
+// sin and cos of a float without a stack frame. CUDA's sinf/cosf reduce
+// |x| > 105615 by Payne-Hanek into a local array (a 32 B frame in every
+// kernel calling them: hf_llama's rotary Sin/Cos, found by --kernel-report),
+// so the device computes them here: Cody-Waite reduction by pi/2 in three
+// parts below 105615 (CUDA's own fast path), above it Payne-Hanek in
+// registers (the 96 bits of 2/pi it needs read by a switch, the product
+// with the 24-bit mantissa taken mod 4 in 64-bit integers, 62 fraction
+// bits), then Taylor polynomials to degree 11/12 on |r| <= pi/4 (truncation
+// below 1e-11). Within 2 ulp of the exact value over every finite float
+// (tests/unit/ScalarParityTest: FrameFreeTrig); Inf and NaN give NaN.
+// The host keeps std::sin/std::cos.
+namespace trig {
+/// Word i of 2/pi's binary fraction after one zero word: word 1 holds its
+/// first 32 bits.
+SNUG_HD uint32_t twoOverPiWord(int i) {
+  switch (i) {
+  case 1: return 0xA2F9836Eu;
+  case 2: return 0x4E441529u;
+  case 3: return 0xFC2757D1u;
+  case 4: return 0xF534DDC0u;
+  case 5: return 0xDB629599u;
+  case 6: return 0x3C439041u;
+  case 7: return 0xFE5163ABu;
+  default: return 0u;
+  }
+}
+
+/// x = q * pi/2 + r with |r| <= pi/4 (a hair more below 105615); q mod 4
+/// is what the callers use.
+SNUG_HD float reduce(float x, int &q) {
+  float j = rint(x * 0.636619772f);
+  if (!(fabs(x) > 105615.0f)) {
+    q = j == j ? int(j) : 0;
+    if (j == 0.0f)
+      return x; // keeps -0
+    float r = fma(j, -1.57079601e+00f, x);
+    r = fma(j, -3.13916473e-07f, r);
+    return fma(j, -5.39030253e-15f, r);
+  }
+  uint32_t bits = floatBits(x);
+  uint32_t biased = (bits >> 23) & 0xffu;
+  if (biased == 0xffu) {
+    q = 0;
+    return x - x; // Inf, NaN: NaN
+  }
+  // |x| = M * 2^e. The bits of 2/pi of weight 2^-k with k < e - 1 give
+  // multiples of 4 (M is an integer): the 96 from k = e - 1 on suffice,
+  // table bit t being k = t - 31.
+  uint64_t mantissa = (bits & 0x7fffffu) | 0x800000u;
+  int e = int(biased) - 150, first = e + 30;
+  int w = first >> 5, s = first & 31;
+  uint32_t a0 = twoOverPiWord(w), a1 = twoOverPiWord(w + 1),
+           a2 = twoOverPiWord(w + 2), a3 = twoOverPiWord(w + 3);
+  uint32_t hi = s ? (a0 << s) | (a1 >> (32 - s)) : a0;
+  uint32_t mid = s ? (a1 << s) | (a2 >> (32 - s)) : a1;
+  uint32_t lo = s ? (a2 << s) | (a3 >> (32 - s)) : a2;
+  // M * window mod 2^96, in units of 2^-94 quarter turns: 2 integer bits.
+  uint64_t p0 = mantissa * lo;
+  uint64_t p1 = mantissa * mid + (p0 >> 32);
+  uint32_t top = uint32_t(mantissa * hi + (p1 >> 32));
+  uint64_t turns = (uint64_t(top) << 32) | (p1 & 0xffffffffu);
+  int quadrant = int(turns >> 62);
+  uint64_t fraction = turns << 2; // 62 bits, then zeros
+  double r;
+  if (fraction >> 63) { // f >= 1/2: the next quadrant, r = f - 1 < 0
+    quadrant += 1;
+    r = -double(0 - fraction);
+  } else {
+    r = double(fraction);
+  }
+  r *= 1.5707963267948966 / 18446744073709551616.0; // pi/2 * 2^-64
+  if (bits >> 31) {
+    r = -r;
+    quadrant = -quadrant;
+  }
+  q = quadrant;
+  return float(r);
+}
+
+SNUG_HD float sinPoly(float r) {
+  float r2 = r * r;
+  float p = fma(r2, -2.50521084e-08f, 2.75573192e-06f);
+  p = fma(p, r2, -1.98412698e-04f);
+  p = fma(p, r2, 8.33333333e-03f);
+  p = fma(p, r2, -1.66666667e-01f);
+  return r == 0.0f ? r : fma(p * r2, r, r); // sin(-0) = -0
+}
+
+SNUG_HD float cosPoly(float r) {
+  float r2 = r * r;
+  float p = fma(r2, 2.08767570e-09f, -2.75573192e-07f);
+  p = fma(p, r2, 2.48015873e-05f);
+  p = fma(p, r2, -1.38888889e-03f);
+  p = fma(p, r2, 4.16666667e-02f);
+  p = fma(p, r2, -0.5f);
+  return fma(p, r2, 1.0f);
+}
+
+/// sin of x + quarter * pi/2.
+SNUG_HD float sinShifted(float x, int quarter) {
+  int q;
+  float r = reduce(x, q);
+  switch ((q + quarter) & 3) {
+  case 0: return sinPoly(r);
+  case 1: return cosPoly(r);
+  case 2: return -sinPoly(r);
+  default: return -cosPoly(r);
+  }
+}
+} // namespace trig
+
+SNUG_HD float frameFreeSin(float x) { return trig::sinShifted(x, 0); }
+SNUG_HD float frameFreeCos(float x) { return trig::sinShifted(x, 1); }
+#if defined(__CUDACC__)
+SNUG_HD float sin(float x) { return frameFreeSin(x); }
+SNUG_HD float cos(float x) { return frameFreeCos(x); }
+SNUG_HD double sin(double x) { return ::sin(x); }
+SNUG_HD double cos(double x) { return ::cos(x); }
+#else
+SNUG_HD float sin(float x) { return std::sin(x); }
+SNUG_HD float cos(float x) { return std::cos(x); }
+SNUG_HD double sin(double x) { return std::sin(x); }
+SNUG_HD double cos(double x) { return std::cos(x); }
+#endif
 } // namespace m
 
 #undef SNUG_SCALAR_MATH1

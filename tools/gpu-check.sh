@@ -13,8 +13,11 @@
 #    --check: outputs against the reference, predicted against allocated
 #    device memory, latency), and the PyTorch eager / torch.compile
 #    benchmark of the zoo models among them;
-# 4. prints a compact table last. Exit 0 only when every gpu test passes,
-#    every bundle matches its reference and predicted == allocated.
+# 4. prints a compact table last, then the kernel resources snugc predicted
+#    (each bundle's kernels.json, its --kernel-report: kernels, worst
+#    registers, local and spill bytes per bundle). Exit 0 only when every
+#    gpu test passes, every bundle matches its reference, predicted ==
+#    allocated, and no kernel has local or spill bytes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part=${1:-.cache/gpu/1}

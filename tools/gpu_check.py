@@ -7,6 +7,12 @@ passes when its outputs match the reference and the device memory snug
 allocated equals the bundle's prediction exactly. For zoo models
 (<name>-opset17) the PyTorch side (bench/gpu/torch_bench.py: eager and
 torch.compile latency and peak memory) is measured too.
+Last, the kernel resources snugc predicted (each bundle's kernels.json, its
+--kernel-report, written by gpu_prepare.py): per bundle the kernels, the
+worst registers per thread and any local or spill bytes, which must be
+none (tests/e2e/kernel_report.py's rule; a bundle breaking it fails the
+check). These are the cubins' own figures (registers, stack) as
+cuobjdump --dump-resource-usage gives them, so the driver loads the same.
 """
 import argparse
 import json
@@ -16,6 +22,8 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+import kernel_report  # noqa: E402
 MEMORY = re.compile(r"device memory: predicted (\d+) bytes.*allocated (\d+) bytes.*: (match|MISMATCH)")
 USED = re.compile(r"device memory used by the session: (\d+) bytes")
 LATENCY = re.compile(r"latency: median ([\d.]+) ms, min ([\d.]+) ms, max ([\d.]+) ms")
@@ -96,7 +104,45 @@ def main():
                  mib(r["predicted"]), mib(r["allocated"]), mib(r["used"])]
         cells += torch_cells(model, "eager") + torch_cells(model, "compile")
         print("| " + " | ".join(cells) + " |")
+    failures += print_kernel_table(args.part, names)
     return 1 if failures else 0
+
+
+def print_kernel_table(part, names):
+    """The kernel report of every bundle of the part with one (zoo models
+    and the default model; node tests are summed in one row): kernels,
+    worst registers, local and spill bytes. Returns the failure lines."""
+    rows, failures = [], []
+    node = []
+    for name in names:
+        path = os.path.join(part, name, "kernels.json")
+        if not os.path.exists(path):
+            continue
+        records = kernel_report.load(path)
+        failures += [f"{name}: kernel {line}"
+                     for line in kernel_report.problems(records)]
+        if name.startswith("node-"):
+            node += records
+        else:
+            rows.append((name.rsplit("-opset", 1)[0], records))
+    if node:
+        rows.append(("node tests", node))
+    if not rows:
+        print("\nno kernel reports in the part (gpu_prepare.py writes them)")
+        return failures
+    print()
+    print("| kernels of | kernels | worst registers (kernel) | max threads | "
+          "max shared B | local B | spill B |")
+    print("|---|---|---|---|---|---|---|")
+    for label, records in rows:
+        s = kernel_report.summary(records)
+        print(f"| {label} | {s['kernels']} | {s['max_registers']} "
+              f"({s['max_registers_kernel']}) | {s['max_threads']} | "
+              f"{s['max_shared_bytes']} | {s['local_bytes']} | "
+              f"{s['spill_bytes']} |")
+    for failure in failures:
+        print("FAILED", failure)
+    return failures
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 runs on a GPU machine, which has no snugc (no LLVM, protobuf or ONNX there).
 
 Writes ROOT/bin (snug-gpu-tests and its bundles, carried with part 1) and
-ROOT/<part>/<name>/{model.snug, test_data_set_0/} where part 1 holds
+ROOT/<part>/<name>/{model.snug, report.json, kernels.json, test_data_set_0/}
+(kernels.json: snugc's --kernel-report, which gpu_check.py tabulates and
+checks: no local or spill bytes; a few KiB per model) where part 1 holds
 the default model, the ONNX node tests that pass on the host executor, the
 default model and bert_small with every value the offload pass may move in
 pinned host memory, and the smallest zoo models, and parts 2.. hold the rest of the zoo, each part at most
@@ -26,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "conformance"))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+import kernel_report  # noqa: E402
 import run_conformance  # noqa: E402
 import zoo_cache  # noqa: E402
 
@@ -45,7 +48,8 @@ def compile_one(snugc, model_dir, out_dir, flags, arch):
     result = subprocess.run(
         [snugc, "compile", os.path.join(model_dir, "model.onnx"), "-o", bundle,
          "--target=cuda", "--arch=" + arch, "--memory-report=json",
-         "--memory-report-file=" + os.path.join(out_dir, "report.json")] + flags,
+         "--memory-report-file=" + os.path.join(out_dir, "report.json"),
+         "--kernel-report=" + os.path.join(out_dir, "kernels.json")] + flags,
         capture_output=True, text=True)
     if result.returncode != 0:
         shutil.rmtree(out_dir)
@@ -142,7 +146,11 @@ def main():
             print(f"{entry}: not compiled: {' '.join(message)}")
             continue
         used += size_of(out)
-        print(f"part {part}: {entry} ({size_of(out) >> 20} MiB)")
+        kernels = kernel_report.summary(
+            kernel_report.load(os.path.join(out, "kernels.json")))
+        print(f"part {part}: {entry} ({size_of(out) >> 20} MiB; "
+              f"{kernels['kernels']} kernels, worst {kernels['max_registers']} "
+              f"registers, {kernels['framed']} with local or spill bytes)")
     with open(os.path.join(args.root, "parts.json"), "w") as f:
         json.dump({"parts": part, "arch": args.arch}, f)
     print(f"{part} parts under {args.root}; carry {args.root}/bin with part 1, "

@@ -296,7 +296,8 @@ std::string offsetInB(const Product &product, llvm::StringRef depth,
 /// shared memory, 16 deep, each of the 16x16 threads accumulating a 4x4
 /// register tile (rows ty + 16 rr, columns tx + 16 cc, so that loads and
 /// stores of neighbouring threads are neighbours), in `acc`; each result,
-/// `result` of sum[rr][cc], goes out through the epilogue.
+/// `result` of sum[rr][cc], goes out through the epilogue, in a loop
+/// unrolled so that sum stays in registers.
 std::string simtBody(const EmitContext &context, const Product &product,
                      const EpilogueStore &epilogue, llvm::StringRef idx,
                      llvm::StringRef acc, llvm::StringRef operand,
@@ -343,7 +344,11 @@ std::string simtBody(const EmitContext &context, const Product &product,
      << "      }\n"
      << "      __syncthreads();\n"
      << "    }\n"
+     // Unrolled: a long epilogue (hf_gpt2's tanh GELU) kept the loop, and
+     // sum[rr][cc] under loop variables is a 64 B local frame.
+     << "#pragma unroll\n"
      << "    for (int rr = 0; rr < " << kReg << "; ++rr)\n"
+     << "#pragma unroll\n"
      << "      for (int cc = 0; cc < " << kReg << "; ++cc) {\n"
      << "        const " << idx << " i = i0 + ty + " << kTile
      << " * rr, j = j0 + tx + " << kTile << " * cc;\n"

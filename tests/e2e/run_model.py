@@ -24,7 +24,10 @@ With --cuda the default planner's bundle is compiled for CUDA as well (every
 kernel through NVRTC for sm_80 and sm_90): plan-memory then plans every
 GEMM's cuBLAS workspace into the arena, so the device arena the bundle asks
 for must be exactly the report's arena (and its largest workspace the
-report's workspace line), and the predicted peak weights + arena. With --cudasim BIN the
+report's workspace line), and the predicted peak weights + arena; its
+--kernel-report must show no kernel with local or spill bytes and none over
+a launch limit (tests/e2e/kernel_report.py; the other precisions of the
+whole zoo: bench/kernel-report/run.py). With --cudasim BIN the
 emitted kernels and the device plan also run on the host CUDA simulator
 (tests/cudasim) against the same reference, and with --fake-cuda DIR (the
 strict fake driver of tests/unit/FakeCuda, whose kernels are those same
@@ -47,6 +50,7 @@ import sys
 import tempfile
 import time
 
+import kernel_report
 from zoo_cache import SKIP, bindings, ensure_model
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -314,10 +318,14 @@ def main():
             report_path = os.path.join(scratch, f"{planner}.json")
             cuda = planner == "best" and (args.cuda or args.cudasim)
             dump = os.path.join(scratch, "cuda")
+            kernels = os.path.join(scratch, "kernels.json")
             run([snugc, "compile", model, "-o", bundle, "--planner=" + planner,
                  "--target=" + ("cuda" if cuda else "host"),
                  "--memory-report=json", "--memory-report-file=" + report_path]
-                + (["--dump-cuda", dump] if cuda else []) + flags)
+                + (["--dump-cuda", dump, "--kernel-report=" + kernels]
+                   if cuda else []) + flags)
+            if cuda and not kernel_report.check(kernels, "fp32"):
+                return 1
             with open(report_path) as f:
                 report = json.load(f)
             described = subprocess.run([snug_run, bundle, "--describe"],
