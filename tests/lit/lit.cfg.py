@@ -39,17 +39,25 @@ if shutil.which("chromium"):
     config.available_features.add("chromium")
 
 # cuobjdump (`REQUIRES: cuobjdump`, %cuobjdump) checks what snug reads from
-# its cubins: SNUG_CUOBJDUMP, else PATH, else the CUDA toolkit's, else the
-# nvidia-cuda-cuobjdump wheel in the checkout's .venv (tools/requirements.txt).
-import glob  # noqa: E402
+# its cubins: SNUG_CUOBJDUMP, else PATH, else the CUDA toolkit's. Only a
+# CUDA 12 cuobjdump counts: snug's cubins come from nvJitLink 12.0 (ELF ABI
+# 7), which cuobjdump 13 refuses ("does not contain device code"), and PyPI
+# has no CUDA 12 cuobjdump wheel, so the test runs where a CUDA 12 toolkit
+# is installed and is unsupported elsewhere.
+import re  # noqa: E402
+import subprocess  # noqa: E402
 
-_root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _cuobjdump = [os.environ.get("SNUG_CUOBJDUMP"), shutil.which("cuobjdump"),
-              "/usr/local/cuda/bin/cuobjdump"] + sorted(glob.glob(
-    os.path.join(_root, ".venv", "lib", "python3*", "site-packages",
-                 "nvidia", "cu*", "bin", "cuobjdump")))
+              "/usr/local/cuda/bin/cuobjdump"]
 for _candidate in _cuobjdump:
-    if _candidate and os.access(_candidate, os.X_OK):
+    if not (_candidate and os.access(_candidate, os.X_OK)):
+        continue
+    try:
+        _version = subprocess.run([_candidate, "--version"], capture_output=True,
+                                  text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        continue
+    if re.search(r"release 12\.", _version):
         config.available_features.add("cuobjdump")
         config.substitutions.append(("%cuobjdump", _candidate))
         break
