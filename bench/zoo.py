@@ -33,6 +33,15 @@ def zoo_rows():
     return rows
 
 
+def zoo_names(chosen=()):
+    """`chosen` when given (a benchmark's model arguments), else the name of
+    every model in the manifest, models/zoo.json, in its order."""
+    if chosen:
+        return list(chosen)
+    with open(os.path.join(REPO, "models", "zoo.json")) as f:
+        return [entry["name"] for entry in json.load(f)["models"]]
+
+
 def snugc_plan(build, model_dir, bindings, extra=()):
     """`snugc plan`'s JSON memory report of model_dir/model.onnx."""
     command = [os.path.join(build, "bin", "snugc"), "plan",

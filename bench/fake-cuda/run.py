@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from zoo import REPO, bench_arguments, write_results  # noqa: E402
+from zoo import REPO, bench_arguments, write_results, zoo_names  # noqa: E402
 
 
 def timed(command, env=None):
@@ -87,9 +87,7 @@ def main():
     parser.add_argument("--cc", default="9.0")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args()
-    import json
-    with open(os.path.join(REPO, "models", "zoo.json")) as f:
-        names = args.models or [e["name"] for e in json.load(f)["models"]]
+    names = zoo_names(args.models)
     rows = []
     print(f"| model | kernels build s | simulator s | CudaExecutor on the fake "
           f"(cc {args.cc}, 2 runs) s | result |")

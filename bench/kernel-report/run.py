@@ -14,7 +14,6 @@ NVRTC minutes on two cores, so they are here.
 
     bench/kernel-report/run.py [--build build] [--precisions fp32,fp16] [model ...]
 """
-import json
 import os
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from zoo import REPO, bench_arguments, write_results  # noqa: E402
+from zoo import REPO, bench_arguments, write_results, zoo_names  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 import kernel_report  # noqa: E402
@@ -61,8 +60,7 @@ def main():
     parser.add_argument("--precisions", default="fp32,fp16,bf16,tf32")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args()
-    with open(os.path.join(REPO, "models", "zoo.json")) as f:
-        names = args.models or [e["name"] for e in json.load(f)["models"]]
+    names = zoo_names(args.models)
     rows = []
     print("| model | precision | kernels | worst registers | max threads | "
           "records with local/spill | local B | spill B | compile s | result |")

@@ -113,29 +113,38 @@ Status LtGemm::create(const CublasLt &lt, cublasLtHandle_t handle,
   // MAX_WORKSPACE_BYTES is a uint64_t, the alignments uint32_t
   // (cublasLtMatmulPreferenceAttributes_t).
   uint64_t maxWorkspace = workspaceBytes;
+  struct Preference {
+    cublasLtMatmulPreferenceAttributes_t attribute;
+    const char *name; // for the error
+    const void *value;
+    size_t size;
+  };
+  // D is C (the GEMM writes in place), so it has C's alignment.
+  const Preference preferences[] = {
+      {CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+       "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
+       &maxWorkspace, sizeof maxWorkspace},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+       "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_A_BYTES)",
+       &alignments.a, sizeof alignments.a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+       "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_B_BYTES)",
+       &alignments.b, sizeof alignments.b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+       "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_C_BYTES)",
+       &alignments.c, sizeof alignments.c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+       "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)",
+       &alignments.c, sizeof alignments.c},
+  };
   const char *failedAttribute = nullptr;
   cublasStatus_t set = CUBLAS_STATUS_SUCCESS;
-  auto setPreference = [&](cublasLtMatmulPreferenceAttributes_t attribute,
-                           const char *name, const void *value, size_t size) {
-    if (!set && (set = lt.MatmulPreferenceSetAttribute(preference, attribute,
-                                                       value, size)))
-      failedAttribute = name;
-  };
-  setPreference(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
-                &maxWorkspace, sizeof maxWorkspace);
-  setPreference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_A_BYTES)",
-                &alignments.a, sizeof alignments.a);
-  setPreference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_B_BYTES)",
-                &alignments.b, sizeof alignments.b);
-  setPreference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_C_BYTES)",
-                &alignments.c, sizeof alignments.c);
-  setPreference(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)",
-                &alignments.c, sizeof alignments.c);
+  for (const Preference &p : preferences)
+    if ((set = lt.MatmulPreferenceSetAttribute(preference, p.attribute,
+                                               p.value, p.size))) {
+      failedAttribute = p.name;
+      break;
+    }
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
   cublasStatus_t heuristic =
