@@ -7,10 +7,9 @@ local or spill bytes, none over a launch limit. Prints the table (kernels,
 worst registers, records with a frame, compile seconds) and writes
 bench/results/kernel-report.json; exits 1 when any report breaks the rule.
 
-The e2e tier checks the fp32 report of the compile it already does per
-model (tests/e2e/run_model.py) and the default model at every precision
-(tests/lit/snugc/kernel-report.test); the precisions of the whole zoo cost
-NVRTC minutes on two cores, so they are here.
+The e2e tier checks the same rule (tests/e2e/run_model.py at fp32,
+tests/e2e/kernel_precisions.py at fp16, bf16 and tf32); this is the sweep
+as one table, with compile times.
 
     bench/kernel-report/run.py [--build build] [--precisions fp32,fp16] [model ...]
 """

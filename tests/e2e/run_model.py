@@ -26,15 +26,15 @@ GEMM's cuBLAS workspace into the arena, so the device arena the bundle asks
 for must be exactly the report's arena (and its largest workspace the
 report's workspace line), and the predicted peak weights + arena; its
 --kernel-report must show no kernel with local or spill bytes and none over
-a launch limit (tests/e2e/kernel_report.py; the other precisions of the
-whole zoo: bench/kernel-report/run.py). With --cudasim BIN the
+a launch limit (tests/e2e/kernel_report.py; fp16, bf16 and tf32:
+kernel_precisions.py, a test of its own). With --cudasim BIN the
 emitted kernels and the device plan also run on the host CUDA simulator
 (tests/cudasim) against the same reference, and with --fake-cuda DIR (the
 strict fake driver of tests/unit/FakeCuda, whose kernels are those same
 host-compiled ones) through the real CUDA executor (snug-run --device cuda:
 an eager run, then a captured one whose outputs are checked, on compute
-capability 9.0 and 8.6) against the reference and bit for bit against the
-simulator. At opset 17 the model is also
+capability 9.0, and 8.6 with --fake-cuda-ccs=9.0,8.6) against the
+reference and bit for bit against the simulator. At opset 17 the model is also
 compiled with the fuse pass left out and checked against the reference on
 the host and, with --cudasim, on the simulator (fusion on and off).
 Exports the model first when the cache lacks it; exits 77 (ctest: skipped)
@@ -156,9 +156,9 @@ def run_on_fake_driver(args, snug_run, bundle, library, data, scratch,
     """The bundle's device plan through CudaExecutor on the strict fake
     driver: two runs (eager, then captured into a graph), the outputs
     against the reference and bit-identical to the simulator's; on a
-    compute capability 9.0 device (the sm_90 cubin) and an 8.6 one (no
-    exact cubin: the PTX, through the JIT)."""
-    for cc in ("9.0", "8.6"):
+    device of each compute capability of --fake-cuda-ccs: 9.0 takes the
+    sm_90 cubin, 8.6 the PTX through the JIT (no exact cubin)."""
+    for cc in args.fake_cuda_ccs.split(","):
         out = os.path.join(scratch, "fake-cuda-" + cc)
         env = dict(os.environ, LD_LIBRARY_PATH=args.fake_cuda,
                    SNUG_FAKE_CUDA_KERNELS=library, SNUG_FAKE_CUDA_CC=cc)
@@ -296,6 +296,9 @@ def main():
     parser.add_argument("--cudasim", help="directory of snug-cudasim")
     parser.add_argument("--fake-cuda",
                         help="directory of the fake libcuda.so.1 (with --cudasim)")
+    parser.add_argument("--fake-cuda-ccs", default="9.0",
+                        help="compute capabilities the fake driver reports, "
+                             "one run each (comma-separated)")
     parser.add_argument("--gpu", action="store_true",
                         help="run the CUDA bundle on the device (skip without one)")
     args = parser.parse_args()
