@@ -88,11 +88,20 @@ llvm::Error SharedLibrary::missing(const char *name) const {
 }
 
 llvm::Expected<NvrtcLibrary> NvrtcLibrary::load() {
+  std::optional<SharedLibrary> builtins;
+  if (*SNUG_NVRTC_BUILTINS_PATH) {
+    auto opened = SharedLibrary::open({SNUG_NVRTC_BUILTINS_PATH},
+                                      "NVRTC's builtins");
+    if (opened)
+      builtins.emplace(std::move(*opened));
+    else // NVRTC may still find its own (another NVRTC on the loader path)
+      llvm::consumeError(opened.takeError());
+  }
   auto library = SharedLibrary::open({SNUG_NVRTC_PATH, SNUG_NVRTC_SONAME},
                                      "NVRTC");
   if (!library)
     return library.takeError();
-  NvrtcLibrary n{std::move(*library)};
+  NvrtcLibrary n{std::move(builtins), std::move(*library)};
   auto with = [](auto *&function, const char *name) {
     return std::pair<decltype(function), const char *>(function, name);
   };

@@ -27,6 +27,7 @@
 #include <nvJitLink.h>
 #include <nvrtc.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +81,16 @@ private:
 
 /// The NVRTC entry points snug calls.
 struct NvrtcLibrary {
+  /// NVRTC's builtins (libnvrtc-builtins.so.X.Y), loaded from beside the
+  /// NVRTC the build found before NVRTC itself, when the build knows the
+  /// file. NVRTC dlopens them by soname at its first compile and relies on
+  /// its RUNPATH ($ORIGIN) to find them beside itself; under
+  /// AddressSanitizer the interposed dlopen searches the sanitizer
+  /// runtime's paths instead, and the pinned wheels' directory is on no
+  /// loader path, so the compile failed ("failed to open
+  /// libnvrtc-builtins.so.12.0"). Loaded first, the soname matches the
+  /// mapped copy. Declared before `library` so that it is closed after it.
+  std::optional<SharedLibrary> builtins;
   SharedLibrary library;
   decltype(&::nvrtcVersion) version = nullptr;
   decltype(&::nvrtcGetNumSupportedArchs) getNumSupportedArchs = nullptr;
