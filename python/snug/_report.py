@@ -109,6 +109,22 @@ class PrecisionSummary:
 
 
 @dataclass(eq=True)
+class LocalMemory:
+    """The local memory the CUDA driver reserves for the compiled kernel with
+    the largest stack, outside the predicted peak: roundUp(stack + 512, 256)
+    bytes per thread x resident threads per SM x SMs of the arch's largest
+    GPU (`gpu`). bytes is 0, kernel and arch None, when no kernel has a
+    stack."""
+    bytes: int
+    kernel: Optional[str]
+    arch: Optional[str]
+    bytes_per_thread: int
+    threads_per_sm: int
+    sms: int
+    gpu: str
+
+
+@dataclass(eq=True)
 class MemoryReport:
     """What a planned model needs on the device, as `snugc plan` reports it.
 
@@ -163,6 +179,8 @@ class MemoryReport:
     offload: Optional[OffloadSummary]
     # None for a model without persistent state (inference).
     step: Optional[StepBreakdown]
+    # None when no kernels were compiled (a plan, or the host target).
+    local_memory: Optional[LocalMemory]
     _pretty: str = field(default="", repr=False, compare=False)
     _planned: Any = field(default=None, repr=False, compare=False)
 
@@ -182,6 +200,8 @@ class MemoryReport:
             data["remat"] = RematSummary(**data["remat"])
         if data["precision"] is not None:
             data["precision"] = PrecisionSummary(**data["precision"])
+        if data["local_memory"] is not None:
+            data["local_memory"] = LocalMemory(**data["local_memory"])
         if data["offload"] is not None:
             data["offload"] = OffloadSummary(**data["offload"])
         if data["step"] is not None:
