@@ -1,5 +1,6 @@
 //===- KernelReport.cpp - Each kernel's resources against the device limits ===//
 #include "compiler/cuda/KernelReport.h"
+#include "compiler/cuda/CompileError.h"
 #include "compiler/cuda/DeviceLimits.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -12,11 +13,6 @@ namespace snug {
 namespace cuda {
 
 namespace {
-
-llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 message.str());
-}
 
 /// Each plan kernel's largest launch, as a record without resources.
 std::vector<KernelRecord> getLaunchShapes(const bundle::DevicePlan &plan,

@@ -1,5 +1,6 @@
 //===- Nvrtc.cpp - Compiling emitted CUDA ahead of time -------------------===//
 #include "compiler/cuda/Nvrtc.h"
+#include "compiler/cuda/CompileError.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -13,11 +14,6 @@ namespace snug {
 namespace cuda {
 
 namespace {
-
-llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 message.str());
-}
 
 #ifdef SNUG_HAVE_NVRTC
 /// NVRTC's options for the PTX of compute_`arch`: part of the cache key of

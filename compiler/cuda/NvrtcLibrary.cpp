@@ -1,5 +1,6 @@
 //===- NvrtcLibrary.cpp - NVRTC and nvJitLink, loaded only while used -----===//
 #include "compiler/cuda/NvrtcLibrary.h"
+#include "compiler/cuda/CompileError.h"
 
 #include <dlfcn.h>
 #if defined(__GLIBC__)
@@ -10,11 +11,6 @@ namespace snug {
 namespace cuda {
 
 namespace {
-
-llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 message.str());
-}
 
 std::string dlError() {
   const char *text = dlerror();
