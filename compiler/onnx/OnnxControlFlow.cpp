@@ -1,27 +1,54 @@
-//===- OnnxControlFlow.cpp - If with a condition known at compile time ----===//
+//===- OnnxControlFlow.cpp - If, Loop and Scan known at compile time ------===//
 //
-// snug's IR is a straight-line schedule: it has no branches. An ONNX If
-// whose condition is known when the model is compiled (an initializer, a
-// Constant, a frozen input, or a value the importer folds from shapes the
-// bindings fix, like Equal(Gather(Shape(x), 0), 1) with --dim batch=1) is
-// imported as the nodes of the branch it takes: the branch's initializers
-// and nodes go into the module through the same normalizers as the
-// model's own (a nested If the same way), and the If's outputs are the
-// branch's outputs. Exporters write such Ifs for shape checks a tracer
-// could not resolve (torch.onnx's `if x.size(0) == 1`).
+// snug's IR is a straight-line schedule: it has no branches and no loops.
+// Control flow whose path is known when the model is compiled is imported
+// as that path's nodes, through the same normalizers as the model's own
+// (Importer::importBranch; nested subgraphs the same way):
+// - An If whose condition is known then (an initializer, a Constant, a
+//   frozen input, or a value the importer folds from shapes the bindings
+//   fix, like Equal(Gather(Shape(x), 0), 1) with --dim batch=1) is the
+//   branch it takes. Exporters write such Ifs for shape checks a tracer
+//   could not resolve (torch.onnx's `if x.size(0) == 1`).
+// - A Loop whose trip count and conditions are known then is unrolled:
+//   its body once per iteration, the iteration number and condition bound
+//   to constants, the loop-carried values threaded through, each scan
+//   output's per-iteration values stacked along a new axis 0.
+// - A Scan (whose length is a static dim of its scan inputs) is unrolled
+//   alike: each scan input split along its axis into one element per
+//   iteration, in the direction the node says, each scan output stacked
+//   along its axis.
+// Unrolled, every executor runs a loop like any other graph, and the
+// planner sees each iteration's buffers with their own lifetimes.
 //
-// An If whose condition depends on an input's data is refused, naming the
-// node and the condition: running either branch needs control flow in the
-// plan, which snug does not have. The scan (OnnxImporter.cpp) has already
-// checked both branches (unsupported ops, undefined names, names that
-// shadow the enclosing graph's) and ordered their nodes.
+// Control flow that depends on an input's data is refused, naming the node
+// and the value: it needs branches in the plan, which snug does not have.
+// So is a loop past kMaxUnrolledNodes nodes. The scan (OnnxImporter.cpp)
+// has already checked every subgraph (unsupported ops, undefined names,
+// names that shadow the enclosing graph's) and ordered its nodes.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
 #include "passes/simplify/ConstantEval.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 namespace snug {
 namespace onnx_import {
+
+using ir::Attribute;
+using ir::Value;
+
+namespace {
+/// The most IR nodes one Loop or Scan unrolls into: a bound on the compile
+/// (a loop of a million iterations would build a million-node graph), far
+/// above what the loops exporters write for shapes they know (a few to a
+/// few hundred iterations of a few nodes).
+constexpr size_t kMaxUnrolledNodes = size_t(1) << 16;
+
+/// The tail of a refusal of control flow that depends on data.
+constexpr const char *kNeedsCompileTime =
+    "; snug needs it known at compile time";
+} // namespace
 
 llvm::Error importIf(Importer &importer, onnx::NodeProto &node) {
   auto condition = requireInput(importer, node, 0);
@@ -79,6 +106,472 @@ llvm::Error importIf(Importer &importer, onnx::NodeProto &node) {
   }
   importer.bindOutputs(node, *results);
   return llvm::Error::success();
+}
+
+/// Input `index` of `node` as one number known at compile time; None when
+/// the input is absent. `what` names it in errors ("M", "cond").
+static llvm::Expected<llvm::Optional<double>>
+readCompileTimeScalar(Importer &importer, const onnx::NodeProto &node,
+                      unsigned index, llvm::StringRef what,
+                      llvm::StringRef why) {
+  auto input = importer.getInput(node, index);
+  if (!input)
+    return input.takeError();
+  if (!*input)
+    return llvm::None;
+  const ir::TensorType &type = (*input)->getType();
+  const std::string &name = node.input(index);
+  if (type.getNumElements() != 1)
+    return importer.error(node, what + " '" + name + "' has type " +
+                                    type.str() + "; " + node.op_type() +
+                                    " takes a tensor of one element");
+  auto data = importer.getConstant(*input);
+  if (!data)
+    return data.takeError();
+  if (!*data)
+    return importer.error(node, what + " '" + name + "' is not a constant" +
+                                    kNeedsCompileTime + " (" + why + ")");
+  return readElementAsDouble(type.getDType(), (*data)->data(), 0);
+}
+
+/// The body attribute of a Loop or Scan.
+static llvm::Expected<onnx::GraphProto *> getBody(Importer &importer,
+                                                  onnx::NodeProto &node) {
+  for (onnx::AttributeProto &attr : *node.mutable_attribute())
+    if (attr.name() == "body" && attr.has_g())
+      return attr.mutable_g();
+  return importer.error(node, "has no graph attribute 'body'");
+}
+
+/// Refuses a loop whose unrolling has grown past kMaxUnrolledNodes.
+static llvm::Error checkUnrolledSize(Importer &importer,
+                                     const onnx::NodeProto &node,
+                                     size_t firstNode, int64_t iterations) {
+  size_t nodes = importer.module.getNodes().size() - firstNode;
+  if (nodes <= kMaxUnrolledNodes)
+    return llvm::Error::success();
+  return importer.error(
+      node, "unrolls into " + llvm::Twine(nodes) + " nodes after " +
+                llvm::Twine(iterations) +
+                " iterations; snug unrolls a loop into straight-line code "
+                "and stops at " +
+                llvm::Twine(kMaxUnrolledNodes) + " nodes");
+}
+
+/// Stacks one scan output's per-iteration values along a new axis `axis`
+/// (of the result's rank), in order.
+static llvm::Expected<Value *> stack(Importer &importer,
+                                     const onnx::NodeProto &node,
+                                     llvm::ArrayRef<Value *> parts,
+                                     int64_t axis, const std::string &suffix) {
+  llvm::SmallVector<Value *, 8> wide;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto part = firstResult(importer.emit(
+        node, "Unsqueeze", {parts[i]},
+        {{"axes", Attribute::getInts({axis})}}, 1,
+        suffix + ".step" + std::to_string(i)));
+    if (!part)
+      return part.takeError();
+    wide.push_back(*part);
+  }
+  if (wide.size() == 1)
+    return wide[0];
+  return firstResult(importer.emit(node, "Concat", wide,
+                                   {{"axis", Attribute::getInt(axis)}}, 1,
+                                   suffix));
+}
+
+/// Binds `node`'s outputs to `results`, each through an Identity unless it
+/// is a value a node imported for `node` computed (from `firstNode` on) and
+/// no earlier output took: binding renames the value, and an outer one (a
+/// graph input passed through, a loop's initial value) keeps its name.
+static llvm::Error bindThroughCopies(Importer &importer,
+                                     const onnx::NodeProto &node,
+                                     size_t firstNode,
+                                     llvm::SmallVectorImpl<Value *> &results) {
+  llvm::DenseSet<const ir::Node *> imported;
+  const auto &nodes = importer.module.getNodes();
+  for (size_t i = firstNode; i < nodes.size(); ++i)
+    imported.insert(nodes[i].get());
+  llvm::DenseSet<Value *> bound;
+  for (size_t i = 0; i < results.size(); ++i) {
+    Value *value = results[i];
+    if (imported.count(value->getDefiningNode()) && bound.insert(value).second)
+      continue;
+    auto copy = firstResult(importer.emit(node, "Identity", {value}, {}, 1,
+                                          ".out" + std::to_string(i)));
+    if (!copy)
+      return copy.takeError();
+    results[i] = *copy;
+  }
+  importer.bindOutputs(node, results);
+  return llvm::Error::success();
+}
+
+llvm::Error importLoop(Importer &importer, onnx::NodeProto &node) {
+  auto body = getBody(importer, node);
+  if (!body)
+    return body.takeError();
+  auto tripCount = readCompileTimeScalar(
+      importer, node, 0, "M",
+      "the trip count of a Loop, which snug unrolls; a loop whose length is "
+      "runtime data is not supported");
+  if (!tripCount)
+    return tripCount.takeError();
+  auto initialCondition = readCompileTimeScalar(
+      importer, node, 1, "cond",
+      "the condition of a Loop, which snug unrolls; a loop that stops on "
+      "runtime data is not supported");
+  if (!initialCondition)
+    return initialCondition.takeError();
+  if (!*tripCount && !*initialCondition)
+    return importer.error(node, "has neither a trip count M nor a condition "
+                                "cond; the loop would never end");
+  llvm::SmallVector<Value *, 4> carried;
+  for (int i = 2; i < node.input_size(); ++i) {
+    auto value = requireInput(importer, node, i);
+    if (!value)
+      return value.takeError();
+    carried.push_back(*value);
+  }
+  const onnx::GraphProto &graph = **body;
+  size_t numCarried = carried.size();
+  if (graph.input_size() != static_cast<int>(2 + numCarried) ||
+      graph.output_size() < static_cast<int>(1 + numCarried))
+    return importer.error(
+        node, "body has " + llvm::Twine(graph.input_size()) + " inputs and " +
+                  llvm::Twine(graph.output_size()) + " outputs; with " +
+                  llvm::Twine(numCarried) +
+                  " loop-carried values it needs " +
+                  llvm::Twine(2 + numCarried) + " inputs and at least " +
+                  llvm::Twine(1 + numCarried) + " outputs");
+  size_t numScans = graph.output_size() - 1 - numCarried;
+  if (node.output_size() > static_cast<int>(numCarried + numScans))
+    return importer.error(node, "has " + llvm::Twine(node.output_size()) +
+                                    " outputs, its body computes " +
+                                    llvm::Twine(numCarried + numScans));
+
+  size_t firstNode = importer.module.getNodes().size();
+  std::vector<llvm::SmallVector<Value *, 8>> scans(numScans);
+  bool running = !*initialCondition || **initialCondition != 0;
+  int64_t iteration = 0;
+  for (; running && (!*tripCount || iteration < **tripCount); ++iteration) {
+    std::string step = ".iteration" + std::to_string(iteration);
+    llvm::SmallVector<Value *, 6> inputs{
+        addScalarWeight(importer, node, step, ir::DType::I64,
+                        static_cast<double>(iteration)),
+        addScalarWeight(importer, node, step + ".cond", ir::DType::Bool, 1)};
+    inputs.append(carried.begin(), carried.end());
+    auto results = importer.importBranch(node, **body, "body", inputs);
+    if (!results)
+      return results.takeError();
+    Value *condition = (*results)[0];
+    if (condition->getType().getNumElements() != 1)
+      return importer.error(node, "body's condition output '" +
+                                      graph.output(0).name() + "' has type " +
+                                      condition->getType().str() +
+                                      "; a Loop's condition is one element");
+    auto data = importer.getConstant(condition);
+    if (!data)
+      return data.takeError();
+    if (!*data)
+      return importer.error(
+          node, "condition '" + graph.output(0).name() + "' (its body's "
+                "output 0) depends on runtime data in iteration " +
+                llvm::Twine(iteration) + kNeedsCompileTime +
+                " (snug unrolls a Loop; a loop that stops on runtime data is "
+                "not supported)");
+    running = readElementAsDouble(condition->getType().getDType(),
+                                  (*data)->data(), 0) != 0;
+    for (size_t i = 0; i < numCarried; ++i)
+      carried[i] = (*results)[1 + i];
+    for (size_t k = 0; k < numScans; ++k)
+      scans[k].push_back((*results)[1 + numCarried + k]);
+    if (llvm::Error error =
+            checkUnrolledSize(importer, node, firstNode, iteration + 1))
+      return error;
+  }
+
+  llvm::SmallVector<Value *, 4> outputs(carried.begin(), carried.end());
+  for (size_t k = 0; k < numScans; ++k) {
+    if (scans[k].empty())
+      return importer.error(
+          node, "runs no iteration and has scan output '" +
+                    graph.output(1 + numCarried + k).name() +
+                    "'; snug needs the shape of its elements, which only an "
+                    "iteration gives");
+    auto stacked = stack(importer, node, scans[k], 0,
+                         ".scan" + std::to_string(k));
+    if (!stacked)
+      return stacked.takeError();
+    outputs.push_back(*stacked);
+  }
+  outputs.resize(std::min<size_t>(outputs.size(), node.output_size()));
+  return bindThroughCopies(importer, node, firstNode, outputs);
+}
+
+namespace {
+/// A Scan's attributes (opset 9 on; opset 8's batch form is unrolled per
+/// batch entry through the same steps).
+struct ScanForm {
+  size_t numStates = 0, numScanInputs = 0, numScanOutputs = 0;
+  Ints inputAxes, inputDirections, outputAxes, outputDirections;
+};
+} // namespace
+
+/// Unrolls a Scan's body over `scanInputs` (scanned along `form`'s axes,
+/// in its directions) from `states`; `states` become the final states, and
+/// the stacked scan outputs are appended to `outputs`.
+static llvm::Error unrollScan(Importer &importer, onnx::NodeProto &node,
+                              onnx::GraphProto &body, const ScanForm &form,
+                              llvm::SmallVectorImpl<Value *> &states,
+                              llvm::ArrayRef<Value *> scanInputs,
+                              size_t firstNode, const std::string &suffix,
+                              llvm::SmallVectorImpl<Value *> &outputs) {
+  // The sequence length: the scanned dim, the same in every scan input.
+  int64_t length = -1;
+  llvm::SmallVector<llvm::SmallVector<Value *, 8>, 2> elements;
+  for (size_t j = 0; j < scanInputs.size(); ++j) {
+    const ir::TensorType &type = scanInputs[j]->getType();
+    auto axis = axisFor(importer, node, form.inputAxes[j], type.getRank());
+    if (!axis)
+      return axis.takeError();
+    int64_t dim = type.getDims()[*axis];
+    if (length >= 0 && dim != length)
+      return importer.error(
+          node, "scan input '" + node.input(node.input_size() -
+                                            scanInputs.size() + j) +
+                    "' has " + llvm::Twine(dim) +
+                    " elements along its scan axis, an earlier one " +
+                    llvm::Twine(length));
+    length = dim;
+    if (length == 0)
+      return importer.error(node, "scans a sequence of length 0; snug needs "
+                                  "the shape of the body's outputs, which "
+                                  "only an iteration gives");
+    std::string name = suffix + ".in" + std::to_string(j);
+    llvm::SmallVector<Value *, 8> parts;
+    if (length == 1) {
+      parts.push_back(scanInputs[j]);
+    } else {
+      auto split = importer.emit(
+          node, "Split", {scanInputs[j]},
+          {{"axis", Attribute::getInt(*axis)},
+           {"split", Attribute::getInts(Ints(length, 1))}},
+          static_cast<unsigned>(length), name + ".split");
+      if (!split)
+        return split.takeError();
+      parts.assign(split->begin(), split->end());
+    }
+    for (int64_t t = 0; t < length; ++t) {
+      auto element = firstResult(importer.emit(
+          node, "Squeeze", {parts[t]}, {{"axes", Attribute::getInts({*axis})}},
+          1, name + ".step" + std::to_string(t)));
+      if (!element)
+        return element.takeError();
+      parts[t] = *element;
+    }
+    if (form.inputDirections[j])
+      std::reverse(parts.begin(), parts.end());
+    elements.push_back(std::move(parts));
+  }
+
+  std::vector<llvm::SmallVector<Value *, 8>> scans(form.numScanOutputs);
+  for (int64_t t = 0; t < length; ++t) {
+    llvm::SmallVector<Value *, 6> inputs(states.begin(), states.end());
+    for (const auto &parts : elements)
+      inputs.push_back(parts[t]);
+    auto results = importer.importBranch(node, body, "body", inputs);
+    if (!results)
+      return results.takeError();
+    for (size_t i = 0; i < form.numStates; ++i)
+      states[i] = (*results)[i];
+    for (size_t k = 0; k < form.numScanOutputs; ++k)
+      scans[k].push_back((*results)[form.numStates + k]);
+    if (llvm::Error error =
+            checkUnrolledSize(importer, node, firstNode, t + 1))
+      return error;
+  }
+  for (size_t k = 0; k < form.numScanOutputs; ++k) {
+    if (form.outputDirections[k])
+      std::reverse(scans[k].begin(), scans[k].end());
+    auto axis = axisFor(importer, node, form.outputAxes[k],
+                        scans[k][0]->getType().getRank() + 1);
+    if (!axis)
+      return axis.takeError();
+    auto stacked = stack(importer, node, scans[k], *axis,
+                         suffix + ".out" + std::to_string(k));
+    if (!stacked)
+      return stacked.takeError();
+    outputs.push_back(*stacked);
+  }
+  return llvm::Error::success();
+}
+
+/// An axes or directions attribute of a Scan: `count` entries, `fill`
+/// each when absent; directions are 0 or 1.
+static llvm::Expected<Ints> scanAttr(Importer &importer,
+                                     const onnx::NodeProto &node,
+                                     llvm::StringRef name, size_t count,
+                                     bool isDirection) {
+  auto given = attrInts(node, name);
+  if (!given)
+    return Ints(count, 0);
+  if (given->size() != count)
+    return importer.error(node, "attribute '" + name + "' has " +
+                                    llvm::Twine(given->size()) +
+                                    " entries, the node has " +
+                                    llvm::Twine(count) + " to describe");
+  if (isDirection)
+    for (int64_t direction : *given)
+      if (direction != 0 && direction != 1)
+        return importer.error(node, "attribute '" + name + "' holds " +
+                                        llvm::Twine(direction) +
+                                        "; a direction is 0 or 1");
+  return Ints(given->begin(), given->end());
+}
+
+llvm::Error importScan(Importer &importer, onnx::NodeProto &node) {
+  auto body = getBody(importer, node);
+  if (!body)
+    return body.takeError();
+  // Opset 8's Scan takes an optional sequence_lens first and scans every
+  // input along axis 1 per batch entry (axis 0); opset 9's has neither.
+  bool batched = importer.opset < 9;
+  int firstState = batched ? 1 : 0;
+  if (batched && node.input_size() > 0 && !node.input(0).empty())
+    return importer.error(node, "has sequence_lens '" + node.input(0) +
+                                    "'; snug scans whole sequences only");
+  int64_t numScanInputs = attrInt(node, "num_scan_inputs", 0);
+  int numInputs = node.input_size() - firstState;
+  if (numScanInputs < 1 || numScanInputs > numInputs)
+    return importer.error(node, "num_scan_inputs is " +
+                                    llvm::Twine(numScanInputs) + " for " +
+                                    llvm::Twine(numInputs) + " inputs");
+  ScanForm form;
+  form.numScanInputs = numScanInputs;
+  form.numStates = numInputs - numScanInputs;
+  const onnx::GraphProto &graph = **body;
+  if (graph.input_size() != numInputs ||
+      graph.output_size() < static_cast<int>(form.numStates))
+    return importer.error(
+        node, "body has " + llvm::Twine(graph.input_size()) + " inputs and " +
+                  llvm::Twine(graph.output_size()) + " outputs; with " +
+                  llvm::Twine(form.numStates) + " states and " +
+                  llvm::Twine(numScanInputs) + " scan inputs it needs " +
+                  llvm::Twine(numInputs) + " inputs and at least " +
+                  llvm::Twine(form.numStates) + " outputs");
+  form.numScanOutputs = graph.output_size() - form.numStates;
+  auto read = [&](llvm::StringRef name, size_t count, bool isDirection,
+                  Ints &into) -> llvm::Error {
+    auto value = scanAttr(importer, node, name, count, isDirection);
+    if (!value)
+      return value.takeError();
+    into = std::move(*value);
+    return llvm::Error::success();
+  };
+  if (batched) {
+    if (llvm::Error error = read("directions", form.numScanInputs, true,
+                                 form.inputDirections))
+      return error;
+    form.inputAxes.assign(form.numScanInputs, 0);
+    form.outputAxes.assign(form.numScanOutputs, 0);
+    form.outputDirections.assign(form.numScanOutputs, 0);
+  } else if (llvm::Error error = joinErrors(
+                 joinErrors(read("scan_input_axes", form.numScanInputs,
+                                 false, form.inputAxes),
+                            read("scan_input_directions", form.numScanInputs,
+                                 true, form.inputDirections)),
+                 joinErrors(read("scan_output_axes", form.numScanOutputs,
+                                 false, form.outputAxes),
+                            read("scan_output_directions",
+                                 form.numScanOutputs, true,
+                                 form.outputDirections)))) {
+    return error;
+  }
+
+  llvm::SmallVector<Value *, 4> states, scanInputs;
+  for (int i = 0; i < numInputs; ++i) {
+    auto value = requireInput(importer, node, firstState + i);
+    if (!value)
+      return value.takeError();
+    (i < static_cast<int>(form.numStates) ? states : scanInputs)
+        .push_back(*value);
+  }
+  size_t firstNode = importer.module.getNodes().size();
+  llvm::SmallVector<Value *, 4> outputs;
+  if (!batched) {
+    if (llvm::Error error = unrollScan(importer, node, **body, form, states,
+                                       scanInputs, firstNode, "", outputs))
+      return error;
+    states.append(outputs.begin(), outputs.end());
+  } else {
+    // Per batch entry: its states and scan inputs (axis 0 dropped), the
+    // scan over what was axis 1, and every result stacked back on axis 0.
+    int64_t batch = -1;
+    for (int i = 0; i < numInputs; ++i) {
+      bool isState = i < static_cast<int>(form.numStates);
+      Value *value = isState ? states[i] : scanInputs[i - form.numStates];
+      const ir::TensorType &type = value->getType();
+      if (type.getRank() < (isState ? 1u : 2u) ||
+          (batch >= 0 && type.getDims()[0] != batch))
+        return importer.error(node, "input '" + node.input(firstState + i) +
+                                        "' has type " + type.str() +
+                                        "; opset 8's Scan needs every input "
+                                        "batched alike along axis 0");
+      batch = type.getDims()[0];
+    }
+    std::vector<llvm::SmallVector<Value *, 8>> perBatch;
+    for (int64_t b = 0; b < batch; ++b) {
+      std::string suffix = ".batch" + std::to_string(b);
+      auto entry = [&](Value *value, size_t i) -> llvm::Expected<Value *> {
+        auto slice = firstResult(importer.emit(
+            node, "Slice", {value},
+            {{"starts", Attribute::getInts({b})},
+             {"ends", Attribute::getInts({b + 1})},
+             {"axes", Attribute::getInts({0})},
+             {"steps", Attribute::getInts({1})}},
+            1, suffix + ".arg" + std::to_string(i) + ".slice"));
+        if (!slice)
+          return slice.takeError();
+        return firstResult(importer.emit(
+            node, "Squeeze", {*slice}, {{"axes", Attribute::getInts({0})}},
+            1, suffix + ".arg" + std::to_string(i)));
+      };
+      llvm::SmallVector<Value *, 4> batchStates, batchInputs, results;
+      for (size_t i = 0; i < states.size() + scanInputs.size(); ++i) {
+        Value *whole =
+            i < states.size() ? states[i] : scanInputs[i - states.size()];
+        auto value = entry(whole, i);
+        if (!value)
+          return value.takeError();
+        (i < states.size() ? batchStates : batchInputs).push_back(*value);
+      }
+      if (llvm::Error error =
+              unrollScan(importer, node, **body, form, batchStates,
+                         batchInputs, firstNode, suffix, results))
+        return error;
+      batchStates.append(results.begin(), results.end());
+      perBatch.emplace_back(batchStates.begin(), batchStates.end());
+    }
+    states.clear();
+    for (size_t i = 0; batch > 0 && i < perBatch[0].size(); ++i) {
+      llvm::SmallVector<Value *, 8> parts;
+      for (const auto &results : perBatch)
+        parts.push_back(results[i]);
+      auto stacked =
+          stack(importer, node, parts, 0, ".batched" + std::to_string(i));
+      if (!stacked)
+        return stacked.takeError();
+      states.push_back(*stacked);
+    }
+  }
+  if (node.output_size() > static_cast<int>(states.size()))
+    return importer.error(node, "has " + llvm::Twine(node.output_size()) +
+                                    " outputs, its body computes " +
+                                    llvm::Twine(states.size()));
+  states.resize(node.output_size());
+  return bindThroughCopies(importer, node, firstNode, states);
 }
 
 } // namespace onnx_import

@@ -3,9 +3,10 @@
 // The driver: load the ModelProto, check the opset, scan the whole graph
 // (unsupported ops, duplicate graph inputs and initializers, arity against
 // the op table, undefined inputs, duplicate outputs, cycles) and report
-// every finding of a kind at once; If branches are scanned alike, nested
-// in their graph's names (OnnxControlFlow.cpp imports the branch an If
-// takes), bind the graph inputs' dims, read the
+// every finding of a kind at once; subgraphs (If branches, Loop and Scan
+// bodies) are scanned alike, nested in their graph's names
+// (OnnxControlFlow.cpp imports the branch an If takes and unrolls loops),
+// bind the graph inputs' dims, read the
 // initializers, then import the nodes in a topological order (models are
 // usually sorted already; a sorted order is computed anyway, which is also
 // the cycle check). Each node's attributes are checked against ONNX's
@@ -209,7 +210,7 @@ struct ModelScan {
   int64_t legacyOpset = 0; // Importer::legacyOpset
   llvm::StringMap<int64_t> domainOpsets;
   std::vector<int> order; // node indices in a topological order
-  /// The order of each If branch's nodes (Importer::branchOrders).
+  /// The order of each subgraph's nodes (Importer::branchOrders).
   std::map<const onnx::GraphProto *, std::vector<int>> branchOrders;
 };
 
@@ -226,11 +227,14 @@ struct Problems {
 };
 } // namespace
 
-/// The branches of an If node (its GRAPH attributes); none for other ops.
+/// The subgraphs snug imports: an If's branches, a Loop's or Scan's body
+/// (their GRAPH attributes); none for other ops.
 static llvm::SmallVector<const onnx::AttributeProto *, 2>
 getBranches(const onnx::NodeProto &node) {
   llvm::SmallVector<const onnx::AttributeProto *, 2> branches;
-  if (!isDefaultDomain(node.domain()) || node.op_type() != "If")
+  if (!isDefaultDomain(node.domain()) ||
+      (node.op_type() != "If" && node.op_type() != "Loop" &&
+       node.op_type() != "Scan"))
     return branches;
   for (const onnx::AttributeProto &attr : node.attribute())
     if (attr.has_g())
@@ -238,8 +242,15 @@ getBranches(const onnx::NodeProto &node) {
   return branches;
 }
 
-/// Calls `fn` on every node of `graph` and of its If branches, nested ones
-/// too (an If is imported as the nodes of one of its branches).
+/// Whether a subgraph of `node` takes inputs: a Loop's or Scan's body
+/// does (the iteration's values), an If's branch does not.
+static bool takesInputs(const onnx::NodeProto &node) {
+  return node.op_type() != "If";
+}
+
+/// Calls `fn` on every node of `graph` and of its subgraphs, nested ones
+/// too (an If is imported as the nodes of one of its branches, a loop as
+/// its body's nodes once per iteration).
 static void forEachNode(const onnx::GraphProto &graph,
                         llvm::function_ref<void(const onnx::NodeProto &)> fn) {
   for (const onnx::NodeProto &node : graph.node()) {
@@ -249,11 +260,12 @@ static void forEachNode(const onnx::GraphProto &graph,
   }
 }
 
-/// Checks one graph: the model's (`where` empty, `outer` empty) or an If
-/// branch (`where` says which, " in then_branch of node 'if' (If)"), whose
+/// Checks one graph: the model's (`where` empty, `outer` empty) or a
+/// subgraph (`where` says which, " in then_branch of node 'if' (If)"), whose
 /// nodes may read any name its enclosing graphs define (`outer`) but may
-/// define none of them (ONNX's scoping; snug imports a branch into the
-/// enclosing graph, where such a name would be defined twice). Reports
+/// define none of them (ONNX's scoping; snug imports a subgraph into the
+/// enclosing graph, where such a name would be defined twice). Only a
+/// Loop's or Scan's body (`bodyInputs`) has inputs of its own. Reports
 /// what is wrong to `problems`; when nothing is, puts the nodes in a
 /// topological order (`order`), in which an If node comes after the
 /// producers of every name its branches read, and returns the outer names
@@ -261,8 +273,9 @@ static void forEachNode(const onnx::GraphProto &graph,
 static llvm::Error scanGraph(const Importer &importer,
                              const onnx::GraphProto &graph,
                              const llvm::StringSet<> &outer,
-                             const std::string &where, Problems &problems,
-                             ModelScan &scan, std::vector<int> &order,
+                             const std::string &where, bool bodyInputs,
+                             Problems &problems, ModelScan &scan,
+                             std::vector<int> &order,
                              llvm::StringSet<> &reads) {
   auto report = [&](const std::string &message) { problems.report(message); };
   auto describe = [&](const onnx::NodeProto &node) {
@@ -274,11 +287,16 @@ static llvm::Error scanGraph(const Importer &importer,
   // models before IR version 4 do).
   llvm::StringSet<> available, initializers;
   for (const onnx::ValueInfoProto &input : graph.input()) {
-    if (isBranch)
+    if (isBranch && !bodyInputs)
       report("input '" + input.name() + "'" + where +
              ": an If branch takes no inputs");
     else if (!available.insert(input.name()).second)
-      report("graph input '" + input.name() + "' is listed more than once");
+      report((isBranch ? "input '" : "graph input '") + input.name() + "'" +
+             where + " is listed more than once");
+    else if (outer.count(input.name()))
+      report("input '" + input.name() + "'" + where +
+             " has the name of a value outside the body (snug needs the "
+             "names a body defines to be its own)");
   }
   for (const onnx::TensorProto &initializer : graph.initializer()) {
     if (!initializers.insert(initializer.name()).second)
@@ -363,7 +381,7 @@ static llvm::Error scanGraph(const Importer &importer,
       if (llvm::Error error = scanGraph(
               importer, branch->g(), *visible,
               " in " + branch->name() + " of " + describe(graph.node(i)),
-              problems, scan, branchOrder, inner))
+              takesInputs(graph.node(i)), problems, scan, branchOrder, inner))
         return error;
       for (const auto &entry : inner)
         if (!readsOuter(entry.getKey()))
@@ -502,7 +520,7 @@ static llvm::Expected<ModelScan> scanModel(const Importer &importer,
   for (const onnx::ValueInfoProto &output : graph.output())
     checkNoNul(output.name(), "graph output");
   llvm::StringSet<> outer, reads;
-  if (llvm::Error error = scanGraph(importer, graph, outer, "", problems, scan,
+  if (llvm::Error error = scanGraph(importer, graph, outer, "", false, problems, scan,
                                     scan.order, reads))
     return error;
   if (problems.count) {
@@ -773,18 +791,34 @@ static llvm::Error importNodes(Importer &importer, onnx::GraphProto &graph,
 namespace onnx_import {
 llvm::Expected<llvm::SmallVector<ir::Value *, 2>>
 Importer::importBranch(const onnx::NodeProto &node, onnx::GraphProto &graph,
-                       llvm::StringRef branchName) {
+                       llvm::StringRef branchName,
+                       llvm::ArrayRef<ir::Value *> inputs) {
   auto order = branchOrders.find(&graph);
   assert(order != branchOrders.end() && "every branch is scanned");
   std::string where = describe(node) + ": " + branchName.str();
+  if (inputs.size() != static_cast<size_t>(graph.input_size()))
+    return error(where + " takes " + llvm::Twine(graph.input_size()) +
+                 " inputs, the node gives it " + llvm::Twine(inputs.size()));
   ++branchDepth;
   size_t firstArgument = module.getArguments().size();
   size_t firstNode = module.getNodes().size();
   // The names the branch defines: the scan made sure no enclosing graph
   // defines them, and they are forgotten after it (another If's branch
-  // may use them again).
+  // may use them again, a loop's body in its next iteration).
   std::vector<std::string> defined;
+  for (int i = 0; i < graph.input_size(); ++i) {
+    values[graph.input(i).name()] = inputs[i];
+    defined.push_back(graph.input(i).name());
+  }
   for (onnx::TensorProto &initializer : *graph.mutable_initializer()) {
+    // A body imported once per iteration reads the one weight its first
+    // import made.
+    auto imported = subgraphWeights.find(&initializer);
+    if (imported != subgraphWeights.end()) {
+      values[initializer.name()] = imported->second;
+      defined.push_back(initializer.name());
+      continue;
+    }
     auto weight = importTensor(initializer, initializer.name(),
                                where + ": initializer '" + initializer.name() +
                                    "'");
@@ -796,6 +830,7 @@ Importer::importBranch(const onnx::NodeProto &node, onnx::GraphProto &graph,
                       (*weight)->getType()))
       return error;
     values[initializer.name()] = *weight;
+    subgraphWeights[&initializer] = *weight;
     defined.push_back(initializer.name());
   }
   for (const onnx::NodeProto &inner : graph.node())
@@ -830,13 +865,18 @@ Importer::importBranch(const onnx::NodeProto &node, onnx::GraphProto &graph,
   // unique. The outermost branch renames for the branches inside it.
   if (--branchDepth)
     return results;
+  // Suffixes only ever get taken, so the search for a free one resumes
+  // where the last one for the same name stopped (a loop unrolled over
+  // thousands of iterations names each body value that many times).
   auto rename = [&](ir::Value *value) {
-    std::string name = value->getName().str();
-    if (name.empty())
+    std::string base = value->getName().str();
+    if (base.empty())
       return;
-    for (unsigned n = 1; !branchValueNames.insert(name).second; ++n)
-      name = value->getName().str() + "." + std::to_string(n);
-    if (name != value->getName())
+    std::string name = base;
+    unsigned &suffix = branchNameSuffixes[base];
+    while (!branchValueNames.insert(name).second)
+      name = base + "." + std::to_string(++suffix);
+    if (name != base)
       value->setName(name);
   };
   for (size_t i = firstArgument; i < module.getArguments().size(); ++i)

@@ -63,16 +63,24 @@ public:
   ir::Value *dropoutSeed = nullptr;
   int64_t dropoutCount = 0;
 
-  /// The order the scan found for the nodes of each If branch.
+  /// The order the scan found for the nodes of each subgraph (If branch,
+  /// Loop or Scan body).
   std::map<const onnx::GraphProto *, std::vector<int>> branchOrders;
 
-  /// Imports If branch `graph` (attribute `branchName` of `node`) into the
-  /// module: its initializers and nodes, through the same normalizers as
-  /// the model's graph. Returns the values of its outputs. The names it
-  /// defines are in `values` only while it is imported.
+  /// Imports subgraph `graph` (attribute `branchName` of `node`) into the
+  /// module, its inputs bound to `inputs` (a Loop's or Scan's body; an If's
+  /// branch has none): its initializers and nodes, through the same
+  /// normalizers as the model's graph. Returns the values of its outputs.
+  /// The names it defines are in `values` only while it is imported, so a
+  /// body may be imported again for the next iteration (reading the same
+  /// weights for its initializers).
   llvm::Expected<llvm::SmallVector<ir::Value *, 2>>
   importBranch(const onnx::NodeProto &node, onnx::GraphProto &graph,
-               llvm::StringRef branchName);
+               llvm::StringRef branchName,
+               llvm::ArrayRef<ir::Value *> inputs = {});
+  /// Whether a subgraph is being imported (its tensors may be read again:
+  /// importTensor copies their bytes rather than moving them).
+  bool inSubgraph() const { return branchDepth != 0; }
 
   /// `path: error: message`.
   llvm::Error error(const llvm::Twine &message) const;
@@ -143,7 +151,11 @@ private:
   /// The IR names of the values imported branches defined, and how deep
   /// importBranch is (importBranch keeps those names unique).
   llvm::StringSet<> branchValueNames;
+  /// The last suffix importBranch gave each name (".1", ".2", ...).
+  llvm::StringMap<unsigned> branchNameSuffixes;
   unsigned branchDepth = 0;
+  /// The weights importBranch made of subgraph initializers.
+  std::map<const onnx::TensorProto *, ir::Value *> subgraphWeights;
   llvm::DenseMap<const ir::Value *, std::vector<uint8_t>> constants;
   llvm::DenseSet<const ir::Value *> notConstant;
   std::map<std::string, std::shared_ptr<llvm::MemoryBuffer>> externalFiles;
@@ -181,9 +193,11 @@ void registerRecurrentOpImporters(llvm::StringMap<OpImporter> &map);
 llvm::Error importEinsum(Importer &importer, onnx::NodeProto &node);
 void registerAttentionOpImporters(llvm::StringMap<OpImporter> &map);
 void registerQuantOpImporters(llvm::StringMap<OpImporter> &map);
-/// If with a condition known at compile time, as its chosen branch
-/// (OnnxControlFlow.cpp).
+/// If with a condition known at compile time, as its chosen branch; Loop
+/// and Scan unrolled (OnnxControlFlow.cpp).
 llvm::Error importIf(Importer &importer, onnx::NodeProto &node);
+llvm::Error importLoop(Importer &importer, onnx::NodeProto &node);
+llvm::Error importScan(Importer &importer, onnx::NodeProto &node);
 
 //===----------------------------------------------------------------------===//
 // Helpers the normalizers share (OnnxOps.cpp, OnnxShapeOps.cpp)

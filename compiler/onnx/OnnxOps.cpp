@@ -588,6 +588,8 @@ static const llvm::StringMap<OpImporter> &getOpImporters() {
     map["ConstantOfShape"] = importConstantOfShape;
     map["Range"] = importRange;
     map["If"] = importIf;
+    map["Loop"] = importLoop;
+    map["Scan"] = importScan;
     registerShapeOpImporters(map);
     registerNNOpImporters(map);
     registerLossOpImporters(map);

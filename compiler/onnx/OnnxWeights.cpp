@@ -300,8 +300,13 @@ llvm::Expected<ir::Value *> Importer::importTensor(onnx::TensorProto &tensor,
       return error(context + ": raw_data holds " +
                    llvm::Twine(tensor.raw_data().size()) + " bytes, shape " +
                    type->str() + " needs " + llvm::Twine(expected));
+    // A subgraph's tensor (a Constant in a loop's body) is read again in
+    // the next iteration: copied, where the graph's own are moved.
     std::string bytes;
-    bytes.swap(*tensor.mutable_raw_data());
+    if (inSubgraph())
+      bytes = tensor.raw_data();
+    else
+      bytes.swap(*tensor.mutable_raw_data());
     auto buffer = std::make_shared<StringBuffer>(std::move(bytes));
     uint64_t at = blob.addMapped(buffer, 0, expected);
     return module.addWeightAt(name, *type, at);

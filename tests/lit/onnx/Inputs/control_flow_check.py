@@ -1,0 +1,293 @@
+"""control_flow_check.py DIR [--cudasim TESTS]: Loop and Scan, unrolled at
+import (compiler/onnx/OnnxControlFlow.cpp), against onnxruntime, in the
+forms the onnx node tests leave out (control-flow.test).
+
+Writes one model per case to DIR/CASE.onnx with random inputs (seed 0) as
+.npy files, compiles it with snugc, runs it on the host executor (snug-run)
+and, with --cudasim, on the CUDA simulator (TESTS is the tests/ folder),
+snug's tools found on PATH, and compares every output with onnxruntime's to
+1e-5 relative. Prints one 'ok:' or 'FAIL:' line per case and backend; exits
+1 when one fails.
+
+Also writes the models snugc must refuse, to DIR/refused/CASE.onnx, for the
+lit test to check the errors of."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import TensorProto, helper
+
+rng = np.random.default_rng(0)
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def info(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def const(name, value, dtype=F, raw=False):
+    value = np.asarray(value)
+    return helper.make_node(
+        "Constant", [], [name], name=name,
+        value=helper.make_tensor(name + "_t", dtype, list(value.shape),
+                                 value.flatten().tolist() if not raw else
+                                 value.astype(onnx.helper.tensor_dtype_to_np_dtype(dtype)).tobytes(),
+                                 raw=raw))
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def loop_trip():
+    """M = 4 from an initializer: two carried values (y and a running sum
+    of the iteration numbers), one scan output; the body reads the outer x,
+    an initializer of its own (one weight for every iteration) and a
+    Constant with raw bytes (read again in each iteration)."""
+    body = helper.make_graph(
+        [const("half", np.float32(0.5), raw=True),
+         helper.make_node("Mul", ["y_in", "half"], ["scaled"]),
+         helper.make_node("Add", ["scaled", "x"], ["shifted"]),
+         helper.make_node("Mul", ["shifted", "w"], ["y_out"]),
+         helper.make_node("Cast", ["i"], ["i_f"], to=F),
+         helper.make_node("Add", ["s_in", "i_f"], ["s_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Sub", ["y_out", "s_out"], ["scan"])],
+        "body",
+        [info("i", I64, []), info("c_in", B, []), info("y_in", F, [3]),
+         info("s_in", F, [])],
+        [info("c_out", B, []), info("y_out", F, [3]), info("s_out", F, []),
+         info("scan", F, [3])],
+        [helper.make_tensor("w", F, [3], [1.0, -2.0, 0.25])])
+    nodes = [helper.make_node("Loop", ["M", "", "y0", "s0"],
+                              ["y", "s", "ys"], name="loop_trip", body=body)]
+    inits = [helper.make_tensor("M", I64, [], [4]),
+             helper.make_tensor("s0", F, [], [0.0])]
+    return (model(nodes, [info("x", F, [3]), info("y0", F, [3])],
+                  [info("y", F, [3]), info("s", F, []),
+                   info("ys", F, [4, 3])], inits),
+            {"x": rng.standard_normal(3).astype(np.float32),
+             "y0": rng.standard_normal(3).astype(np.float32)})
+
+
+def loop_condition():
+    """No trip count: the body's condition, Less(i, 2) computed from the
+    iteration number, stops it after three iterations; a nested If on the
+    iteration number takes then_branch in the first only."""
+    then_g = helper.make_graph([helper.make_node("Neg", ["v_in"], ["t_out"])],
+                               "then", [], [info("t_out", F, [2, 2])])
+    else_g = helper.make_graph([helper.make_node("Exp", ["v_in"], ["e_out"])],
+                               "else", [], [info("e_out", F, [2, 2])])
+    body = helper.make_graph(
+        [const("two", 2, I64), const("zero", 0, I64),
+         helper.make_node("Less", ["i", "two"], ["c_out"]),
+         helper.make_node("Equal", ["i", "zero"], ["first"]),
+         helper.make_node("If", ["first"], ["picked"], name="first_only",
+                          then_branch=then_g, else_branch=else_g),
+         helper.make_node("MatMul", ["picked", "a"], ["v_out"])],
+        "body",
+        [info("i", I64, []), info("c_in", B, []), info("v_in", F, [2, 2])],
+        [info("c_out", B, []), info("v_out", F, [2, 2])])
+    nodes = [helper.make_node("Loop", ["", "go", "v0"], ["v"],
+                              name="loop_condition", body=body)]
+    return (model(nodes, [info("a", F, [2, 2]), info("v0", F, [2, 2])],
+                  [info("v", F, [2, 2])],
+                  [helper.make_tensor("go", B, [], [True])]),
+            {"a": (0.5 * rng.standard_normal((2, 2))).astype(np.float32),
+             "v0": rng.standard_normal((2, 2)).astype(np.float32)})
+
+
+def loop_nested():
+    """A Loop in a Loop's body (3 x 2 iterations): the inner body's names
+    are defined once per inner iteration of each outer one."""
+    inner = helper.make_graph(
+        [helper.make_node("Identity", ["ci"], ["co"]),
+         helper.make_node("Cast", ["j"], ["j_f"], to=F),
+         helper.make_node("Add", ["u_in", "j_f"], ["u_sum"]),
+         helper.make_node("Mul", ["u_sum", "x"], ["u_out"])],
+        "inner", [info("j", I64, []), info("ci", B, []), info("u_in", F, [4])],
+        [info("co", B, []), info("u_out", F, [4])])
+    outer = helper.make_graph(
+        [const("two", 2, I64), const("yes", True, B),
+         helper.make_node("Loop", ["two", "yes", "t_in"], ["t_inner"],
+                          name="inner_loop", body=inner),
+         helper.make_node("Tanh", ["t_inner"], ["t_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"])],
+        "outer", [info("i", I64, []), info("c_in", B, []), info("t_in", F, [4])],
+        [info("c_out", B, []), info("t_out", F, [4]), info("t_inner", F, [4])])
+    nodes = [helper.make_node("Loop", ["three", "", "t0"], ["t", "inners"],
+                              name="loop_nested", body=outer)]
+    return (model(nodes, [info("x", F, [4]), info("t0", F, [4])],
+                  [info("t", F, [4]), info("inners", F, [3, 4])],
+                  [helper.make_tensor("three", I64, [], [3])]),
+            {"x": rng.standard_normal(4).astype(np.float32),
+             "t0": rng.standard_normal(4).astype(np.float32)})
+
+
+def scan_axes():
+    """Opset 9+ Scan: two states, two scan inputs (one along axis 1 in
+    reverse), two scan outputs (one stacked along axis 1 in reverse)."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "a"], ["sum_out"]),
+         helper.make_node("Mul", ["prod_in", "b"], ["prod_out"]),
+         helper.make_node("Sub", ["sum_out", "prod_out"], ["diff"]),
+         helper.make_node("Relu", ["sum_out"], ["kept"])],
+        "body",
+        [info("sum_in", F, [2]), info("prod_in", F, [2]), info("a", F, [2]),
+         info("b", F, [2])],
+        [info("sum_out", F, [2]), info("prod_out", F, [2]), info("diff", F, [2]),
+         info("kept", F, [2])])
+    nodes = [helper.make_node(
+        "Scan", ["s0", "p0", "xa", "xb"], ["s", "p", "diffs", "kepts"],
+        name="scan_axes", body=body, num_scan_inputs=2,
+        scan_input_axes=[1, 0], scan_input_directions=[1, 0],
+        scan_output_axes=[1, -2], scan_output_directions=[1, 0])]
+    return (model(nodes, [info("s0", F, [2]), info("p0", F, [2]),
+                          info("xa", F, [2, 5]), info("xb", F, [5, 2])],
+                  [info("s", F, [2]), info("p", F, [2]),
+                   info("diffs", F, [2, 5]), info("kepts", F, [5, 2])]),
+            {"s0": rng.standard_normal(2).astype(np.float32),
+             "p0": rng.standard_normal(2).astype(np.float32),
+             "xa": rng.standard_normal((2, 5)).astype(np.float32),
+             "xb": rng.standard_normal((5, 2)).astype(np.float32)})
+
+
+def scan_batched():
+    """Opset 8's Scan: no sequence_lens, batch 2 along axis 0, the sequence
+    along axis 1, the scan input read in reverse (directions)."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["h_in", "x"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h_out"]),
+         helper.make_node("Identity", ["h_out"], ["y"])],
+        "body", [info("h_in", F, [3]), info("x", F, [3])],
+        [info("h_out", F, [3]), info("y", F, [3])])
+    nodes = [helper.make_node("Scan", ["", "h0", "xs"], ["h", "ys"],
+                              name="scan_batched", body=body,
+                              num_scan_inputs=1, directions=[1])]
+    return (model(nodes, [info("h0", F, [2, 3]), info("xs", F, [2, 4, 3])],
+                  [info("h", F, [2, 3]), info("ys", F, [2, 4, 3])], opset=8),
+            {"h0": rng.standard_normal((2, 3)).astype(np.float32),
+             "xs": rng.standard_normal((2, 4, 3)).astype(np.float32)})
+
+
+CASES = [loop_trip, loop_condition, loop_nested, scan_axes, scan_batched]
+
+
+def refused(directory):
+    """Models snugc refuses, for control-flow.test to check the errors."""
+    os.makedirs(directory, exist_ok=True)
+    counting = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Add", ["y_in", "y_in"], ["y_out"])],
+        "body", [info("i", I64, []), info("c_in", B, []), info("y_in", F, [2])],
+        [info("c_out", B, []), info("y_out", F, [2])])
+    # The trip count is a graph input.
+    onnx.save(model([helper.make_node("Loop", ["n", "", "y0"], ["y"],
+                                      name="runtime_trips", body=counting)],
+                    [info("n", I64, []), info("y0", F, [2])],
+                    [info("y", F, [2])]),
+              os.path.join(directory, "runtime-trips.onnx"))
+    # The condition the body computes reads the carried data.
+    data_cond = helper.make_graph(
+        [const("limit", np.float32(100.0)),
+         helper.make_node("Add", ["y_in", "y_in"], ["y_out"]),
+         helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["c_out"])],
+        "body", [info("i", I64, []), info("c_in", B, []), info("y_in", F, [2])],
+        [info("c_out", B, []), info("y_out", F, [2])])
+    onnx.save(model([helper.make_node("Loop", ["", "go", "y0"], ["y"],
+                                      name="data_stop", body=data_cond)],
+                    [info("y0", F, [2])], [info("y", F, [2])],
+                    [helper.make_tensor("go", B, [], [True])]),
+              os.path.join(directory, "runtime-condition.onnx"))
+    # A million iterations.
+    onnx.save(model([helper.make_node("Loop", ["M", "", "y0"], ["y"],
+                                      name="too_long", body=counting)],
+                    [info("y0", F, [2])], [info("y", F, [2])],
+                    [helper.make_tensor("M", I64, [], [1000000])]),
+              os.path.join(directory, "too-long.onnx"))
+    # Unsupported ops in a Loop's and a Scan's body are listed together.
+    unique = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Unique", ["y_in"], ["y_out"], name="unique_in_loop")],
+        "body", [info("i", I64, []), info("c_in", B, []), info("y_in", F, [2])],
+        [info("c_out", B, []), info("y_out", F, [2])])
+    nonzero = helper.make_graph(
+        [helper.make_node("NonZero", ["e"], ["nz"], name="nonzero_in_scan"),
+         helper.make_node("Identity", ["s_in"], ["s_out"])],
+        "body", [info("s_in", F, [2]), info("e", F, [2])],
+        [info("s_out", F, [2]), info("nz", I64, [1, None])])
+    onnx.save(model([helper.make_node("Loop", ["M", "", "y0"], ["y"],
+                                      name="loop_unique", body=unique),
+                     helper.make_node("Scan", ["y", "xs"], ["s", "nzs"],
+                                      name="scan_nonzero", body=nonzero,
+                                      num_scan_inputs=1)],
+                    [info("y0", F, [2]), info("xs", F, [3, 2])],
+                    [info("s", F, [2])],
+                    [helper.make_tensor("M", I64, [], [2])]),
+              os.path.join(directory, "unsupported.onnx"))
+
+
+def run(cmd):
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
+    if done.returncode != 0:
+        print("FAIL: " + " ".join(cmd) + "\n" + done.stdout)
+        sys.exit(1)
+
+
+def main():
+    directory = sys.argv[1]
+    tests = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--cudasim" else None
+    refused(os.path.join(directory, "refused"))
+    failed = False
+    for case in CASES:
+        kind = case.__name__
+        onnx_model, feeds = case()
+        onnx.checker.check_model(onnx_model, full_check=True)
+        path = os.path.join(directory, kind + ".onnx")
+        onnx.save(onnx_model, path)
+        session = onnxruntime.InferenceSession(
+            path, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        want = dict(zip(names, session.run(None, feeds)))
+        flags = []
+        for name, value in feeds.items():
+            np.save(os.path.join(directory, f"{kind}.{name}.npy"), value)
+            flags += ["--input", f"{name}=@" +
+                      os.path.join(directory, f"{kind}.{name}.npy")]
+        for backend in ["host"] + (["cudasim"] if tests else []):
+            out = os.path.join(directory, f"{kind}-{backend}")
+            bundle = out + ".snug"
+            if backend == "host":
+                run(["snugc", "compile", path, "-o", bundle,
+                     "--target=host", "--memory-report=none"])
+                run(["snug-run", bundle, "--device", "host", "--poison",
+                     "--output-dir", out] + flags)
+            else:
+                run(["snugc", "compile", path, "-o", bundle,
+                     "--target=cuda", "--dump-cuda", out + "-cu",
+                     "--memory-report=none"])
+                run(["sh", os.path.join(tests, "cudasim", "compile_kernels.sh"),
+                     os.path.join(out + "-cu", kind + ".cu"), out + ".so"])
+                run(["snug-cudasim", bundle, "--kernels",
+                     out + ".so", "--output-dir", out] + flags)
+            bad = []
+            for name, expected in want.items():
+                got = np.load(os.path.join(out, name + ".npy"))
+                if got.shape != expected.shape or not np.allclose(
+                        got, expected, rtol=1e-5, atol=1e-6):
+                    bad.append(f"{name}: got {got.tolist()} want {expected.tolist()}")
+            failed |= bool(bad)
+            print(("FAIL: " if bad else "ok: ") + f"{backend} {kind} "
+                  f"({', '.join(f'{n}{list(v.shape)}' for n, v in want.items())})"
+                  + "".join("\n  " + b for b in bad))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
