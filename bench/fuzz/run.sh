@@ -45,7 +45,7 @@ done
 # Seeds: the demo model, small ONNX node tests, the importer's bad inputs.
 cp models/default/model.onnx $corpus/importer/default.onnx
 cp tests/lit/onnx/Inputs/*.onnx $corpus/importer/ 2>/dev/null || true
-for test in /usr/share/libonnx-testdata/data/node/test_{conv,relu,concat,reshape,gemm,maxpool,softmax,slice,transpose,resize}*; do
+for test in /usr/share/libonnx-testdata/data/node/test_{conv,relu,concat,reshape,gemm,maxpool,softmax,slice,transpose,resize,if,loop,scan}*; do
   [ -f "$test/model.onnx" ] && cp "$test/model.onnx" "$corpus/importer/$(basename "$test").onnx"
 done
 

@@ -143,19 +143,25 @@ static llvm::Expected<onnx::GraphProto *> getBody(Importer &importer,
   return importer.error(node, "has no graph attribute 'body'");
 }
 
-/// Refuses a loop whose unrolling has grown past kMaxUnrolledNodes.
+/// Refuses a loop whose unrolling has grown past kMaxUnrolledNodes, or past
+/// as many iterations (a body of no nodes adds none, but each iteration
+/// still costs its constants).
 static llvm::Error checkUnrolledSize(Importer &importer,
                                      const onnx::NodeProto &node,
                                      size_t firstNode, int64_t iterations) {
   size_t nodes = importer.module.getNodes().size() - firstNode;
-  if (nodes <= kMaxUnrolledNodes)
+  if (nodes <= kMaxUnrolledNodes &&
+      static_cast<uint64_t>(iterations) <= kMaxUnrolledNodes)
     return llvm::Error::success();
+  std::string what =
+      nodes > kMaxUnrolledNodes
+          ? "unrolls into " + std::to_string(nodes) + " nodes after " +
+                std::to_string(iterations) + " iterations"
+          : "runs " + std::to_string(iterations) + " iterations";
   return importer.error(
-      node, "unrolls into " + llvm::Twine(nodes) + " nodes after " +
-                llvm::Twine(iterations) +
-                " iterations; snug unrolls a loop into straight-line code "
-                "and stops at " +
-                llvm::Twine(kMaxUnrolledNodes) + " nodes");
+      node, what +
+                "; snug unrolls a loop into straight-line code and stops at " +
+                llvm::Twine(kMaxUnrolledNodes) + " nodes or iterations");
 }
 
 /// Stacks one scan output's per-iteration values along a new axis `axis`
@@ -345,6 +351,10 @@ static llvm::Error unrollScan(Importer &importer, onnx::NodeProto &node,
                     " elements along its scan axis, an earlier one " +
                     llvm::Twine(length));
     length = dim;
+    // Checked before the split, which makes one value per step.
+    if (llvm::Error error =
+            checkUnrolledSize(importer, node, firstNode, length))
+      return error;
     if (length == 0)
       return importer.error(node, "scans a sequence of length 0; snug needs "
                                   "the shape of the body's outputs, which "

@@ -210,6 +210,27 @@ def refused(directory):
                     [info("y0", F, [2])], [info("y", F, [2])],
                     [helper.make_tensor("M", I64, [], [1000000])]),
               os.path.join(directory, "too-long.onnx"))
+    # A body of no nodes, unbounded (M the largest int64): bounded by its
+    # iterations. A Scan over 100000 steps: refused before its input is
+    # split.
+    passing = helper.make_graph(
+        [], "body", [info("i", I64, []), info("c_in", B, []), info("y_in", F, [2])],
+        [info("c_in", B, []), info("y_in", F, [2])])
+    onnx.save(model([helper.make_node("Loop", ["M", "", "y0"], ["y"],
+                                      name="endless", body=passing)],
+                    [info("y0", F, [2])], [info("y", F, [2])],
+                    [helper.make_tensor("M", I64, [], [2**63 - 1])]),
+              os.path.join(directory, "endless.onnx"))
+    summing = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "e"], ["s_out"])],
+        "body", [info("s_in", F, [2]), info("e", F, [2])],
+        [info("s_out", F, [2])])
+    onnx.save(model([helper.make_node("Scan", ["s0", "xs"], ["s"],
+                                      name="long_scan", body=summing,
+                                      num_scan_inputs=1)],
+                    [info("s0", F, [2]), info("xs", F, [100000, 2])],
+                    [info("s", F, [2])]),
+              os.path.join(directory, "long-scan.onnx"))
     # Unsupported ops in a Loop's and a Scan's body are listed together.
     unique = helper.make_graph(
         [helper.make_node("Identity", ["c_in"], ["c_out"]),
