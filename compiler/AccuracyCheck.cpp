@@ -49,6 +49,36 @@ ValueDivergence compare(const ir::Value &value, llvm::ArrayRef<uint8_t> ref,
   return d;
 }
 
+/// The index of the first largest of `count` elements from `first` (NaN is
+/// never the largest; a row of NaN gives `first`).
+int64_t argmax(ir::DType type, const uint8_t *data, int64_t first,
+               int64_t count) {
+  int64_t best = first;
+  double bestValue = readElementAsDouble(type, data, first);
+  for (int64_t i = first + 1; i < first + count; ++i) {
+    double value = readElementAsDouble(type, data, i);
+    if (value > bestValue || (std::isnan(bestValue) && !std::isnan(value))) {
+      best = i;
+      bestValue = value;
+    }
+  }
+  return best - first;
+}
+
+/// Fills `d`'s argmax agreement over the last axis of `type`.
+void compareArgmax(const ir::TensorType &type, llvm::ArrayRef<uint8_t> ref,
+                   const Kept &low, ValueDivergence &d) {
+  int64_t classes = type.getRank() ? type.getDims().back() : 1;
+  if (classes <= 0)
+    return;
+  d.classScores = true;
+  d.rows = type.getNumElements() / classes;
+  for (int64_t row = 0; row < d.rows; ++row)
+    d.argmaxAgreed +=
+        argmax(type.getDType(), ref.data(), row * classes, classes) ==
+        argmax(low.dtype, low.bytes.data(), row * classes, classes);
+}
+
 bool isFloat(ir::DType type) {
   return type == ir::DType::F32 || type == ir::DType::F16 ||
          type == ir::DType::BF16 || type == ir::DType::F64;
@@ -56,9 +86,34 @@ bool isFloat(ir::DType type) {
 
 } // namespace
 
+bool isSoftmaxOutput(const ir::Value &output) {
+  const ir::Value *value = &output;
+  while (value->getDefiningNode() &&
+         value->getDefiningNode()->getOpName() == "Identity")
+    value = value->getDefiningNode()->getOperand(0);
+  const ir::Node *producer = value->getDefiningNode();
+  if (!producer || (producer->getOpName() != "Softmax" &&
+                    producer->getOpName() != "LogSoftmax"))
+    return false;
+  int64_t rank = value->getType().getRank();
+  const ir::Attribute *axis = producer->getAttribute("axis");
+  int64_t at = axis ? axis->getInt() : -1;
+  return rank > 0 && (at == -1 || at == rank - 1);
+}
+
+bool isWithinThresholds(const ValueDivergence &output,
+                        const AccuracyThresholds &thresholds) {
+  if (output.nonFinite)
+    return false;
+  return output.relativeError <= thresholds.relative ||
+         (output.classScores &&
+          output.argmaxAgreement() >= thresholds.argmax);
+}
+
 llvm::Expected<AccuracyResult>
 compareLoweredModule(const ir::Module &reference, const ir::Module &lowered,
-                     llvm::ArrayRef<std::vector<uint8_t>> inputs) {
+                     llvm::ArrayRef<std::vector<uint8_t>> inputs,
+                     llvm::ArrayRef<std::string> classOutputs) {
   // The lowered run first, keeping every named float result (2 bytes an
   // element in 16 bits), then the reference, compared as it goes.
   llvm::StringMap<Kept> kept;
@@ -97,6 +152,10 @@ compareLoweredModule(const ir::Module &reference, const ir::Module &lowered,
       continue;
     }
     result.outputs.push_back(compare(*output, (*refOutputs)[i], it->second));
+    if (isSoftmaxOutput(*output) ||
+        llvm::is_contained(classOutputs, output->getName().str()))
+      compareArgmax(output->getType(), (*refOutputs)[i], it->second,
+                    result.outputs.back());
   }
   return result;
 }
@@ -110,17 +169,31 @@ const ValueDivergence *findFirstDivergence(const AccuracyResult &result,
 }
 
 bool printAccuracy(const AccuracyResult &result, llvm::StringRef precision,
-                   double threshold, llvm::raw_ostream &os) {
+                   const AccuracyThresholds &thresholds,
+                   llvm::raw_ostream &os) {
   bool ok = true;
+  double threshold = thresholds.relative;
   os << "accuracy: " << precision << " against fp32 on the host reference "
-     << "kernels (threshold " << llvm::format("%g", threshold) << ")\n";
+     << "kernels (threshold " << llvm::format("%g", threshold);
+  bool anyClass = llvm::any_of(result.outputs, [](const ValueDivergence &o) {
+    return o.classScores;
+  });
+  if (anyClass && thresholds.argmax <= 1)
+    os << "; class scores: or argmax agreement at least "
+       << llvm::format("%g", 100 * thresholds.argmax) << " %";
+  os << ")\n";
   for (const ValueDivergence &output : result.outputs) {
-    bool over = output.nonFinite || output.relativeError > threshold;
+    bool over = !isWithinThresholds(output, thresholds);
     ok &= !over;
     os << "  output '" << output.value << "': relative error "
        << llvm::format("%.3e", output.relativeError) << ", max abs error "
-       << llvm::format("%.3e", output.maxAbsError)
-       << (output.nonFinite ? ", NaN or Inf" : "")
+       << llvm::format("%.3e", output.maxAbsError);
+    if (output.classScores)
+      os << ", argmax agreement "
+         << llvm::format("%.2f", 100 * output.argmaxAgreement()) << " % ("
+         << output.argmaxAgreed << " of " << output.rows
+         << (output.rows == 1 ? " row)" : " rows)");
+    os << (output.nonFinite ? ", NaN or Inf" : "")
        << (output.nonFinite && output.referenceNonFinite
                ? " (the fp32 reference has them too)"
                : "")

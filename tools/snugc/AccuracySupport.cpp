@@ -36,6 +36,29 @@ static cl::opt<double> accuracyThreshold(
     cl::desc("Largest relative error ||out - ref|| / ||ref|| an output may "
              "have under --check-accuracy (default 1e-2)"),
     cl::init(1e-2), InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::opt<double> argmaxThreshold(
+    "argmax-threshold",
+    cl::desc("Under --check-accuracy and --calibration, an output of class "
+             "scores (last-axis Softmax or LogSoftmax, or named by "
+             "--class-outputs) also passes when at least this fraction of "
+             "its rows has the same argmax as fp32 (1: every row); without "
+             "it the agreement is reported, and only the relative error "
+             "decides"),
+    cl::init(1.0), InPlanningCommands(), cl::cat(getPlanCategory()));
+static cl::list<std::string> classOutputs(
+    "class-outputs",
+    cl::desc("Outputs that hold class scores without a Softmax (logits), "
+             "compared by argmax agreement too (see --argmax-threshold)"),
+    cl::value_desc("NAME[,NAME]"), cl::CommaSeparated, InPlanningCommands(),
+    cl::cat(getPlanCategory()));
+
+static AccuracyThresholds getThresholds() {
+  AccuracyThresholds thresholds;
+  thresholds.relative = accuracyThreshold;
+  thresholds.argmax =
+      argmaxThreshold.getNumOccurrences() ? double(argmaxThreshold) : INFINITY;
+  return thresholds;
+}
 
 static cl::opt<std::string> calibrationDir(
     "calibration",
@@ -160,8 +183,9 @@ compareWith(llvm::StringRef path, const ir::Module &reference,
   auto low = loadModule(path, exitCode, nullptr, nullptr, &pipeline);
   if (!low)
     return llvm::None;
+  std::vector<std::string> named(classOutputs.begin(), classOutputs.end());
   llvm::Expected<AccuracyResult> result =
-      compareLoweredModule(reference, **low, inputs);
+      compareLoweredModule(reference, **low, inputs, named);
   if (!result) {
     exitCode = reportError(result.takeError());
     return llvm::None;
@@ -171,7 +195,7 @@ compareWith(llvm::StringRef path, const ir::Module &reference,
 
 static bool withinThreshold(const AccuracyResult &result) {
   for (const ValueDivergence &output : result.outputs)
-    if (output.nonFinite || !(output.relativeError <= accuracyThreshold))
+    if (!isWithinThresholds(output, getThresholds()))
       return false;
   return true;
 }
@@ -198,11 +222,29 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
     exitCode = failWith("--accuracy-threshold must be a positive number");
     return false;
   }
+  if (!(argmaxThreshold > 0 && argmaxThreshold <= 1)) {
+    exitCode = failWith("--argmax-threshold must be a fraction in (0, 1], "
+                        "not " + llvm::formatv("{0}", llvm::format(
+                                     "%g", double(argmaxThreshold))).str());
+    return false;
+  }
   // Both before fusion, so that every node's result is there to compare.
   std::string refPipeline = getUnfusedPipeline(planning, true);
   auto reference = loadModule(path, exitCode, nullptr, nullptr, &refPipeline);
   if (!reference)
     return false;
+  for (const std::string &name : classOutputs)
+    if (!llvm::any_of((*reference)->getOutputs(), [&](const ir::Value *out) {
+          return out->getName() == name;
+        })) {
+      std::string names;
+      for (const ir::Value *out : (*reference)->getOutputs())
+        names += (names.empty() ? "'" : ", '") + out->getName().str() + "'";
+      exitCode = failWith("--class-outputs: '" + name +
+                          "' is not an output of " + path + " (its outputs: " +
+                          names + ")");
+      return false;
+    }
   std::string keep = planning.keepFp32;
   if (!calibrationDir.empty()) {
     auto inputs = readInputs(**reference, calibrationDir, exitCode);
@@ -289,7 +331,7 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
                             exitCode);
   if (!result)
     return false;
-  if (printAccuracy(*result, planning.precision, accuracyThreshold,
+  if (printAccuracy(*result, planning.precision, getThresholds(),
                     llvm::errs()))
     return true;
   exitCode = failWith("--check-accuracy: an output of " + path +
