@@ -34,6 +34,13 @@
 // computed lowered all the same is cast back to f32 like an output, io=
 // lowered or not, since it is written back over its f32 weight.
 //
+// Range rule: a node that reads a weight holding a finite value the lowered
+// type cannot (past f16's 65504: a trained BatchNormalization's running
+// variance of 1e7, as PP-OCRv4's detector has) is kept in f32 with that
+// weight, whatever the options: converted, the value would be Inf and the
+// node's every result garbage (the detector's output was wrong at every
+// pixel).
+//
 // Keep rules: the op types Exp, Pow, Log, ReduceSumSquare, ReduceProd and
 // ReduceL2 (results that overflow or lose all precision in 16 bits on
 // ordinary ranges), and GridSample (its grid's normalized coordinates: in a
@@ -59,6 +66,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace snug {
@@ -72,6 +80,13 @@ public:
 
 private:
   bool isKept(const ir::Node &node) const;
+  /// Whether `node` reads a constant weight that `low` cannot hold (the
+  /// range rule); cached per weight.
+  bool readsUnrepresentableWeight(const ir::Module &module,
+                                  const ir::Node &node, ir::DType low);
+
+  llvm::DenseMap<const ir::Value *, bool> unrepresentable;
+  llvm::DenseSet<const ir::Value *> stateWeights;
 
   /// The module's keep_f32 list, for the run.
   llvm::StringSet<> marked;
@@ -135,6 +150,32 @@ llvm::Error LowerPrecision::setOption(llvm::StringRef key,
   return Pass::setOption(key, value);
 }
 
+bool LowerPrecision::readsUnrepresentableWeight(const ir::Module &module,
+                                                const ir::Node &node,
+                                                ir::DType low) {
+  for (ir::Value *operand : node.getOperands()) {
+    if (!isF32(operand) || !operand->isWeight() ||
+        operand->isWeightElided() || stateWeights.count(operand))
+      continue;
+    auto cached = unrepresentable.find(operand);
+    if (cached == unrepresentable.end()) {
+      llvm::ArrayRef<uint8_t> data = module.getWeightData(operand);
+      bool overflows = false;
+      for (size_t i = 0; i + 4 <= data.size() && !overflows; i += 4) {
+        float value;
+        std::memcpy(&value, data.data() + i, 4);
+        float rounded = low == ir::DType::F16 ? f16ToFloat(floatToF16(value))
+                                              : bf16ToFloat(floatToBf16(value));
+        overflows = std::isfinite(value) && !std::isfinite(rounded);
+      }
+      cached = unrepresentable.insert({operand, overflows}).first;
+    }
+    if (cached->second)
+      return true;
+  }
+  return false;
+}
+
 bool LowerPrecision::isKept(const ir::Node &node) const {
   using ir::OpCode;
   if (keepNames(keep, node) ||
@@ -166,7 +207,9 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
   llvm::Expected<std::vector<ir::StateEntry>> state = ir::getState(module);
   if (!state)
     return state.takeError();
-  llvm::DenseSet<const ir::Value *> stateWeights, stateNext;
+  llvm::DenseSet<const ir::Value *> stateNext;
+  stateWeights.clear();
+  unrepresentable.clear();
   for (const ir::StateEntry &entry : *state) {
     stateWeights.insert(entry.weight);
     stateNext.insert(entry.next);
@@ -231,21 +274,24 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
     ++index;
     return cast->getResult(0);
   };
-  unsigned lowNodes = 0, kept = 0;
+  unsigned lowNodes = 0, kept = 0, keptForRange = 0;
   for (ir::Node *node : original) {
     if (node->hasBody())
       continue; // bodies (fused groups) are lowered before they form
     bool computesF32 = false;
     for (unsigned i = 0; i < node->getNumResults(); ++i)
       computesF32 |= isF32(node->getResult(i));
+    bool outOfRange =
+        computesF32 && readsUnrepresentableWeight(module, *node, low);
     bool lower = computesF32 && node->getOpInfo().acceptsDType(low) &&
-                 !isKept(*node);
+                 !isKept(*node) && !outOfRange;
     // A cast's dtypes constrain its input; what it casts to is ours to
     // pick.
     bool isCast = node->is(ir::OpCode::Cast) || node->is(ir::OpCode::SnugCast);
-    if (computesF32 && isCast && !isKept(*node))
+    if (computesF32 && isCast && !isKept(*node) && !outOfRange)
       lower = true;
     kept += computesF32 && !lower;
+    keptForRange += outOfRange;
     for (unsigned i = 0; i < node->getNumOperands(); ++i) {
       ir::Value *operand = node->getOperand(i);
       if (!operand)
@@ -347,6 +393,7 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
   module.setAttribute("precision_kept", ir::Attribute::getInt(kept));
   addStatistic("nodes-lowered", lowNodes);
   addStatistic("nodes-kept-f32", kept);
+  addStatistic("nodes-kept-f32-for-weight-range", keptForRange);
   addStatistic("cast-pairs-folded", folded);
   return lowNodes != 0;
 }
