@@ -9,10 +9,31 @@ import subprocess
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def zoo_manifest():
+    """models/zoo.json's entries."""
+    with open(os.path.join(REPO, "models", "zoo.json")) as f:
+        return json.load(f)["models"]
+
+
+def zoo_opset(name):
+    """The opset the benchmarks read zoo model `name` at: the newest it is
+    exported at (17, or a trained model's own)."""
+    for entry in zoo_manifest():
+        if entry["name"] == name:
+            return entry["opsets"][-1]
+    return 17
+
+
+def zoo_dir(cache, name):
+    """Zoo model `name`'s export directory in cache, at zoo_opset."""
+    return os.path.join(cache, f"{name}-opset{zoo_opset(name)}")
+
+
 def zoo_model(cache, name):
     """The exported model.onnx of zoo model `name` in cache, or None."""
-    for opset in ("17", "13"):
-        path = os.path.join(cache, "%s-opset%s" % (name, opset), "model.onnx")
+    for directory in (zoo_dir(cache, name),
+                      os.path.join(cache, f"{name}-opset13")):
+        path = os.path.join(directory, "model.onnx")
         if os.path.exists(path):
             return path
     return None
@@ -21,15 +42,14 @@ def zoo_model(cache, name):
 def zoo_rows():
     """(label, model name, cache dir, bindings) for every model and binding
     in the manifest, models/zoo.json."""
-    with open(os.path.join(REPO, "models", "zoo.json")) as f:
-        manifest = json.load(f)["models"]
     rows = []
-    for entry in manifest:
+    for entry in zoo_manifest():
         for bindings in entry["bench"]:
             label = entry["name"]
             if len(entry["bench"]) > 1:
                 label += " " + " ".join(b for b in bindings if not b.startswith("--"))
-            rows.append((label, entry["name"], f"{entry['name']}-opset17", bindings))
+            rows.append((label, entry["name"],
+                         f"{entry['name']}-opset{entry['opsets'][-1]}", bindings))
     return rows
 
 
@@ -38,8 +58,7 @@ def zoo_names(chosen=()):
     every model in the manifest, models/zoo.json, in its order."""
     if chosen:
         return list(chosen)
-    with open(os.path.join(REPO, "models", "zoo.json")) as f:
-        return [entry["name"] for entry in json.load(f)["models"]]
+    return [entry["name"] for entry in zoo_manifest()]
 
 
 def snugc_plan(build, model_dir, bindings, extra=()):

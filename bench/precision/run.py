@@ -5,7 +5,7 @@ zoo model.
     .venv/bin/python bench/precision/run.py [--build build] [--cache DIR]
         [--out bench/results] [--models a,b]
 
-Per model (opset 17, the export's bindings, batch 1): weights and arena
+Per model (opset 17, or a trained model's own; the export's bindings, batch 1): weights and arena
 bytes at fp32, fp16 and bf16 (`snugc compile --target=host`) and their
 ratios to fp32, the arena also with --io-precision=lowered (inputs and
 outputs in 16 bits too, which a large output such as GPT-2's logits needs
@@ -34,7 +34,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from zoo import bench_arguments, write_results  # noqa: E402
+from zoo import bench_arguments, write_results, zoo_dir  # noqa: E402
 
 MODELS = ["resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
           "squeezenet1_1", "googlenet", "densenet121", "vit_small",
@@ -147,7 +147,7 @@ def calibrate(build, model_dir, precision):
         capture_output=True, text=True)
     kept, worst = None, None
     for line in result.stderr.splitlines():
-        if line.startswith("calibration: "):
+        if line.startswith("calibration: ") and " nodes kept in f32 (" in line:
             kept = line.split(":")[1].split("(")[0].strip() + " (" + \
                 line.split("(")[1].split(")")[0] + ")"
         if "relative error" in line and line.strip().startswith("output"):
@@ -172,7 +172,7 @@ def main():
           "input floor bf16 |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for name in wanted:
-        model_dir = os.path.join(args.cache, f"{name}-opset17")
+        model_dir = zoo_dir(args.cache, name)
         if not os.path.exists(os.path.join(model_dir, "model.onnx")):
             print(f"| {name} | (not exported) |")
             continue

@@ -275,51 +275,131 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
                                        ? INFINITY : b->relativeError;
                        return ka > kb;
                      });
-    auto keepTop = [&](size_t count) {
+    auto keepList = [&](llvm::ArrayRef<const ValueDivergence *> nodes) {
       std::string list = keep;
-      for (size_t k = 0; k < count; ++k)
-        list += (list.empty() ? "" : ",") + ranked[k]->nodeName;
+      for (const ValueDivergence *node : nodes)
+        list += (list.empty() ? "" : ",") + node->nodeName;
       return list;
     };
-    size_t lo = 0, hi = ranked.size();
-    bool ok = withinThreshold(*first);
-    if (!ok) {
+    auto keepTop = [&](size_t count) {
+      return keepList(llvm::makeArrayRef(ranked).take_front(count));
+    };
+    // The fewest of `nodes` (in drift order) that, kept with the first of
+    // them, bring every output within, given that all of them do: bisection.
+    auto fewestOf = [&](llvm::ArrayRef<const ValueDivergence *> nodes)
+        -> llvm::Optional<size_t> {
+      size_t lo = 0, hi = nodes.size();
+      while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        auto probe = compareWith(path, **reference, *inputs, planning,
+                                 keepList(nodes.take_front(mid)), exitCode);
+        if (!probe)
+          return llvm::None;
+        (withinThreshold(*probe) ? hi : lo) = mid;
+      }
+      return hi;
+    };
+    auto worstOutput = [](const AccuracyResult &result) {
+      double worst = 0;
+      for (const ValueDivergence &output : result.outputs)
+        worst = std::max(worst, output.nonFinite ? INFINITY
+                                                 : output.relativeError);
+      return worst;
+    };
+    std::vector<const ValueDivergence *> chosen;
+    std::string explanation;
+    if (!withinThreshold(*first)) {
       auto all = compareWith(path, **reference, *inputs, planning,
-                             keepTop(hi), exitCode);
+                             keepTop(ranked.size()), exitCode);
       if (!all)
         return false;
       if (!withinThreshold(*all)) {
         exitCode = failWith("--calibration: even with the " +
-                            std::to_string(hi) + " nodes compared kept in "
-                            "f32, an output is over the threshold");
+                            std::to_string(ranked.size()) + " nodes compared "
+                            "kept in f32, an output is over the threshold "
+                            "(worst relative error " +
+                            llvm::formatv("{0}", llvm::format(
+                                "%.3e", worstOutput(*all))).str() + ")");
         return false;
       }
-      while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
+      // Whole op types first, in the order of their worst node's drift:
+      // an error that one kind of node causes (a BatchNormalization whose
+      // statistics f16 rounds) is fixed by keeping that kind, where the
+      // ranking by drift alone spreads over every node downstream of it.
+      // The smallest type that suffices is then cut down by bisection.
+      std::vector<std::string> opOrder;
+      llvm::StringMap<std::vector<const ValueDivergence *>> byOp;
+      for (const ValueDivergence *value : ranked) {
+        auto &nodes = byOp[value->op];
+        if (nodes.empty())
+          opOrder.push_back(value->op);
+        nodes.push_back(value);
+      }
+      std::string byType;
+      llvm::Optional<std::string> bestType;
+      for (const std::string &op : opOrder) {
+        const auto &nodes = byOp[op];
+        if (bestType && nodes.size() >= byOp[*bestType].size())
+          continue;
         auto probe = compareWith(path, **reference, *inputs, planning,
-                                 keepTop(mid), exitCode);
+                                 keepList(nodes), exitCode);
         if (!probe)
           return false;
-        (withinThreshold(*probe) ? hi : lo) = mid;
+        byType += (byType.empty() ? "" : ", ") + op + " (" +
+                  std::to_string(nodes.size()) + ") " +
+                  llvm::formatv("{0}", llvm::format("%.2e",
+                                                    worstOutput(*probe)))
+                      .str();
+        if (withinThreshold(*probe))
+          bestType = op;
       }
-    } else {
-      hi = 0;
+      if (bestType) {
+        const auto &nodes = byOp[*bestType];
+        auto count = fewestOf(nodes);
+        if (!count)
+          return false;
+        chosen.assign(nodes.begin(), nodes.begin() + *count);
+      }
+      // Then the top of the whole ranking, kept where it is smaller.
+      auto count = fewestOf(ranked);
+      if (!count)
+        return false;
+      if (chosen.empty() || *count < chosen.size())
+        chosen.assign(ranked.begin(), ranked.begin() + *count);
+      else
+        explanation = "kept by op type first: " +
+                      std::to_string(chosen.size()) + " of the " +
+                      std::to_string(byOp[*bestType].size()) + " " +
+                      *bestType + " nodes (the fewest of all nodes ranked "
+                      "by drift: " + std::to_string(*count) + ")";
+      // No small set: say why, with what each type kept alone gives.
+      size_t nodes = (*reference)->getNodes().size();
+      if (chosen.size() * 10 > nodes)
+        explanation =
+            "no small keep-set: the error is spread over the model (" +
+            planning.precision +
+            " rounds every value a little, and the drifts add up); the "
+            "worst output's relative error with each op type kept alone "
+            "(nodes): " +
+            byType;
     }
     std::string &calibratedKeep = getRunState().calibratedKeep;
     calibratedKeep.clear();
-    for (size_t k = 0; k < hi; ++k)
-      calibratedKeep += (k ? "," : "") + ranked[k]->nodeName;
+    for (const ValueDivergence *node : chosen)
+      calibratedKeep += (calibratedKeep.empty() ? "" : ",") + node->nodeName;
     // The count is calibration's own; the list is what the compile keeps,
     // the names given by hand first.
     bool byHand = !keep.empty();
-    keep = keepTop(hi);
+    keep = keepList(chosen);
     size_t nodes = (*reference)->getNodes().size();
-    llvm::errs() << "calibration: " << hi << " of " << nodes
+    llvm::errs() << "calibration: " << chosen.size() << " of " << nodes
                  << " nodes kept in f32 ("
-                 << llvm::format("%.1f", 100.0 * double(hi) /
+                 << llvm::format("%.1f", 100.0 * double(chosen.size()) /
                                              double(std::max<size_t>(nodes, 1)))
                  << " %)" << (byHand ? " besides those --keep-fp32 names" : "")
                  << (keep.empty() ? "" : ": --keep-fp32=" + keep) << '\n';
+    if (!explanation.empty())
+      llvm::errs() << "calibration: " << explanation << '\n';
   }
   if (accuracyDir.empty())
     return true;

