@@ -287,6 +287,23 @@ def write_tensor(path, array, name):
         f.write(tensor.SerializeToString())
 
 
+def finish_export(tmp, out_dir, inputs, outputs, bindings):
+    """Writes tmp/test_data_set_0 (`inputs` and `outputs`, [(name, array)],
+    as input_<i>.pb and output_<i>.pb) and tmp/inputs.txt (`bindings`, the
+    snugc flags), then puts tmp in out_dir's place."""
+    data = os.path.join(tmp, "test_data_set_0")
+    os.makedirs(data)
+    for i, (name, value) in enumerate(inputs):
+        write_tensor(os.path.join(data, f"input_{i}.pb"), value, name)
+    for i, (name, value) in enumerate(outputs):
+        write_tensor(os.path.join(data, f"output_{i}.pb"), value, name)
+    with open(os.path.join(tmp, "inputs.txt"), "w") as f:
+        f.write(bindings)
+    if os.path.exists(out_dir):
+        shutil.rmtree(out_dir)
+    os.rename(tmp, out_dir)
+
+
 def calibrate_batchnorm(model, inputs, batches=4, batch_size=8):
     """Sets every BatchNorm's running statistics from the model's own
     activations on random inputs, as training would have.
@@ -353,17 +370,9 @@ def export(name, build, opset, out_dir, seed=0):
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         feeds = {n: t.detach().numpy() for n, t, _ in inputs}
         outputs = session.run(None, feeds)
-        data = os.path.join(tmp, "test_data_set_0")
-        os.makedirs(data)
-        for i, (n, _, _) in enumerate(inputs):
-            write_tensor(os.path.join(data, f"input_{i}.pb"), feeds[n], n)
-        for i, (n, value) in enumerate(zip(output_names, outputs)):
-            write_tensor(os.path.join(data, f"output_{i}.pb"), value, n)
-        with open(os.path.join(tmp, "inputs.txt"), "w") as f:
-            f.write("--dim batch=1\n" if dynamic else "")
-        if os.path.exists(out_dir):
-            shutil.rmtree(out_dir)
-        os.rename(tmp, out_dir)
+        finish_export(tmp, out_dir, [(n, feeds[n]) for n, _, _ in inputs],
+                      list(zip(output_names, outputs)),
+                      "--dim batch=1\n" if dynamic else "")
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp)

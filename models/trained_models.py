@@ -101,7 +101,7 @@ def fetch_wheel(entry, cache):
 def export(name, entry, out_dir):
     import onnx
     import onnxruntime as ort
-    from onnx import numpy_helper
+    from export_models import finish_export
 
     cache = os.path.dirname(out_dir)
     wheel = fetch_wheel(entry, cache)
@@ -122,20 +122,10 @@ def export(name, entry, out_dir):
         feeds = {input_name: INPUTS[entry["input"]](shape)}
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         outputs = session.run(None, feeds)
-        data = os.path.join(tmp, "test_data_set_0")
-        os.makedirs(data)
-        with open(os.path.join(data, "input_0.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(feeds[input_name],
-                                            input_name).SerializeToString())
-        for i, (out, value) in enumerate(zip(session.get_outputs(), outputs)):
-            with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(value, out.name)
-                        .SerializeToString())
-        with open(os.path.join(tmp, "inputs.txt"), "w") as f:
-            f.write("".join(f"--dim {d}\n" for d in entry["dims"]))
-        if os.path.exists(out_dir):
-            shutil.rmtree(out_dir)
-        os.rename(tmp, out_dir)
+        finish_export(tmp, out_dir, list(feeds.items()),
+                      [(out.name, value) for out, value
+                       in zip(session.get_outputs(), outputs)],
+                      "".join(f"--dim {d}\n" for d in entry["dims"]))
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp)
