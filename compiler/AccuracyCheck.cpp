@@ -12,17 +12,37 @@ namespace snug {
 
 namespace {
 
-/// A lowered value kept for the comparison: its bytes and element type.
+/// A lowered value kept for the comparison: its bytes and element type,
+/// and the lowered module's node that computes it.
 struct Kept {
   ir::DType dtype;
   std::vector<uint8_t> bytes;
+  const ir::Node *producer = nullptr;
 };
+
+/// The node of the lowered module that computes `value`: its producer, or
+/// for a cast lower-precision inserted (an output cast back to f32), what
+/// it casts. That node's name is what --keep-fp32 takes: a pass before
+/// lowering may have moved the value to another node (fold-batchnorm gives
+/// a BatchNormalization's result to the Conv it folds into).
+const ir::Node *computingNode(const ir::Value &value) {
+  const ir::Node *producer = value.getDefiningNode();
+  while (producer && producer->is(ir::OpCode::SnugCast) &&
+         producer->getOperand(0)->getDefiningNode())
+    producer = producer->getOperand(0)->getDefiningNode();
+  return producer;
+}
+
+Kept keep(const ir::Value &value, std::vector<uint8_t> bytes) {
+  return {value.getType().getDType(), std::move(bytes), computingNode(value)};
+}
 
 ValueDivergence compare(const ir::Value &value, llvm::ArrayRef<uint8_t> ref,
                         const Kept &low) {
   ValueDivergence d;
   d.value = value.getName().str();
-  const ir::Node *producer = value.getDefiningNode();
+  const ir::Node *producer =
+      low.producer ? low.producer : value.getDefiningNode();
   d.node = producer ? producer->describe() : "input";
   d.nodeName = producer ? producer->getName().str() : "";
   d.op = producer ? producer->getOpName().str() : "input";
@@ -121,14 +141,13 @@ compareLoweredModule(const ir::Module &reference, const ir::Module &lowered,
       lowered, inputs,
       [&](const ir::Value &value, llvm::ArrayRef<uint8_t> bytes) {
         if (!value.getName().empty() && isFloat(value.getType().getDType()))
-          kept[value.getName()] = {value.getType().getDType(), bytes.vec()};
+          kept[value.getName()] = keep(value, bytes.vec());
       });
   if (!lowOutputs)
     return lowOutputs.takeError();
   for (size_t i = 0; i < lowered.getOutputs().size(); ++i) {
     const ir::Value *output = lowered.getOutputs()[i];
-    kept[output->getName()] = {output->getType().getDType(),
-                               std::move((*lowOutputs)[i])};
+    kept[output->getName()] = keep(*output, std::move((*lowOutputs)[i]));
   }
   AccuracyResult result;
   auto refOutputs = evaluateModule(

@@ -50,6 +50,10 @@ PipelineSteps getImportSteps(const PlanningOptions &planning) {
     lower.options.push_back({"io", "lowered"});
   bool inserted = insertStepBefore(steps, "fuse", std::move(lower));
   assert(inserted && "the default import pipeline runs fuse");
+  // Inference BatchNorms folded while their parameters are f32
+  // (passes/fusion/FoldBatchNorms.cpp).
+  inserted = insertStepBefore(steps, "lower-precision", {"fold-batchnorm", {}});
+  assert(inserted && "lower-precision was just inserted");
   (void)inserted;
   return steps;
 }
@@ -73,7 +77,8 @@ PipelineSteps getPlanningSteps(const PlanningOptions &options) {
   // One budget for the whole of planning: the schedule pass takes its share
   // and plan-memory (liveness, packing, its own check) what remains.
   double scheduleSeconds = getScheduleTimeShare(options);
-  double planSeconds = std::max(0.0, options.timeLimitSeconds - scheduleSeconds);
+  double planSeconds =
+      std::max(0.0, options.timeLimitSeconds - scheduleSeconds);
   PipelineSteps steps;
   if (options.schedule)
     steps.push_back(
@@ -157,7 +162,8 @@ importAndRunPipeline(llvm::StringRef path, const ImportOptions &options,
                      llvm::StringRef pipeline) {
   PassManager passManager;
   // A bad pipeline is reported before the (possibly slow) import.
-  if (llvm::Error error = passManager.addPipeline(expandPipelineNames(pipeline)))
+  if (llvm::Error error =
+          passManager.addPipeline(expandPipelineNames(pipeline)))
     return error;
   auto module = importOnnxModel(path, options);
   if (!module)

@@ -16,7 +16,8 @@
 using namespace snug;
 
 /// The time-limit=SECONDS option of `pass` in `pipeline`; -1 when absent.
-static double timeLimitOf(const std::string &pipeline, const std::string &pass) {
+static double timeLimitOf(const std::string &pipeline,
+                          const std::string &pass) {
   std::smatch match;
   std::regex pattern("(^|,)" + pass + "\\{[^}]*time-limit=([0-9.e+-]+)");
   if (!std::regex_search(pipeline, match, pattern))
@@ -84,18 +85,27 @@ TEST(PipelineTest, ImportPipelineText) {
   EXPECT_EQ(importFor("fp32"), prefix + "fuse");
   // fp32 takes neither keep nor io.
   EXPECT_EQ(importFor("fp32", "Softmax", "lowered"), prefix + "fuse");
-  EXPECT_EQ(importFor("fp16"), prefix + "lower-precision{to=f16},fuse");
+  // At fp16 and bf16 the BatchNorms fold first, while their parameters
+  // are f32 (passes/fusion/FoldBatchNorms.cpp).
+  EXPECT_EQ(importFor("fp16"),
+            prefix + "fold-batchnorm,lower-precision{to=f16},fuse");
   EXPECT_EQ(importFor("fp16", "Softmax,LayerNormalization"),
-            prefix +
-                "lower-precision{to=f16 keep=Softmax,LayerNormalization},fuse");
-  EXPECT_EQ(importFor("fp16", "", "lowered"),
-            prefix + "lower-precision{to=f16 io=lowered},fuse");
-  EXPECT_EQ(importFor("fp16", "attn/softmax", "lowered"),
-            prefix + "lower-precision{to=f16 keep=attn/softmax io=lowered},"
+            prefix + "fold-batchnorm,"
+                     "lower-precision{to=f16 keep=Softmax,LayerNormalization},"
                      "fuse");
-  EXPECT_EQ(importFor("bf16"), prefix + "lower-precision{to=bf16},fuse");
-  EXPECT_EQ(importFor("bf16", "Pow", "lowered"),
-            prefix + "lower-precision{to=bf16 keep=Pow io=lowered},fuse");
+  EXPECT_EQ(importFor("fp16", "", "lowered"),
+            prefix + "fold-batchnorm,lower-precision{to=f16 io=lowered},fuse");
+  EXPECT_EQ(
+      importFor("fp16", "attn/softmax", "lowered"),
+      prefix +
+          "fold-batchnorm,lower-precision{to=f16 keep=attn/softmax io=lowered},"
+          "fuse");
+  EXPECT_EQ(importFor("bf16"),
+            prefix + "fold-batchnorm,lower-precision{to=bf16},fuse");
+  EXPECT_EQ(
+      importFor("bf16", "Pow", "lowered"),
+      prefix +
+          "fold-batchnorm,lower-precision{to=bf16 keep=Pow io=lowered},fuse");
   EXPECT_EQ(importFor("tf32"), prefix + "fuse,tf32-math");
   // tf32 keeps storage f32: io does not apply.
   EXPECT_EQ(importFor("tf32", "Conv", "lowered"),
@@ -169,8 +179,9 @@ TEST(PipelineTest, ExpandedNamesText) {
   PlanningOptions options = planning(true, true);
   options.precision = "bf16";
   options.keepFp32 = "Softmax";
-  std::string import = std::string(kImportPrefix) +
-                       "lower-precision{to=bf16 keep=Softmax},fuse";
+  std::string import =
+      std::string(kImportPrefix) +
+      "fold-batchnorm,lower-precision{to=bf16 keep=Softmax},fuse";
   std::string plan =
       "schedule{time-limit=0.5},plan-memory{planner=best alignment=256 "
       "time-limit=1.5 target=cuda cublas-workspace=4194304},verify-plan";

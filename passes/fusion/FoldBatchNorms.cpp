@@ -1,0 +1,40 @@
+//===- FoldBatchNorms.cpp - Inference BatchNorms folded before lowering ---===//
+//
+// The fuse pass's two BatchNorm patterns (BatchNormPattern.cpp) as a pass
+// of their own, which the import pipeline runs before lower-precision at
+// fp16 and bf16 (compiler/Pipeline.cpp). The patterns fold f32 parameters
+// only; after lowering they found f16 ones and left every BatchNorm a node
+// of its own in 16 bits, where the Conv's result was stored in 16 bits
+// before the normalization and its statistics rounded to 16 bits too.
+// Folded first, in double, the Conv's weights and bias are rounded once
+// and the unnormalized tensor is never stored, and a bundle runs one
+// kernel fewer per BatchNorm. On the trained zoo at fp16 (against fp32)
+// the PP-OCRv4 recogniser went from 6.2e-3 to 2.7e-3 and the detector from
+// 1.09e-2 to 1.005e-2 (its BatchNorm variance of 1e7, which f16 cannot
+// hold, no longer reaches a 16-bit weight). At fp32 the fuse pass folds
+// them as before, so this pass is not in that pipeline.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/fusion/FusePatterns.h"
+
+namespace snug {
+namespace {
+class FoldBatchNorms : public Pass {
+public:
+  llvm::StringRef getName() const override { return "fold-batchnorm"; }
+  llvm::Expected<bool> run(ir::Module &module) override {
+    unsigned folded = foldBatchNormsIntoConvs(module);
+    unsigned affine = rewriteBatchNormsAsAffine(module);
+    addStatistic("batchnorms-folded", folded);
+    addStatistic("batchnorms-affine", affine);
+    return folded + affine != 0;
+  }
+};
+} // namespace
+
+std::unique_ptr<Pass> createFoldBatchNormsPass() {
+  return std::make_unique<FoldBatchNorms>();
+}
+
+} // namespace snug
