@@ -160,13 +160,18 @@ bool LowerPrecision::readsUnrepresentableWeight(const ir::Module &module,
     auto cached = unrepresentable.find(operand);
     if (cached == unrepresentable.end()) {
       llvm::ArrayRef<uint8_t> data = module.getWeightData(operand);
+      // The largest finite value of `low`: only a value past it can round
+      // to Inf, so only those are converted.
+      const float largest = low == ir::DType::F16 ? 65504.0f : 3.3895314e38f;
       bool overflows = false;
       for (size_t i = 0; i + 4 <= data.size() && !overflows; i += 4) {
         float value;
         std::memcpy(&value, data.data() + i, 4);
+        if (!(std::fabs(value) > largest) || !std::isfinite(value))
+          continue;
         float rounded = low == ir::DType::F16 ? f16ToFloat(floatToF16(value))
                                               : bf16ToFloat(floatToBf16(value));
-        overflows = std::isfinite(value) && !std::isfinite(rounded);
+        overflows = !std::isfinite(rounded);
       }
       cached = unrepresentable.insert({operand, overflows}).first;
     }
