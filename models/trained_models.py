@@ -18,7 +18,8 @@ The inputs are what the models see in use, not noise: PP-OCR's recogniser
 and direction classifier read a rendered line of text (height 48, values
 normalized to [-1, 1] as PaddleOCR does), its detector a rendered page of
 text lines (ImageNet mean and deviation). Pillow's built-in bitmap font
-draws the text, upscaled to the size the models expect.
+draws the text, upscaled to the size the models expect. NudeNet's YOLOv8n
+detector reads a drawn scene of filled shapes.
 """
 import hashlib
 import os
@@ -69,7 +70,25 @@ def text_page(shape):
     return normalized.transpose(2, 0, 1)[None].astype(np.float32)
 
 
-INPUTS = {"text_line": text_line, "text_page": text_page}
+def drawn_shapes(shape):
+    """A YOLOv8 detector's input: a scene of filled shapes in skin and
+    cloth tones on a grey ground, RGB in [0, 1] (ultralytics' scaling)."""
+    from PIL import Image, ImageDraw
+    _, _, height, width = shape
+    image = Image.new("RGB", (width, height), (128, 128, 128))
+    draw = ImageDraw.Draw(image)
+    w, h = width, height
+    draw.rectangle((0.10 * w, 0.55 * h, 0.45 * w, 0.95 * h), fill=(40, 60, 140))
+    draw.ellipse((0.15 * w, 0.15 * h, 0.40 * w, 0.50 * h), fill=(224, 172, 140))
+    draw.ellipse((0.55 * w, 0.30 * h, 0.90 * w, 0.85 * h), fill=(198, 134, 98))
+    draw.polygon([(0.60 * w, 0.10 * h), (0.95 * w, 0.20 * h),
+                  (0.70 * w, 0.35 * h)], fill=(200, 40, 40))
+    pixels = np.asarray(image, np.float32) / 255.0
+    return pixels.transpose(2, 0, 1)[None].astype(np.float32)
+
+
+INPUTS = {"text_line": text_line, "text_page": text_page,
+          "drawn_shapes": drawn_shapes}
 
 
 def fetch_wheel(entry, cache):

@@ -27,7 +27,7 @@ from zoo_cache import SKIP, bindings, ensure_model, model_parser
 # Whether the default fp16 is within the rule above, as measured (README's
 # precision notes): the detector's probability map is 1.09e-2 off.
 DEFAULT_FP16_WITHIN = {"ppocr_det": False, "ppocr_rec": True,
-                       "ppocr_cls": True}
+                       "ppocr_cls": True, "nudenet_yolov8n": True}
 
 
 def check(snugc, model, flags, data, precision, extra=()):
