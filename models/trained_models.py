@@ -19,7 +19,8 @@ and direction classifier read a rendered line of text (height 48, values
 normalized to [-1, 1] as PaddleOCR does), its detector a rendered page of
 text lines (ImageNet mean and deviation). Pillow's built-in bitmap font
 draws the text, upscaled to the size the models expect. NudeNet's YOLOv8n
-detector reads a drawn scene of filled shapes.
+detector reads a drawn scene of filled shapes, magika's file-type
+classifier the bytes of a C source file.
 """
 import hashlib
 import os
@@ -87,8 +88,30 @@ def drawn_shapes(shape):
     return pixels.transpose(2, 0, 1)[None].astype(np.float32)
 
 
+C_SOURCE = b"""#include <stdio.h>
+/* snug: a static memory planner */
+int main(int argc, char **argv) {
+  for (int i = 0; i < argc; ++i)
+    printf("%d: %s\\n", i, argv[i]);
+  return 0;
+}
+""" * 8
+
+
+def file_bytes(shape):
+    """magika's input: a file's first and last 1024 bytes as int32, short
+    files padded with token 256 (its config's beg_size, end_size and
+    padding_token); the file is a small C program."""
+    _, size = shape
+    half = size // 2
+    data = list(C_SOURCE)
+    begin = (data + [256] * half)[:half]
+    end = ([256] * half + data)[-half:]
+    return np.array([begin + end], np.int32)
+
+
 INPUTS = {"text_line": text_line, "text_page": text_page,
-          "drawn_shapes": drawn_shapes}
+          "drawn_shapes": drawn_shapes, "file_bytes": file_bytes}
 
 
 def fetch_wheel(entry, cache):

@@ -41,6 +41,17 @@
 // node's every result garbage (the detector's output was wrong at every
 // pixel).
 //
+// Sums of squares: a ReduceSum of a square (Mul(a, a), or Pow(a, p) with a
+// constant p >= 2) over N elements per result is at least N times a
+// square, with no cancellation, and is kept in f32 when N squares of an
+// ordinary activation (kOrdinaryActivation, 16) already pass the lowered
+// type's largest value; so is each Mul or Div of that sum by a constant
+// (the mean it becomes), which would read it lowered otherwise. This is
+// how tf2onnx writes LayerNorm (E[x^2] - E[x]^2 from ReduceSum(Square)):
+// over magika's 512 positions the f16 sum was Inf, the output NaN-driven
+// and its class wrong. bf16 has f32's range, so the rule keeps nothing
+// there.
+//
 // Keep rules: the op types Exp, Pow, Log, ReduceSumSquare, ReduceProd and
 // ReduceL2 (results that overflow or lose all precision in 16 bits on
 // ordinary ranges), and GridSample (its grid's normalized coordinates: in a
@@ -85,8 +96,12 @@ private:
   bool readsUnrepresentableWeight(const ir::Module &module,
                                   const ir::Node &node, ir::DType low);
 
+  /// The sums of squares (and their scalings) to keep for `low`.
+  void findSumsOfSquares(const ir::Module &module, ir::DType low);
+
   llvm::DenseMap<const ir::Value *, bool> unrepresentable;
   llvm::DenseSet<const ir::Value *> stateWeights;
+  llvm::DenseSet<const ir::Node *> sumsOfSquares;
 
   /// The module's keep_f32 list, for the run.
   llvm::StringSet<> marked;
@@ -179,6 +194,54 @@ bool LowerPrecision::readsUnrepresentableWeight(const ir::Module &module,
       return true;
   }
   return false;
+}
+
+/// The magnitude of an activation the sums-of-squares rule takes as
+/// ordinary: N of its squares must fit the lowered type.
+static constexpr double kOrdinaryActivation = 16;
+
+/// The value of a one-element f32 weight, or None.
+static llvm::Optional<float> scalarWeight(const ir::Module &module,
+                                          const ir::Value *value) {
+  if (!value || !isF32(value) || !value->isWeight() ||
+      value->isWeightElided() || value->getType().getNumElements() != 1)
+    return llvm::None;
+  float scalar;
+  std::memcpy(&scalar, module.getWeightData(value).data(), 4);
+  return scalar;
+}
+
+void LowerPrecision::findSumsOfSquares(const ir::Module &module,
+                                       ir::DType low) {
+  sumsOfSquares.clear();
+  const double largest = low == ir::DType::F16 ? 65504.0 : 3.3895314e38;
+  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
+    if (!node->is(ir::OpCode::ReduceSum) || !isF32(node->getResult(0)))
+      continue;
+    const ir::Node *square = node->getOperand(0)->getDefiningNode();
+    bool isSquare =
+        square &&
+        ((square->is(ir::OpCode::Mul) &&
+          square->getOperand(0) == square->getOperand(1)) ||
+         (square->is(ir::OpCode::Pow) &&
+          scalarWeight(module, square->getOperand(1)).getValueOr(0) >= 2));
+    int64_t results = node->getResult(0)->getType().getNumElements();
+    if (!isSquare || results <= 0)
+      continue;
+    double perResult =
+        double(node->getOperand(0)->getType().getNumElements()) /
+        double(results);
+    if (perResult * kOrdinaryActivation * kOrdinaryActivation <= largest)
+      continue;
+    sumsOfSquares.insert(node.get());
+    for (const ir::Value::Use &use : node->getResult(0)->getUses()) {
+      const ir::Node *user = use.user;
+      if ((user->is(ir::OpCode::Mul) || user->is(ir::OpCode::Div)) &&
+          user->getNumOperands() == 2 &&
+          user->getOperand(1 - use.operandIndex)->isWeight())
+        sumsOfSquares.insert(user);
+    }
+  }
 }
 
 bool LowerPrecision::isKept(const ir::Node &node) const {
@@ -279,15 +342,18 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
     ++index;
     return cast->getResult(0);
   };
-  unsigned lowNodes = 0, kept = 0, keptForRange = 0;
+  unsigned lowNodes = 0, kept = 0, keptForRange = 0, keptForSums = 0;
+  findSumsOfSquares(module, low);
   for (ir::Node *node : original) {
     if (node->hasBody())
       continue; // bodies (fused groups) are lowered before they form
     bool computesF32 = false;
     for (unsigned i = 0; i < node->getNumResults(); ++i)
       computesF32 |= isF32(node->getResult(i));
+    bool sumOfSquares = computesF32 && sumsOfSquares.count(node);
     bool outOfRange =
-        computesF32 && readsUnrepresentableWeight(module, *node, low);
+        computesF32 &&
+        (sumOfSquares || readsUnrepresentableWeight(module, *node, low));
     bool lower = computesF32 && node->getOpInfo().acceptsDType(low) &&
                  !isKept(*node) && !outOfRange;
     // A cast's dtypes constrain its input; what it casts to is ours to
@@ -296,7 +362,8 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
     if (computesF32 && isCast && !isKept(*node) && !outOfRange)
       lower = true;
     kept += computesF32 && !lower;
-    keptForRange += outOfRange;
+    keptForRange += outOfRange && !sumOfSquares;
+    keptForSums += sumOfSquares;
     for (unsigned i = 0; i < node->getNumOperands(); ++i) {
       ir::Value *operand = node->getOperand(i);
       if (!operand)
@@ -399,6 +466,7 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
   addStatistic("nodes-lowered", lowNodes);
   addStatistic("nodes-kept-f32", kept);
   addStatistic("nodes-kept-f32-for-weight-range", keptForRange);
+  addStatistic("nodes-kept-f32-for-sum-of-squares", keptForSums);
   addStatistic("cast-pairs-folded", folded);
   return lowNodes != 0;
 }

@@ -8,8 +8,8 @@
 On the model's test input, with snugc's --check-accuracy (the lowered model
 against fp32 on the host reference kernels):
   - the default --precision=fp16 and bf16 give finite outputs; each output's
-    relative error and, for class scores (a last-axis Softmax), its argmax
-    agreement are printed; fp16 is within 1e-2 or, for class scores, every
+    relative error and, for class scores (a last-axis Softmax, or what the
+    zoo entry's class_outputs names), its argmax agreement are printed; fp16 is within 1e-2 or, for class scores, every
     row's argmax agrees (--argmax-threshold=1), for the models this file
     says it is (DEFAULT_FP16_WITHIN: what was measured; the test fails when
     either changes, so the list stays true);
@@ -17,6 +17,7 @@ against fp32 on the host reference kernels):
     nodes kept, and the keep-set it prints (its size) is reported.
 Exits 77 (ctest: skipped) when the model is missing and cannot be fetched.
 """
+import json
 import os
 import re
 import subprocess
@@ -27,7 +28,19 @@ from zoo_cache import SKIP, bindings, ensure_model, model_parser
 # Whether the default fp16 is within the rule above, as measured (README's
 # precision notes): the detector's probability map is 1.09e-2 off.
 DEFAULT_FP16_WITHIN = {"ppocr_det": False, "ppocr_rec": True,
-                       "ppocr_cls": True, "nudenet_yolov8n": True}
+                       "ppocr_cls": True, "nudenet_yolov8n": True,
+                       "magika": True}
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def class_output_flags(model):
+    """--class-outputs for the outputs models/zoo.json says hold class
+    scores without a Softmax op (magika's is Exp / ReduceSum)."""
+    with open(os.path.join(REPO, "models", "zoo.json")) as f:
+        entry = next(e for e in json.load(f)["models"] if e["name"] == model)
+    names = entry.get("class_outputs", [])
+    return ["--class-outputs=" + ",".join(names)] if names else []
 
 
 def check(snugc, model, flags, data, precision, extra=()):
@@ -46,7 +59,7 @@ def main():
     if model_dir is None:
         return SKIP
     model = os.path.join(model_dir, "model.onnx")
-    flags = bindings(model_dir)
+    flags = bindings(model_dir) + class_output_flags(args.model)
     data = os.path.join(model_dir, "test_data_set_0")
     snugc = os.path.join(args.tools, "snugc")
     failed = False
