@@ -109,11 +109,11 @@ bool isFloat(ir::DType type) {
 bool isSoftmaxOutput(const ir::Value &output) {
   const ir::Value *value = &output;
   while (value->getDefiningNode() &&
-         value->getDefiningNode()->getOpName() == "Identity")
+         value->getDefiningNode()->is(ir::OpCode::Identity))
     value = value->getDefiningNode()->getOperand(0);
   const ir::Node *producer = value->getDefiningNode();
-  if (!producer || (producer->getOpName() != "Softmax" &&
-                    producer->getOpName() != "LogSoftmax"))
+  if (!producer || !(producer->is(ir::OpCode::Softmax) ||
+                     producer->is(ir::OpCode::LogSoftmax)))
     return false;
   int64_t rank = value->getType().getRank();
   const ir::Attribute *axis = producer->getAttribute("axis");

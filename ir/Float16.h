@@ -27,6 +27,16 @@ inline uint16_t floatToBf16(float value) {
 inline float f16ToFloat(uint16_t bits) { return scalar::halfToFloat(bits); }
 inline uint16_t floatToF16(float value) { return scalar::floatToHalf(value); }
 
+/// `value` rounded to bf16 (or f16) and back: what storing it in 16 bits
+/// keeps.
+inline float roundThrough16Bits(float value, bool bf16) {
+  return bf16 ? bf16ToFloat(floatToBf16(value)) : f16ToFloat(floatToF16(value));
+}
+/// The largest finite bf16 (or f16): past it a value may round to Inf.
+inline float largest16BitFloat(bool bf16) {
+  return bf16 ? 3.3895314e38f : 65504.0f;
+}
+
 } // namespace snug
 
 #endif // SNUG_IR_FLOAT16_H

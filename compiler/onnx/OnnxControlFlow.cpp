@@ -50,6 +50,39 @@ constexpr const char *kNeedsCompileTime =
     "; snug needs it known at compile time";
 } // namespace
 
+/// Binds `node`'s outputs to `results`, each through an Identity unless it
+/// is a value made while `node` was imported (a node result from
+/// `firstNode` on, a weight from `firstArgument` on) that no earlier output
+/// took: binding renames the value, and an outer one (a graph input passed
+/// through, a loop's initial value) keeps its name. The Identity, which the
+/// pipeline forwards, is named after the node (".I" past output 0).
+static llvm::Error bindThroughCopies(Importer &importer,
+                                     const onnx::NodeProto &node,
+                                     size_t firstNode, size_t firstArgument,
+                                     llvm::SmallVectorImpl<Value *> &results) {
+  llvm::DenseSet<const Value *> made;
+  const ir::Module &module = importer.module;
+  for (size_t i = firstNode; i < module.getNodes().size(); ++i)
+    for (unsigned r = 0; r < module.getNodes()[i]->getNumResults(); ++r)
+      made.insert(module.getNodes()[i]->getResult(r));
+  for (size_t i = firstArgument; i < module.getArguments().size(); ++i)
+    made.insert(module.getArguments()[i].get());
+  llvm::DenseSet<Value *> bound;
+  for (size_t i = 0; i < results.size(); ++i) {
+    Value *value = results[i];
+    if (made.count(value) && bound.insert(value).second)
+      continue;
+    auto copy = firstResult(importer.emit(
+        node, "Identity", {value}, {}, 1,
+        i ? "." + std::to_string(i) : std::string()));
+    if (!copy)
+      return copy.takeError();
+    results[i] = *copy;
+  }
+  importer.bindOutputs(node, results);
+  return llvm::Error::success();
+}
+
 llvm::Error importIf(Importer &importer, onnx::NodeProto &node) {
   auto condition = requireInput(importer, node, 0);
   if (!condition)
@@ -86,26 +119,13 @@ llvm::Error importIf(Importer &importer, onnx::NodeProto &node) {
                                     llvm::Twine(branch->g().output_size()) +
                                     " outputs, the If has " +
                                     llvm::Twine(node.output_size()));
+  size_t firstNode = importer.module.getNodes().size();
+  size_t firstArgument = importer.module.getArguments().size();
   auto results = importer.importBranch(node, *branch->mutable_g(), branchName);
   if (!results)
     return results.takeError();
-  // A branch output that names a value of the enclosing graphs (still
-  // bound after the branch: a branch cannot shadow their names) is copied
-  // by an Identity, which the pipeline forwards: binding it directly
-  // would rename that value, a graph input perhaps, after the If's output.
-  const onnx::GraphProto &graph = branch->g();
-  for (int i = 0; i < graph.output_size(); ++i) {
-    if (!importer.values.count(graph.output(i).name()))
-      continue;
-    auto copy = firstResult(importer.emit(
-        node, "Identity", {(*results)[i]}, {}, 1,
-        i ? "." + std::to_string(i) : std::string()));
-    if (!copy)
-      return copy.takeError();
-    (*results)[i] = *copy;
-  }
-  importer.bindOutputs(node, *results);
-  return llvm::Error::success();
+  // A branch output that is a value of the enclosing graphs is copied.
+  return bindThroughCopies(importer, node, firstNode, firstArgument, *results);
 }
 
 /// Input `index` of `node` as one number known at compile time; None when
@@ -187,32 +207,6 @@ static llvm::Expected<Value *> stack(Importer &importer,
                                    suffix));
 }
 
-/// Binds `node`'s outputs to `results`, each through an Identity unless it
-/// is a value a node imported for `node` computed (from `firstNode` on) and
-/// no earlier output took: binding renames the value, and an outer one (a
-/// graph input passed through, a loop's initial value) keeps its name.
-static llvm::Error bindThroughCopies(Importer &importer,
-                                     const onnx::NodeProto &node,
-                                     size_t firstNode,
-                                     llvm::SmallVectorImpl<Value *> &results) {
-  llvm::DenseSet<const ir::Node *> imported;
-  const auto &nodes = importer.module.getNodes();
-  for (size_t i = firstNode; i < nodes.size(); ++i)
-    imported.insert(nodes[i].get());
-  llvm::DenseSet<Value *> bound;
-  for (size_t i = 0; i < results.size(); ++i) {
-    Value *value = results[i];
-    if (imported.count(value->getDefiningNode()) && bound.insert(value).second)
-      continue;
-    auto copy = firstResult(importer.emit(node, "Identity", {value}, {}, 1,
-                                          ".out" + std::to_string(i)));
-    if (!copy)
-      return copy.takeError();
-    results[i] = *copy;
-  }
-  importer.bindOutputs(node, results);
-  return llvm::Error::success();
-}
 
 llvm::Error importLoop(Importer &importer, onnx::NodeProto &node) {
   auto body = getBody(importer, node);
@@ -258,6 +252,7 @@ llvm::Error importLoop(Importer &importer, onnx::NodeProto &node) {
                                     llvm::Twine(numCarried + numScans));
 
   size_t firstNode = importer.module.getNodes().size();
+  size_t firstArgument = importer.module.getArguments().size();
   std::vector<llvm::SmallVector<Value *, 8>> scans(numScans);
   bool running = !*initialCondition || **initialCondition != 0;
   int64_t iteration = 0;
@@ -313,7 +308,7 @@ llvm::Error importLoop(Importer &importer, onnx::NodeProto &node) {
     outputs.push_back(*stacked);
   }
   outputs.resize(std::min<size_t>(outputs.size(), node.output_size()));
-  return bindThroughCopies(importer, node, firstNode, outputs);
+  return bindThroughCopies(importer, node, firstNode, firstArgument, outputs);
 }
 
 namespace {
@@ -509,6 +504,7 @@ llvm::Error importScan(Importer &importer, onnx::NodeProto &node) {
         .push_back(*value);
   }
   size_t firstNode = importer.module.getNodes().size();
+  size_t firstArgument = importer.module.getArguments().size();
   llvm::SmallVector<Value *, 4> outputs;
   if (!batched) {
     if (llvm::Error error = unrollScan(importer, node, **body, form, states,
@@ -581,7 +577,7 @@ llvm::Error importScan(Importer &importer, onnx::NodeProto &node) {
                                     " outputs, its body computes " +
                                     llvm::Twine(states.size()));
   states.resize(node.output_size());
-  return bindThroughCopies(importer, node, firstNode, states);
+  return bindThroughCopies(importer, node, firstNode, firstArgument, states);
 }
 
 } // namespace onnx_import

@@ -69,6 +69,7 @@
 #include "ir/Float16.h"
 #include "ir/Module.h"
 #include "ir/State.h"
+#include "passes/fusion/FusePatterns.h"
 #include "passes/precision/KeepF32.h"
 #include "passes/Passes.h"
 
@@ -175,18 +176,16 @@ bool LowerPrecision::readsUnrepresentableWeight(const ir::Module &module,
     auto cached = unrepresentable.find(operand);
     if (cached == unrepresentable.end()) {
       llvm::ArrayRef<uint8_t> data = module.getWeightData(operand);
-      // The largest finite value of `low`: only a value past it can round
-      // to Inf, so only those are converted.
-      const float largest = low == ir::DType::F16 ? 65504.0f : 3.3895314e38f;
+      // Only a value past the largest finite of `low` can round to Inf, so
+      // only those are converted.
+      bool bf16 = low == ir::DType::BF16;
+      const float largest = largest16BitFloat(bf16);
       bool overflows = false;
       for (size_t i = 0; i + 4 <= data.size() && !overflows; i += 4) {
         float value;
         std::memcpy(&value, data.data() + i, 4);
-        if (!(std::fabs(value) > largest) || !std::isfinite(value))
-          continue;
-        float rounded = low == ir::DType::F16 ? f16ToFloat(floatToF16(value))
-                                              : bf16ToFloat(floatToBf16(value));
-        overflows = !std::isfinite(rounded);
+        if (std::fabs(value) > largest && std::isfinite(value))
+          overflows = !std::isfinite(roundThrough16Bits(value, bf16));
       }
       cached = unrepresentable.insert({operand, overflows}).first;
     }
@@ -200,21 +199,10 @@ bool LowerPrecision::readsUnrepresentableWeight(const ir::Module &module,
 /// ordinary: N of its squares must fit the lowered type.
 static constexpr double kOrdinaryActivation = 16;
 
-/// The value of a one-element f32 weight, or None.
-static llvm::Optional<float> scalarWeight(const ir::Module &module,
-                                          const ir::Value *value) {
-  if (!value || !isF32(value) || !value->isWeight() ||
-      value->isWeightElided() || value->getType().getNumElements() != 1)
-    return llvm::None;
-  float scalar;
-  std::memcpy(&scalar, module.getWeightData(value).data(), 4);
-  return scalar;
-}
-
 void LowerPrecision::findSumsOfSquares(const ir::Module &module,
                                        ir::DType low) {
   sumsOfSquares.clear();
-  const double largest = low == ir::DType::F16 ? 65504.0 : 3.3895314e38;
+  const double largest = largest16BitFloat(low == ir::DType::BF16);
   for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
     if (!node->is(ir::OpCode::ReduceSum) || !isF32(node->getResult(0)))
       continue;
@@ -224,7 +212,7 @@ void LowerPrecision::findSumsOfSquares(const ir::Module &module,
         ((square->is(ir::OpCode::Mul) &&
           square->getOperand(0) == square->getOperand(1)) ||
          (square->is(ir::OpCode::Pow) &&
-          scalarWeight(module, square->getOperand(1)).getValueOr(0) >= 2));
+          readScalarWeight(module, square->getOperand(1)).getValueOr(0) >= 2));
     int64_t results = node->getResult(0)->getType().getNumElements();
     if (!isSquare || results <= 0)
       continue;

@@ -119,24 +119,19 @@ Status LtGemm::create(const CublasLt &lt, cublasLtHandle_t handle,
     const void *value;
     size_t size;
   };
+  // One row per attribute, named in the error as the call it failed in.
+#define SNUG_LT_PREFERENCE(NAME, VALUE)                                        \
+  {CUBLASLT_MATMUL_PREF_##NAME,                                                \
+   "cublasLtMatmulPreferenceSetAttribute(" #NAME ")", &(VALUE), sizeof(VALUE)}
   // D is C (the GEMM writes in place), so it has C's alignment.
   const Preference preferences[] = {
-      {CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-       "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
-       &maxWorkspace, sizeof maxWorkspace},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-       "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_A_BYTES)",
-       &alignments.a, sizeof alignments.a},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-       "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_B_BYTES)",
-       &alignments.b, sizeof alignments.b},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-       "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_C_BYTES)",
-       &alignments.c, sizeof alignments.c},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-       "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT_D_BYTES)",
-       &alignments.c, sizeof alignments.c},
+      SNUG_LT_PREFERENCE(MAX_WORKSPACE_BYTES, maxWorkspace),
+      SNUG_LT_PREFERENCE(MIN_ALIGNMENT_A_BYTES, alignments.a),
+      SNUG_LT_PREFERENCE(MIN_ALIGNMENT_B_BYTES, alignments.b),
+      SNUG_LT_PREFERENCE(MIN_ALIGNMENT_C_BYTES, alignments.c),
+      SNUG_LT_PREFERENCE(MIN_ALIGNMENT_D_BYTES, alignments.c),
   };
+#undef SNUG_LT_PREFERENCE
   const char *failedAttribute = nullptr;
   cublasStatus_t set = CUBLAS_STATUS_SUCCESS;
   for (const Preference &p : preferences)

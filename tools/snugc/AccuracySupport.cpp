@@ -136,8 +136,7 @@ static bool roundToLoweredInputs(const ir::Module &reference,
     for (size_t i = 0; i * 4 < bytes.size(); ++i) {
       float value;
       std::memcpy(&value, bytes.data() + i * 4, 4);
-      float rounded = bf16 ? bf16ToFloat(floatToBf16(value))
-                           : f16ToFloat(floatToF16(value));
+      float rounded = roundThrough16Bits(value, bf16);
       if (std::isfinite(value) && !std::isfinite(rounded)) {
         exitCode = failWith(
             "--" + flag + ": input '" + input->getName() + "' holds " +
@@ -275,14 +274,17 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
                                        ? INFINITY : b->relativeError;
                        return ka > kb;
                      });
-    auto keepList = [&](llvm::ArrayRef<const ValueDivergence *> nodes) {
-      std::string list = keep;
+    // `nodes`' names as a --keep-fp32 list, after `prefix` (the names
+    // given by hand).
+    auto keepList = [&](llvm::ArrayRef<const ValueDivergence *> nodes,
+                        llvm::StringRef prefix) {
+      std::string list = prefix.str();
       for (const ValueDivergence *node : nodes)
         list += (list.empty() ? "" : ",") + node->nodeName;
       return list;
     };
     auto keepTop = [&](size_t count) {
-      return keepList(llvm::makeArrayRef(ranked).take_front(count));
+      return keepList(llvm::makeArrayRef(ranked).take_front(count), keep);
     };
     // The fewest of `nodes` (in drift order) that, kept with the first of
     // them, bring every output within, given that all of them do: bisection.
@@ -292,7 +294,7 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
       while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         auto probe = compareWith(path, **reference, *inputs, planning,
-                                 keepList(nodes.take_front(mid)), exitCode);
+                                 keepList(nodes.take_front(mid), keep), exitCode);
         if (!probe)
           return llvm::None;
         (withinThreshold(*probe) ? hi : lo) = mid;
@@ -342,7 +344,7 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
         if (bestType && nodes.size() >= byOp[*bestType].size())
           continue;
         auto probe = compareWith(path, **reference, *inputs, planning,
-                                 keepList(nodes), exitCode);
+                                 keepList(nodes, keep), exitCode);
         if (!probe)
           return false;
         byType += (byType.empty() ? "" : ", ") + op + " (" +
@@ -373,8 +375,7 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
                       *bestType + " nodes (the fewest of all nodes ranked "
                       "by drift: " + std::to_string(*count) + ")";
       // No small set: say why, with what each type kept alone gives.
-      size_t nodes = (*reference)->getNodes().size();
-      if (chosen.size() * 10 > nodes)
+      if (chosen.size() * 10 > (*reference)->getNodes().size())
         explanation =
             "no small keep-set: the error is spread over the model (" +
             planning.precision +
@@ -383,14 +384,11 @@ bool checkAccuracy(llvm::StringRef path, int &exitCode) {
             "(nodes): " +
             byType;
     }
-    std::string &calibratedKeep = getRunState().calibratedKeep;
-    calibratedKeep.clear();
-    for (const ValueDivergence *node : chosen)
-      calibratedKeep += (calibratedKeep.empty() ? "" : ",") + node->nodeName;
+    getRunState().calibratedKeep = keepList(chosen, "");
     // The count is calibration's own; the list is what the compile keeps,
     // the names given by hand first.
     bool byHand = !keep.empty();
-    keep = keepList(chosen);
+    keep = keepList(chosen, keep);
     size_t nodes = (*reference)->getNodes().size();
     llvm::errs() << "calibration: " << chosen.size() << " of " << nodes
                  << " nodes kept in f32 ("
