@@ -105,6 +105,9 @@ PipelineSteps getPlanningSteps(const PlanningOptions &options) {
          {"host-bandwidth", formatNumber(options.offloadBandwidthGBs)}}));
   if (options.arenaBudgetBytes)
     steps.push_back(withBudget("remat", {{"arena-budget", budget}}));
+  // After every pass that orders the schedule; changes nothing in a graph
+  // without an If on runtime data.
+  steps.push_back({"guard-branches", {}});
   PipelineStep plan{"plan-memory", shared};
   plan.options.push_back({"time-limit", formatNumber(planSeconds)});
   plan.options.insert(plan.options.end(), scratch.begin(), scratch.end());

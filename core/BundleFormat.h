@@ -1,4 +1,4 @@
-//===- BundleFormat.h - The .snug file layout, version 8 --------*- C++ -*-===//
+//===- BundleFormat.h - The .snug file layout, version 9 --------*- C++ -*-===//
 //
 // Constants and codes shared by the bundle writer (compiler/bundle) and the
 // bundle reader (runtime). Header-only and free of LLVM so both sides include
@@ -99,8 +99,10 @@ constexpr char kMagic[8] = {'S', 'N', 'U', 'G', 'B', 'N', 'D', 'L'};
 /// oldest driver that loads them). The reader still reads versions 1 to 7
 /// (their GEMMs run at default math before 5, and without an epilogue
 /// before 6; none has run-time checks before 7; none records its
-/// toolchain before 8).
-constexpr uint32_t kBundleVersion = 8;
+/// toolchain before 8). 9: the device plan may hold Branch steps (an If on
+/// runtime data; core/DevicePlan.h), the host plan snug.skip_if ops; the
+/// encoding of everything else is 8's.
+constexpr uint32_t kBundleVersion = 9;
 /// The oldest version the reader still reads.
 constexpr uint32_t kOldestBundleVersion = 1;
 /// The first version whose host plan ops carry a has-body byte.
@@ -119,6 +121,8 @@ constexpr uint32_t kFirstVersionWithGemmEpilogue = 6;
 constexpr uint32_t kFirstVersionWithCheckRecord = 7;
 /// The first version whose kernel images carry their toolchain.
 constexpr uint32_t kFirstVersionWithToolchain = 8;
+/// The first version whose device plan may hold Branch steps.
+constexpr uint32_t kFirstVersionWithBranches = 9;
 constexpr uint64_t kHeaderSize = 64;
 /// The header size of versions before kFirstVersionWithDigest.
 constexpr uint64_t kLegacyHeaderSize = 32;

@@ -31,7 +31,7 @@
 // it was.
 //
 // Encoding (DevicePlan section), in the flat stream of BundleFormat.h, for
-// bundle format version 8 (as 7):
+// bundle format version 9 (as 7, and Branch steps from 9):
 //   u64 device arena bytes
 //   u64 check record offset (kNoCheckRecord: no run-time checks; from
 //       version 7)
@@ -48,6 +48,8 @@
 //     Copy:   arg dst, arg src, u64 bytes (into the arena from the arena,
 //             the weights or the pinned host region, or into the pinned
 //             host region from the arena: the offload copies)
+//     Branch: arg condition, u8 when, u32 count (DeviceBranch; from
+//             version 9)
 //   an arg is u8 kind + u64 value (offset, or the scalar's bits)
 // Version 1 (read, never written) had one workspace for every GEMM: the
 // header was u64 device arena bytes, u64 workspace offset, u64 workspace
@@ -103,7 +105,12 @@ struct DeviceArg {
   static DeviceArg host(uint64_t offset) { return {ArgHost, offset}; }
 };
 
-enum DeviceStepKind : uint8_t { StepLaunch = 1, StepGemm = 2, StepCopy = 3 };
+enum DeviceStepKind : uint8_t {
+  StepLaunch = 1,
+  StepGemm = 2,
+  StepCopy = 3,
+  StepBranch = 4, // from version 9
+};
 
 /// How a GEMM multiplies: GemmMathDefault, in its dtype's compute type
 /// (CUBLAS_COMPUTE_32F, 64F for f64); GemmMathTf32 (f32 only, the nodes
@@ -173,12 +180,23 @@ struct DeviceCopy {
   uint64_t bytes = 0;
 };
 
+/// A host plan's snug.skip_if on the device: when the bool at `condition`
+/// (an arena byte) is `when` (0 or 1), the `count` steps after this one are
+/// skipped. The executor reads the byte back, so it waits for the steps
+/// before; a plan with branches runs step by step, never as a CUDA graph.
+struct DeviceBranch {
+  DeviceArg condition;
+  uint8_t when = 0;
+  uint32_t count = 0;
+};
+
 struct DeviceStep {
   uint8_t kind = StepLaunch;
   uint32_t op = 0; // the host plan op this step implements (for messages)
   DeviceLaunch launch;
   DeviceGemm gemm;
   DeviceCopy copy;
+  DeviceBranch branch;
 };
 
 /// The check record's size, in u64 words, and its alignment in the arena.

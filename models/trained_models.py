@@ -20,7 +20,8 @@ normalized to [-1, 1] as PaddleOCR does), its detector a rendered page of
 text lines (ImageNet mean and deviation). Pillow's built-in bitmap font
 draws the text, upscaled to the size the models expect. NudeNet's YOLOv8n
 detector reads a drawn scene of filled shapes, magika's file-type
-classifier the bytes of a C source file.
+classifier the bytes of a C source file, Silero's voice-activity detectors
+a synthesized vowel.
 """
 import hashlib
 import os
@@ -110,8 +111,45 @@ def file_bytes(shape):
     return np.array([begin + end], np.int32)
 
 
-INPUTS = {"text_line": text_line, "text_page": text_page,
-          "drawn_shapes": drawn_shapes, "file_bytes": file_bytes}
+def speech(shapes):
+    """A voice-activity detector's inputs: 16 kHz audio of a voiced sound
+    (a 140 Hz pulse train's harmonics shaped by two formants, 700 and
+    1200 Hz, with a little noise) as `input`, [windows, samples] of
+    consecutive windows; its recurrent state (`state`, `h`, `c`) zero, as
+    at a stream's start; `sr` the sample rate."""
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for name, shape in shapes.items():
+        if name == "sr":
+            feeds[name] = np.array(16000, np.int64)
+        elif name == "input":
+            count = int(np.prod(shape))
+            t = np.arange(count) / 16000.0
+            signal = np.zeros(count)
+            for k in range(1, 40):
+                f = 140.0 * k
+                gain = (np.exp(-((f - 700) / 150) ** 2) +
+                        0.6 * np.exp(-((f - 1200) / 200) ** 2) + 0.02)
+                signal += gain * np.sin(2 * np.pi * f * t + k)
+            signal = 0.3 * signal / np.abs(signal).max()
+            signal += 0.005 * rng.standard_normal(count)
+            feeds[name] = signal.reshape(shape).astype(np.float32)
+        else:
+            feeds[name] = np.zeros(shape, np.float32)
+    return feeds
+
+
+def one_input(make):
+    """A maker of one input's array as a maker of the feeds."""
+    def feeds(shapes):
+        (name, shape), = shapes.items()
+        return {name: make(shape)}
+    return feeds
+
+
+INPUTS = {"text_line": one_input(text_line), "text_page": one_input(text_page),
+          "drawn_shapes": one_input(drawn_shapes),
+          "file_bytes": one_input(file_bytes), "speech": speech}
 
 
 def fetch_wheel(entry, cache):
@@ -172,9 +210,9 @@ def export(name, entry, out_dir):
         if [opset] != entry["opsets"]:
             raise SystemExit(f"{name}: the model is opset {opset}, "
                              f"models/zoo.json says {entry['opsets']}")
-        (input_name, spec), = entry["inputs"].items()
-        shape = [int(d) for d in spec.split()[:-1] if d != "x"]
-        feeds = {input_name: INPUTS[entry["input"]](shape)}
+        shapes = {name: [int(d) for d in spec.split()[:-1] if d != "x"]
+                  for name, spec in entry["inputs"].items()}
+        feeds = INPUTS[entry["input"]](shapes)
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         outputs = session.run(None, feeds)
         finish_export(tmp, out_dir, list(feeds.items()),

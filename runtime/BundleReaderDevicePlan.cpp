@@ -339,6 +339,27 @@ bool readDevicePlan(Cursor &cursor, Bundle &b) {
                            std::to_string(step.copy.bytes) +
                            " bytes overlaps its source");
       break;
+    case StepBranch: {
+      DeviceBranch &branch = step.branch;
+      if (b.version < kFirstVersionWithBranches)
+        return cursor.fail(what + ": a branch step in a version " +
+                           std::to_string(b.version) + " bundle");
+      if (!cursor.u8(branch.condition.kind) ||
+          !cursor.u64(branch.condition.value) || !cursor.u8(branch.when) ||
+          !cursor.u32(branch.count))
+        return false;
+      if (branch.condition.kind != ArgArena ||
+          branch.condition.value >= plan.arenaBytes || branch.when > 1)
+        return cursor.fail(what + ": a branch must read a byte of the arena "
+                                  "and skip when it is 0 or 1");
+      // The steps it skips are of this plan; `count` is what the step
+      // list holds after it.
+      if (branch.count > count - 1 - i)
+        return cursor.fail(what + ": a branch skips " +
+                           std::to_string(branch.count) + " steps, " +
+                           std::to_string(count - 1 - i) + " follow it");
+      break;
+    }
     default:
       return cursor.fail(what + ": unknown step kind " +
                          std::to_string(step.kind));

@@ -751,6 +751,18 @@ std::string checkHostOp(const PlanOp &op) {
   return checkOp(op, *spec);
 }
 
+/// A snug.skip_if skips steps of its plan only: `count` of the `following`
+/// ops, on a bool condition.
+std::string checkSkip(const PlanOp &op, size_t following) {
+  if (op.operands[0].dtype != DTypeBool || op.operands[0].numElements != 1)
+    return "its condition is not one bool";
+  std::string why = checkIntRange(op, "when", 0, 1);
+  if (why.empty())
+    why = checkIntRange(op, "count", 0, int64_t(following));
+  return why.empty() ? "" : why + " (" + std::to_string(following) +
+                                " ops follow it)";
+}
+
 } // namespace
 
 bool isKnownOp(const std::string &opName) { return findOp(opName) != nullptr; }
@@ -764,6 +776,8 @@ Status verifyPlan(const Bundle &bundle) {
   for (size_t i = 0; i < bundle.ops.size(); ++i) {
     const PlanOp &op = bundle.ops[i];
     std::string reason = checkHostOp(op);
+    if (reason.empty() && op.opName == "snug.skip_if")
+      reason = checkSkip(op, bundle.ops.size() - 1 - i);
     if (!reason.empty())
       return invalidBundle("bundle '" + bundle.path + "': " + op.describe(i) +
                            ": " + reason);

@@ -215,6 +215,10 @@ void writeDevicePlan(Sink &sink, const DevicePlan &plan) {
       writeArg(sink, step.copy.dst), writeArg(sink, step.copy.src);
       sink.u64(step.copy.bytes);
       break;
+    case StepBranch:
+      writeArg(sink, step.branch.condition);
+      sink.u8(step.branch.when), sink.u32(step.branch.count);
+      break;
     }
   }
 }

@@ -205,6 +205,16 @@ void EmitContext::copy(DeviceArg dst, DeviceArg src, uint64_t bytes) {
   steps.push_back(std::move(step));
 }
 
+void EmitContext::branch(DeviceArg condition, bool when, uint32_t hostOps) {
+  DeviceStep step;
+  step.kind = StepBranch;
+  step.op = opIndex;
+  step.branch.condition = condition;
+  step.branch.when = when;
+  step.branch.count = hostOps;
+  steps.push_back(std::move(step));
+}
+
 llvm::Error EmitContext::unsupported(const llvm::Twine &why) const {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  node.describe() + ": " + why.str());
@@ -402,6 +412,16 @@ llvm::Expected<CudaProgram> emitCuda(const ir::Module &module,
   for (DeviceStep &step : steps)
     if (step.kind == StepLaunch)
       step.launch.kernel = remap[step.launch.kernel];
+  // A branch skips the steps of the next `count` nodes: as many steps as
+  // follow it up to the first of a later node.
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].kind == StepBranch) {
+      uint64_t lastOp = uint64_t(steps[i].op) + steps[i].branch.count;
+      size_t end = i + 1;
+      while (end < steps.size() && steps[end].op <= lastOp)
+        ++end;
+      steps[i].branch.count = uint32_t(end - i - 1);
+    }
   program.plan.steps = std::move(steps);
   // The planned arena, workspaces and check record included: nothing is
   // placed after planning.
@@ -477,6 +497,10 @@ std::string describeDevicePlan(const DevicePlan &plan) {
         if (bundle::gemmEpilogueHasBias(g.epilogue))
           os << " bias=", arg(g.bias);
       }
+    } else if (step.kind == StepBranch) {
+      os << "branch: skip " << step.branch.count << " steps when ";
+      arg(step.branch.condition);
+      os << " is " << (step.branch.when ? "true" : "false");
     } else {
       os << "copy " << step.copy.bytes << " bytes ";
       arg(step.copy.src), os << " -> ", arg(step.copy.dst);

@@ -674,7 +674,17 @@ llvm::Error emitHostCopy(EmitContext &context) {
   return llvm::Error::success();
 }
 
+/// The condition's copy (its result), then the branch that skips the
+/// nodes of the branch not taken.
+llvm::Error emitSkipIf(EmitContext &context) {
+  context.copy(context.out().place, context.in(0).place, context.out().bytes);
+  context.branch(context.in(0).place, context.intAttr("when", 0) != 0,
+                 uint32_t(context.intAttr("count", 0)));
+  return llvm::Error::success();
+}
+
 const EmitterEntry kDataMovementEmitters[] = {
+    {ir::OpCode::SnugSkipIf, emitSkipIf},
     {ir::OpCode::SnugOffload, emitHostCopy},
     {ir::OpCode::SnugReload, emitHostCopy},
     {ir::OpCode::Transpose, emitTranspose},

@@ -196,6 +196,10 @@ public:
   /// Records a device-to-device copy (skipped when source and destination
   /// coincide or bytes is 0).
   void copy(bundle::DeviceArg dst, bundle::DeviceArg src, uint64_t bytes);
+  /// A Branch step that skips the device steps of the next `hostOps` nodes
+  /// when the bool at `condition` is `when` (snug.skip_if; the driver turns
+  /// the node count into a step count once every node has its steps).
+  void branch(bundle::DeviceArg condition, bool when, uint32_t hostOps);
 
   /// "node 'conv1' (Conv): why" as an error, for what the CUDA backend
   /// cannot do (an unsupported dtype or attribute combination).

@@ -83,6 +83,94 @@ static llvm::Error bindThroughCopies(Importer &importer,
   return llvm::Error::success();
 }
 
+/// The graph attribute `name` of an If; an error naming the node without.
+static llvm::Expected<onnx::GraphProto *>
+getBranch(Importer &importer, onnx::NodeProto &node, llvm::StringRef name) {
+  for (onnx::AttributeProto &attr : *node.mutable_attribute())
+    if (attr.name() == name && attr.has_g()) {
+      if (attr.g().output_size() != node.output_size())
+        return importer.error(node, name + " has " +
+                                        llvm::Twine(attr.g().output_size()) +
+                                        " outputs, the If has " +
+                                        llvm::Twine(node.output_size()));
+      return attr.mutable_g();
+    }
+  return importer.error(node, "has no graph attribute '" + name + "'");
+}
+
+/// An If whose condition is runtime data: both branches are imported, and
+/// each output is Where(condition, then's, else's) over a scalar condition.
+/// The guard-branches pass (passes/memory/GuardBranches.h) then makes the
+/// nodes only one side needs a guarded run of steps, so each executor runs
+/// just the taken branch. The branches must agree on each output's type:
+/// snug's shapes are static.
+static llvm::Error importRuntimeIf(Importer &importer, onnx::NodeProto &node,
+                                   Value *condition) {
+  const ir::TensorType &type = condition->getType();
+  if (type.getDType() != ir::DType::Bool)
+    return importer.error(node, "condition '" + node.input(0) +
+                                    "' has type " + type.str() +
+                                    "; If takes a bool");
+  auto thenGraph = getBranch(importer, node, "then_branch");
+  if (!thenGraph)
+    return thenGraph.takeError();
+  auto elseGraph = getBranch(importer, node, "else_branch");
+  if (!elseGraph)
+    return elseGraph.takeError();
+  size_t firstNode = importer.module.getNodes().size();
+  size_t firstArgument = importer.module.getArguments().size();
+  // Both branches must compile at the bound shapes, though a model may
+  // only ever take one at them (Silero VAD's 8 kHz network at a 16 kHz
+  // window): say why both are compiled and how to fix the condition.
+  auto explain = [&](llvm::StringRef branch, llvm::Error error) {
+    std::string why = llvm::toString(std::move(error));
+    size_t at = why.find("error: ");
+    if (at != std::string::npos)
+      why = why.substr(at + 7);
+    return importer.error(
+        node, "condition '" + node.input(0) +
+                  "' is runtime data, so snug compiles both branches, and " +
+                  branch + " does not compile at these shapes: " + why +
+                  " (--freeze-input fixes a graph input the condition "
+                  "reads, and the If takes one branch)");
+  };
+  auto thenResults = importer.importBranch(node, **thenGraph, "then_branch");
+  if (!thenResults)
+    return explain("then_branch", thenResults.takeError());
+  auto elseResults = importer.importBranch(node, **elseGraph, "else_branch");
+  if (!elseResults)
+    return explain("else_branch", elseResults.takeError());
+  Value *scalar = condition;
+  if (type.getRank() != 0) {
+    auto reshaped = firstResult(importer.emit(
+        node, "Reshape", {condition},
+        {{"shape", Attribute::getInts({})}}, 1, ".condition"));
+    if (!reshaped)
+      return reshaped.takeError();
+    scalar = *reshaped;
+  }
+  llvm::SmallVector<Value *, 2> results;
+  for (int i = 0; i < node.output_size(); ++i) {
+    Value *thenValue = (*thenResults)[i];
+    Value *elseValue = (*elseResults)[i];
+    if (thenValue->getType() != elseValue->getType())
+      return importer.error(
+          node, "output " + llvm::Twine(i) + " is " +
+                    thenValue->getType().str() + " in then_branch and " +
+                    elseValue->getType().str() +
+                    " in else_branch; an If on runtime data needs both "
+                    "branches to give the same type (snug's shapes are "
+                    "static)");
+    auto selected = firstResult(importer.emit(
+        node, "Where", {scalar, thenValue, elseValue}, {}, 1,
+        i ? "." + std::to_string(i) : std::string()));
+    if (!selected)
+      return selected.takeError();
+    results.push_back(*selected);
+  }
+  return bindThroughCopies(importer, node, firstNode, firstArgument, results);
+}
+
 llvm::Error importIf(Importer &importer, onnx::NodeProto &node) {
   auto condition = requireInput(importer, node, 0);
   if (!condition)
@@ -97,31 +185,15 @@ llvm::Error importIf(Importer &importer, onnx::NodeProto &node) {
   if (!data)
     return data.takeError();
   if (!*data)
-    return importer.error(
-        node, "condition '" + name +
-                  "' is not a constant; snug needs it known at compile time "
-                  "(it supports only an If whose condition is known then: "
-                  "an initializer, a Constant node, or a value computed from "
-                  "shapes; --freeze-input fixes a graph input's value, and "
-                  "--dim/--input bind the dims a shape-derived condition "
-                  "reads)");
+    return importRuntimeIf(importer, node, *condition);
   bool taken = readElementAsDouble(type.getDType(), (*data)->data(), 0) != 0;
   llvm::StringRef branchName = taken ? "then_branch" : "else_branch";
-  onnx::AttributeProto *branch = nullptr;
-  for (onnx::AttributeProto &attr : *node.mutable_attribute())
-    if (attr.name() == branchName && attr.has_g())
-      branch = &attr;
+  auto branch = getBranch(importer, node, branchName);
   if (!branch)
-    return importer.error(node, "has no graph attribute '" + branchName +
-                                    "' (the branch its condition takes)");
-  if (branch->g().output_size() != node.output_size())
-    return importer.error(node, branchName + " has " +
-                                    llvm::Twine(branch->g().output_size()) +
-                                    " outputs, the If has " +
-                                    llvm::Twine(node.output_size()));
+    return branch.takeError();
   size_t firstNode = importer.module.getNodes().size();
   size_t firstArgument = importer.module.getArguments().size();
-  auto results = importer.importBranch(node, *branch->mutable_g(), branchName);
+  auto results = importer.importBranch(node, **branch, branchName);
   if (!results)
     return results.takeError();
   // A branch output that is a value of the enclosing graphs is copied.

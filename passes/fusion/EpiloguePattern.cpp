@@ -56,6 +56,7 @@
 #include "passes/analysis/CostModel.h"
 #include "passes/fusion/FusePatterns.h"
 #include "passes/fusion/LtEpilogue.h"
+#include "passes/memory/GuardBranches.h"
 #include "passes/memory/ScratchRequest.h"
 #include "passes/analysis/StepPhases.h"
 
@@ -67,9 +68,10 @@ namespace snug {
 namespace {
 
 /// A node an epilogue can hold: one elementwise node (all operands
-/// present) or a snug.fused group, with one result.
+/// present; not the select of an If on runtime data, GuardBranches.h) or a
+/// snug.fused group, with one result.
 bool isEpilogueCandidate(const ir::Node &node) {
-  if (node.getNumResults() != 1)
+  if (node.getNumResults() != 1 || isRuntimeSelect(node))
     return false;
   if (node.is(ir::OpCode::SnugFused))
     return node.hasBody();

@@ -74,6 +74,7 @@
 #include "ir/Module.h"
 #include "passes/analysis/CostModel.h"
 #include "passes/fusion/FusePatterns.h"
+#include "passes/memory/GuardBranches.h"
 #include "passes/memory/budget/MicroBatchPhases.h"
 #include "passes/analysis/StepPhases.h"
 #include "passes/Passes.h"
@@ -144,10 +145,10 @@ struct Group {
 /// What fusion may put in a body: an elementwise node or a conversion
 /// (OpInfo::isFusable) with one result, no body and every operand present
 /// (the body ops read block arguments or body values, never an absent
-/// operand).
+/// operand), and not the select of an If on runtime data (GuardBranches.h).
 bool isFusable(const ir::Node &node) {
   if (!node.getOpInfo().isFusable() || node.hasBody() ||
-      node.getNumResults() != 1)
+      node.getNumResults() != 1 || isRuntimeSelect(node))
     return false;
   for (const ir::Value *operand : node.getOperands())
     if (!operand)

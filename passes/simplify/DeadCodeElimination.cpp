@@ -2,8 +2,9 @@
 //
 // Removes every node none of whose results reaches a graph output. One
 // backward walk over the schedule marks the values the outputs need; nodes
-// with no needed result are erased in one sweep. Inference graphs have no
-// side effects, so "reaches no output" is exactly "dead". Runs after folding
+// with no needed result are erased in one sweep, except nodes with side
+// effects (snug.skip_if, which guard-branches places): otherwise "reaches
+// no output" is exactly "dead". Runs after folding
 // and fusion, which leave dead producers behind. Does not touch weights:
 // unused weights are dropped by the bundle writer.
 //
@@ -29,7 +30,8 @@ static llvm::DenseSet<const ir::Node *> findLiveNodes(const ir::Module &module) 
   auto nodes = module.getNodes();
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const ir::Node &node = **it;
-    bool isLive = false;
+    // A node with side effects (snug.skip_if) is live whatever it gives.
+    bool isLive = node.getOpInfo().hasSideEffects();
     for (unsigned i = 0; i < node.getNumResults() && !isLive; ++i)
       isLive = needed.count(node.getResult(i));
     if (!isLive)

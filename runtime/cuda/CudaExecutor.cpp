@@ -512,6 +512,14 @@ Status CudaExecutor::resolveSteps() {
                                ? Step::Direction::HostToDevice
                                : Step::Direction::DeviceToDevice;
       break;
+    case bundle::StepBranch:
+      // Which steps run depends on data the device computes: the plan
+      // runs step by step (a graph would fix one path).
+      step.a = resolve(from.branch.condition);
+      step.bytes = from.branch.count;
+      step.when = from.branch.when != 0;
+      graphs = false;
+      break;
     }
   }
   // Persistent state: its weights live in the device weights buffer,
@@ -672,9 +680,25 @@ Status CudaExecutor::enqueueStep(const Step &step) {
 }
 
 Status CudaExecutor::enqueueSteps(size_t first, size_t last) {
-  for (size_t i = first; i < last; ++i)
+  for (size_t i = first; i < last; ++i) {
+    if (steps[i].kind == bundle::StepBranch) {
+      // The condition is computed by the steps before: wait for them.
+      uint8_t condition = 0;
+      if (CUresult r =
+              driver.MemcpyDtoHAsync(&condition, steps[i].a, 1, stream))
+        return runtimeError(describeStep(steps[i]) + ": reading a condition",
+                            r);
+      if (CUresult r = driver.StreamSynchronize(stream))
+        return runtimeError(describeStep(steps[i]) +
+                                ": a kernel before the branch failed",
+                            r);
+      if ((condition != 0) == steps[i].when)
+        i += steps[i].bytes;
+      continue;
+    }
     if (Status s = enqueueStep(steps[i]))
       return s;
+  }
   return Status::ok();
 }
 

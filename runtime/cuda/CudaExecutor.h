@@ -123,6 +123,9 @@ private:
     // Gemm: the workspace cuBLAS may use during the call (0 bytes: none).
     CUdeviceptr workspace = 0;
     uint64_t workspaceBytes = 0;
+    // Branch: the condition's byte is `a`, the steps to skip `bytes`, when
+    // the byte is `when`.
+    bool when = false;
     // Gemm with an epilogue: its index in ltGemms (cublasLtMatmul), or
     // kNoLtGemm for a plain cublasGemmStridedBatchedEx.
     size_t ltGemm = kNoLtGemm;

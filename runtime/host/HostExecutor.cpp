@@ -123,6 +123,11 @@ Status HostExecutor::create(const Bundle &bundle, void *callerArena,
     }
     for (const Location &result : op.results)
       bound.context.outputs.push_back(bind(result));
+    // The plan verifier held count to the ops that follow.
+    if (op.opName == "snug.skip_if") {
+      bound.skipCount = size_t(bound.context.getInt("count", 0));
+      bound.skipWhen = bound.context.getInt("when", 0) != 0;
+    }
     executor->ops.push_back(std::move(bound));
   }
   // Poison ranges: the arena minus the inputs' ranges.
@@ -154,12 +159,16 @@ Status HostExecutor::run() {
   if (poison)
     for (const auto &range : poisonRanges)
       std::memset(arena + range.first, 0xff, range.second - range.first);
-  for (BoundOp &op : ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    BoundOp &op = ops[i];
     if (Status s = op.kernel(op.context))
       return s;
     if (op.context.op.hasBody && op.context.op.opName != bundle::kFusedOpName)
       if (Status s = applyEpilogue(op.context))
         return s;
+    // The branch of an If not taken (passes/memory/GuardBranches.cpp).
+    if (op.skipCount && (op.context.in(0).data[0] != 0) == op.skipWhen)
+      i += op.skipCount;
   }
   // The reader checked each output is an arena value of the state's bytes.
   for (const StateDesc &entry : bundle->state)

@@ -55,6 +55,10 @@ private:
   struct BoundOp {
     Kernel kernel;
     KernelContext context;
+    /// snug.skip_if: the ops after it to skip when its condition equals
+    /// `skipWhen` (0: not a skip).
+    size_t skipCount = 0;
+    bool skipWhen = false;
   };
 
   uint8_t *arena = nullptr;

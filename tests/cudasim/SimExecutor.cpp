@@ -350,6 +350,17 @@ bool runDevicePlan(const DevicePlan &plan, KernelLibrary &kernels,
         std::fprintf(options.trace, "step %zu %s: copy %llu bytes: %.3f ms\n",
                      i, op.c_str(), (unsigned long long)c.bytes, s * 1e3);
       what = "the copy";
+    } else if (step.kind == StepBranch) {
+      // The If not taken: its steps are skipped, as the CUDA executor does.
+      const DeviceBranch &b = step.branch;
+      bool condition = *memory.resolve(b.condition) != 0;
+      if (options.trace)
+        std::fprintf(options.trace, "step %zu %s: branch on %s: %s %u steps\n",
+                     i, op.c_str(), condition ? "true" : "false",
+                     condition == (b.when != 0) ? "skip" : "run", b.count);
+      if (condition == (b.when != 0))
+        i += b.count;
+      continue;
     } else {
       error = where + ": unknown step kind " + std::to_string(step.kind);
       return false;

@@ -29,7 +29,7 @@ from zoo_cache import SKIP, bindings, ensure_model, model_parser
 # precision notes): the detector's probability map is 1.09e-2 off.
 DEFAULT_FP16_WITHIN = {"ppocr_det": False, "ppocr_rec": True,
                        "ppocr_cls": True, "nudenet_yolov8n": True,
-                       "magika": True}
+                       "magika": True, "silero_vad_v6_seq": True}
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 

@@ -407,7 +407,7 @@ TEST(DevicePlanTest, ToolchainRoundTripsAndVersionSevenReadsAsUnrecorded) {
   status = rt::parseBundle(recorded->data(), recorded->size(), "b.snug",
                            bundle);
   ASSERT_FALSE(status) << status.getMessage();
-  EXPECT_EQ(bundle->version, 8u);
+  EXPECT_EQ(bundle->version, bundle::kBundleVersion);
   EXPECT_EQ(bundle->toolchain.nvrtcVersion, 12000u);
   EXPECT_EQ(bundle->toolchain.jitLinkVersion, 12010u);
   EXPECT_EQ(bundle->toolchain.ptxIsa, 80u);

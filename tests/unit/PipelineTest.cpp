@@ -57,7 +57,7 @@ TEST(PipelineTest, PlanNameExpandsToTheSharedBudget) {
   PlanningOptions options;
   options.timeLimitSeconds = 4;
   std::string expanded = expandPipelineNames("dce,plan", options);
-  EXPECT_EQ(expanded.rfind("dce,schedule{time-limit=1},plan-memory{", 0), 0u)
+  EXPECT_EQ(expanded.rfind("dce,schedule{time-limit=1},guard-branches,plan-memory{", 0), 0u)
       << expanded;
   EXPECT_EQ(timeLimitOf(expanded, "plan-memory"), 3) << expanded;
 }
@@ -121,17 +121,17 @@ static PlanningOptions planning(bool schedule, bool verifyPlan) {
 
 TEST(PipelineTest, PlanningPipelineText) {
   const std::string planMemory =
-      "plan-memory{planner=best alignment=256 time-limit=1.5 target=cuda "
+      "guard-branches,plan-memory{planner=best alignment=256 time-limit=1.5 target=cuda "
       "cublas-workspace=4194304}";
   EXPECT_EQ(getPlanningPipeline(planning(true, false)),
             "schedule{time-limit=0.5}," + planMemory);
   EXPECT_EQ(getPlanningPipeline(planning(true, true)),
             "schedule{time-limit=0.5}," + planMemory + ",verify-plan");
   EXPECT_EQ(getPlanningPipeline(planning(false, false)),
-            "plan-memory{planner=best alignment=256 time-limit=2 target=cuda "
+            "guard-branches,plan-memory{planner=best alignment=256 time-limit=2 target=cuda "
             "cublas-workspace=4194304}");
   EXPECT_EQ(getPlanningPipeline(planning(false, true)),
-            "plan-memory{planner=best alignment=256 time-limit=2 target=cuda "
+            "guard-branches,plan-memory{planner=best alignment=256 time-limit=2 target=cuda "
             "cublas-workspace=4194304},verify-plan");
 
   PlanningOptions other = planning(true, true);
@@ -141,7 +141,7 @@ TEST(PipelineTest, PlanningPipelineText) {
   other.target = "host";
   other.cublasWorkspaceBytes = 0;
   EXPECT_EQ(getPlanningPipeline(other),
-            "schedule{time-limit=0.75},plan-memory{planner=search alignment=64 "
+            "schedule{time-limit=0.75},guard-branches,plan-memory{planner=search alignment=64 "
             "time-limit=2.25 target=host cublas-workspace=0},verify-plan");
 
   PlanningOptions budget = planning(true, false);
@@ -166,7 +166,7 @@ TEST(PipelineTest, PlanningPipelineText) {
             "offload{arena-budget=1000000 host-bandwidth=12.5 planner=best "
             "alignment=256 target=cuda cublas-workspace=4194304},"
             "remat{arena-budget=1000000 planner=best alignment=256 "
-            "target=cuda cublas-workspace=4194304},plan-memory{planner=best "
+            "target=cuda cublas-workspace=4194304},guard-branches,plan-memory{planner=best "
             "alignment=256 time-limit=2 target=cuda cublas-workspace=4194304},"
             "verify-plan");
   PlanningOptions noBudget = planning(true, false);
@@ -183,7 +183,7 @@ TEST(PipelineTest, ExpandedNamesText) {
       std::string(kImportPrefix) +
       "fold-batchnorm,lower-precision{to=bf16 keep=Softmax},fuse";
   std::string plan =
-      "schedule{time-limit=0.5},plan-memory{planner=best alignment=256 "
+      "schedule{time-limit=0.5},guard-branches,plan-memory{planner=best alignment=256 "
       "time-limit=1.5 target=cuda cublas-workspace=4194304},verify-plan";
   EXPECT_EQ(expandPipelineNames("import", options), import);
   EXPECT_EQ(expandPipelineNames("plan", options), plan);

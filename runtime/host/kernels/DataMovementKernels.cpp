@@ -608,6 +608,8 @@ void registerDataMovementKernels(KernelTable &t) {
     t.set(view, viewKernel);
   t.set(OpCode::SnugOffload, viewKernel);
   t.set(OpCode::SnugReload, viewKernel);
+  // The condition's copy; the executor skips the steps (HostExecutor.cpp).
+  t.set(OpCode::SnugSkipIf, viewKernel);
   t.set(OpCode::Dropout, dropoutKernel);
   t.set(OpCode::Transpose, transposeKernel);
   t.set(OpCode::Concat, concatKernel);

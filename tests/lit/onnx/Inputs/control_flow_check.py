@@ -174,7 +174,77 @@ def scan_batched():
              "xs": rng.standard_normal((2, 4, 3)).astype(np.float32)})
 
 
-CASES = [loop_trip, loop_condition, loop_nested, scan_axes, scan_batched]
+def if_runtime(flag, picked):
+    """An If on a graph input (a bool scalar, or of shape [1]): both
+    branches are compiled, the executors run the one taken. then_branch
+    computes y from x and passes the outer x through as z; else_branch
+    looks rows up with a Gather whose indices (idx, a graph input) are out
+    of range here when the flag is true (so running it would fail) and
+    computes z. Two models: flag true and false."""
+    def case():
+        then = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "w"], ["xw"]),
+             helper.make_node("Relu", ["xw"], ["r"]),
+             helper.make_node("Add", ["r", "x"], ["y_then"]),
+             helper.make_node("Identity", ["x"], ["z_then"])],
+            "then", [], [info("y_then", F, [3, 3]), info("z_then", F, [3, 3])])
+        other = helper.make_graph(
+            [const("two", np.float32(2.0)),
+             helper.make_node("Gather", ["x", "idx"], ["rows"], axis=0),
+             helper.make_node("Mul", ["rows", "two"], ["y_else"]),
+             helper.make_node("Exp", ["x"], ["z_else"])],
+            "else", [], [info("y_else", F, [3, 3]), info("z_else", F, [3, 3])])
+        w = helper.make_tensor("w", F, [3, 3],
+                               rng.standard_normal(9).astype(np.float32).tolist())
+        nodes = [helper.make_node("If", ["flag"], ["y", "z"], name="gate",
+                                  then_branch=then, else_branch=other)]
+        shape = [1] if flag == "vector" else []
+        value = np.array(picked).reshape(shape)
+        idx = np.array([0, 2, 1] if not picked else [7, 9, 8], np.int64)
+        return (model(nodes, [info("flag", B, shape), info("x", F, [3, 3]),
+                              info("idx", I64, [3])],
+                      [info("y", F, [3, 3]), info("z", F, [3, 3])], [w]),
+                {"flag": value,
+                 "x": rng.standard_normal((3, 3)).astype(np.float32),
+                 "idx": idx})
+    case.__name__ = f"if_runtime_{flag}_{'then' if picked else 'else'}"
+    return case
+
+
+def if_runtime_nested():
+    """An If on runtime data inside one: the outer flag is an input, the
+    inner condition a value the outer then_branch computes (the sum of x
+    over 0), each branch of the inner one a node of its own."""
+    inner_then = helper.make_graph(
+        [helper.make_node("Sigmoid", ["s"], ["t_in"])], "inner_then", [],
+        [info("t_in", F, [3])])
+    inner_else = helper.make_graph(
+        [helper.make_node("Tanh", ["s"], ["e_in"])], "inner_else", [],
+        [info("e_in", F, [3])])
+    zero = np.float32(0.0)
+    then = helper.make_graph(
+        [const("axis0", np.array([0], np.int64), dtype=I64),
+         helper.make_node("ReduceSum", ["x", "axis0"], ["s"], keepdims=0),
+         const("zero", zero),
+         helper.make_node("ReduceSum", ["s"], ["total"], keepdims=0),
+         helper.make_node("Greater", ["total", "zero"], ["positive"]),
+         helper.make_node("If", ["positive"], ["picked"], name="inner",
+                          then_branch=inner_then, else_branch=inner_else)],
+        "then", [], [info("picked", F, [3])])
+    other = helper.make_graph(
+        [helper.make_node("ReduceMax", ["x"], ["m"], axes=[0], keepdims=0)],
+        "else", [], [info("m", F, [3])])
+    nodes = [helper.make_node("If", ["flag"], ["y"], name="outer",
+                              then_branch=then, else_branch=other)]
+    return (model(nodes, [info("flag", B, []), info("x", F, [4, 3])],
+                  [info("y", F, [3])]),
+            {"flag": np.array(True),
+             "x": rng.standard_normal((4, 3)).astype(np.float32)})
+
+
+CASES = [loop_trip, loop_condition, loop_nested, scan_axes, scan_batched,
+         if_runtime("scalar", True), if_runtime("scalar", False),
+         if_runtime("vector", True), if_runtime_nested]
 
 
 def refused(directory):
