@@ -484,6 +484,24 @@ TEST(DevicePlanTest, ReaderRejectsBadSteps) {
        [](DevicePlan &p) { p.steps[2].copy.dst = DeviceArg::weight(0); }},
       {"lies outside its region",
        [](DevicePlan &p) { p.steps[2].copy.bytes = 500; }},
+      // A branch (an If on runtime data) skips steps of this plan only, on
+      // a byte of the arena.
+      {"a branch skips 3 steps, 2 follow it",
+       [](DevicePlan &p) {
+         p.steps[0].kind = StepBranch;
+         p.steps[0].branch.condition = DeviceArg::arena(0);
+         p.steps[0].branch.count = 3;
+       }},
+      {"a branch must read a byte of the arena",
+       [](DevicePlan &p) {
+         p.steps[0].kind = StepBranch;
+         p.steps[0].branch.condition = DeviceArg::weight(0);
+       }},
+      {"a branch must read a byte of the arena",
+       [](DevicePlan &p) {
+         p.steps[0].kind = StepBranch;
+         p.steps[0].branch.condition = DeviceArg::arena(512);
+       }},
       // The GEMM's workspace: inside the arena, aligned, clear of A, B, C.
       {"512 bytes of cuBLAS workspace at offset 256 lie outside the device "
        "arena (512 bytes)",
