@@ -63,12 +63,19 @@ Status checkRecordStatus(const Bundle &bundle,
   if (record[0] == 0)
     return Status::ok();
   uint64_t index = record[0] - 1;
+  if (index < bundle.ops.size() && bundle.ops[index].opName == "snug.fail_if") {
+    const Attr *message = bundle.ops[index].getAttr("message");
+    return invalidArgument(message && message->kind == bundle::AttrString
+                               ? message->s
+                               : "a run-time check failed");
+  }
   if (index >= bundle.ops.size() ||
       bundle.ops[index].opName != "snug.check_labels")
     return Status(
         SNUG_ERROR_RUNTIME,
         "bundle '" + bundle.path + "': the device's check record names op " +
-            std::to_string(index) + ", which is not a snug.check_labels");
+            std::to_string(index) +
+            ", which is not a snug.check_labels or snug.fail_if");
   return labelCheckError(bundle.ops[index], size_t(index), int64_t(record[1]),
                          int64_t(record[2]));
 }

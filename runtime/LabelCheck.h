@@ -7,6 +7,8 @@
 // device plan's check record (core/DevicePlan.h) after the step and turn it
 // into the same error. The error is the caller's (SNUG_ERROR_INVALID_ARGUMENT:
 // snug-run exits 1), naming the graph input, the label and its position.
+// The check record may also name a snug.fail_if (a bounded Loop still
+// running after its last iteration), whose error is its message.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SNUG_RUNTIME_LABELCHECK_H

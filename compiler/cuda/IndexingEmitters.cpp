@@ -430,8 +430,30 @@ llvm::Error emitCheckLabels(EmitContext &context) {
   return llvm::Error::success();
 }
 
+/// snug.fail_if: one thread copies the condition and, when it holds,
+/// names this op in the check record (the executor's error is its
+/// message).
+llvm::Error emitFailIf(EmitContext &context) {
+  const TensorRef &x = context.in(0), &y = context.out();
+  if (x.numElements != 1 || y.numElements != 1)
+    return context.unsupported("the condition is not one bool");
+  Kernel kernel;
+  kernel.tag = "fail_if";
+  kernel.addTensor("condition", x, true);
+  kernel.addTensor("out", y, false);
+  kernel.params.push_back({"uint64_t *", "record", context.useCheckRecord()});
+  kernel.block = {1, 1, 1};
+  kernel.body = "  out[0] = condition[0];\n"
+                "  if (condition[0] && record[0] == 0)\n"
+                "    record[0] = " +
+                literal(int64_t(context.opIndex) + 1) + ";\n";
+  context.launch(std::move(kernel));
+  return llvm::Error::success();
+}
+
 const EmitterEntry kIndexingEmitters[] = {
     {ir::OpCode::SnugCheckLabels, emitCheckLabels},
+    {ir::OpCode::SnugFailIf, emitFailIf},
     {ir::OpCode::CumSum, emitCumSum},
     {ir::OpCode::GatherElements, emitGatherElements},
     {ir::OpCode::GatherND, emitGatherND},

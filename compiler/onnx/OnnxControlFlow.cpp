@@ -20,11 +20,17 @@
 // Unrolled, every executor runs a loop like any other graph, and the
 // planner sees each iteration's buffers with their own lifetimes.
 //
-// Control flow that depends on an input's data is refused, naming the node
-// and the value: it needs branches in the plan, which snug does not have.
-// So is a loop past kMaxUnrolledNodes nodes. The scan (OnnxImporter.cpp)
-// has already checked every subgraph (unsupported ops, undefined names,
-// names that shadow the enclosing graph's) and ordered its nodes.
+// Control flow that depends on an input's data:
+// - An If on runtime data imports both branches and each output as
+//   Where(condition, then's, else's); the guard-branches pass then runs
+//   only the taken side (passes/memory/GuardBranches.cpp).
+// - A Loop whose trip count or conditions are runtime data is unrolled up
+//   to the bound --max-trip gives it, each iteration run while the loop
+//   goes on (importBoundedLoop), and refused without one, naming the node
+//   and the flag. So is a loop past kMaxUnrolledNodes nodes. The scan
+//   (OnnxImporter.cpp) has already checked every subgraph (unsupported
+//   ops, undefined names, names that shadow the enclosing graph's) and
+//   ordered its nodes.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/onnx/OnnxInternal.h"
@@ -39,12 +45,6 @@ using ir::Attribute;
 using ir::Value;
 
 namespace {
-/// The most IR nodes one Loop or Scan unrolls into: a bound on the compile
-/// (a loop of a million iterations would build a million-node graph), far
-/// above what the loops exporters write for shapes they know (a few to a
-/// few hundred iterations of a few nodes).
-constexpr size_t kMaxUnrolledNodes = size_t(1) << 16;
-
 /// The tail of a refusal of control flow that depends on data.
 constexpr const char *kNeedsCompileTime =
     "; snug needs it known at compile time";
@@ -280,25 +280,158 @@ static llvm::Expected<Value *> stack(Importer &importer,
 }
 
 
+/// `value`, a tensor of one element, as a scalar (a Reshape when its rank
+/// is not 0).
+static llvm::Expected<Value *> asScalar(Importer &importer,
+                                        const onnx::NodeProto &node,
+                                        Value *value,
+                                        const std::string &suffix) {
+  if (value->getType().getRank() == 0)
+    return value;
+  return firstResult(importer.emit(node, "Reshape", {value},
+                                   {{"shape", Attribute::getInts({})}}, 1,
+                                   suffix));
+}
+
+/// A Loop whose trip count or conditions may be runtime data, bounded by
+/// --max-trip: `bound` iterations unrolled, each running while the loop
+/// does. `active` (a bool scalar computed at run time) says whether
+/// iteration k runs: cond, k < M, and every earlier iteration's condition.
+/// Each loop-carried value is Where(active, the body's, the value before),
+/// so the guard-branches pass runs iteration k's nodes only when it is
+/// active (passes/memory/GuardBranches.cpp), and the condition the next
+/// iteration reads is Where(active, the body's, false). A loop still
+/// running after the bound fails the run (snug.fail_if): a result cut
+/// short would be silently wrong. Scan outputs are refused: their length
+/// is the trip count, and snug's shapes are static.
+static llvm::Error importBoundedLoop(Importer &importer,
+                                     onnx::NodeProto &node,
+                                     onnx::GraphProto &body, int64_t bound,
+                                     llvm::StringRef loopName,
+                                     llvm::SmallVectorImpl<Value *> &carried,
+                                     size_t numScans) {
+  if (numScans)
+    return importer.error(
+        node, "has scan output '" + body.output(1 + carried.size()).name() +
+                  "', whose length is the trip count; a Loop bounded by "
+                  "--max-trip runs a runtime number of iterations, and "
+                  "snug's shapes are static");
+  size_t firstNode = importer.module.getNodes().size();
+  size_t firstArgument = importer.module.getArguments().size();
+  auto tripCount = importer.getInput(node, 0);
+  if (!tripCount)
+    return tripCount.takeError();
+  auto initial = importer.getInput(node, 1);
+  if (!initial)
+    return initial.takeError();
+  for (auto [value, what, dtype] :
+       {std::make_tuple(*tripCount, "M", ir::DType::I64),
+        std::make_tuple(*initial, "cond", ir::DType::Bool)})
+    if (value && (value->getType().getNumElements() != 1 ||
+                  value->getType().getDType() != dtype))
+      return importer.error(node, llvm::Twine(what) + " has type " +
+                                      value->getType().str() +
+                                      "; a Loop takes one " +
+                                      ir::getDTypeName(dtype));
+  Value *active = addScalarWeight(importer, node, ".running", ir::DType::Bool,
+                                  1);
+  if (*initial) {
+    auto scalar = asScalar(importer, node, *initial, ".cond");
+    if (!scalar)
+      return scalar.takeError();
+    active = *scalar;
+  }
+  Value *trips = nullptr;
+  if (*tripCount) {
+    auto scalar = asScalar(importer, node, *tripCount, ".trips");
+    if (!scalar)
+      return scalar.takeError();
+    trips = *scalar;
+  }
+  // Whether iteration `k` may run by the trip count, and'ed into `active`.
+  auto withinTrips = [&](int64_t k, const std::string &step) -> llvm::Error {
+    if (!trips)
+      return llvm::Error::success();
+    Value *index = addScalarWeight(importer, node, step + ".index",
+                                   ir::DType::I64, static_cast<double>(k));
+    auto below = firstResult(
+        importer.emit(node, "Less", {index, trips}, {}, 1, step + ".within"));
+    if (!below)
+      return below.takeError();
+    auto both = firstResult(
+        importer.emit(node, "And", {active, *below}, {}, 1, step + ".active"));
+    if (!both)
+      return both.takeError();
+    active = *both;
+    return llvm::Error::success();
+  };
+  if (llvm::Error error = withinTrips(0, ".iteration0"))
+    return error;
+  Value *no = addScalarWeight(importer, node, ".stopped", ir::DType::Bool, 0);
+  for (int64_t k = 0; k < bound; ++k) {
+    std::string step = ".iteration" + std::to_string(k);
+    llvm::SmallVector<Value *, 6> inputs{
+        addScalarWeight(importer, node, step, ir::DType::I64,
+                        static_cast<double>(k)),
+        addScalarWeight(importer, node, step + ".cond", ir::DType::Bool, 1)};
+    inputs.append(carried.begin(), carried.end());
+    auto results = importer.importBranch(node, body, "body", inputs);
+    if (!results)
+      return results.takeError();
+    for (size_t i = 0; i < carried.size(); ++i) {
+      Value *next = (*results)[1 + i];
+      if (next->getType() != carried[i]->getType())
+        return importer.error(
+            node, "body output '" + body.output(1 + i).name() + "' has type " +
+                      next->getType().str() + ", its loop-carried value " +
+                      carried[i]->getType().str());
+      auto kept = firstResult(importer.emit(
+          node, "Where", {active, next, carried[i]}, {}, 1,
+          step + ".carried" + std::to_string(i)));
+      if (!kept)
+        return kept.takeError();
+      carried[i] = *kept;
+    }
+    Value *condition = (*results)[0];
+    if (condition->getType().getNumElements() != 1 ||
+        condition->getType().getDType() != ir::DType::Bool)
+      return importer.error(node, "body's condition output '" +
+                                      body.output(0).name() + "' has type " +
+                                      condition->getType().str() +
+                                      "; a Loop's condition is one bool");
+    auto scalar = asScalar(importer, node, condition, step + ".stop");
+    if (!scalar)
+      return scalar.takeError();
+    auto goesOn = firstResult(importer.emit(
+        node, "Where", {active, *scalar, no}, {}, 1, step + ".goes_on"));
+    if (!goesOn)
+      return goesOn.takeError();
+    active = *goesOn;
+    if (llvm::Error error = withinTrips(k + 1, ".iteration" +
+                                                   std::to_string(k + 1)))
+      return error;
+    if (llvm::Error error = checkUnrolledSize(importer, node, firstNode, k + 1))
+      return error;
+  }
+  std::string message =
+      importer.describe(node) + " is still running after " +
+      std::to_string(bound) + " iterations, the bound --max-trip=" +
+      loopName.str() + "=" + std::to_string(bound) +
+      " gave it (compile with a larger bound)";
+  auto check = importer.emit(node, "snug.fail_if", {active},
+                             {{"message", Attribute::getString(message)}}, 1,
+                             ".bound");
+  if (!check)
+    return check.takeError();
+  llvm::SmallVector<Value *, 4> outputs(carried.begin(), carried.end());
+  outputs.resize(std::min<size_t>(outputs.size(), node.output_size()));
+  return bindThroughCopies(importer, node, firstNode, firstArgument, outputs);
+}
+
 llvm::Error importLoop(Importer &importer, onnx::NodeProto &node) {
   auto body = getBody(importer, node);
   if (!body)
     return body.takeError();
-  auto tripCount = readCompileTimeScalar(
-      importer, node, 0, "M",
-      "the trip count of a Loop, which snug unrolls; a loop whose length is "
-      "runtime data is not supported");
-  if (!tripCount)
-    return tripCount.takeError();
-  auto initialCondition = readCompileTimeScalar(
-      importer, node, 1, "cond",
-      "the condition of a Loop, which snug unrolls; a loop that stops on "
-      "runtime data is not supported");
-  if (!initialCondition)
-    return initialCondition.takeError();
-  if (!*tripCount && !*initialCondition)
-    return importer.error(node, "has neither a trip count M nor a condition "
-                                "cond; the loop would never end");
   llvm::SmallVector<Value *, 4> carried;
   for (int i = 2; i < node.input_size(); ++i) {
     auto value = requireInput(importer, node, i);
@@ -322,6 +455,31 @@ llvm::Error importLoop(Importer &importer, onnx::NodeProto &node) {
     return importer.error(node, "has " + llvm::Twine(node.output_size()) +
                                     " outputs, its body computes " +
                                     llvm::Twine(numCarried + numScans));
+  std::string loopName = !node.name().empty()  ? node.name()
+                         : node.output_size() ? node.output(0)
+                                              : std::string();
+  auto bound = importer.maxTrips.find(loopName);
+  if (bound != importer.maxTrips.end()) {
+    importer.usedMaxTrips.insert(loopName);
+    return importBoundedLoop(importer, node, **body, bound->second, loopName,
+                             carried, numScans);
+  }
+  std::string hint = "; --max-trip=" + loopName +
+                     "=N bounds it by N iterations, each run while the loop "
+                     "goes on";
+  auto tripCount = readCompileTimeScalar(
+      importer, node, 0, "M",
+      "the trip count of a Loop, which snug unrolls" + hint);
+  if (!tripCount)
+    return tripCount.takeError();
+  auto initialCondition = readCompileTimeScalar(
+      importer, node, 1, "cond",
+      "the condition of a Loop, which snug unrolls" + hint);
+  if (!initialCondition)
+    return initialCondition.takeError();
+  if (!*tripCount && !*initialCondition)
+    return importer.error(node, "has neither a trip count M nor a condition "
+                                "cond; the loop would never end");
 
   size_t firstNode = importer.module.getNodes().size();
   size_t firstArgument = importer.module.getArguments().size();
@@ -352,8 +510,7 @@ llvm::Error importLoop(Importer &importer, onnx::NodeProto &node) {
           node, "condition '" + graph.output(0).name() + "' (its body's "
                 "output 0) depends on runtime data in iteration " +
                 llvm::Twine(iteration) + kNeedsCompileTime +
-                " (snug unrolls a Loop; a loop that stops on runtime data is "
-                "not supported)");
+                " (snug unrolls a Loop" + hint + ")");
     running = readElementAsDouble(condition->getType().getDType(),
                                   (*data)->data(), 0) != 0;
     for (size_t i = 0; i < numCarried; ++i)

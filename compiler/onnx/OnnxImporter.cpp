@@ -121,6 +121,22 @@ llvm::Error parseDimBinding(llvm::StringRef text, ImportOptions &options) {
   return llvm::Error::success();
 }
 
+llvm::Error parseMaxTrip(llvm::StringRef text, ImportOptions &options) {
+  auto [name, value] = text.rsplit('=');
+  int64_t trips;
+  if (name.empty() || value.getAsInteger(10, trips) || trips <= 0 ||
+      uint64_t(trips) > onnx_import::kMaxUnrolledNodes)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "bad --max-trip '" + text.str() +
+            "': expected LOOP=N, the Loop's node name (or its first "
+            "output's) and N in [1, " +
+            std::to_string(onnx_import::kMaxUnrolledNodes) +
+            "], e.g. decode=64");
+  options.maxTrips[name] = trips;
+  return llvm::Error::success();
+}
+
 using namespace onnx_import;
 
 //===----------------------------------------------------------------------===//
@@ -1044,9 +1060,16 @@ importOnnxModel(llvm::StringRef path, const ImportOptions &options) {
   importer.externalFilesRead = options.externalFilesRead;
   importer.boundDims = options.dims;
   importer.trainingDropout = options.trainingDropout;
+  importer.maxTrips = options.maxTrips;
   importer.branchOrders = std::move(scan->branchOrders);
   if (llvm::Error error = importGraph(importer, model, *scan, options))
     return error;
+  // A bound no Loop took is a typo or a Loop that runs without it.
+  for (const auto &entry : importer.maxTrips)
+    if (!importer.usedMaxTrips.count(entry.getKey()))
+      return importer.error("--max-trip names '" + entry.getKey() +
+                            "', which is no Loop of the model whose trip "
+                            "count or condition is runtime data");
   if (llvm::Error error = ir::verifyModule(*module))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -132,6 +132,10 @@ struct ImportOptions {
   /// of the weight ir::kDropoutSeedWeight; without it such a Dropout is
   /// refused (an inference compile cannot mean it).
   bool trainingDropout = false;
+  /// `--max-trip NAME=N`: the most iterations of the Loop of that name (its
+  /// node name, or its first output's when it has none) whose trip count
+  /// or condition is runtime data (OnnxControlFlow.cpp).
+  llvm::StringMap<int64_t> maxTrips;
 };
 
 /// The snug element type of an ONNX TensorProto.DataType code; None for
@@ -142,6 +146,8 @@ llvm::Optional<ir::DType> getDTypeOfOnnxDataType(int onnxType);
 llvm::Expected<InputBinding> parseInputBinding(llvm::StringRef text);
 /// Parses `SYMBOL=N` into `options.dims`.
 llvm::Error parseDimBinding(llvm::StringRef text, ImportOptions &options);
+/// Parses `NAME=N` into `options.maxTrips`.
+llvm::Error parseMaxTrip(llvm::StringRef text, ImportOptions &options);
 
 /// One node of an op snug does not import.
 struct UnsupportedOp {

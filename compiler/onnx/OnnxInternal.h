@@ -30,6 +30,12 @@
 namespace snug {
 namespace onnx_import {
 
+/// The most IR nodes one Loop or Scan unrolls into, and the largest
+/// --max-trip: a bound on the compile (a loop of a million iterations would
+/// build a million-node graph), far above what the loops exporters write
+/// for shapes they know (a few to a few hundred iterations of a few nodes).
+constexpr size_t kMaxUnrolledNodes = size_t(1) << 16;
+
 /// The snug dtype of an ONNX TensorProto data type; None if unsupported.
 llvm::Optional<ir::DType> convertDType(int onnxType);
 /// "FLOAT", "STRING", ... for messages.
@@ -60,6 +66,9 @@ public:
   /// share (made at the first) and how many have been imported (each
   /// one's salt).
   bool trainingDropout = false;
+  /// ImportOptions::maxTrips, and the names the Loops took.
+  llvm::StringMap<int64_t> maxTrips;
+  llvm::StringSet<> usedMaxTrips;
   ir::Value *dropoutSeed = nullptr;
   int64_t dropoutCount = 0;
 

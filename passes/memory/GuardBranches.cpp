@@ -242,8 +242,12 @@ size_t GuardBranches::flatten(ir::Module &module,
         ir::OpCode::SnugSkipIf, {condition}, {condition->getType()},
         {{"count", ir::Attribute::getInt(0)},
          {"when", ir::Attribute::getInt(item.guard->thenSide ? 0 : 1)}});
-    skip->setName(condition->getName().str() +
-                  (item.guard->thenSide ? ".then" : ".else"));
+    // Named after the condition; an unnamed one (a fused loop condition)
+    // after the skip's role.
+    std::string base = condition->getName().empty()
+                           ? std::string("condition")
+                           : condition->getName().str();
+    skip->setName(base + (item.guard->thenSide ? ".then" : ".else"));
     order.push_back(skip);
     size_t count = flatten(module, item.run, order);
     skip->setAttribute("count", ir::Attribute::getInt(count));

@@ -329,7 +329,8 @@ planModuleMemory(ir::Module &module, const PlanMemoryOptions &options) {
   uint64_t arenaBytes = plan->arenaBytes, record = 0;
   bool checks = options.scratch.cuda &&
                 llvm::any_of(nodes, [](const std::unique_ptr<ir::Node> &node) {
-                  return node->getOpCode() == ir::OpCode::SnugCheckLabels;
+                  return node->getOpCode() == ir::OpCode::SnugCheckLabels ||
+                         node->getOpCode() == ir::OpCode::SnugFailIf;
                 });
   if (checks) {
     uint64_t offset = llvm::alignTo(arenaBytes, bundle::kCheckRecordAlignment);

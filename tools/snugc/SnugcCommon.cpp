@@ -34,6 +34,12 @@ static cl::list<std::string>
                            "e.g. x:1x3x224x224 or x:1x3x224x224xf16"),
                   cl::value_desc("binding"), inAllCommands(),
                   cl::cat(getCommonCategory()));
+static cl::list<std::string> maxTripFlags(
+    "max-trip",
+    cl::desc("Bound a Loop whose trip count or condition is runtime data: "
+             "LOOP=N, its node name (or its first output's) and the most "
+             "iterations it runs; a run that needs more fails"),
+    cl::value_desc("LOOP=N"), inAllCommands(), cl::cat(getCommonCategory()));
 static cl::list<std::string> freezeInputs(
     "freeze-input",
     cl::desc("Compile a graph input as a constant of this value: "
@@ -228,6 +234,11 @@ loadModule(llvm::StringRef path, int &exitCode,
   }
   for (const std::string &text : dimBindings)
     if (llvm::Error error = parseDimBinding(text, options)) {
+      exitCode = reportError(std::move(error));
+      return llvm::None;
+    }
+  for (const std::string &text : maxTripFlags)
+    if (llvm::Error error = parseMaxTrip(text, options)) {
       exitCode = reportError(std::move(error));
       return llvm::None;
     }

@@ -377,8 +377,22 @@ Status checkLabelsKernel(KernelContext &ctx) {
   return Status::ok();
 }
 
+/// The condition unchanged, or the error its message says when it holds.
+Status failIfKernel(KernelContext &ctx) {
+  if (Status s = ctx.expect(1, 1))
+    return s;
+  const TensorView &x = ctx.in(0), &y = ctx.out(0);
+  if (x.bytes != 1 || y.bytes != 1)
+    return ctx.error("the condition is not one bool");
+  if (x.data[0] != 0)
+    return invalidArgument(ctx.getString("message", "a run-time check failed"));
+  y.data[0] = x.data[0];
+  return Status::ok();
+}
+
 void registerIndexingKernels(KernelTable &t) {
   t.set(OpCode::SnugCheckLabels, checkLabelsKernel);
+  t.set(OpCode::SnugFailIf, failIfKernel);
   t.set(OpCode::CumSum, cumSumKernel);
   t.set(OpCode::GatherElements, gatherElementsKernel);
   t.set(OpCode::GatherND, gatherNDKernel);

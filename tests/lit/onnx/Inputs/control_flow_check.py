@@ -242,9 +242,54 @@ def if_runtime_nested():
              "x": rng.standard_normal((4, 3)).astype(np.float32)})
 
 
+def counting_body():
+    """A Loop body that doubles its carried y and goes on."""
+    return helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Add", ["y_in", "y_in"], ["y_out"])],
+        "body", [info("i", I64, []), info("c_in", B, []), info("y_in", F, [2])],
+        [info("c_out", B, []), info("y_out", F, [2])])
+
+
+def loop_bounded_trips(trips):
+    """A Loop whose trip count is a graph input, bounded by --max-trip 6:
+    y0 doubled `trips` times (0 runs none)."""
+    def case():
+        nodes = [helper.make_node("Loop", ["n", "", "y0"], ["y"],
+                                  name="runtime_trips", body=counting_body())]
+        return (model(nodes, [info("n", I64, []), info("y0", F, [2])],
+                      [info("y", F, [2])]),
+                {"n": np.array(trips, np.int64),
+                 "y0": np.array([1.5, -2.0], np.float32)},
+                ["--max-trip", "runtime_trips=6"])
+    case.__name__ = f"loop_bounded_trips{trips}"
+    return case
+
+
+def loop_bounded_condition():
+    """A while loop: no trip count, the body's condition reads the carried
+    data (y doubles while its sum stays under 100: six iterations from
+    [1, 2]), bounded by --max-trip 8."""
+    body = helper.make_graph(
+        [const("limit", np.float32(100.0)),
+         helper.make_node("Add", ["y_in", "y_in"], ["y_out"]),
+         helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["c_out"])],
+        "body", [info("i", I64, []), info("c_in", B, []), info("y_in", F, [2])],
+        [info("c_out", B, []), info("y_out", F, [2])])
+    nodes = [helper.make_node("Loop", ["", "go", "y0"], ["y"],
+                              name="data_stop", body=body)]
+    return (model(nodes, [info("go", B, []), info("y0", F, [2])],
+                  [info("y", F, [2])]),
+            {"go": np.array(True), "y0": np.array([1.0, 2.0], np.float32)},
+            ["--max-trip", "data_stop=8"])
+
+
 CASES = [loop_trip, loop_condition, loop_nested, scan_axes, scan_batched,
          if_runtime("scalar", True), if_runtime("scalar", False),
-         if_runtime("vector", True), if_runtime_nested]
+         if_runtime("vector", True), if_runtime_nested,
+         loop_bounded_trips(3), loop_bounded_trips(0),
+         loop_bounded_condition]
 
 
 def refused(directory):
@@ -338,7 +383,8 @@ def main():
     failed = False
     for case in CASES:
         kind = case.__name__
-        onnx_model, feeds = case()
+        onnx_model, feeds, *extra = case()
+        extra = extra[0] if extra else []
         onnx.checker.check_model(onnx_model, full_check=True)
         path = os.path.join(directory, kind + ".onnx")
         onnx.save(onnx_model, path)
@@ -356,13 +402,13 @@ def main():
             bundle = out + ".snug"
             if backend == "host":
                 run(["snugc", "compile", path, "-o", bundle,
-                     "--target=host", "--memory-report=none"])
+                     "--target=host", "--memory-report=none"] + extra)
                 run(["snug-run", bundle, "--device", "host", "--poison",
                      "--output-dir", out] + flags)
             else:
                 run(["snugc", "compile", path, "-o", bundle,
                      "--target=cuda", "--dump-cuda", out + "-cu",
-                     "--memory-report=none"])
+                     "--memory-report=none"] + extra)
                 run(["sh", os.path.join(tests, "cudasim", "compile_kernels.sh"),
                      os.path.join(out + "-cu", kind + ".cu"), out + ".so"])
                 run(["snug-cudasim", bundle, "--kernels",
