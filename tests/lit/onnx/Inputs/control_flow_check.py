@@ -266,19 +266,24 @@ def loop_bounded_trips(trips):
     return case
 
 
-def loop_bounded_condition():
-    """A while loop: no trip count, the body's condition reads the carried
-    data (y doubles while its sum stays under 100: six iterations from
-    [1, 2]), bounded by --max-trip 8."""
-    body = helper.make_graph(
+def doubling_body():
+    """A Loop body that doubles its carried y while y's sum stays under
+    100."""
+    return helper.make_graph(
         [const("limit", np.float32(100.0)),
          helper.make_node("Add", ["y_in", "y_in"], ["y_out"]),
          helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
          helper.make_node("Less", ["total", "limit"], ["c_out"])],
         "body", [info("i", I64, []), info("c_in", B, []), info("y_in", F, [2])],
         [info("c_out", B, []), info("y_out", F, [2])])
+
+
+def loop_bounded_condition():
+    """A while loop: no trip count, the body's condition reads the carried
+    data (y doubles while its sum stays under 100: six iterations from
+    [1, 2]), bounded by --max-trip 8."""
     nodes = [helper.make_node("Loop", ["", "go", "y0"], ["y"],
-                              name="data_stop", body=body)]
+                              name="data_stop", body=doubling_body())]
     return (model(nodes, [info("go", B, []), info("y0", F, [2])],
                   [info("y", F, [2])]),
             {"go": np.array(True), "y0": np.array([1.0, 2.0], np.float32)},
@@ -295,11 +300,7 @@ CASES = [loop_trip, loop_condition, loop_nested, scan_axes, scan_batched,
 def refused(directory):
     """Models snugc refuses, for control-flow.test to check the errors."""
     os.makedirs(directory, exist_ok=True)
-    counting = helper.make_graph(
-        [helper.make_node("Identity", ["c_in"], ["c_out"]),
-         helper.make_node("Add", ["y_in", "y_in"], ["y_out"])],
-        "body", [info("i", I64, []), info("c_in", B, []), info("y_in", F, [2])],
-        [info("c_out", B, []), info("y_out", F, [2])])
+    counting = counting_body()
     # The trip count is a graph input.
     onnx.save(model([helper.make_node("Loop", ["n", "", "y0"], ["y"],
                                       name="runtime_trips", body=counting)],
@@ -307,13 +308,7 @@ def refused(directory):
                     [info("y", F, [2])]),
               os.path.join(directory, "runtime-trips.onnx"))
     # The condition the body computes reads the carried data.
-    data_cond = helper.make_graph(
-        [const("limit", np.float32(100.0)),
-         helper.make_node("Add", ["y_in", "y_in"], ["y_out"]),
-         helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
-         helper.make_node("Less", ["total", "limit"], ["c_out"])],
-        "body", [info("i", I64, []), info("c_in", B, []), info("y_in", F, [2])],
-        [info("c_out", B, []), info("y_out", F, [2])])
+    data_cond = doubling_body()
     onnx.save(model([helper.make_node("Loop", ["", "go", "y0"], ["y"],
                                       name="data_stop", body=data_cond)],
                     [info("y0", F, [2])], [info("y", F, [2])],
