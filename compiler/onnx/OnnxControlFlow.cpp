@@ -98,6 +98,34 @@ getBranch(Importer &importer, onnx::NodeProto &node, llvm::StringRef name) {
   return importer.error(node, "has no graph attribute '" + name + "'");
 }
 
+/// `value`, a tensor of one element, as a scalar (a Reshape when its rank
+/// is not 0).
+static llvm::Expected<Value *> asScalar(Importer &importer,
+                                        const onnx::NodeProto &node,
+                                        Value *value,
+                                        const std::string &suffix) {
+  if (value->getType().getRank() == 0)
+    return value;
+  return firstResult(importer.emit(node, "Reshape", {value},
+                                   {{"shape", Attribute::getInts({})}}, 1,
+                                   suffix));
+}
+
+/// Imports the body of Loop `node` for iteration `k`: the iteration number
+/// and a true condition as constants, then the carried values.
+static llvm::Expected<llvm::SmallVector<Value *, 2>>
+importIteration(Importer &importer, const onnx::NodeProto &node,
+                onnx::GraphProto &body, int64_t k,
+                llvm::ArrayRef<Value *> carried) {
+  std::string step = ".iteration" + std::to_string(k);
+  llvm::SmallVector<Value *, 6> inputs{
+      addScalarWeight(importer, node, step, ir::DType::I64,
+                      static_cast<double>(k)),
+      addScalarWeight(importer, node, step + ".cond", ir::DType::Bool, 1)};
+  inputs.append(carried.begin(), carried.end());
+  return importer.importBranch(node, body, "body", inputs);
+}
+
 /// An If whose condition is runtime data: both branches are imported, and
 /// each output is Where(condition, then's, else's) over a scalar condition.
 /// The guard-branches pass (passes/memory/GuardBranches.h) then makes the
@@ -140,15 +168,9 @@ static llvm::Error importRuntimeIf(Importer &importer, onnx::NodeProto &node,
   auto elseResults = importer.importBranch(node, **elseGraph, "else_branch");
   if (!elseResults)
     return explain("else_branch", elseResults.takeError());
-  Value *scalar = condition;
-  if (type.getRank() != 0) {
-    auto reshaped = firstResult(importer.emit(
-        node, "Reshape", {condition},
-        {{"shape", Attribute::getInts({})}}, 1, ".condition"));
-    if (!reshaped)
-      return reshaped.takeError();
-    scalar = *reshaped;
-  }
+  auto scalar = asScalar(importer, node, condition, ".condition");
+  if (!scalar)
+    return scalar.takeError();
   llvm::SmallVector<Value *, 2> results;
   for (int i = 0; i < node.output_size(); ++i) {
     Value *thenValue = (*thenResults)[i];
@@ -162,7 +184,7 @@ static llvm::Error importRuntimeIf(Importer &importer, onnx::NodeProto &node,
                     "branches to give the same type (snug's shapes are "
                     "static)");
     auto selected = firstResult(importer.emit(
-        node, "Where", {scalar, thenValue, elseValue}, {}, 1,
+        node, "Where", {*scalar, thenValue, elseValue}, {}, 1,
         i ? "." + std::to_string(i) : std::string()));
     if (!selected)
       return selected.takeError();
@@ -280,19 +302,6 @@ static llvm::Expected<Value *> stack(Importer &importer,
 }
 
 
-/// `value`, a tensor of one element, as a scalar (a Reshape when its rank
-/// is not 0).
-static llvm::Expected<Value *> asScalar(Importer &importer,
-                                        const onnx::NodeProto &node,
-                                        Value *value,
-                                        const std::string &suffix) {
-  if (value->getType().getRank() == 0)
-    return value;
-  return firstResult(importer.emit(node, "Reshape", {value},
-                                   {{"shape", Attribute::getInts({})}}, 1,
-                                   suffix));
-}
-
 /// A Loop whose trip count or conditions may be runtime data, bounded by
 /// --max-trip: `bound` iterations unrolled, each running while the loop
 /// does. `active` (a bool scalar computed at run time) says whether
@@ -370,12 +379,7 @@ static llvm::Error importBoundedLoop(Importer &importer,
   Value *no = addScalarWeight(importer, node, ".stopped", ir::DType::Bool, 0);
   for (int64_t k = 0; k < bound; ++k) {
     std::string step = ".iteration" + std::to_string(k);
-    llvm::SmallVector<Value *, 6> inputs{
-        addScalarWeight(importer, node, step, ir::DType::I64,
-                        static_cast<double>(k)),
-        addScalarWeight(importer, node, step + ".cond", ir::DType::Bool, 1)};
-    inputs.append(carried.begin(), carried.end());
-    auto results = importer.importBranch(node, body, "body", inputs);
+    auto results = importIteration(importer, node, body, k, carried);
     if (!results)
       return results.takeError();
     for (size_t i = 0; i < carried.size(); ++i) {
@@ -487,13 +491,7 @@ llvm::Error importLoop(Importer &importer, onnx::NodeProto &node) {
   bool running = !*initialCondition || **initialCondition != 0;
   int64_t iteration = 0;
   for (; running && (!*tripCount || iteration < **tripCount); ++iteration) {
-    std::string step = ".iteration" + std::to_string(iteration);
-    llvm::SmallVector<Value *, 6> inputs{
-        addScalarWeight(importer, node, step, ir::DType::I64,
-                        static_cast<double>(iteration)),
-        addScalarWeight(importer, node, step + ".cond", ir::DType::Bool, 1)};
-    inputs.append(carried.begin(), carried.end());
-    auto results = importer.importBranch(node, **body, "body", inputs);
+    auto results = importIteration(importer, node, **body, iteration, carried);
     if (!results)
       return results.takeError();
     Value *condition = (*results)[0];
