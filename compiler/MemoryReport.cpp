@@ -145,6 +145,7 @@ llvm::Expected<MemoryReport> buildMemoryReport(const ir::Module &module,
   report.cost = std::move(*cost);
   report.remat = summarizeRemat(module, report.weightsBytes, report.cost.flops);
   report.offload = summarizeOffload(module);
+  report.branches = buildBranchReport(module, *plan);
   report.step = buildStepBreakdown(module, *plan, report.weightsBytes,
                                    report.runtimeBytes);
   report.precision = summarizePrecision(module);
@@ -430,6 +431,18 @@ void printMemoryReportPretty(const MemoryReport &report,
        << formatBytes(offload.bytes) << ") parked in pinned host memory; "
        << "pinned host region " << formatBytes(offload.pinnedHostBytes)
        << " (host memory, not in the peak)\n";
+  if (!report.branches.empty()) {
+    // Each side of an If on runtime data: what it needs of the arena.
+    os << "  branches         " << report.branches.size()
+       << " runs of steps skipped at run time; the arena holds either "
+          "side\n";
+    for (const BranchRun &run : report.branches)
+      os << "    " << std::string(2 * run.depth, ' ') << run.side << " of "
+         << run.condition << ": " << run.steps
+         << (run.steps == 1 ? " step" : " steps") << " after step "
+         << run.skipStep << ", peak live " << formatBytes(run.peakLiveBytes)
+         << " at step " << run.peakStep << '\n';
+  }
   if (report.step.applies)
     printStepBreakdownPretty(report, os);
   printCostEstimatePretty(report.cost, os);
@@ -540,6 +553,17 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
         {"peak_before_bytes", int64_t(report.remat.peakBeforeBytes)},
         {"peak_after_bytes", int64_t(report.predictedPeakBytes)}};
   // As remat: always present, null when offload did not run.
+  llvm::json::Array branches;
+  for (const BranchRun &run : report.branches)
+    branches.push_back(llvm::json::Object{
+        {"condition", toJsonString(run.condition)},
+        {"side", run.side},
+        {"skip_step", run.skipStep},
+        {"steps", run.steps},
+        {"depth", int64_t(run.depth)},
+        {"peak_live_bytes", int64_t(run.peakLiveBytes)},
+        {"peak_step", run.peakStep}});
+  object["branches"] = std::move(branches);
   object["offload"] = nullptr;
   if (report.offload.applied)
     object["offload"] = llvm::json::Object{

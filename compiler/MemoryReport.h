@@ -29,6 +29,7 @@
 #ifndef SNUG_COMPILER_MEMORYREPORT_H
 #define SNUG_COMPILER_MEMORYREPORT_H
 
+#include "compiler/BranchReport.h"
 #include "compiler/FusionReport.h"
 #include "compiler/PrecisionReport.h"
 #include "compiler/RematReport.h"
@@ -124,6 +125,9 @@ struct MemoryReport {
   /// What offload did (with --allow-offload); the pinned host region is
   /// host memory, not part of the predicted device peak.
   OffloadSummary offload;
+  /// The runs of steps the branches of Ifs on runtime data skip
+  /// (compiler/BranchReport.h); empty without such an If.
+  std::vector<BranchRun> branches;
   /// Copies of the graph run one after the other, each on 1/microBatches
   /// of the batch (passes/memory/budget/SplitBatch.cpp); 1 when it is not split.
   int64_t microBatches = 1;

@@ -34,27 +34,29 @@
 // computed lowered all the same is cast back to f32 like an output, io=
 // lowered or not, since it is written back over its f32 weight.
 //
-// Range rule: a node that reads a weight holding a finite value the lowered
-// type cannot (past f16's 65504: a trained BatchNormalization's running
-// variance of 1e7, as PP-OCRv4's detector has) is kept in f32 with that
-// weight, whatever the options: converted, the value would be Inf and the
-// node's every result garbage (the detector's output was wrong at every
-// pixel).
+// Range rule (passes/precision/ValueRanges.h): a node some f32 operand or
+// result of which may pass the lowered type's largest finite value is kept
+// in f32, whatever the options, with the weights it reads: converted, the
+// value would be Inf and what follows garbage. The ranges come from the
+// weights' data and each op's semantics, an activation of unknown origin
+// taken as ordinary (at most 16). In f16 this keeps:
+//  - a node reading a weight past 65504 (PP-OCRv4's detector has a
+//    BatchNormalization running variance of 1e7: the output was wrong at
+//    every pixel);
+//  - a sum of N squares where N squares of an activation pass it, and the
+//    Mul or Div making it a mean, which reads it (tf2onnx writes LayerNorm
+//    as ReduceSum(Square): over magika's 512 positions the f16 sum was
+//    Inf and its class wrong); a sum of N activations past it (N > 4094);
+//  - Exp of an activation (e^16 = 8.9e6), not of a - max(a) (a Softmax);
+//    x^4 and higher powers, not x^2 or x^3; a product of activations of
+//    activations' products;
+//  - and every node reading what such a node computes past the range (a
+//    lowered reader would read it cast to Inf), up to the first that
+//    brings it back (a quotient by a norm, a Sigmoid, a normalisation).
+// bf16 has f32's range: only what passes 3.4e38 is kept there.
 //
-// Sums of squares: a ReduceSum of a square (Mul(a, a), or Pow(a, p) with a
-// constant p >= 2) over N elements per result is at least N times a
-// square, with no cancellation, and is kept in f32 when N squares of an
-// ordinary activation (kOrdinaryActivation, 16) already pass the lowered
-// type's largest value; so is each Mul or Div of that sum by a constant
-// (the mean it becomes), which would read it lowered otherwise. This is
-// how tf2onnx writes LayerNorm (E[x^2] - E[x]^2 from ReduceSum(Square)):
-// over magika's 512 positions the f16 sum was Inf, the output NaN-driven
-// and its class wrong. bf16 has f32's range, so the rule keeps nothing
-// there.
-//
-// Keep rules: the op types Exp, Pow, Log, ReduceSumSquare, ReduceProd and
-// ReduceL2 (results that overflow or lose all precision in 16 bits on
-// ordinary ranges), and GridSample (its grid's normalized coordinates: in a
+// Keep rules: the op types Log (a log near 1 of a 16-bit value loses its
+// digits) and GridSample (its grid's normalized coordinates: in a
 // 1000-pixel image a 16-bit one lands up to a quarter pixel off in f16 and
 // two in bf16; torch's autocast keeps grid_sampler in f32 too);
 // default-keep=0 drops them; plus option keep=A,B,...,
@@ -69,8 +71,8 @@
 #include "ir/Float16.h"
 #include "ir/Module.h"
 #include "ir/State.h"
-#include "passes/fusion/FusePatterns.h"
 #include "passes/precision/KeepF32.h"
+#include "passes/precision/ValueRanges.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -80,6 +82,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace snug {
 namespace {
@@ -92,17 +95,8 @@ public:
 
 private:
   bool isKept(const ir::Node &node) const;
-  /// Whether `node` reads a constant weight that `low` cannot hold (the
-  /// range rule); cached per weight.
-  bool readsUnrepresentableWeight(const ir::Module &module,
-                                  const ir::Node &node, ir::DType low);
 
-  /// The sums of squares (and their scalings) to keep for `low`.
-  void findSumsOfSquares(const ir::Module &module, ir::DType low);
-
-  llvm::DenseMap<const ir::Value *, bool> unrepresentable;
   llvm::DenseSet<const ir::Value *> stateWeights;
-  llvm::DenseSet<const ir::Node *> sumsOfSquares;
 
   /// The module's keep_f32 list, for the run.
   llvm::StringSet<> marked;
@@ -166,70 +160,29 @@ llvm::Error LowerPrecision::setOption(llvm::StringRef key,
   return Pass::setOption(key, value);
 }
 
-bool LowerPrecision::readsUnrepresentableWeight(const ir::Module &module,
-                                                const ir::Node &node,
-                                                ir::DType low) {
-  for (ir::Value *operand : node.getOperands()) {
-    if (!isF32(operand) || !operand->isWeight() ||
-        operand->isWeightElided() || stateWeights.count(operand))
-      continue;
-    auto cached = unrepresentable.find(operand);
-    if (cached == unrepresentable.end()) {
-      llvm::ArrayRef<uint8_t> data = module.getWeightData(operand);
-      // Only a value past the largest finite of `low` can round to Inf, so
-      // only those are converted.
-      bool bf16 = low == ir::DType::BF16;
-      const float largest = largest16BitFloat(bf16);
-      bool overflows = false;
-      for (size_t i = 0; i + 4 <= data.size() && !overflows; i += 4) {
-        float value;
-        std::memcpy(&value, data.data() + i, 4);
-        if (std::fabs(value) > largest && std::isfinite(value))
-          overflows = !std::isfinite(roundThrough16Bits(value, bf16));
-      }
-      cached = unrepresentable.insert({operand, overflows}).first;
-    }
-    if (cached->second)
+/// Whether `node` reads or computes an f32 value whose range `low` cannot
+/// hold (the range rule): one past its largest finite value rounds to Inf.
+static bool passesRange(
+    const ir::Node &node, ir::DType low,
+    const llvm::DenseMap<const ir::Value *, ValueRange> &ranges) {
+  const bool bf16 = low == ir::DType::BF16;
+  auto outside = [&](const ir::Value *value) {
+    if (!isF32(value))
+      return false;
+    auto range = ranges.find(value);
+    if (range == ranges.end())
+      return false;
+    double magnitude = range->second.magnitude();
+    return magnitude > double(std::numeric_limits<float>::max()) ||
+           !std::isfinite(roundThrough16Bits(float(magnitude), bf16));
+  };
+  for (const ir::Value *operand : node.getOperands())
+    if (outside(operand))
       return true;
-  }
+  for (unsigned i = 0; i < node.getNumResults(); ++i)
+    if (outside(node.getResult(i)))
+      return true;
   return false;
-}
-
-/// The magnitude of an activation the sums-of-squares rule takes as
-/// ordinary: N of its squares must fit the lowered type.
-static constexpr double kOrdinaryActivation = 16;
-
-void LowerPrecision::findSumsOfSquares(const ir::Module &module,
-                                       ir::DType low) {
-  sumsOfSquares.clear();
-  const double largest = largest16BitFloat(low == ir::DType::BF16);
-  for (const std::unique_ptr<ir::Node> &node : module.getNodes()) {
-    if (!node->is(ir::OpCode::ReduceSum) || !isF32(node->getResult(0)))
-      continue;
-    const ir::Node *square = node->getOperand(0)->getDefiningNode();
-    bool isSquare =
-        square &&
-        ((square->is(ir::OpCode::Mul) &&
-          square->getOperand(0) == square->getOperand(1)) ||
-         (square->is(ir::OpCode::Pow) &&
-          readScalarWeight(module, square->getOperand(1)).getValueOr(0) >= 2));
-    int64_t results = node->getResult(0)->getType().getNumElements();
-    if (!isSquare || results <= 0)
-      continue;
-    double perResult =
-        double(node->getOperand(0)->getType().getNumElements()) /
-        double(results);
-    if (perResult * kOrdinaryActivation * kOrdinaryActivation <= largest)
-      continue;
-    sumsOfSquares.insert(node.get());
-    for (const ir::Value::Use &use : node->getResult(0)->getUses()) {
-      const ir::Node *user = use.user;
-      if ((user->is(ir::OpCode::Mul) || user->is(ir::OpCode::Div)) &&
-          user->getNumOperands() == 2 &&
-          user->getOperand(1 - use.operandIndex)->isWeight())
-        sumsOfSquares.insert(user);
-    }
-  }
 }
 
 bool LowerPrecision::isKept(const ir::Node &node) const {
@@ -240,12 +193,7 @@ bool LowerPrecision::isKept(const ir::Node &node) const {
   if (!defaultKeep)
     return false;
   switch (node.getOpCode()) {
-  case OpCode::Exp:
-  case OpCode::Pow:
   case OpCode::Log:
-  case OpCode::ReduceSumSquare:
-  case OpCode::ReduceProd:
-  case OpCode::ReduceL2:
   case OpCode::GridSample:
     return true;
   default:
@@ -265,7 +213,6 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
     return state.takeError();
   llvm::DenseSet<const ir::Value *> stateNext;
   stateWeights.clear();
-  unrepresentable.clear();
   for (const ir::StateEntry &entry : *state) {
     stateWeights.insert(entry.weight);
     stateNext.insert(entry.next);
@@ -330,18 +277,18 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
     ++index;
     return cast->getResult(0);
   };
-  unsigned lowNodes = 0, kept = 0, keptForRange = 0, keptForSums = 0;
-  findSumsOfSquares(module, low);
+  unsigned lowNodes = 0, kept = 0, keptForRange = 0;
+  // Ranges of the module as imported: the casts this pass inserts read and
+  // write the same values.
+  const llvm::DenseMap<const ir::Value *, ValueRange> ranges =
+      computeValueRanges(module);
   for (ir::Node *node : original) {
     if (node->hasBody())
       continue; // bodies (fused groups) are lowered before they form
     bool computesF32 = false;
     for (unsigned i = 0; i < node->getNumResults(); ++i)
       computesF32 |= isF32(node->getResult(i));
-    bool sumOfSquares = computesF32 && sumsOfSquares.count(node);
-    bool outOfRange =
-        computesF32 &&
-        (sumOfSquares || readsUnrepresentableWeight(module, *node, low));
+    bool outOfRange = computesF32 && passesRange(*node, low, ranges);
     bool lower = computesF32 && node->getOpInfo().acceptsDType(low) &&
                  !isKept(*node) && !outOfRange;
     // A cast's dtypes constrain its input; what it casts to is ours to
@@ -350,8 +297,7 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
     if (computesF32 && isCast && !isKept(*node) && !outOfRange)
       lower = true;
     kept += computesF32 && !lower;
-    keptForRange += outOfRange && !sumOfSquares;
-    keptForSums += sumOfSquares;
+    keptForRange += outOfRange;
     for (unsigned i = 0; i < node->getNumOperands(); ++i) {
       ir::Value *operand = node->getOperand(i);
       if (!operand)
@@ -453,8 +399,7 @@ llvm::Expected<bool> LowerPrecision::run(ir::Module &module) {
   module.setAttribute("precision_kept", ir::Attribute::getInt(kept));
   addStatistic("nodes-lowered", lowNodes);
   addStatistic("nodes-kept-f32", kept);
-  addStatistic("nodes-kept-f32-for-weight-range", keptForRange);
-  addStatistic("nodes-kept-f32-for-sum-of-squares", keptForSums);
+  addStatistic("nodes-kept-f32-for-range", keptForRange);
   addStatistic("cast-pairs-folded", folded);
   return lowNodes != 0;
 }
