@@ -49,9 +49,8 @@ llvm::ArrayRef<uint8_t> bytesOf(const std::vector<float> &values) {
 
 } // namespace
 
-/// A name no value of the module has: `stem`, or `stem` with a number.
-static std::string freshName(const llvm::StringSet<> &taken,
-                             const std::string &stem) {
+std::string getFreshName(const llvm::StringSet<> &taken,
+                         const std::string &stem) {
   if (!taken.count(stem))
     return stem;
   for (unsigned i = 1;; ++i)
@@ -101,7 +100,7 @@ static Value *addFreshWeight(ir::Module &module, llvm::StringSet<> &names,
                              const std::vector<float> &values) {
   std::string stem =
       norm.getName().empty() ? std::string("batchnorm") : norm.getName().str();
-  std::string name = freshName(names, stem + suffix);
+  std::string name = getFreshName(names, stem + suffix);
   names.insert(name);
   return module.addWeight(name, type, bytesOf(values));
 }
@@ -185,8 +184,7 @@ static bool tryAffine(ir::Module &module, ir::Node &norm, size_t index,
   return true;
 }
 
-/// Every value name of the module, for fresh weight names.
-static llvm::StringSet<> valueNames(const ir::Module &module) {
+llvm::StringSet<> getValueNames(const ir::Module &module) {
   llvm::StringSet<> names;
   for (const std::unique_ptr<Value> &argument : module.getArguments())
     names.insert(argument->getName());
@@ -197,7 +195,7 @@ static llvm::StringSet<> valueNames(const ir::Module &module) {
 }
 
 unsigned foldBatchNormsIntoConvs(ir::Module &module) {
-  llvm::StringSet<> names = valueNames(module);
+  llvm::StringSet<> names = getValueNames(module);
   llvm::DenseSet<const ir::Node *> folded;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes())
     if (node->is(OpCode::BatchNormalization) && tryFold(module, *node, names))
@@ -209,7 +207,7 @@ unsigned foldBatchNormsIntoConvs(ir::Module &module) {
 }
 
 unsigned rewriteBatchNormsAsAffine(ir::Module &module) {
-  llvm::StringSet<> names = valueNames(module);
+  llvm::StringSet<> names = getValueNames(module);
   std::vector<ir::Node *> norms;
   for (const std::unique_ptr<ir::Node> &node : module.getNodes())
     if (node->is(OpCode::BatchNormalization))

@@ -14,6 +14,11 @@
 // hold, no longer reaches a 16-bit weight). At fp32 the fuse pass folds
 // them as before, so this pass is not in that pipeline.
 //
+// Constant per-channel scales and shifts after a Conv fold into it the
+// same way, after the BatchNorms (ConvAffinePattern.cpp): the detector's
+// learnable affine blocks, two 16-bit roundings per element each, took it
+// from 1.005e-2 to 3.7e-3 at fp16 (against fp32, on its rendered page).
+//
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 #include "passes/fusion/FusePatterns.h"
@@ -25,10 +30,12 @@ public:
   llvm::StringRef getName() const override { return "fold-batchnorm"; }
   llvm::Expected<bool> run(ir::Module &module) override {
     unsigned folded = foldBatchNormsIntoConvs(module);
+    unsigned scales = foldAffinesIntoConvs(module);
     unsigned affine = rewriteBatchNormsAsAffine(module);
     addStatistic("batchnorms-folded", folded);
+    addStatistic("conv-affines-folded", scales);
     addStatistic("batchnorms-affine", affine);
-    return folded + affine != 0;
+    return folded + scales + affine != 0;
   }
 };
 } // namespace

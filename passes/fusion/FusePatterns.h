@@ -15,8 +15,10 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -165,6 +167,18 @@ unsigned rewriteDecomposedRmsNorms(ir::Module &module);
 /// folded into the Conv's weight and bias (BatchNormPattern.cpp). Returns
 /// how many were folded.
 unsigned foldBatchNormsIntoConvs(ir::Module &module);
+
+/// A constant per-channel scale or shift after a Conv (Mul, Div, Add or
+/// Sub of its result by an f32 weight of one value or one per output
+/// channel), folded into the Conv's weight and bias
+/// (ConvAffinePattern.cpp). Returns how many were folded.
+unsigned foldAffinesIntoConvs(ir::Module &module);
+
+/// Every value name of the module, for fresh weight names, and a name none
+/// of them has: `stem`, or `stem` with a number (BatchNormPattern.cpp).
+llvm::StringSet<> getValueNames(const ir::Module &module);
+std::string getFreshName(const llvm::StringSet<> &taken,
+                         const std::string &stem);
 
 /// Every other inference BatchNormalization of f32 with constant
 /// parameters, as Mul and Add by per-channel constants that fuse with their
