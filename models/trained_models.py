@@ -5,7 +5,11 @@ with realistic inputs and onnxruntime's outputs on them.
 models/zoo.json lists each as an entry with
     "wheel":  "package==version"        (pip download --no-deps)
     "sha256": the wheel's hash           (a changed upload is refused)
-    "member": the ONNX file's path inside the wheel
+    "member": the ONNX file's path inside the wheel, or
+    "module": "package.module:Class", a torch nn.Module the wheel defines
+              that loads the wheel's own trained weights when constructed
+              (facenet-pytorch's MTCNN nets), exported with
+              torch.onnx.export at the entry's opset from the wheel's code
     "input":  how its input is made     (a key of INPUTS below)
     "dims":   the bindings of its unknown dims (inputs.txt's --dim flags)
     "opsets": [the model's own opset]   (the export directory's name)
@@ -19,7 +23,9 @@ and direction classifier read a rendered line of text (height 48, values
 normalized to [-1, 1] as PaddleOCR does), its detector a rendered page of
 text lines (ImageNet mean and deviation). Pillow's built-in bitmap font
 draws the text, upscaled to the size the models expect. NudeNet's YOLOv8n
-detector reads a drawn scene of filled shapes, magika's file-type
+detector reads a drawn scene of filled shapes, MTCNN's output network
+four 48-pixel crops (two drawn faces, a face cut off, a plain patch),
+magika's file-type
 classifier the bytes of a C source file, Silero's voice-activity detectors
 a synthesized vowel.
 """
@@ -89,6 +95,44 @@ def drawn_shapes(shape):
     return pixels.transpose(2, 0, 1)[None].astype(np.float32)
 
 
+def face_crops(shape):
+    """MTCNN's ONet input: [N, 3, 48, 48] RGB crops as its detector makes
+    them, (x - 127.5) / 128: a drawn face (skin-tone oval, eyes, brows,
+    nose, mouth on a dark ground), the same face smaller and off centre, a
+    face cut off at the crop's edge, and a plain wall patch; the first
+    rows are faces, the last is not."""
+    from PIL import Image, ImageDraw
+    count, _, height, width = shape
+
+    def face(cx, cy, scale):
+        image = Image.new("RGB", (width * 4, height * 4), (40, 35, 30))
+        draw = ImageDraw.Draw(image)
+        w, h = width * 4 * scale, height * 4 * scale
+        x0, y0 = cx * width * 4 - w / 2, cy * height * 4 - h / 2
+
+        def box(a, b, c, d):
+            return (x0 + a * w, y0 + b * h, x0 + c * w, y0 + d * h)
+        draw.ellipse(box(0.12, 0.02, 0.88, 0.98), fill=(224, 176, 140))
+        for left in (0.25, 0.58):
+            draw.rectangle(box(left, 0.30, left + 0.17, 0.33),
+                           fill=(70, 50, 40))
+            draw.ellipse(box(left + 0.03, 0.38, left + 0.14, 0.46),
+                         fill=(250, 250, 250))
+            draw.ellipse(box(left + 0.06, 0.39, left + 0.11, 0.45),
+                         fill=(40, 30, 30))
+        draw.polygon([(x0 + 0.5 * w, y0 + 0.45 * h),
+                      (x0 + 0.44 * w, y0 + 0.64 * h),
+                      (x0 + 0.56 * w, y0 + 0.64 * h)], fill=(200, 150, 120))
+        draw.ellipse(box(0.36, 0.72, 0.64, 0.82), fill=(170, 70, 70))
+        return image.resize((width, height), Image.BILINEAR)
+
+    crops = [face(0.5, 0.5, 1.0), face(0.6, 0.45, 0.75), face(0.05, 0.5, 1.0),
+             Image.new("RGB", (width, height), (180, 170, 150))]
+    crops = (crops * count)[:count]
+    pixels = np.stack([np.asarray(c, np.float32) for c in crops])
+    return ((pixels - 127.5) / 128.0).transpose(0, 3, 1, 2).astype(np.float32)
+
+
 C_SOURCE = b"""#include <stdio.h>
 /* snug: a static memory planner */
 int main(int argc, char **argv) {
@@ -149,7 +193,8 @@ def one_input(make):
 
 INPUTS = {"text_line": one_input(text_line), "text_page": one_input(text_page),
           "drawn_shapes": one_input(drawn_shapes),
-          "file_bytes": one_input(file_bytes), "speech": speech}
+          "file_bytes": one_input(file_bytes), "speech": speech,
+          "face_crops": one_input(face_crops)}
 
 
 def fetch_wheel(entry, cache):
@@ -191,6 +236,39 @@ def fetch_wheel(entry, cache):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def export_module(entry, wheel, shapes, path, scratch):
+    """Exports entry's "module" (package.module:Class) from the wheel's own
+    code to `path`: the wheel unpacked into `scratch`, the class built
+    (it loads its trained weights from the wheel), in eval mode, every
+    input's dim 0 a symbolic "batch" (the zoo binds it)."""
+    import importlib
+    import torch
+    unpacked = os.path.join(scratch, "wheel")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(unpacked)
+    module_name, class_name = entry["module"].split(":")
+    sys.path.insert(0, unpacked)
+    try:
+        net = getattr(importlib.import_module(module_name), class_name)()
+    finally:
+        sys.path.remove(unpacked)
+        for loaded in [m for m in sys.modules
+                       if m.split(".")[0] == module_name.split(".")[0]]:
+            del sys.modules[loaded]
+    net.eval()
+    names = list(shapes)
+    examples = tuple(torch.zeros(shapes[n]) for n in names)
+    with torch.no_grad():
+        outputs = net(*examples)
+    count = len(outputs) if isinstance(outputs, (tuple, list)) else 1
+    output_names = [f"output_{i}" for i in range(count)]
+    torch.onnx.export(net, examples, path, opset_version=entry["opsets"][0],
+                      input_names=names, output_names=output_names,
+                      dynamic_axes={n: {0: "batch"}
+                                    for n in names + output_names})
+    shutil.rmtree(unpacked)
+
+
 def export(name, entry, out_dir):
     import onnx
     import onnxruntime as ort
@@ -202,16 +280,19 @@ def export(name, entry, out_dir):
     os.chmod(tmp, 0o755)
     try:
         path = os.path.join(tmp, "model.onnx")
-        with zipfile.ZipFile(wheel) as archive, open(path, "wb") as f:
-            f.write(archive.read(entry["member"]))
+        shapes = {name: [int(d) for d in spec.split()[:-1] if d != "x"]
+                  for name, spec in entry["inputs"].items()}
+        if "member" in entry:
+            with zipfile.ZipFile(wheel) as archive, open(path, "wb") as f:
+                f.write(archive.read(entry["member"]))
+        else:
+            export_module(entry, wheel, shapes, path, tmp)
         model = onnx.load(path)
         opset = max(o.version for o in model.opset_import
                     if o.domain in ("", "ai.onnx"))
         if [opset] != entry["opsets"]:
             raise SystemExit(f"{name}: the model is opset {opset}, "
                              f"models/zoo.json says {entry['opsets']}")
-        shapes = {name: [int(d) for d in spec.split()[:-1] if d != "x"]
-                  for name, spec in entry["inputs"].items()}
         feeds = INPUTS[entry["input"]](shapes)
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         outputs = session.run(None, feeds)

@@ -31,7 +31,8 @@ from zoo_cache import SKIP, bindings, ensure_model, model_parser
 # before).
 DEFAULT_FP16_WITHIN = {"ppocr_det": True, "ppocr_rec": True,
                        "ppocr_cls": True, "nudenet_yolov8n": True,
-                       "magika": True, "silero_vad_v6_seq": True}
+                       "magika": True, "silero_vad_v6_seq": True,
+                       "mtcnn_onet": True}
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
