@@ -3,6 +3,7 @@
 
 #include "ir/Float16.h"
 #include "ir/State.h"
+#include "passes/fusion/FusePatterns.h"
 
 #include "llvm/ADT/Optional.h"
 
@@ -70,49 +71,29 @@ ValueRange scaled(const ValueRange &a, double n) {
   return {times(a.lo, n), times(a.hi, n)};
 }
 
-/// The one number a single-element weight holds (float or integer).
+/// The one number a single-element weight holds: a float one as the
+/// fusion patterns read it, or an integer one (Pow's exponent may be).
 llvm::Optional<double> scalarWeight(const ir::Module &module,
                                     const ir::Value *value) {
+  if (llvm::Optional<float> f = readScalarWeight(module, value))
+    return double(*f);
   if (!value || !value->isWeight() || value->isWeightElided() ||
       ir::isStateWeight(module, value) ||
       value->getType().getNumElements() != 1)
     return llvm::None;
   llvm::ArrayRef<uint8_t> data = module.getWeightData(value);
-  switch (value->getType().getDType()) {
-  case ir::DType::F32: {
-    float v;
-    if (data.size() != 4)
-      return llvm::None;
-    std::memcpy(&v, data.data(), 4);
-    return double(v);
-  }
-  case ir::DType::F16:
-  case ir::DType::BF16: {
-    uint16_t bits;
-    if (data.size() != 2)
-      return llvm::None;
-    std::memcpy(&bits, data.data(), 2);
-    return double(value->getType().getDType() == ir::DType::F16
-                      ? f16ToFloat(bits)
-                      : bf16ToFloat(bits));
-  }
-  case ir::DType::I64: {
+  ir::DType type = value->getType().getDType();
+  if (type == ir::DType::I64 && data.size() == 8) {
     int64_t v;
-    if (data.size() != 8)
-      return llvm::None;
     std::memcpy(&v, data.data(), 8);
     return double(v);
   }
-  case ir::DType::I32: {
+  if (type == ir::DType::I32 && data.size() == 4) {
     int32_t v;
-    if (data.size() != 4)
-      return llvm::None;
     std::memcpy(&v, data.data(), 4);
     return double(v);
   }
-  default:
-    return llvm::None;
-  }
+  return llvm::None;
 }
 
 /// The min and max of a float weight's finite data.
@@ -252,7 +233,21 @@ private:
 };
 
 ValueRange Ranges::resultRange(const ir::Node &node) {
-  auto x = [&](unsigned i = 0) { return of(node.getOperand(i)); };
+  // Operand i, or null past the node's operands (Clip's bounds and
+  // CumSum's axis may be attributes instead).
+  auto operand = [&](unsigned i) -> const ir::Value * {
+    return i < node.getNumOperands() ? node.getOperand(i) : nullptr;
+  };
+  auto x = [&](unsigned i = 0) { return of(operand(i)); };
+  // A bound given as operand i or as the float attribute `name`.
+  auto bound = [&](unsigned i, llvm::StringRef name) -> llvm::Optional<double> {
+    if (operand(i))
+      return scalarWeight(module, operand(i));
+    const ir::Attribute *attr = node.getAttribute(name);
+    if (attr && attr->getKind() == ir::Attribute::Kind::Float)
+      return double(attr->getFloat());
+    return llvm::None;
+  };
   switch (node.getOpCode()) {
   // Moving or picking data: what it reads.
   case OpCode::Identity:
@@ -307,16 +302,18 @@ ValueRange Ranges::resultRange(const ir::Node &node) {
   }
   case OpCode::Sub: {
     ValueRange a = x(0), b = x(1);
-    if (isAtLeastMaxOf(node.getOperand(1), node.getOperand(0)))
+    if (operand(1) && isAtLeastMaxOf(operand(1), operand(0)))
       return {a.lo - a.hi, 0}; // a - max(a): never positive
     return {a.lo - b.hi, a.hi - b.lo};
   }
   case OpCode::Mul:
-    if (node.getOperand(0) == node.getOperand(1))
+    if (operand(0) == operand(1))
       return square(x(0));
     return product(x(0), x(1));
   case OpCode::Div:
-    return quotient(node.getOperand(0), node.getOperand(1));
+    if (!operand(1))
+      return kOrdinary;
+    return quotient(operand(0), operand(1));
   case OpCode::Reciprocal: {
     ValueRange d = x();
     if (d.lo <= 0 && d.hi >= 0)
@@ -325,7 +322,7 @@ ValueRange Ranges::resultRange(const ir::Node &node) {
     return r.magnitude() <= kOrdinaryActivation ? r : kOrdinary;
   }
   case OpCode::Pow: {
-    if (llvm::Optional<double> p = scalarWeight(module, node.getOperand(1)))
+    if (llvm::Optional<double> p = scalarWeight(module, operand(1)))
       return power(x(), *p);
     return kUnbounded;
   }
@@ -339,12 +336,10 @@ ValueRange Ranges::resultRange(const ir::Node &node) {
     return {std::max(x().lo, 0.0), std::max(x().hi, 0.0)};
   case OpCode::Clip: {
     ValueRange r = x();
-    if (node.getNumOperands() > 1)
-      if (llvm::Optional<double> lo = scalarWeight(module, node.getOperand(1)))
-        r = {std::max(r.lo, *lo), std::max(r.hi, *lo)};
-    if (node.getNumOperands() > 2)
-      if (llvm::Optional<double> hi = scalarWeight(module, node.getOperand(2)))
-        r = {std::min(r.lo, *hi), std::min(r.hi, *hi)};
+    if (llvm::Optional<double> lo = bound(1, "min"))
+      r = {std::max(r.lo, *lo), std::max(r.hi, *lo)};
+    if (llvm::Optional<double> hi = bound(2, "max"))
+      r = {std::min(r.lo, *hi), std::min(r.hi, *hi)};
     return r;
   }
   case OpCode::Floor:
@@ -411,8 +406,8 @@ ValueRange Ranges::resultRange(const ir::Node &node) {
   }
   case OpCode::Range: {
     // start up to limit (both scalars when folding left them as weights).
-    llvm::Optional<double> start = scalarWeight(module, node.getOperand(0));
-    llvm::Optional<double> limit = scalarWeight(module, node.getOperand(1));
+    llvm::Optional<double> start = scalarWeight(module, operand(0));
+    llvm::Optional<double> limit = scalarWeight(module, operand(1));
     if (start && limit)
       return {std::min(*start, *limit), std::max(*start, *limit)};
     return kOrdinary;
@@ -436,7 +431,13 @@ ValueRange Ranges::resultRange(const ir::Node &node) {
     // Up to the whole axis (operand 1), or every element when unread.
     double n = double(node.getOperand(0)->getType().getNumElements());
     const ir::TensorType &type = node.getOperand(0)->getType();
-    if (llvm::Optional<double> axis = scalarWeight(module, node.getOperand(1))) {
+    llvm::Optional<double> axis;
+    if (operand(1))
+      axis = scalarWeight(module, operand(1));
+    else if (const ir::Attribute *attr = node.getAttribute("axis"))
+      if (attr->getKind() == ir::Attribute::Kind::Int)
+        axis = double(attr->getInt());
+    if (axis) {
       int64_t a = int64_t(*axis) < 0 ? int64_t(*axis) + type.getRank()
                                      : int64_t(*axis);
       if (a >= 0 && a < int64_t(type.getRank()))
