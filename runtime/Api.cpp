@@ -502,6 +502,19 @@ snug_status snug_session_output_data(snug_session *session, size_t index,
   return SNUG_OK;
 }
 
+snug_status snug_session_uses_cuda_graphs(const snug_session *session,
+                                          int *uses) {
+  if (!session || !uses)
+    return fail(SNUG_ERROR_INVALID_ARGUMENT,
+                "snug_session_uses_cuda_graphs: null argument");
+  *uses = 0;
+#ifdef SNUG_HAVE_CUDA
+  if (session->cuda)
+    *uses = session->cuda->usesGraphs() ? 1 : 0;
+#endif
+  return SNUG_OK;
+}
+
 snug_status snug_session_memory(const snug_session *session,
                                 snug_memory_stats *stats) {
   if (!session || !stats)

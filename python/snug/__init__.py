@@ -434,6 +434,13 @@ class Session:
         """What the session allocated (snug_session_memory)."""
         return self._native.memory()
 
+    @property
+    def uses_cuda_graphs(self) -> bool:
+        """Whether the session's runs replay a CUDA graph
+        (snug_session_uses_cuda_graphs): never on the host, nor for a plan
+        with branches."""
+        return self._native.uses_cuda_graphs()
+
 
 def __getattr__(name: str) -> Any:
     # snug.torch imports torch, so only on first use.

@@ -374,5 +374,10 @@ NB_MODULE(_snug, m) {
         record["arena_bytes"] = stats.arena_bytes;
         record["weights_bytes"] = stats.weights_bytes;
         return record;
+      })
+      .def("uses_cuda_graphs", [](const Session &s) {
+        int uses = 0;
+        check(snug_session_uses_cuda_graphs(s.handle, &uses));
+        return uses != 0;
       });
 }

@@ -83,6 +83,7 @@ def test_run_matches_onnxruntime_and_a_caller_arena():
     session = snug.Session(bundle, arena=arena)
     assert_close(session.run({"x": x})["y"], expected)
     assert session.memory()["allocated_bytes"] == 0
+    assert session.uses_cuda_graphs is False  # a host session
     # Runs again with new inputs (they are set before every run).
     assert_close(session.run({"x": 2 * x})["y"],
                  onnxruntime_outputs(proto.SerializeToString(),

@@ -89,6 +89,10 @@ public:
   void *getDevicePointer(const Location &location) const;
 
   const CudaMemoryStats &getMemoryStats() const { return stats; }
+  /// Whether runs after the first replay a captured graph (false when
+  /// graphs are off, the stream cannot be captured, the plan branches, or
+  /// a capture failed).
+  bool usesGraphs() const { return graphs; }
 
 private:
   explicit CudaExecutor(const Bundle &bundle, const CudaDriver &driver)

@@ -35,6 +35,11 @@ if _nvcc and os.path.exists(_nvcc):
 # (tools/install-deps.sh installs it).
 if os.environ.get("SNUG_HAVE_NVRTC") == "1":
     config.available_features.add("nvrtc")
+# Tests of CudaExecutor on the strict fake driver (tests/unit/FakeCuda).
+_fake_cuda = os.environ.get("SNUG_FAKE_CUDA_DIR", "")
+if _fake_cuda and os.path.exists(os.path.join(_fake_cuda, "libcuda.so.1")):
+    config.available_features.add("fake-cuda")
+    config.substitutions.append(("%fake-cuda", _fake_cuda))
 if shutil.which("chromium"):
     config.available_features.add("chromium")
 

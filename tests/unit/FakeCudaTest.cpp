@@ -161,6 +161,9 @@ TEST_F(FakeCudaTest, RunsEagerThenCapturesThenReplays) {
   EXPECT_EQ(f.gemmWorkspaces.back().second, 1024u);
   EXPECT_EQ(f.lastComputeType, 68);
   EXPECT_EQ(f.setWorkspaceCalls, workspaceCalls);
+  int uses = -1;
+  EXPECT_EQ(snug_session_uses_cuda_graphs(session, &uses), SNUG_OK);
+  EXPECT_EQ(uses, 1);
   snug_session_destroy(session);
   expectNothingLive();
 }
@@ -548,6 +551,22 @@ TEST_F(FakeCudaTest, GraphsOff) {
               (std::vector<float>{8.5f, -0.875f, 8.5f, -0.875f}));
   EXPECT_EQ(fake().instantiations, instantiations);
   EXPECT_EQ(fake().directLaunches, launches + 8);
+  // What the session does, as snug-run's latency line reports it; a host
+  // session never replays a graph; null arguments are refused.
+  int uses = -1;
+  EXPECT_EQ(snug_session_uses_cuda_graphs(session, &uses), SNUG_OK);
+  EXPECT_EQ(uses, 0);
+  EXPECT_EQ(snug_session_uses_cuda_graphs(session, nullptr),
+            SNUG_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(snug_session_uses_cuda_graphs(nullptr, &uses),
+            SNUG_ERROR_INVALID_ARGUMENT);
+  snug_session_destroy(session);
+  snug_session_options host = cudaOptions();
+  host.device = SNUG_DEVICE_HOST;
+  ASSERT_EQ(snug_session_create(loaded.bundle, &host, &session), SNUG_OK);
+  uses = -1;
+  EXPECT_EQ(snug_session_uses_cuda_graphs(session, &uses), SNUG_OK);
+  EXPECT_EQ(uses, 0);
   snug_session_destroy(session);
   expectNothingLive();
 }

@@ -216,4 +216,7 @@ TEST(RuntimeApiTest, CppWrapper) {
   snug::Status bad = session.run(); // inputs not set again
   EXPECT_EQ(bad.code, SNUG_ERROR_INPUT_NOT_SET);
   EXPECT_NE(bad.message.find("'x'"), std::string::npos);
+  bool graphs = true;
+  ASSERT_FALSE(session.usesCudaGraphs(graphs));
+  EXPECT_FALSE(graphs); // a host session
 }

@@ -390,11 +390,16 @@ int main(int argc, char **argv) {
     if (snug_status s = snug_session_benchmark(
             session, options.warmup, options.runs, milliseconds.data()))
       return cleanup(apiError("timed run failed", s));
+    // What the session did, not what was asked: a plan with branches runs
+    // step by step even with graphs on.
+    int graphs = 0;
+    (void)snug_session_uses_cuda_graphs(session, &graphs);
     printLatency(milliseconds, options,
-                 device == SNUG_DEVICE_CUDA
-                     ? (options.graphs ? "CUDA events, graphs on"
-                                       : "CUDA events, graphs off")
-                     : "wall clock");
+                 device != SNUG_DEVICE_CUDA ? "wall clock"
+                 : graphs                   ? "CUDA events, graphs on"
+                 : options.graphs
+                     ? "CUDA events, graphs off: the plan runs step by step"
+                     : "CUDA events, graphs off");
   }
 
   if (!options.outputDir.empty()) {

@@ -52,8 +52,8 @@ extern "C" {
 /* 2: CUDA sessions; snug_sizes.device_arena and .workspace;
    snug_session_options.stream and .cuda_graphs; snug_session_memory and
    snug_session_benchmark. 3: snug_bundle_kernel_toolchain and
-   SNUG_ERROR_DRIVER_TOO_OLD. */
-#define SNUG_API_VERSION 3
+   SNUG_ERROR_DRIVER_TOO_OLD. 4: snug_session_uses_cuda_graphs. */
+#define SNUG_API_VERSION 4
 
 typedef enum snug_status {
   SNUG_OK = 0,
@@ -259,6 +259,15 @@ SNUG_API snug_status snug_session_output_data(snug_session *session,
    its creation took. */
 SNUG_API snug_status snug_session_memory(const snug_session *session,
                                          snug_memory_stats *stats);
+/* Whether the session's runs replay a CUDA graph (the second run captures
+   the plan, later runs replay it): *uses is 1 for a CUDA session whose
+   options asked for graphs (cuda_graphs = 1) on a stream a graph can be
+   captured from, with a plan that allows one; 0 when it runs step by step
+   (graphs turned off, the legacy default stream, a plan with branches that
+   skip steps at run time (an If on runtime data), a capture that failed)
+   and for a host session. */
+SNUG_API snug_status snug_session_uses_cuda_graphs(const snug_session *session,
+                                                   int *uses);
 /* Times the plan: `warmup` untimed runs, then `runs` timed ones, their
    milliseconds in milliseconds[0 .. runs-1] (CUDA: device time between CUDA
    events around each run; host: wall time). The inputs must be set as for

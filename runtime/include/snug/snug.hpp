@@ -103,6 +103,13 @@ public:
   Status memory(snug_memory_stats &stats) const {
     return Status::from(snug_session_memory(handle, &stats));
   }
+  /// Whether runs replay a CUDA graph (snug_session_uses_cuda_graphs).
+  Status usesCudaGraphs(bool &uses) const {
+    int value = 0;
+    Status status = Status::from(snug_session_uses_cuda_graphs(handle, &value));
+    uses = value != 0;
+    return status;
+  }
   /// `warmup` untimed runs, then one time in milliseconds per entry of
   /// `milliseconds` (its size is the number of timed runs).
   Status benchmark(uint32_t warmup, std::vector<double> &milliseconds) {

@@ -1,17 +1,24 @@
-"""control_flow_check.py DIR [--cudasim TESTS]: Loop and Scan, unrolled at
+"""control_flow_check.py DIR [--cudasim TESTS [--fake-cuda LIBDIR]]: Loop and
+Scan, unrolled at
 import (compiler/onnx/OnnxControlFlow.cpp), against onnxruntime, in the
 forms the onnx node tests leave out (control-flow.test).
 
 Writes one model per case to DIR/CASE.onnx with random inputs (seed 0) as
 .npy files, compiles it with snugc, runs it on the host executor (snug-run)
-and, with --cudasim, on the CUDA simulator (TESTS is the tests/ folder),
-snug's tools found on PATH, and compares every output with onnxruntime's to
-1e-5 relative. Prints one 'ok:' or 'FAIL:' line per case and backend; exits
-1 when one fails.
+and, with --cudasim, on the CUDA simulator (TESTS is the tests/ folder)
+and, with --fake-cuda, through CudaExecutor on the strict fake driver
+(tests/unit/FakeCuda; LIBDIR holds its libcuda.so.1) with the simulator's
+bundle and kernels (snug-run --device cuda: an eager run, then a timed
+one), snug's tools found on PATH, and
+compares every output with onnxruntime's to 1e-5 relative. Prints one
+'ok:' or 'FAIL:' line per case and backend, and for the fake driver what
+snug-run said of CUDA graphs; exits 1 when one fails.
 
 Also writes the models snugc must refuse, to DIR/refused/CASE.onnx, for the
 lit test to check the errors of."""
+import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -363,17 +370,24 @@ def refused(directory):
               os.path.join(directory, "unsupported.onnx"))
 
 
-def run(cmd):
+def run(cmd, env=None):
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True)
+                          text=True, env=env)
     if done.returncode != 0:
         print("FAIL: " + " ".join(cmd) + "\n" + done.stdout)
         sys.exit(1)
+    return done.stdout
 
 
 def main():
-    directory = sys.argv[1]
-    tests = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--cudasim" else None
+    parser = argparse.ArgumentParser()
+    parser.add_argument("directory")
+    parser.add_argument("--cudasim", metavar="TESTS")
+    parser.add_argument("--fake-cuda", metavar="LIBDIR")
+    args = parser.parse_args()
+    directory, tests, fake = args.directory, args.cudasim, args.fake_cuda
+    if fake and not tests:
+        parser.error("--fake-cuda runs the simulator's bundles: give --cudasim")
     refused(os.path.join(directory, "refused"))
     failed = False
     for case in CASES:
@@ -392,7 +406,9 @@ def main():
             np.save(os.path.join(directory, f"{kind}.{name}.npy"), value)
             flags += ["--input", f"{name}=@" +
                       os.path.join(directory, f"{kind}.{name}.npy")]
-        for backend in ["host"] + (["cudasim"] if tests else []):
+        backends = ["host"] + (["cudasim"] if tests else []) + \
+            (["fake-cuda"] if fake else [])
+        for backend in backends:
             out = os.path.join(directory, f"{kind}-{backend}")
             bundle = out + ".snug"
             if backend == "host":
@@ -400,7 +416,7 @@ def main():
                      "--target=host", "--memory-report=none"] + extra)
                 run(["snug-run", bundle, "--device", "host", "--poison",
                      "--output-dir", out] + flags)
-            else:
+            elif backend == "cudasim":
                 run(["snugc", "compile", path, "-o", bundle,
                      "--target=cuda", "--dump-cuda", out + "-cu",
                      "--memory-report=none"] + extra)
@@ -408,6 +424,18 @@ def main():
                      os.path.join(out + "-cu", kind + ".cu"), out + ".so"])
                 run(["snug-cudasim", bundle, "--kernels",
                      out + ".so", "--output-dir", out] + flags)
+            else:
+                # The simulator's bundle and kernels, through CudaExecutor.
+                sim = os.path.join(directory, f"{kind}-cudasim")
+                env = dict(os.environ, LD_LIBRARY_PATH=fake,
+                           SNUG_FAKE_CUDA_KERNELS=sim + ".so",
+                           SNUG_FAKE_CUDA_CC="9.0")
+                said = run(["snug-run", sim + ".snug", "--device", "cuda",
+                            "--runs", "1", "--warmup", "1", "--output-dir",
+                            out] + flags, env)
+                graphs = re.search(r"graphs (on|off[^)]*)", said)
+                print(f"fake-cuda {kind}: "
+                      f"{graphs.group(0) if graphs else 'no latency line'}")
             bad = []
             for name, expected in want.items():
                 got = np.load(os.path.join(out, name + ".npy"))
