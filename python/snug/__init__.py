@@ -23,14 +23,14 @@ from . import _snug
 from ._errors import (BindingError, BudgetError, BundleError, DeviceError,
                       DriverVersionError, Error, InputValueError, OutOfMemoryError,
                       UnsupportedOpError, from_runtime_status, _RuntimeStatus)
-from ._report import (FusionSummary, LiveTensor, MemoryReport, RematSummary,
-                      OffloadSummary, StepBreakdown,
+from ._report import (BranchRun, FusionSummary, LiveTensor, MemoryReport,
+                      RematSummary, OffloadSummary, StepBreakdown,
                       UnsupportedOp)
 
 __version__ = _snug.version
 __all__ = ["plan", "compile", "load", "Session", "Bundle", "TensorInfo",
            "Sizes", "MemoryReport", "LiveTensor", "FusionSummary", "RematSummary",
-           "OffloadSummary", "StepBreakdown",
+           "OffloadSummary", "StepBreakdown", "BranchRun",
            "UnsupportedOp", "Error",
            "UnsupportedOpError", "BindingError", "BudgetError",
            "OutOfMemoryError", "BundleError", "DeviceError",

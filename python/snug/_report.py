@@ -18,6 +18,20 @@ class LiveTensor:
 
 
 @dataclass(frozen=True)
+class BranchRun:
+    """One side of an If on runtime data: the run of steps a snug.skip_if
+    skips unless the condition takes this side, and the most bytes live at
+    one of its steps."""
+    condition: str
+    side: str
+    skip_step: int
+    steps: int
+    depth: int
+    peak_live_bytes: int
+    peak_step: int
+
+
+@dataclass(frozen=True)
 class UnsupportedOp:
     """One node of an op snug does not import."""
     op_type: str
@@ -177,6 +191,8 @@ class MemoryReport:
     precision: Optional[PrecisionSummary]
     # None when offload did not run (no allow_offload).
     offload: Optional[OffloadSummary]
+    # Each side of each If on runtime data; empty without one.
+    branches: List[BranchRun]
     # None for a model without persistent state (inference).
     step: Optional[StepBreakdown]
     # None when no kernels were compiled (a plan, or the host target).
@@ -195,6 +211,7 @@ class MemoryReport:
                 "the native report's fields differ from MemoryReport's: "
                 f"{sorted(set(data) ^ names)}")
         data["live_at_peak"] = [LiveTensor(**t) for t in data["live_at_peak"]]
+        data["branches"] = [BranchRun(**b) for b in data["branches"]]
         data["fusion"] = FusionSummary(**data["fusion"])
         if data["remat"] is not None:
             data["remat"] = RematSummary(**data["remat"])
@@ -212,7 +229,7 @@ class MemoryReport:
         """The report as the CLI's JSON object (live_at_peak as dicts)."""
         def plain(name):
             value = getattr(self, name)
-            if name == "live_at_peak":
+            if name in ("live_at_peak", "branches"):
                 return [dataclasses.asdict(t) for t in value]
             if (name in ("fusion", "remat", "precision", "offload", "step")
                     and value is not None):

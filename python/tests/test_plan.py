@@ -172,3 +172,36 @@ def test_precision_report_equals_cli(precision, snugc, tmp_path):
                                    f"--precision={precision}",
                                    "--keep-fp32=Relu"))
     assert report.precision.math == ("tf32" if precision == "tf32" else None)
+
+
+def test_branches_of_an_if_on_runtime_data(snugc, tmp_path):
+    """Each side of an If whose condition is a graph input, as
+    snugc plan's JSON has it."""
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    then_y = helper.make_tensor_value_info("then_y", TensorProto.FLOAT, [2])
+    else_y = helper.make_tensor_value_info("else_y", TensorProto.FLOAT, [2])
+    branch = helper.make_node(
+        "If", ["flag"], ["y"], name="gate",
+        then_branch=helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["then_y"])], "then", [],
+            [then_y]),
+        else_branch=helper.make_graph(
+            [helper.make_node("Neg", ["x"], ["else_y"])], "else", [],
+            [else_y]))
+    proto = helper.make_model(
+        helper.make_graph(
+            [branch], "if_runtime",
+            [helper.make_tensor_value_info("flag", TensorProto.BOOL, []), x],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "if.onnx"
+    onnx.save(proto, path)
+    report = snug.plan(path, target="host")
+    assert [(b.side, b.condition, b.steps, b.depth) for b in report.branches] \
+        == [("then", "flag", 1, 0), ("else", "flag", 1, 0)]
+    assert all(isinstance(b, snug.BranchRun) for b in report.branches)
+    assert all(0 < b.peak_live_bytes <= report.arena_bytes
+               for b in report.branches)
+    same_fields(report, cli_report(snugc, str(path), "--target=host"))
+    assert snug.plan(tiny_mlp(), dims={"batch": 2}).branches == []
