@@ -1,7 +1,7 @@
 //===- BranchReport.cpp - The runs an If on runtime data skips ------------===//
 #include "compiler/BranchReport.h"
 
-#include "llvm/Support/MathExtras.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 
@@ -31,13 +31,12 @@ std::vector<BranchRun> buildBranchReport(const ir::Module &module,
                                          const ModuleMemoryPlan &plan) {
   std::vector<BranchRun> runs;
   auto nodes = module.getNodes();
-  const uint64_t alignment = std::max<uint64_t>(1, plan.alignment);
-  // Live bytes per step, every buffer once.
-  std::vector<uint64_t> live(nodes.size() + 1, 0);
-  for (const ArenaBuffer &buffer : plan.buffers)
-    for (int64_t step = std::max<int64_t>(0, buffer.firstStep);
-         step <= buffer.lastStep && step < int64_t(live.size()); ++step)
-      live[step] += llvm::alignTo(buffer.bytes, alignment);
+  // Most modules have no branch: they pay for nothing below.
+  if (llvm::none_of(nodes, [](const std::unique_ptr<ir::Node> &node) {
+        return node->is(ir::OpCode::SnugSkipIf);
+      }))
+    return runs;
+  const std::vector<uint64_t> live = plan.getLiveBytesPerStep();
   // The ends of the runs open at each step, for their nesting depth.
   std::vector<int64_t> open;
   for (size_t step = 0; step < nodes.size(); ++step) {
@@ -59,7 +58,8 @@ std::vector<BranchRun> buildBranchReport(const ir::Module &module,
     run.depth = unsigned(open.size());
     int64_t last = std::min<int64_t>(int64_t(step) + run.steps,
                                      int64_t(nodes.size()) - 1);
-    for (int64_t s = int64_t(step) + 1; s <= last; ++s)
+    for (int64_t s = int64_t(step) + 1; s <= last && s < int64_t(live.size());
+         ++s)
       if (live[s] > run.peakLiveBytes || run.peakStep < 0) {
         run.peakLiveBytes = live[s];
         run.peakStep = s;

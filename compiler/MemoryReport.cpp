@@ -552,7 +552,7 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
         {"flops_before", int64_t(report.remat.flopsBefore)},
         {"peak_before_bytes", int64_t(report.remat.peakBeforeBytes)},
         {"peak_after_bytes", int64_t(report.predictedPeakBytes)}};
-  // As remat: always present, null when offload did not run.
+  // One entry per side of an If on runtime data; empty without one.
   llvm::json::Array branches;
   for (const BranchRun &run : report.branches)
     branches.push_back(llvm::json::Object{
@@ -564,6 +564,7 @@ void printMemoryReportJson(const MemoryReport &report, llvm::raw_ostream &os) {
         {"peak_live_bytes", int64_t(run.peakLiveBytes)},
         {"peak_step", run.peakStep}});
   object["branches"] = std::move(branches);
+  // As remat: always present, null when offload did not run.
   object["offload"] = nullptr;
   if (report.offload.applied)
     object["offload"] = llvm::json::Object{

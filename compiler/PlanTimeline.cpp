@@ -78,12 +78,10 @@ llvm::Error writePlanTimeline(const ir::Module &module, llvm::StringRef title,
   os << llvm::format("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                      "height=\"%.1f\" fill=\"#f4f4f4\" stroke=\"#999\"/>\n",
                      margin, margin, width - 2 * margin, height - 2 * margin);
-  std::vector<int64_t> live(steps, 0);
+  std::vector<uint64_t> live = plan->getLiveBytesPerStep();
   for (const ArenaBuffer &buffer : plan->buffers) {
     bool scratch = buffer.kind == ArenaBuffer::Kind::Scratch;
     uint64_t base = buffer.offset;
-    for (int64_t step = buffer.firstStep; step <= buffer.lastStep; ++step)
-      live[step] += llvm::alignTo(buffer.bytes, plan->alignment);
     double x = margin + buffer.firstStep * xScale;
     double w = std::max(1.0, (buffer.lastStep - buffer.firstStep + 1) * xScale);
     double h = std::max(1.0, buffer.bytes * yScale);

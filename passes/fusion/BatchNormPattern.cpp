@@ -93,13 +93,12 @@ static bool readNormParams(const ir::Module &module, const ir::Node &norm,
   return true;
 }
 
-/// A new weight named after `norm` plus `suffix`, holding `values`.
-static Value *addFreshWeight(ir::Module &module, llvm::StringSet<> &names,
-                             const ir::Node &norm, const char *suffix,
-                             const ir::TensorType &type,
-                             const std::vector<float> &values) {
+Value *addFreshWeight(ir::Module &module, llvm::StringSet<> &names,
+                      const ir::Node &node, const char *unnamed,
+                      const char *suffix, const ir::TensorType &type,
+                      const std::vector<float> &values) {
   std::string stem =
-      norm.getName().empty() ? std::string("batchnorm") : norm.getName().str();
+      node.getName().empty() ? std::string(unnamed) : node.getName().str();
   std::string name = getFreshName(names, stem + suffix);
   names.insert(name);
   return module.addWeight(name, type, bytesOf(values));
@@ -137,9 +136,9 @@ static bool tryFold(ir::Module &module, ir::Node &norm,
     newBias[size_t(m)] = float((double(bias[m]) - double(params.mean[m])) * s +
                                double(params.beta[m]));
   }
-  Value *w = addFreshWeight(module, names, norm, "/folded_weight", weightType,
-                            newWeight);
-  Value *b = addFreshWeight(module, names, norm, "/folded_bias",
+  Value *w = addFreshWeight(module, names, norm, "batchnorm", "/folded_weight",
+                            weightType, newWeight);
+  Value *b = addFreshWeight(module, names, norm, "batchnorm", "/folded_bias",
                             ir::TensorType(ir::DType::F32, {channels}),
                             newBias);
   conv->setOperands({conv->getOperand(0), w, b});
@@ -173,8 +172,10 @@ static bool tryAffine(ir::Module &module, ir::Node &norm, size_t index,
   llvm::SmallVector<int64_t, 4> dims(type.getRank() - 1, 1);
   dims[0] = channels;
   ir::TensorType perChannel(ir::DType::F32, dims);
-  Value *sW = addFreshWeight(module, names, norm, "/scale", perChannel, s);
-  Value *tW = addFreshWeight(module, names, norm, "/shift", perChannel, t);
+  Value *sW = addFreshWeight(module, names, norm, "batchnorm", "/scale",
+                             perChannel, s);
+  Value *tW = addFreshWeight(module, names, norm, "batchnorm", "/shift",
+                             perChannel, t);
   ir::Node *mul = module.insertNode(index, OpCode::Mul, {x, sW}, {type});
   ir::Node *add =
       module.insertNode(index + 1, OpCode::Add, {mul->getResult(0), tW}, {type});

@@ -70,18 +70,6 @@ struct Folder {
   ir::Module &module;
   llvm::StringSet<> names;
 
-  Value *addWeight(const ir::Node &node, const char *suffix,
-                   const ir::TensorType &type, const std::vector<float> &values) {
-    std::string stem =
-        node.getName().empty() ? std::string("affine") : node.getName().str();
-    std::string name = getFreshName(names, stem + suffix);
-    names.insert(name);
-    return module.addWeight(
-        name, type,
-        llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(values.data()),
-                                values.size() * sizeof(float)));
-  }
-
   /// Folds `node` into the Conv it reads when the pattern holds.
   bool tryFold(ir::Node &node) {
     bool scale = node.is(OpCode::Mul) || node.is(OpCode::Div);
@@ -134,13 +122,15 @@ struct Folder {
                 double(weight[size_t(m * perChannel + k)]) * values[size_t(m)]);
         for (int64_t m = 0; m < channels; ++m)
           newBias[size_t(m)] = float(double(bias[size_t(m)]) * values[size_t(m)]);
-        w = addWeight(node, "/folded_weight", weightType, newWeight);
+        w = addFreshWeight(module, names, node, "affine", "/folded_weight",
+                           weightType, newWeight);
       } else {
         for (int64_t m = 0; m < channels; ++m)
           newBias[size_t(m)] = float(double(bias[size_t(m)]) + values[size_t(m)]);
       }
-      Value *b = addWeight(node, "/folded_bias",
-                           ir::TensorType(ir::DType::F32, {channels}), newBias);
+      Value *b = addFreshWeight(module, names, node, "affine", "/folded_bias",
+                                ir::TensorType(ir::DType::F32, {channels}),
+                                newBias);
       conv->setOperands({conv->getOperand(0), w, b});
       // The Conv now computes the node's result: its readers and its name
       // move over.

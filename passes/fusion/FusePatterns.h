@@ -179,6 +179,12 @@ unsigned foldAffinesIntoConvs(ir::Module &module);
 llvm::StringSet<> getValueNames(const ir::Module &module);
 std::string getFreshName(const llvm::StringSet<> &taken,
                          const std::string &stem);
+/// A new f32 weight holding `values`, named after `node` (`unnamed` when
+/// it has no name) plus `suffix`, fresh in `names`, which it joins.
+ir::Value *addFreshWeight(ir::Module &module, llvm::StringSet<> &names,
+                          const ir::Node &node, const char *unnamed,
+                          const char *suffix, const ir::TensorType &type,
+                          const std::vector<float> &values);
 
 /// Every other inference BatchNormalization of f32 with constant
 /// parameters, as Mul and Add by per-channel constants that fuse with their

@@ -118,6 +118,15 @@ size_t ModuleMemoryPlan::getNumScratchBuffers() const {
   });
 }
 
+std::vector<uint64_t> ModuleMemoryPlan::getLiveBytesPerStep() const {
+  std::vector<uint64_t> live(size_t(std::max<int64_t>(numSteps, 0)), 0);
+  for (const ArenaBuffer &buffer : buffers)
+    for (int64_t step = std::max<int64_t>(0, buffer.firstStep);
+         step <= buffer.lastStep && step < int64_t(live.size()); ++step)
+      live[size_t(step)] += llvm::alignTo(buffer.bytes, alignment);
+  return live;
+}
+
 llvm::Expected<LivenessOptions>
 getRecordedSharing(const ir::Module &module) {
   LivenessOptions sharing;

@@ -99,6 +99,9 @@ struct ModuleMemoryPlan {
   /// The largest scratch buffer, in bytes (0 without scratch).
   uint64_t getLargestScratchBytes() const;
   size_t getNumScratchBuffers() const;
+  /// Bytes live at each step (numSteps entries): every arena buffer live
+  /// there once, rounded to the alignment, scratch included.
+  std::vector<uint64_t> getLiveBytesPerStep() const;
 };
 
 /// Sets one plan-memory option (alignment, planner, time-limit, seed,

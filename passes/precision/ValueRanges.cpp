@@ -71,6 +71,16 @@ ValueRange scaled(const ValueRange &a, double n) {
   return {times(a.lo, n), times(a.hi, n)};
 }
 
+/// n / d for a divisor d computed at run time: the interval when d cannot
+/// be 0 and the result is ordinary or narrower, else ordinary (see the
+/// header: a normalisation's quotient is bounded by what no interval sees).
+ValueRange byComputed(const ValueRange &n, const ValueRange &d) {
+  if (d.lo <= 0 && d.hi >= 0)
+    return kOrdinary;
+  ValueRange r = product(n, {1 / d.hi, 1 / d.lo});
+  return r.magnitude() <= kOrdinaryActivation ? r : kOrdinary;
+}
+
 /// The one number a single-element weight holds: a float one as the
 /// fusion patterns read it, or an integer one (Pow's exponent may be).
 llvm::Optional<double> scalarWeight(const ir::Module &module,
@@ -220,10 +230,7 @@ private:
     ValueRange n = of(numerator), d = of(divisor);
     if (llvm::Optional<double> c = scalarWeight(module, divisor))
       return *c == 0 ? kUnbounded : scaled(n, 1 / *c);
-    if (d.lo <= 0 && d.hi >= 0)
-      return kOrdinary;
-    ValueRange r = product(n, {1 / d.hi, 1 / d.lo});
-    return r.magnitude() <= kOrdinaryActivation ? r : kOrdinary;
+    return byComputed(n, d);
   }
 
   ValueRange resultRange(const ir::Node &node);
@@ -314,13 +321,8 @@ ValueRange Ranges::resultRange(const ir::Node &node) {
     if (!operand(1))
       return kOrdinary;
     return quotient(operand(0), operand(1));
-  case OpCode::Reciprocal: {
-    ValueRange d = x();
-    if (d.lo <= 0 && d.hi >= 0)
-      return kOrdinary;
-    ValueRange r{std::min(1 / d.lo, 1 / d.hi), std::max(1 / d.lo, 1 / d.hi)};
-    return r.magnitude() <= kOrdinaryActivation ? r : kOrdinary;
-  }
+  case OpCode::Reciprocal:
+    return byComputed({1, 1}, x());
   case OpCode::Pow: {
     if (llvm::Optional<double> p = scalarWeight(module, operand(1)))
       return power(x(), *p);
